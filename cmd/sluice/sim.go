@@ -1,0 +1,294 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/sim"
+)
+
+// simFlags are the flags shared by the sim subcommands.
+type simFlags struct {
+	testbed string
+	format  string
+	seed    int64
+	jsonOut bool
+	pf      float64
+	beta    float64
+	maxCC   int
+	cycle   float64
+	startup float64
+}
+
+func (f *simFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.testbed, "testbed", "sc15", "built-in testbed ("+strings.Join(sim.TestbedNames(), ", ")+") or a JSON file")
+	cmd.Flags().StringVar(&f.format, "format", "", "trace file format: csv, jsonl or gridftp (default: guess)")
+	cmd.Flags().Int64Var(&f.seed, "seed", 1, "seed for generated traces and endpoint mapping")
+	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON")
+	cmd.Flags().Float64Var(&f.pf, "pf", 1.5, "SEAL preemption factor")
+	cmd.Flags().Float64Var(&f.beta, "beta", 0.10, "FindThrCC threshold (fractional gain needed to add concurrency)")
+	cmd.Flags().IntVar(&f.maxCC, "max-cc", 16, "largest concurrency of one task")
+	cmd.Flags().Float64Var(&f.cycle, "cycle", 0.5, "scheduling cycle in seconds")
+	cmd.Flags().Float64Var(&f.startup, "startup", 0.5, "start-up cost of a (re)start in seconds")
+}
+
+func (f *simFlags) options() (sched.Options, sim.Options) {
+	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC}, sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
+}
+
+func (f *simFlags) traces(list string) []sim.TraceSpec {
+	var out []sim.TraceSpec
+	for _, n := range strings.Split(list, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed})
+		}
+	}
+	return out
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newSimCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "sim", Short: "Replay traces through the schedulers in the deterministic simulator"}
+	cmd.AddCommand(newSimRun(), newSimCompare(), newSimSteal(), newSimFig2())
+	return cmd
+}
+
+func newSimRun() *cobra.Command {
+	var f simFlags
+	var tr, scheduler string
+	var lambda float64
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Replay one trace under one scheduler",
+		Example: `  sluice sim run --trace 45 --scheduler seal
+  sluice sim run --trace my-gridftp.log --format gridftp --scheduler steal --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := sim.LoadTestbed(f.testbed)
+			if err != nil {
+				return err
+			}
+			specs := f.traces(tr)
+			if len(specs) != 1 {
+				return fmt.Errorf("--trace takes one trace (use `sluice sim compare` for several)")
+			}
+			t, err := sim.LoadTrace(tb, specs[0])
+			if err != nil {
+				return err
+			}
+			so, opt := f.options()
+			so.Lambda = lambda
+			s, err := sched.New(scheduler, so)
+			if err != nil {
+				return err
+			}
+			res, err := sim.Run(tb, t, s, opt)
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(w, "testbed %s, trace %s (%d tasks), scheduler %s\n", res.Testbed, res.Trace, len(res.Tasks), res.Scheduler)
+			fmt.Fprintln(w, "class\ttasks\tavg slowdown\tavg turnaround s\tmax slowdown\tmax turnaround s\t")
+			row := func(name string, s sim.Stats) {
+				fmt.Fprintf(w, "%s\t%d\t%.3f\t%.2f\t%.2f\t%.1f\t\n", name, s.N, s.AvgSlowdown, s.AvgTurnaround, s.MaxSlowdown, s.MaxTurnaround)
+			}
+			for _, c := range sim.ClassNames {
+				if s, ok := res.ByClass[c]; ok {
+					row(c, s)
+				}
+			}
+			row("all", res.Interactive)
+			if res.Batch.N > 0 {
+				row("batch", res.Batch)
+			}
+			w.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "starts %d, preemptions %d, cc changes %d, makespan %.1f s, moved %.1f GB (%.2f GB re-sent)\n",
+				res.Starts, res.Preemptions, res.Resizes, res.Makespan, res.BytesMoved/1e9, res.BytesLost/1e9)
+			if res.Batch.N > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "spare bandwidth used by batch tasks: %.1f%%\n", 100*res.SpareUsed)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&tr, "trace", "45", "SC'15 trace (25, 45, 60, 45-4x, 60-hv), a load (0.3), or a trace file")
+	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
+	cmd.Flags().Float64Var(&lambda, "lambda", 1, "STEAL: fraction of spare bandwidth batch tasks may use")
+	return cmd
+}
+
+func newSimCompare() *cobra.Command {
+	var f simFlags
+	var traces, schedulers string
+	cmd := &cobra.Command{
+		Use:     "compare",
+		Short:   "Compare schedulers on traces (the layout of SC'15 Figure 3)",
+		Example: `  sluice sim compare --trace 25,45,60,45-4x --schedulers basecc1,basecc2,basecc4,basevary,seal`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := sim.LoadTestbed(f.testbed)
+			if err != nil {
+				return err
+			}
+			so, opt := f.options()
+			names := splitList(schedulers)
+			for _, n := range names {
+				if _, err := sched.New(n, so); err != nil {
+					return err
+				}
+			}
+			res, err := sim.Compare(tb, f.traces(traces), names, so, opt)
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			printComparison(cmd.OutOrStdout(), res, names)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&traces, "trace", "25,45,60,45-4x", "comma-separated traces")
+	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func printComparison(out io.Writer, res *sim.Comparison, names []string) {
+	for _, tc := range res.Traces {
+		fmt.Fprintf(out, "\ntrace %s (%d tasks) on %s, seed %d\n", tc.Trace, tc.Tasks, res.Testbed, res.Seed)
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "scheduler\tavg slowdown\tavg turnaround s\tmax slowdown\tmax turnaround s\tpreemptions\t")
+		for _, n := range names {
+			s := tc.Schedulers[n]
+			fmt.Fprintf(w, "%s\t%.3f\t%.2f\t%.2f\t%.1f\t%d\t\n", n, s.AvgSlowdown, s.AvgTurnaround, s.MaxSlowdown, s.MaxTurnaround, s.Preemptions)
+		}
+		w.Flush()
+		if tc.VsBaseCC1 != nil {
+			fmt.Fprintln(out, "% change vs basecc1, turnaround / slowdown (negative is better):")
+			w = tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprint(w, "scheduler\t")
+			classes := append(append([]string{}, sim.ClassNames[:]...), "all")
+			for _, c := range classes {
+				fmt.Fprintf(w, "%s\t", c)
+			}
+			fmt.Fprintln(w)
+			for _, n := range names {
+				m, ok := tc.VsBaseCC1[n]
+				if !ok {
+					continue
+				}
+				fmt.Fprintf(w, "%s\t", n)
+				for _, c := range classes {
+					if ch, ok := m[c]; ok {
+						fmt.Fprintf(w, "%+.0f / %+.0f\t", ch.Turnaround, ch.Slowdown)
+					} else {
+						fmt.Fprint(w, "-\t")
+					}
+				}
+				fmt.Fprintln(w)
+			}
+			w.Flush()
+		}
+		if tc.AvgVsBest != nil {
+			fmt.Fprintf(out, "%s vs best baseline (%s): average turnaround %+.1f%%, slowdown %+.1f%%; worst turnaround %+.1f%%, slowdown %+.1f%%\n",
+				tc.Subject, tc.Best, tc.AvgVsBest.Turnaround, tc.AvgVsBest.Slowdown, tc.WorstVsBest.Turnaround, tc.WorstVsBest.Slowdown)
+		}
+	}
+}
+
+func newSimSteal() *cobra.Command {
+	var f simFlags
+	var traces, lambdas string
+	cmd := &cobra.Command{
+		Use:     "steal",
+		Short:   "Batch and interactive tasks: the SC'15 Figure 6 points for STEAL, SEAL1, SEAL2 and BaseVary",
+		Example: `  sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := sim.LoadTestbed(f.testbed)
+			if err != nil {
+				return err
+			}
+			var ls []float64
+			for _, s := range splitList(lambdas) {
+				v, err := strconv.ParseFloat(s, 64)
+				if err != nil || v <= 0 || v > 1 {
+					return fmt.Errorf("--lambda: %q is not a fraction in (0, 1]", s)
+				}
+				ls = append(ls, v)
+			}
+			so, opt := f.options()
+			res, err := sim.Steal(tb, f.traces(traces), ls, so, opt)
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			for _, st := range res.Traces {
+				fmt.Fprintf(cmd.OutOrStdout(), "\ntrace %s + %d batch tasks of 50 GB; interactive-only SEAL slowdown SD_I = %.3f\n", st.Trace, st.BatchTasks, st.SDI)
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+				fmt.Fprintln(w, "scheme\tspare used\tSD_I/SD_I+B\tinteractive slowdown\tpreemptions\t")
+				pts := append([]sim.StealPoint(nil), st.Points...)
+				for _, p := range pts {
+					fmt.Fprintf(w, "%s\t%.1f%%\t%.3f\t%.3f\t%d\t\n", p.Scheme, 100*p.SpareUsed, p.NormSlowdown, p.AvgSlowdownInt, p.Preemptions)
+				}
+				w.Flush()
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&traces, "trace", "25,45,60,60-hv", "comma-separated traces")
+	cmd.Flags().StringVar(&lambdas, "lambda", "1,0.9,0.8", "comma-separated STEAL λ values")
+	return cmd
+}
+
+func newSimFig2() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "fig2",
+		Short: "Replay the idealised example of SC'15 Figure 2 under SEAL and the start-on-arrival baseline",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := sim.Fig2()
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "SEAL:     turnarounds %.2f %.2f %.2f s", res.SEAL.Turnaround[0], res.SEAL.Turnaround[1], res.SEAL.Turnaround[2])
+			if res.SEAL.PreemptedAt != nil {
+				fmt.Fprintf(out, ", T1 preempted at t=%.1f s", *res.SEAL.PreemptedAt)
+			}
+			fmt.Fprintf(out, "\nbaseline: turnarounds %.2f %.2f %.2f s\n", res.Baseline.Turnaround[0], res.Baseline.Turnaround[1], res.Baseline.Turnaround[2])
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	return cmd
+}

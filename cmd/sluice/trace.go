@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/trace"
+)
+
+func newTraceCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "trace", Short: "Generate and inspect transfer traces"}
+	var (
+		load         float64
+		minutes      float64
+		variant, out string
+		testbed      string
+		format       string
+		seed         int64
+		batch        int
+	)
+	gen := &cobra.Command{
+		Use:   "gen",
+		Short: "Generate a bursty synthetic trace like the SC'15 traces (Table 2)",
+		Example: `  sluice trace gen --load 0.45 --out t45.csv
+  sluice trace gen --load 0.45 --variant 4x --seed 7 --out t45-4x.jsonl`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := sim.LoadTestbed(testbed)
+			if err != nil {
+				return err
+			}
+			tr, err := trace.Generate(trace.GenSpec{
+				Load: load, Minutes: minutes, Variant: variant, Seed: seed,
+				Source: tb.Source, Destinations: tb.Destinations(),
+				SourceCapacity: sim.Gbps(tb.Endpoint(tb.Source).CapacityGbps),
+			})
+			if err != nil {
+				return err
+			}
+			if batch > 0 {
+				if err := trace.AddBatch(tr, batch, sim.BatchSize, tb.Source, tb.Destinations(), 0, seed); err != nil {
+					return err
+				}
+			}
+			return writeTrace(cmd.OutOrStdout(), tr, out, format)
+		},
+	}
+	gen.Flags().Float64Var(&load, "load", 0.45, "volume as a fraction of what the source can move in the window")
+	gen.Flags().Float64Var(&minutes, "minutes", 15, "trace window in minutes")
+	gen.Flags().StringVar(&variant, "variant", "", `"" , "4x" (25% of files four times larger) or "hv" (higher load variation)`)
+	gen.Flags().Int64Var(&seed, "seed", 1, "random seed (same seed, same trace)")
+	gen.Flags().StringVar(&out, "out", "-", "output file (- for standard output); the extension picks the format")
+	gen.Flags().StringVar(&format, "format", "", "csv or jsonl (default: from --out, else csv)")
+	gen.Flags().StringVar(&testbed, "testbed", "sc15", "testbed whose source and destinations the trace uses")
+	gen.Flags().IntVar(&batch, "batch", 0, "also add this many 50 GB batch tasks at t=0 (SC'15 §6.4)")
+
+	stats := &cobra.Command{
+		Use:   "stats FILE",
+		Short: "Summarise a trace file (csv, jsonl or a globus-gridftp-server transfer log)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tr, rep, err := trace.ReadFile(args[0], format)
+			if err != nil {
+				return err
+			}
+			st := tr.Stats()
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%s: %d transfers, %.3f GB, arrivals over %.1f s\n", args[0], st.Count, float64(st.Bytes)/1e9, st.Duration)
+			for i, n := range st.ClassCount {
+				fmt.Fprintf(w, "  %-8s %7d  %10.3f GB\n", sim.ClassNames[i], n, float64(st.ClassBytes[i])/1e9)
+			}
+			if rep != nil {
+				fmt.Fprintf(w, "%+v\n", *rep)
+			}
+			return nil
+		},
+	}
+	stats.Flags().StringVar(&format, "format", "", "csv, jsonl or gridftp (default: guess)")
+	cmd.AddCommand(gen, stats)
+	return cmd
+}
+
+func writeTrace(stdout io.Writer, tr *trace.Trace, out, format string) error {
+	if format == "" {
+		switch strings.ToLower(filepath.Ext(out)) {
+		case ".jsonl", ".json":
+			format = "jsonl"
+		default:
+			format = "csv"
+		}
+	}
+	write := trace.WriteCSV
+	switch format {
+	case "csv":
+	case "jsonl":
+		write = trace.WriteJSONL
+	default:
+		return fmt.Errorf("unknown trace format %q (csv or jsonl)", format)
+	}
+	if out == "-" || out == "" {
+		return write(stdout, tr)
+	}
+	// Write beside the target and rename, so a failure never leaves a
+	// half-written trace under the requested name.
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing trace: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp, tr); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing trace %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing trace %s: %w", out, err)
+	}
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return fmt.Errorf("writing trace %s: %w", out, err)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+// Package model owns throughput prediction: the history-based estimator of
+// SC'15 §4.2 (historical averages per transfer signature, corrected by how
+// recent transfers on the same pair compare with their own signatures'
+// averages), and the parallel-stream curve fits used to calibrate and to
+// answer "how many streams, what throughput".
+//
+// Estimators are fed observations by whoever runs transfers (the simulator
+// or the live engine) and are read by the pure schedulers of package sched.
+package model
+
+import (
+	"math"
+	"sort"
+)
+
+// Obs is one observation of a transfer: its signature and the throughput it
+// achieved (bytes per second of data movement, start-up excluded).
+type Obs struct {
+	Time             float64
+	Src, Dst         string
+	CC               int
+	SrcLoad, DstLoad int // known concurrency at the endpoints, the task's own excluded
+	Size             int64
+	Thr              float64
+}
+
+// sig is a transfer signature, bucketed so that history generalises.
+type sig struct {
+	cc, src, dst, size int
+}
+
+type cell struct {
+	n   float64
+	sum float64
+}
+
+type recentObs struct {
+	t     float64
+	ratio float64 // observed / historical average at its own signature
+}
+
+type pairHist struct {
+	cells  map[sig]*cell
+	recent []recentObs // ring, oldest first after trimming
+	corr   float64
+	dirty  bool
+}
+
+// History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
+// the world that owns it feeds it between scheduling cycles.
+type History struct {
+	pairs map[[2]string]*pairHist
+	now   float64
+	// RecentWindow is how far back "recent" transfers reach (seconds;
+	// default 1800, the 30 minutes over which the paper finds load stable).
+	RecentWindow float64
+	// RecentMax is how many recent observations per pair are kept
+	// (default 32).
+	RecentMax int
+	// Fallback answers for signatures with no history at all (may be nil,
+	// then such queries predict 0).
+	Fallback func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64
+}
+
+// NewHistory returns an empty estimator.
+func NewHistory() *History {
+	return &History{pairs: map[[2]string]*pairHist{}, RecentWindow: 1800, RecentMax: 32}
+}
+
+// LoadBucket maps a known load (concurrency) to its history bucket: exact up
+// to 8, then coarser as loads grow, because throughput changes less per
+// added connection at high load.
+func LoadBucket(n int) int {
+	switch {
+	case n <= 8:
+		return max(n, 0)
+	case n <= 16:
+		return n &^ 1
+	case n <= 32:
+		return n &^ 3
+	case n <= 64:
+		return n &^ 7
+	default:
+		return n &^ 15
+	}
+}
+
+// SizeClass is the SC'15 size class of a transfer: 0-1M, 1-10M, 10-100M,
+// 100M-1G, 1-10G (and larger).
+func SizeClass(size int64) int {
+	switch {
+	case size <= 1e6:
+		return 0
+	case size <= 10e6:
+		return 1
+	case size <= 100e6:
+		return 2
+	case size <= 1e9:
+		return 3
+	default:
+		return 4
+	}
+}
+
+// SizeKey implements sched.SizeKeyer: predictions depend on size only
+// through its class.
+func (h *History) SizeKey(size int64) int64 { return int64(SizeClass(size)) }
+
+func sigOf(cc, srcLoad, dstLoad int, size int64) sig {
+	return sig{cc: cc, src: LoadBucket(srcLoad), dst: LoadBucket(dstLoad), size: SizeClass(size)}
+}
+
+func (h *History) pair(src, dst string) *pairHist {
+	k := [2]string{src, dst}
+	p := h.pairs[k]
+	if p == nil {
+		p = &pairHist{cells: map[sig]*cell{}, corr: 1}
+		h.pairs[k] = p
+	}
+	return p
+}
+
+// SetNow tells the estimator the current time, which decides which
+// observations are recent. Call it before each scheduling cycle.
+func (h *History) SetNow(t float64) {
+	if t != h.now {
+		h.now = t
+		for _, p := range h.pairs {
+			p.dirty = true
+		}
+	}
+}
+
+// AddHistory records a historical observation (for example from a past
+// log or a calibration campaign) without touching the recent set.
+func (h *History) AddHistory(o Obs) {
+	if o.Thr <= 0 || o.CC <= 0 {
+		return
+	}
+	p := h.pair(o.Src, o.Dst)
+	s := sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size)
+	c := p.cells[s]
+	if c == nil {
+		c = &cell{}
+		p.cells[s] = c
+	}
+	c.n++
+	c.sum += o.Thr
+}
+
+// Observe records a fresh observation: it becomes part of the recent set
+// that corrects predictions on its pair, and of the history.
+func (h *History) Observe(o Obs) {
+	if o.Thr <= 0 || o.CC <= 0 {
+		return
+	}
+	p := h.pair(o.Src, o.Dst)
+	if base := h.base(p, o.Src, o.Dst, sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size), o.CC, o.SrcLoad, o.DstLoad, o.Size); base > 0 {
+		p.recent = append(p.recent, recentObs{t: o.Time, ratio: o.Thr / base})
+		if len(p.recent) > h.RecentMax {
+			p.recent = p.recent[len(p.recent)-h.RecentMax:]
+		}
+		p.dirty = true
+	}
+	h.AddHistory(o)
+}
+
+// base is the historical average at a signature; without data there, the
+// fallback (a calibration prior); without one, the nearest signature with
+// data on the pair (same size class, closest concurrency and loads).
+func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad int, size int64) float64 {
+	if c := p.cells[s]; c != nil {
+		return c.sum / c.n
+	}
+	if h.Fallback != nil {
+		if v := h.Fallback(src, dst, cc, srcLoad, dstLoad, size); v > 0 {
+			return v
+		}
+	}
+	best, bestD := 0.0, math.Inf(1)
+	for k, c := range p.cells {
+		if k.size != s.size {
+			continue
+		}
+		d := math.Abs(math.Log(float64(k.cc)/float64(s.cc)))*4 +
+			math.Abs(math.Log1p(float64(k.src))-math.Log1p(float64(s.src))) +
+			math.Abs(math.Log1p(float64(k.dst))-math.Log1p(float64(s.dst)))
+		// Ties broken by value so map order cannot change the answer.
+		v := c.sum / c.n
+		if d < bestD || (d == bestD && v < best) {
+			best, bestD = v, d
+		}
+	}
+	return best
+}
+
+// correction is the mean ratio of recent observed throughput to the
+// historical average at each observation's signature. The paper corrects
+// by the difference; a ratio carries the correction across signatures of
+// different scale (a cc=1 and a cc=8 transfer differ several-fold).
+func (h *History) correction(p *pairHist) float64 {
+	if !p.dirty {
+		return p.corr
+	}
+	p.dirty = false
+	cut := h.now - h.RecentWindow
+	i := sort.Search(len(p.recent), func(i int) bool { return p.recent[i].t >= cut })
+	p.recent = p.recent[i:]
+	if len(p.recent) == 0 {
+		p.corr = 1
+		return 1
+	}
+	var s float64
+	for _, r := range p.recent {
+		s += r.ratio
+	}
+	p.corr = math.Min(math.Max(s/float64(len(p.recent)), 0.2), 2)
+	return p.corr
+}
+
+// Throughput implements sched.Estimator.
+func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
+	p := h.pairs[[2]string{src, dst}]
+	if p == nil {
+		if h.Fallback != nil {
+			return h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
+		}
+		return 0
+	}
+	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size)
+	return b * h.correction(p)
+}
+
+// Ideal is the "ideal" query of §4.2: the best throughput over
+// concurrency 1..maxCC at zero load, and the concurrency that gives it.
+func (h *History) Ideal(src, dst string, size int64, maxCC int) (int, float64) {
+	bestCC, best := 1, 0.0
+	for cc := 1; cc <= maxCC; cc++ {
+		if t := h.Throughput(src, dst, cc, 0, 0, size); t > best {
+			bestCC, best = cc, t
+		}
+	}
+	return bestCC, best
+}

@@ -1,0 +1,252 @@
+// Package sched owns the scheduling algorithms of Sluice: SEAL and STEAL
+// (Kettimuthu et al., SC'15, Listings 1-4) and the baselines they are
+// compared with (BaseCC1/2/4, BaseVary, Globus default).
+//
+// A scheduler is pure. One call to Schedule is one scheduling cycle: it gets a
+// Snapshot of the world (the time, the waiting and running tasks, what is
+// observed at each endpoint, and a throughput Estimator) and returns
+// Decisions (start a task with a concurrency, preempt a task, change a
+// running task's concurrency). It reads no clock, starts no goroutine and
+// does no I/O, so the deterministic simulator (package sim) and the live
+// engine drive exactly the same code: same snapshot, same decisions.
+//
+// Units: times are seconds (float64), sizes bytes, throughputs bytes per
+// second.
+package sched
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TaskID identifies a task within one world (simulation or service).
+type TaskID int64
+
+// Task is what a scheduler sees of one transfer task.
+type Task struct {
+	ID       TaskID
+	Src, Dst string
+	Size     int64 // bytes in total
+	Left     int64 // bytes still to move
+	Batch    bool  // STEAL's batch class; false means interactive
+	Arrival  float64
+
+	// Running is true when the task holds connections now (a task whose
+	// start-up is still in progress counts as running).
+	Running bool
+	// CC is the task's current concurrency (partial transfers at once);
+	// zero when waiting.
+	CC int
+	// Rate is the task's observed moving-average throughput (the paper
+	// keeps a five-second average); zero when waiting.
+	Rate float64
+	// Wait is the total time the task has spent queued (WT).
+	Wait float64
+	// Trans is the total time the task has not been idle (TT_trans):
+	// running, including start-up, over all its runs so far.
+	Trans float64
+	// Pending is true while a start, a preemption or a concurrency change
+	// ordered by an earlier cycle has not yet taken effect; schedulers
+	// leave such tasks alone.
+	Pending bool
+	// IdealTT caches TT_ideal: it depends only on the task's size and pair,
+	// so the world computes it once (zero means not known yet).
+	IdealTT float64
+}
+
+// Endpoint is what a scheduler sees of one endpoint (a DTN).
+type Endpoint struct {
+	Name string
+	// MaxThroughput is the highest throughput the endpoint is known to
+	// reach (configured or measured), bytes per second.
+	MaxThroughput float64
+	// MaxCC is the administrator's limit on concurrent transfers
+	// (connections) at the endpoint; zero means no limit.
+	MaxCC int
+	// Observed is the sum of the observed moving-average throughputs of
+	// the tasks running at the endpoint.
+	Observed float64
+	// CC is the total concurrency of the tasks the scheduler runs there
+	// (the paper's "known load").
+	CC int
+}
+
+// Estimator predicts the throughput of one task between src and dst with
+// concurrency cc when the scheduler already runs srcLoad and dstLoad
+// concurrent transfers at the two endpoints (paper §4.2). It must be pure
+// for the duration of a cycle.
+type Estimator interface {
+	Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64
+}
+
+// Snapshot is the world as one scheduling cycle sees it.
+type Snapshot struct {
+	Now       float64
+	Waiting   []*Task
+	Running   []*Task
+	Endpoints map[string]*Endpoint
+	// TotalMaxCC bounds the total concurrency over all endpoints (80 in
+	// the SC'15 testbed); zero means no bound.
+	TotalMaxCC int
+	Estimator  Estimator
+	// StartupCost is the expected time to open and authenticate the
+	// connections of a start or restart, in seconds.
+	StartupCost float64
+}
+
+// DecisionKind says what a Decision does.
+type DecisionKind int
+
+const (
+	// Start starts a waiting task with concurrency CC.
+	Start DecisionKind = iota + 1
+	// Preempt stops a running task at its next checkpoint and returns it
+	// to the wait queue. The world keeps the victim running until the task
+	// started in the same cycle has begun moving data (SC'15 §4.5).
+	Preempt
+	// SetCC changes a running task's concurrency to CC.
+	SetCC
+)
+
+func (k DecisionKind) String() string {
+	switch k {
+	case Start:
+		return "start"
+	case Preempt:
+		return "preempt"
+	case SetCC:
+		return "set-cc"
+	}
+	return fmt.Sprintf("DecisionKind(%d)", int(k))
+}
+
+// Decision is one action a scheduler asks the world to carry out.
+type Decision struct {
+	Kind DecisionKind
+	Task TaskID
+	CC   int
+	// For is, on a Preempt, the task whose start caused it: the world
+	// keeps the victim running until For has started.
+	For TaskID
+}
+
+func (d Decision) String() string {
+	switch d.Kind {
+	case Start, SetCC:
+		return fmt.Sprintf("%s(%d, cc=%d)", d.Kind, d.Task, d.CC)
+	case Preempt:
+		return fmt.Sprintf("preempt(%d for %d)", d.Task, d.For)
+	}
+	return d.Kind.String()
+}
+
+// Scheduler is one scheduling algorithm.
+type Scheduler interface {
+	// Name is the algorithm's command-line name (e.g. "seal").
+	Name() string
+	// Schedule runs one cycle. It must not modify the snapshot's tasks or
+	// endpoints, and must return the same decisions for the same snapshot.
+	Schedule(s *Snapshot) []Decision
+}
+
+// Names lists the schedulers New knows, in a stable order.
+func Names() []string {
+	return []string{"basecc1", "basecc2", "basecc4", "basevary", "globus", "seal", "steal"}
+}
+
+// Options tunes the schedulers; the zero value is the paper's settings.
+type Options struct {
+	// PF is SEAL's preemption factor (default 1.5).
+	PF float64
+	// Beta is FindThrCC's threshold: concurrency grows while the predicted
+	// throughput rises by more than Beta (default 0.10, i.e. 10%).
+	Beta float64
+	// MaxCC is the largest concurrency one task may use (default 16).
+	MaxCC int
+	// Lambda is STEAL's fraction of spare bandwidth batch tasks may use
+	// (default 1).
+	Lambda float64
+	// SmallSize: tasks smaller than this bypass SEAL's saturation test
+	// (default 1 GB).
+	SmallSize int64
+	// SplitMin: files at or below this size always use concurrency 1
+	// (default 10 MB, the paper's bandwidth-delay threshold).
+	SplitMin int64
+	// SatFraction is saturation test (a): an endpoint whose observed
+	// throughput reaches this fraction of its maximum is saturated
+	// (default 0.95).
+	SatFraction float64
+	// NoConcurrencyProbe turns off saturation test (b) (the 0.25×F rule);
+	// only idealised models whose throughput does not depend on
+	// concurrency need this.
+	NoConcurrencyProbe bool
+	// PromoteAfter, if positive, makes STEAL treat a batch task that has
+	// waited this long (seconds since arrival) as interactive.
+	PromoteAfter float64
+}
+
+func (o Options) withDefaults() Options {
+	if o.PF <= 0 {
+		o.PF = 1.5
+	}
+	if o.Beta <= 0 {
+		o.Beta = 0.10
+	}
+	if o.MaxCC <= 0 {
+		o.MaxCC = 16
+	}
+	if o.Lambda <= 0 {
+		o.Lambda = 1
+	}
+	if o.SmallSize <= 0 {
+		o.SmallSize = 1e9
+	}
+	if o.SplitMin <= 0 {
+		o.SplitMin = 10e6
+	}
+	if o.SatFraction <= 0 {
+		o.SatFraction = 0.95
+	}
+	return o
+}
+
+// New returns the scheduler called name.
+func New(name string, o Options) (Scheduler, error) {
+	o = o.withDefaults()
+	switch name {
+	case "basecc1":
+		return &Static{name: name, ccFor: func(int64) int { return 1 }}, nil
+	case "basecc2", "basecc4":
+		cc := 2
+		if name == "basecc4" {
+			cc = 4
+		}
+		split := o.SplitMin
+		return &Static{name: name, ccFor: func(size int64) int {
+			if size <= split {
+				return 1
+			}
+			return cc
+		}}, nil
+	case "basevary":
+		return &Static{name: name, ccFor: func(size int64) int {
+			if size <= 1e9 {
+				return 1
+			}
+			return 4
+		}}, nil
+	case "globus":
+		return &Static{name: name, ccFor: func(int64) int { return 1 }, perPair: 2}, nil
+	case "seal":
+		return &SEAL{opt: o}, nil
+	case "steal":
+		return &SEAL{opt: o, typeAware: true}, nil
+	}
+	return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
+}
+
+// byID orders tasks by ID so that map iteration order never leaks into
+// decisions.
+func byID(ts []*Task) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })
+}

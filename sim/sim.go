@@ -1,0 +1,649 @@
+// Package sim owns the deterministic simulator: a fluid (rate-based)
+// discrete-event model of endpoints, paths and transfers that implements
+// the world a sched.Scheduler runs in. It builds the same Snapshot the live
+// service builds, calls the same scheduler code, and applies its decisions
+// with the costs real transfers pay: start-up time, preemption at the last
+// checkpoint, contention past an endpoint's knee. Given a testbed, a trace,
+// a scheduler and options, a run is a pure function: no clock, no
+// randomness beyond the seeds it is given.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/sluice-dtn/sluice/model"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/trace"
+)
+
+// Options tunes a simulation; the zero value gives the paper's settings.
+type Options struct {
+	// Cycle is the scheduling period (default 0.5 s).
+	Cycle float64
+	// Startup is the cost of opening and authenticating a transfer's
+	// connections, paid at every start and restart (default 0.5 s; set
+	// NoStartup for none).
+	Startup   float64
+	NoStartup bool
+	// Checkpoint is the checkpoint interval: a preempted task re-sends
+	// what it moved since its last checkpoint (default 1 s; negative means
+	// continuous checkpoints, so preemption loses nothing).
+	Checkpoint float64
+	// ObsWindow is the moving-average window of observed throughput
+	// (default 5 s; negative means instantaneous rates).
+	ObsWindow float64
+	// BatchShift makes batch tasks' wait time count from this many seconds
+	// before their arrival (SEAL2 of §6.4 uses 3600).
+	BatchShift float64
+	// NoCycleOnCompletion runs the scheduler only on the periodic cycle.
+	// By default a completion also triggers a cycle when tasks wait, so
+	// freed capacity is used at once.
+	NoCycleOnCompletion bool
+	// Estimator, if set, is used (and fed) instead of a fresh one trained
+	// on the testbed.
+	Estimator *model.History
+	// MaxTime stops a run that has not finished by then (default: last
+	// arrival + 7 days) with an error.
+	MaxTime float64
+	// Window is the interval [0, Window) over which bandwidth use is
+	// accounted for the batch metrics (default: the trace's last
+	// interactive arrival).
+	Window float64
+	// Observer, if set, is called after every cycle (for tests and
+	// invariant checks).
+	Observer func(w *World, decisions []sched.Decision)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Cycle <= 0 {
+		o.Cycle = 0.5
+	}
+	if o.NoStartup {
+		o.Startup = 0
+	} else if o.Startup <= 0 {
+		o.Startup = 0.5
+	}
+	if o.Checkpoint == 0 {
+		o.Checkpoint = 1
+	}
+	if o.ObsWindow == 0 {
+		o.ObsWindow = 5
+	}
+	return o
+}
+
+type state int
+
+const (
+	waiting state = iota
+	starting
+	running
+	done
+)
+
+// simTask is one task in the world.
+type simTask struct {
+	st     sched.Task
+	state  state
+	since  float64 // when the current state began
+	wait   float64 // accumulated waiting time, closed states only
+	trans  float64 // accumulated non-idle time, closed states only
+	left   float64 // bytes left (fluid)
+	cc     int     // connections moving data now
+	target int     // concurrency ordered (>= cc while an increase starts)
+	rate   float64
+	// readyAt is when a start or a concurrency increase takes effect.
+	readyAt float64
+	// stopAt is when a preempted task stops (its replacement has started).
+	stopAt    float64
+	stopFor   sched.TaskID
+	runStart  float64 // when the current run began moving data
+	samples   []sample
+	finish    float64
+	preempted int
+	ideal     float64
+	lastObs   float64
+	flow      flow
+	// Bytes moved inside the accounting window.
+	windowBytes float64
+}
+
+type sample struct{ t, left float64 }
+
+// World is the simulated world. It is exported for Observers.
+type World struct {
+	tb    *Testbed
+	opt   Options
+	sch   sched.Scheduler
+	est   *model.History
+	now   float64
+	tasks []*simTask
+	byID  map[sched.TaskID]*simTask
+	eps   map[string]*sched.Endpoint
+	epIdx map[string]int
+	alloc allocator
+	// live holds tasks that are not done, in ID order.
+	live        []*simTask
+	liveDirty   bool
+	capacity    []float64
+	linkIdx     map[[2]string]int
+	flows       []*flow
+	ratesDirty  bool
+	preemptions int
+	starts      int
+	resizes     int
+	lost        float64
+	moved       float64
+	stepErr     error
+	preemptLog  []PreemptEvent
+}
+
+// Now is the simulated time.
+func (w *World) Now() float64 { return w.now }
+
+// Concurrency returns the concurrency the scheduler has ordered at each
+// endpoint, leaving out tasks that are draining after a preemption, and
+// the total.
+func (w *World) Concurrency() (map[string]int, int) {
+	m := map[string]int{}
+	total := 0
+	for _, t := range w.live {
+		if t.state == waiting || t.stopAt > 0 {
+			continue
+		}
+		m[t.st.Src] += t.target
+		m[t.st.Dst] += t.target
+		total += t.target
+	}
+	return m, total
+}
+
+// Run simulates tr on tb under s.
+func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	if tr == nil || len(tr.Transfers) == 0 {
+		return nil, errors.New("sim: empty trace")
+	}
+	w := &World{tb: tb, opt: opt, sch: s, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, linkIdx: map[[2]string]int{}}
+	for i, e := range tb.Endpoints {
+		w.eps[e.Name] = &sched.Endpoint{Name: e.Name, MaxThroughput: Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
+		w.epIdx[e.Name] = i
+		w.capacity = append(w.capacity, 0)
+	}
+	w.est = opt.Estimator
+	if w.est == nil {
+		w.est = Train(tb)
+	}
+	lastInteractive := 0.0
+	for _, x := range tr.Transfers {
+		if !tb.Has(x.Src) || !tb.Has(x.Dst) {
+			return nil, fmt.Errorf("sim: transfer %d goes %s -> %s, not endpoints of testbed %s (remap the trace)", x.ID, x.Src, x.Dst, tb.Name)
+		}
+		if x.Size <= 0 {
+			return nil, fmt.Errorf("sim: transfer %d has size %d", x.ID, x.Size)
+		}
+		if _, dup := w.byID[sched.TaskID(x.ID)]; dup {
+			return nil, fmt.Errorf("sim: transfer id %d appears twice", x.ID)
+		}
+		t := &simTask{st: sched.Task{ID: sched.TaskID(x.ID), Src: x.Src, Dst: x.Dst, Size: x.Size, Left: x.Size, Batch: x.Batch, Arrival: x.Arrival}, left: float64(x.Size)}
+		t.ideal = tb.idealTT(x.Src, x.Dst, x.Size, opt.Startup)
+		w.tasks = append(w.tasks, t)
+		w.byID[t.st.ID] = t
+		if !x.Batch && x.Arrival > lastInteractive {
+			lastInteractive = x.Arrival
+		}
+	}
+	sort.SliceStable(w.tasks, func(i, j int) bool { return w.tasks[i].st.Arrival < w.tasks[j].st.Arrival })
+	if opt.Window <= 0 {
+		w.opt.Window = lastInteractive
+	}
+	if opt.MaxTime <= 0 {
+		w.opt.MaxTime = w.tasks[len(w.tasks)-1].st.Arrival + 7*86400
+	}
+	if err := w.loop(); err != nil {
+		return nil, err
+	}
+	return w.result(tr.Name), nil
+}
+
+// loop is the discrete-event loop.
+func (w *World) loop() error {
+	next := 0 // next arrival
+	nextCycle := 0.0
+	const eps = 1e-9
+	for {
+		// The next event time.
+		tn := math.Inf(1)
+		if next < len(w.tasks) {
+			tn = w.tasks[next].st.Arrival
+		}
+		if len(w.live) > 0 || next < len(w.tasks) {
+			if nextCycle < tn && len(w.live) > 0 {
+				tn = nextCycle
+			}
+		}
+		for _, t := range w.live {
+			switch t.state {
+			case starting:
+				tn = math.Min(tn, t.readyAt)
+			case running:
+				if t.rate > 0 {
+					tn = math.Min(tn, w.now+t.left/t.rate)
+				}
+				if t.readyAt > 0 {
+					tn = math.Min(tn, t.readyAt)
+				}
+				if t.stopAt > 0 {
+					tn = math.Min(tn, t.stopAt)
+				}
+			}
+		}
+		for _, e := range w.tb.Endpoints {
+			for _, s := range e.ExternalLoad {
+				if s.At > w.now+eps {
+					tn = math.Min(tn, s.At)
+					break
+				}
+			}
+		}
+		if math.IsInf(tn, 1) {
+			if len(w.live) > 0 {
+				return fmt.Errorf("sim: stalled at t=%.3f with %d unfinished tasks (scheduler %s never started them)", w.now, len(w.live), w.sch.Name())
+			}
+			return nil
+		}
+		if tn > w.opt.MaxTime {
+			return fmt.Errorf("sim: %d tasks unfinished at t=%.0f s (MaxTime)", len(w.live), w.opt.MaxTime)
+		}
+		w.advance(tn)
+		// Completions and state changes due now.
+		completed := false
+		for _, t := range w.live {
+			switch {
+			case t.state == running && t.left < 0.5:
+				w.finish(t)
+				completed = true
+			case t.state == starting && t.readyAt <= w.now+eps:
+				w.setState(t, running)
+				t.cc = t.target
+				t.readyAt = 0
+				t.runStart = w.now
+				t.samples = t.samples[:0]
+				t.samples = append(t.samples, sample{w.now, t.left})
+				w.ratesDirty = true
+			case t.state == running && t.readyAt > 0 && t.readyAt <= w.now+eps:
+				t.cc = t.target
+				t.readyAt = 0
+				w.ratesDirty = true
+			}
+		}
+		for _, t := range w.live {
+			if t.state == running && t.stopAt > 0 && t.stopAt <= w.now+eps {
+				w.stop(t)
+			}
+		}
+		if w.liveDirty {
+			w.compact()
+		}
+		for next < len(w.tasks) && w.tasks[next].st.Arrival <= w.now+eps {
+			t := w.tasks[next]
+			t.state = waiting
+			t.since = t.st.Arrival
+			if t.st.Batch && w.opt.BatchShift > 0 {
+				t.wait = w.opt.BatchShift
+			}
+			w.live = append(w.live, t)
+			next++
+		}
+		if w.ratesDirty {
+			w.rates()
+		}
+		cycleNow := w.now >= nextCycle-eps
+		if !cycleNow && completed && !w.opt.NoCycleOnCompletion && w.anyWaiting() {
+			cycleNow = true
+		}
+		if cycleNow {
+			w.cycle()
+			if w.stepErr != nil {
+				return w.stepErr
+			}
+			if w.now >= nextCycle-eps {
+				nextCycle = (math.Floor(w.now/w.opt.Cycle+eps) + 1) * w.opt.Cycle
+			}
+		}
+		if len(w.live) == 0 && next >= len(w.tasks) {
+			return nil
+		}
+	}
+}
+
+func (w *World) anyWaiting() bool {
+	for _, t := range w.live {
+		if t.state == waiting {
+			return true
+		}
+	}
+	return false
+}
+
+// advance moves time to tn, moving bytes at the current rates.
+func (w *World) advance(tn float64) {
+	dt := tn - w.now
+	if dt <= 0 {
+		w.now = math.Max(w.now, tn)
+		return
+	}
+	win := w.opt.Window
+	for _, t := range w.live {
+		if t.state != running || t.rate <= 0 {
+			continue
+		}
+		b := math.Min(t.rate*dt, t.left)
+		t.left -= b
+		w.moved += b
+		if w.now < win {
+			frac := (math.Min(tn, win) - w.now) / dt
+			t.windowBytes += b * frac
+		}
+	}
+	w.now = tn
+}
+
+func (w *World) setState(t *simTask, s state) {
+	switch t.state {
+	case waiting:
+		t.wait += w.now - t.since
+	case starting, running:
+		t.trans += w.now - t.since
+	}
+	t.state = s
+	t.since = w.now
+}
+
+func (w *World) finish(t *simTask) {
+	w.setState(t, done)
+	t.left = 0
+	t.finish = w.now
+	t.rate = 0
+	w.observe(t)
+	w.liveDirty = true
+	w.ratesDirty = true
+}
+
+// stop ends a preempted task's run: it loses what it moved since its last
+// checkpoint and goes back to the wait queue.
+func (w *World) stop(t *simTask) {
+	w.observe(t)
+	if w.opt.Checkpoint > 0 {
+		// Rates are piecewise constant, so the current rate times the
+		// time since the last checkpoint is what gets re-sent.
+		run := w.now - t.runStart
+		sinceCkpt := run - math.Floor(run/w.opt.Checkpoint)*w.opt.Checkpoint
+		lost := math.Min(t.rate*sinceCkpt, float64(t.st.Size)-t.left)
+		t.left += lost
+		w.lost += lost
+	}
+	t.stopAt = 0
+	t.cc, t.target, t.rate, t.readyAt = 0, 0, 0, 0
+	t.preempted++
+	w.setState(t, waiting)
+	w.ratesDirty = true
+}
+
+func (w *World) compact() {
+	kept := w.live[:0]
+	for _, t := range w.live {
+		if t.state != done {
+			kept = append(kept, t)
+		}
+	}
+	for i := len(kept); i < len(w.live); i++ {
+		w.live[i] = nil
+	}
+	w.live = kept
+	w.liveDirty = false
+}
+
+// rates recomputes every transferring task's rate.
+func (w *World) rates() {
+	w.ratesDirty = false
+	n := len(w.tb.Endpoints)
+	conns := make([]int, n)
+	w.flows = w.flows[:0]
+	for _, t := range w.live {
+		if t.state != running || t.cc == 0 {
+			t.rate = 0
+			continue
+		}
+		conns[w.epIdx[t.st.Src]] += t.cc
+		conns[w.epIdx[t.st.Dst]] += t.cc
+	}
+	w.capacity = w.capacity[:n]
+	for i := range w.tb.Endpoints {
+		w.capacity[i] = w.tb.Endpoints[i].capacity(conns[i], w.now)
+	}
+	for _, t := range w.live {
+		if t.state != running || t.cc == 0 {
+			continue
+		}
+		f := &t.flow
+		f.res = [3]int{w.epIdx[t.st.Src], w.epIdx[t.st.Dst], -1}
+		if w.tb.LinkGbps > 0 {
+			k := [2]string{t.st.Src, t.st.Dst}
+			li, ok := w.linkIdx[k]
+			if !ok {
+				li = n + len(w.linkIdx)
+				w.linkIdx[k] = li
+			}
+			f.res[2] = li
+		}
+		f.weight = float64(t.cc)
+		if w.tb.EqualShare {
+			f.weight = 1
+		}
+		f.cap = w.tb.demand(t.st.Src, t.st.Dst, t.cc)
+		w.flows = append(w.flows, f)
+	}
+	for len(w.capacity) < n+len(w.linkIdx) {
+		w.capacity = append(w.capacity, Gbps(w.tb.LinkGbps))
+	}
+	w.capacity = w.capacity[:n+len(w.linkIdx)]
+	for i := n; i < len(w.capacity); i++ {
+		w.capacity[i] = Gbps(w.tb.LinkGbps)
+	}
+	w.alloc.run(w.flows, w.capacity)
+	for _, t := range w.live {
+		if t.state == running && t.cc > 0 {
+			t.rate = t.flow.rate
+		}
+	}
+}
+
+// observedRate is the task's moving-average throughput over the
+// observation window.
+func (w *World) observedRate(t *simTask) float64 {
+	if t.state != running {
+		return 0
+	}
+	if w.opt.ObsWindow < 0 || len(t.samples) == 0 {
+		return t.rate
+	}
+	cut := w.now - w.opt.ObsWindow
+	i := 0
+	for i < len(t.samples)-1 && t.samples[i+1].t <= cut+1e-9 {
+		i++
+	}
+	s := t.samples[i]
+	if w.now-s.t < 1e-9 {
+		return t.rate
+	}
+	return (s.left - t.left) / (w.now - s.t)
+}
+
+// observe feeds the estimator with what t achieved recently.
+func (w *World) observe(t *simTask) {
+	if t.state != running && t.state != done {
+		return
+	}
+	r := w.observedRate(t)
+	if r <= 0 || t.cc == 0 {
+		return
+	}
+	srcLoad, dstLoad := w.loadsExcluding(t)
+	w.est.Observe(model.Obs{Time: w.now, Src: t.st.Src, Dst: t.st.Dst, CC: t.cc, SrcLoad: srcLoad, DstLoad: dstLoad, Size: t.st.Size, Thr: r})
+	t.lastObs = w.now
+}
+
+func (w *World) loadsExcluding(t *simTask) (int, int) {
+	return w.eps[t.st.Src].CC - t.target, w.eps[t.st.Dst].CC - t.target
+}
+
+// cycle builds a snapshot, runs the scheduler and applies its decisions.
+func (w *World) cycle() {
+	w.est.SetNow(w.now)
+	for _, e := range w.eps {
+		e.Observed, e.CC = 0, 0
+	}
+	snap := &sched.Snapshot{Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup}
+	for _, t := range w.live {
+		st := &t.st
+		st.Left = int64(math.Ceil(t.left))
+		st.Wait = t.wait
+		st.Trans = t.trans
+		switch t.state {
+		case waiting:
+			st.Wait += w.now - t.since
+			st.Running, st.CC, st.Rate, st.Pending = false, 0, 0, false
+			snap.Waiting = append(snap.Waiting, st)
+			continue
+		case starting, running:
+			st.Trans += w.now - t.since
+		}
+		st.Running = true
+		st.CC = t.target
+		st.Rate = w.observedRate(t)
+		st.Pending = t.state == starting || t.readyAt > 0 || t.stopAt > 0
+		snap.Running = append(snap.Running, st)
+		w.eps[st.Src].Observed += st.Rate
+		w.eps[st.Dst].Observed += st.Rate
+		w.eps[st.Src].CC += st.CC
+		w.eps[st.Dst].CC += st.CC
+		// Sample for the moving average, and observe every window.
+		if t.state == running {
+			t.samples = append(t.samples, sample{w.now, t.left})
+			if len(t.samples) > 64 {
+				cut := w.now - math.Max(w.opt.ObsWindow, 0) - 1
+				j := 0
+				for j < len(t.samples)-2 && t.samples[j+1].t < cut {
+					j++
+				}
+				t.samples = append(t.samples[:0], t.samples[j:]...)
+			}
+		}
+	}
+	for _, t := range w.live {
+		if t.state == running && w.opt.ObsWindow > 0 && w.now-t.lastObs >= w.opt.ObsWindow && w.now-t.runStart >= w.opt.ObsWindow {
+			w.observe(t)
+		}
+	}
+	ds := w.sch.Schedule(snap)
+	w.apply(ds)
+	if w.opt.Observer != nil {
+		w.opt.Observer(w, ds)
+	}
+}
+
+func (w *World) apply(ds []sched.Decision) {
+	for _, d := range ds {
+		t := w.byID[d.Task]
+		if t == nil || t.state == done {
+			w.stepErr = fmt.Errorf("sim: %s decided %v for unknown or finished task", w.sch.Name(), d)
+			return
+		}
+		switch d.Kind {
+		case sched.Start:
+			if t.state != waiting || d.CC < 1 {
+				w.stepErr = fmt.Errorf("sim: %s decided %v for a task that is not waiting", w.sch.Name(), d)
+				return
+			}
+			w.setState(t, starting)
+			t.target = d.CC
+			t.readyAt = w.now + w.opt.Startup
+			w.starts++
+			if w.opt.Startup == 0 {
+				w.setState(t, running)
+				t.cc, t.readyAt, t.runStart = t.target, 0, w.now
+				t.samples = append(t.samples[:0], sample{w.now, t.left})
+				w.ratesDirty = true
+			}
+		case sched.Preempt:
+			if t.state == waiting {
+				continue
+			}
+			w.preemptions++
+			w.preemptLog = append(w.preemptLog, PreemptEvent{Time: w.now, Victim: int64(d.Task), For: int64(d.For)})
+			if t.state == starting {
+				// Nothing moved yet: it simply goes back to the queue.
+				t.cc, t.target, t.readyAt = 0, 0, 0
+				t.preempted++
+				w.setState(t, waiting)
+				continue
+			}
+			// Keep the victim running until its replacement moves data
+			// (SC'15 §4.5).
+			r := w.byID[d.For]
+			at := w.now
+			if r != nil && r.state == starting {
+				at = r.readyAt
+			}
+			if at <= w.now {
+				w.stop(t)
+			} else {
+				t.stopAt, t.stopFor = at, d.For
+			}
+		case sched.SetCC:
+			if t.state == waiting || d.CC < 1 {
+				w.stepErr = fmt.Errorf("sim: %s decided %v for a task that is not running", w.sch.Name(), d)
+				return
+			}
+			w.resizes++
+			if d.CC < t.target || t.state == starting || w.opt.Startup == 0 {
+				t.target = d.CC
+				if t.state == running {
+					t.cc = d.CC
+					t.readyAt = 0
+				}
+				w.ratesDirty = true
+			} else {
+				// New partial transfers open while the old ones go on.
+				t.target = d.CC
+				t.readyAt = w.now + w.opt.Startup
+			}
+		}
+	}
+	if w.ratesDirty {
+		w.rates()
+	}
+}
+
+// idealTT is the ground-truth TT_ideal used by the metrics: start-up plus
+// the time at the best concurrency on idle endpoints. It is the same for
+// every scheduler, so slowdowns compare.
+func (tb *Testbed) idealTT(src, dst string, size int64, startup float64) float64 {
+	best := 0.0
+	maxCC := 16
+	if size <= 10e6 {
+		maxCC = 1
+	}
+	for cc := 1; cc <= maxCC; cc++ {
+		r := tb.demand(src, dst, cc)
+		for _, e := range [2]string{src, dst} {
+			r = math.Min(r, tb.Endpoint(e).capacity(cc, 0))
+		}
+		best = math.Max(best, r)
+	}
+	return startup + float64(size)/best
+}

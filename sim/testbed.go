@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sluice-dtn/sluice/model"
+	"github.com/sluice-dtn/sluice/trace"
+)
+
+//go:embed testbeds/*.json
+var testbedFS embed.FS
+
+// EndpointSpec describes one simulated endpoint (DTN).
+type EndpointSpec struct {
+	Name string `json:"name"`
+	// CapacityGbps is the endpoint's maximum aggregate disk-to-disk
+	// throughput.
+	CapacityGbps float64 `json:"capacity_gbps"`
+	// MaxCC is the administrator's limit on concurrent transfers
+	// (connections); zero means none.
+	MaxCC int `json:"max_cc,omitempty"`
+	// Knee is the total concurrency beyond which storage and host
+	// contention make the aggregate fall; Decline is how fast: capacity is
+	// divided by 1 + Decline×(n-Knee)/Knee. Zero Knee means no decline.
+	Knee    int     `json:"knee,omitempty"`
+	Decline float64 `json:"decline,omitempty"`
+	// Weight is the share of generated traffic sent to this endpoint when
+	// it is a destination (the paper splits transfers by capacity).
+	Weight float64 `json:"weight,omitempty"`
+	// ExternalLoad is a step series of the fraction of capacity taken by
+	// traffic Sluice does not control.
+	ExternalLoad []LoadStep `json:"external_load,omitempty"`
+}
+
+// LoadStep says that from time At (seconds) on, Fraction of the
+// endpoint's capacity is used by external traffic.
+type LoadStep struct {
+	At       float64 `json:"at"`
+	Fraction float64 `json:"fraction"`
+}
+
+// Curve is how one task's throughput grows with its own concurrency on a
+// path, as a fraction of the path's capacity: the second-order model
+// Th(cc) = cc/sqrt(a cc² + b cc + c), normalised so that Th(∞) = 1.
+type Curve struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+	C float64 `json:"c"`
+}
+
+// DefaultCurve is fitted to the real Stampede->Gordon runs of
+// SGData.csv (2.87 GB files, 2 streams, no pipelining; median throughput
+// over concurrency 1..32; see docs/calibration.md) and normalised to its
+// asymptote (4.82 Gb/s): one partial transfer reaches about a quarter of
+// the path, four about 59%, sixteen about 86%.
+var DefaultCurve = Curve{A: 1, B: 0.2222 / 0.04305, C: 0.4242 / 0.04305}
+
+// At is the fraction of the path's capacity a task with concurrency cc
+// reaches on an otherwise idle path.
+func (c Curve) At(cc int) float64 {
+	return model.SecondOrder{A: c.A, B: c.B, C: c.C}.At(float64(cc))
+}
+
+// Testbed is a set of endpoints and the paths between them.
+type Testbed struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Endpoints   []EndpointSpec `json:"endpoints"`
+	// Source is the endpoint traces' transfers start from when they name
+	// none the testbed knows (the SC'15 testbed has one source).
+	Source string `json:"source"`
+	// TotalMaxCC bounds total concurrency (80 in the SC'15 runs).
+	TotalMaxCC int `json:"total_max_cc,omitempty"`
+	// LinkGbps caps each source-destination path (the WAN); zero means
+	// only the endpoints limit it.
+	LinkGbps float64 `json:"link_gbps,omitempty"`
+	// Curve is the per-task concurrency response; zero means DefaultCurve.
+	Curve *Curve `json:"curve,omitempty"`
+	// SingleTaskFraction, if positive, replaces the curve by a flat cap:
+	// any task reaches at most this fraction of its path whatever its
+	// concurrency (the idealised model of the paper's Figure 2).
+	SingleTaskFraction float64 `json:"single_task_fraction,omitempty"`
+	// EqualShare shares an endpoint equally among its running tasks
+	// instead of in proportion to their connections (Figure 2).
+	EqualShare bool `json:"equal_share,omitempty"`
+
+	byName map[string]int
+}
+
+// LoadTestbed returns a built-in testbed by name ("sc15", "fig2", ...) or
+// reads one from a JSON file.
+func LoadTestbed(nameOrPath string) (*Testbed, error) {
+	var data []byte
+	var err error
+	if strings.ContainsAny(nameOrPath, "/.") {
+		data, err = os.ReadFile(nameOrPath)
+	} else {
+		data, err = testbedFS.ReadFile("testbeds/" + nameOrPath + ".json")
+		if err != nil {
+			return nil, fmt.Errorf("unknown testbed %q (built in: %v; or give a JSON file path)", nameOrPath, TestbedNames())
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	var tb Testbed
+	if err := json.Unmarshal(data, &tb); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", nameOrPath, err)
+	}
+	if err := tb.init(); err != nil {
+		return nil, fmt.Errorf("testbed %s: %w", nameOrPath, err)
+	}
+	return &tb, nil
+}
+
+// TestbedNames lists the built-in testbeds.
+func TestbedNames() []string {
+	ents, _ := testbedFS.ReadDir("testbeds")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (tb *Testbed) init() error {
+	if len(tb.Endpoints) == 0 {
+		return errors.New("no endpoints")
+	}
+	tb.byName = map[string]int{}
+	for i, e := range tb.Endpoints {
+		if e.Name == "" {
+			return fmt.Errorf("endpoint %d has no name", i)
+		}
+		if _, dup := tb.byName[e.Name]; dup {
+			return fmt.Errorf("endpoint %q listed twice", e.Name)
+		}
+		if !(e.CapacityGbps > 0) || math.IsInf(e.CapacityGbps, 0) {
+			return fmt.Errorf("endpoint %q: capacity_gbps must be positive", e.Name)
+		}
+		if e.MaxCC < 0 || e.Knee < 0 || e.Decline < 0 {
+			return fmt.Errorf("endpoint %q: max_cc, knee and decline must not be negative", e.Name)
+		}
+		for j, s := range e.ExternalLoad {
+			if s.Fraction < 0 || s.Fraction >= 1 {
+				return fmt.Errorf("endpoint %q: external_load[%d].fraction must be in [0,1)", e.Name, j)
+			}
+			if j > 0 && s.At < e.ExternalLoad[j-1].At {
+				return fmt.Errorf("endpoint %q: external_load must be sorted by time", e.Name)
+			}
+		}
+		tb.byName[e.Name] = i
+	}
+	if tb.Source == "" {
+		tb.Source = tb.Endpoints[0].Name
+	}
+	if _, ok := tb.byName[tb.Source]; !ok {
+		return fmt.Errorf("source %q is not an endpoint", tb.Source)
+	}
+	if tb.Curve == nil {
+		c := DefaultCurve
+		tb.Curve = &c
+	}
+	return nil
+}
+
+// Has reports whether the testbed has an endpoint called name.
+func (tb *Testbed) Has(name string) bool { _, ok := tb.byName[name]; return ok }
+
+// Endpoint returns the spec of endpoint name.
+func (tb *Testbed) Endpoint(name string) *EndpointSpec {
+	if i, ok := tb.byName[name]; ok {
+		return &tb.Endpoints[i]
+	}
+	return nil
+}
+
+// Destinations lists the endpoints other than the source with their
+// traffic weights (capacity when no weight is given).
+func (tb *Testbed) Destinations() []trace.Dest {
+	var out []trace.Dest
+	for _, e := range tb.Endpoints {
+		if e.Name == tb.Source {
+			continue
+		}
+		w := e.Weight
+		if w <= 0 {
+			w = e.CapacityGbps
+		}
+		out = append(out, trace.Dest{Name: e.Name, Weight: w})
+	}
+	return out
+}
+
+// Gbps converts gigabits per second to bytes per second.
+func Gbps(g float64) float64 { return g * 1e9 / 8 }
+
+// pathCap is the capacity of the path between two endpoints, bytes/s.
+func (tb *Testbed) pathCap(src, dst string) float64 {
+	c := math.Min(Gbps(tb.Endpoint(src).CapacityGbps), Gbps(tb.Endpoint(dst).CapacityGbps))
+	if tb.LinkGbps > 0 {
+		c = math.Min(c, Gbps(tb.LinkGbps))
+	}
+	return c
+}
+
+// demand is the most a task with concurrency cc can move between src and
+// dst on otherwise idle endpoints.
+func (tb *Testbed) demand(src, dst string, cc int) float64 {
+	if cc <= 0 {
+		return 0
+	}
+	p := tb.pathCap(src, dst)
+	if tb.SingleTaskFraction > 0 {
+		return tb.SingleTaskFraction * p
+	}
+	return tb.Curve.At(cc) * p
+}
+
+// capacity is what endpoint e can move with n concurrent connections at
+// time t (contention decline and external load applied).
+func (e *EndpointSpec) capacity(n int, t float64) float64 {
+	c := Gbps(e.CapacityGbps)
+	if e.Knee > 0 && n > e.Knee {
+		c /= 1 + e.Decline*float64(n-e.Knee)/float64(e.Knee)
+	}
+	if f := e.externalAt(t); f > 0 {
+		c *= 1 - f
+	}
+	return c
+}
+
+func (e *EndpointSpec) externalAt(t float64) float64 {
+	f := 0.0
+	for _, s := range e.ExternalLoad {
+		if s.At > t {
+			break
+		}
+		f = s.Fraction
+	}
+	return f
+}

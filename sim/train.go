@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"github.com/sluice-dtn/sluice/model"
+)
+
+// Train returns an estimator whose history is the testbed's steady-state
+// response: for a signature it has not observed, it answers what a task
+// with that concurrency gets when the known loads run beside it. This
+// stands for the "extensive historical data" SC'15 §4.2 assumes (its
+// model came from a measurement campaign [38]); what the simulation then
+// observes is added to the history and corrects predictions on each pair
+// through the recent-transfer term, so unmodelled effects (external load,
+// the real mix of competitors) are learned as they would be live.
+func Train(tb *Testbed) *model.History {
+	h := model.NewHistory()
+	type key struct {
+		src, dst   string
+		cc, sl, dl int
+	}
+	memo := map[key]float64{}
+	h.Fallback = func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
+		if !tb.Has(src) || !tb.Has(dst) {
+			return 0
+		}
+		k := key{src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad)}
+		if v, ok := memo[k]; ok {
+			return v
+		}
+		v := tb.probe(src, dst, cc, k.sl, k.dl)
+		memo[k] = v
+		return v
+	}
+	return h
+}
+
+// probe is the steady-state throughput of one task of concurrency cc
+// between src and dst when srcLoad and dstLoad other connections run at
+// the two endpoints (those common to both on the same path, the rest to
+// and from elsewhere), shared as the simulator shares them.
+func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int) float64 {
+	shared := min(srcLoad, dstLoad)
+	const resSrc, resDst, resLink = 0, 1, 2
+	caps := []float64{
+		tb.Endpoint(src).capacity(cc+srcLoad, 0),
+		tb.Endpoint(dst).capacity(cc+dstLoad, 0),
+		Gbps(tb.LinkGbps),
+	}
+	link := -1
+	if tb.LinkGbps > 0 {
+		link = resLink
+	} else {
+		caps = caps[:2]
+	}
+	w := func(c int) float64 {
+		if tb.EqualShare {
+			return 1
+		}
+		return float64(c)
+	}
+	flows := []*flow{{res: [3]int{resSrc, resDst, link}, weight: w(cc), cap: tb.demand(src, dst, cc)}}
+	// Background load as single-connection tasks, the commonest kind.
+	for i := 0; i < shared; i++ {
+		flows = append(flows, &flow{res: [3]int{resSrc, resDst, link}, weight: w(1), cap: tb.demand(src, dst, 1)})
+	}
+	for i := 0; i < srcLoad-shared; i++ {
+		flows = append(flows, &flow{res: [3]int{resSrc, -1, -1}, weight: w(1), cap: tb.Curve.At(1) * Gbps(tb.Endpoint(src).CapacityGbps)})
+	}
+	for i := 0; i < dstLoad-shared; i++ {
+		flows = append(flows, &flow{res: [3]int{-1, resDst, -1}, weight: w(1), cap: tb.Curve.At(1) * Gbps(tb.Endpoint(dst).CapacityGbps)})
+	}
+	var a allocator
+	a.run(flows, caps)
+	return flows[0].rate
+}

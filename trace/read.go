@@ -1,0 +1,238 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ParseError is a problem with one line of an input file. Path is empty
+// when the input was a bare io.Reader.
+type ParseError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *ParseError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("%s line %d: %v", e.Path, e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// MaxWarnings bounds LoadReport.Warnings so that a huge, mostly broken log
+// cannot make the report itself huge; the counters stay exact.
+const MaxWarnings = 20
+
+// LoadReport says what a loader did with its input, so that a user replaying
+// their own logs can see what was left out and why.
+type LoadReport struct {
+	Format     string // "csv", "jsonl" or "gridftp"
+	Lines      int    // input lines read (CSV: records, including the header)
+	Parsed     int    // transfers produced
+	Blank      int    // empty lines (JSONL, gridftp)
+	OtherEvent int    // gridftp: records whose NL.EVNT is not FTP_INFO
+	FailedCode int    // gridftp: FTP_INFO records with CODE other than 226
+	OtherType  int    // gridftp: TYPE other than RETR/STOR/ERET/ESTO (e.g. LIST)
+	Malformed  int    // lines that could not be parsed and were skipped
+	// FirstMalformed is the line number of the first malformed line, 0 if
+	// none.
+	FirstMalformed int
+	// Renumbered is set when input IDs were absent or not unique and the
+	// transfers were numbered 0..n-1 in arrival order instead.
+	Renumbered bool
+	// Origin is the wall-clock time of arrival 0 (gridftp: the earliest
+	// START); zero for formats without absolute times.
+	Origin time.Time
+	// Warnings describes up to MaxWarnings skipped lines, "line N: why".
+	Warnings []string
+}
+
+func (r *LoadReport) warn(line int, err error) {
+	if len(r.Warnings) < MaxWarnings {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("line %d: %v", line, err))
+	}
+}
+
+// Read loads a trace from a file. format is "csv", "jsonl", "gridftp", or ""
+// to guess from the extension (.csv; .jsonl, .ndjson, .json; .log) and, if
+// that does not decide, from the first non-blank line. Gzip-compressed files
+// (as rotated server logs usually are) are decompressed transparently. The
+// trace is named after the file. Use ReadFile to also get the LoadReport.
+func Read(path string, format string) (*Trace, error) {
+	t, _, err := ReadFile(path, format)
+	return t, err
+}
+
+// ReadFile is Read that also returns what the loader skipped. Line-level
+// errors are *ParseError values carrying path.
+func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trace: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	var r io.Reader = br
+	name := filepath.Base(path)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("trace: %s: %w", path, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReader(zr)
+		r = br
+		name = strings.TrimSuffix(name, ".gz")
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	if format == "" {
+		format = formatByExt(ext)
+	}
+	if format == "" {
+		head, _ := br.Peek(4096)
+		format = sniffFormat(head)
+	}
+	if format == "" {
+		return nil, nil, fmt.Errorf("trace: %s: cannot tell the format from the name or content; want csv, jsonl or gridftp", path)
+	}
+	var (
+		t   *Trace
+		rep *LoadReport
+	)
+	switch strings.ToLower(format) {
+	case "csv":
+		t, rep, err = readCSV(r)
+	case "jsonl", "json", "ndjson":
+		t, rep, err = readJSONL(r)
+	case "gridftp", "log":
+		t, rep, err = ReadGridFTPLog(r)
+	default:
+		return nil, nil, fmt.Errorf("trace: %s: unknown format %q; want csv, jsonl or gridftp", path, format)
+	}
+	if err != nil {
+		if pe, ok := errors.AsType[*ParseError](err); ok {
+			pe.Path = path
+			return nil, rep, pe
+		}
+		return nil, rep, fmt.Errorf("%s: %w", path, err)
+	}
+	t.Name = strings.TrimSuffix(name, ext)
+	return t, rep, nil
+}
+
+func formatByExt(ext string) string {
+	switch ext {
+	case ".csv":
+		return "csv"
+	case ".jsonl", ".ndjson", ".json":
+		return "jsonl"
+	case ".log":
+		return "gridftp"
+	}
+	return ""
+}
+
+// sniffFormat guesses the format from the start of the content.
+func sniffFormat(head []byte) string {
+	for line := range bytes.Lines(head) {
+		s := strings.TrimSpace(string(line))
+		if s == "" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s, "{"):
+			return "jsonl"
+		case strings.Contains(s, "NL.EVNT=") || strings.HasPrefix(s, "DATE="):
+			return "gridftp"
+		case strings.Contains(strings.ToLower(s), "arrival") && strings.Contains(s, ","):
+			return "csv"
+		}
+		return ""
+	}
+	return ""
+}
+
+// parseArrival parses seconds since the trace start.
+func parseArrival(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return 0, fmt.Errorf("arrival %q: %w", s, numErr(err))
+	}
+	if err := checkArrival(v); err != nil {
+		return 0, fmt.Errorf("arrival %q: %w", s, err)
+	}
+	return v, nil
+}
+
+func checkArrival(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return errors.New("not a finite number")
+	}
+	if v < 0 {
+		return errors.New("negative")
+	}
+	return nil
+}
+
+// parseSize parses a byte count. Integral floats ("2.7e9") are accepted
+// because spreadsheet and dataframe exports write large integers that way.
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) >= math.MaxInt64 {
+			return 0, fmt.Errorf("size %q: %w", s, numErr(err))
+		}
+		v = int64(f)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("size %q: negative", s)
+	}
+	return v, nil
+}
+
+// numErr strips strconv's "strconv.ParseInt: parsing ...:" prefix, which
+// repeats the value the caller already quotes.
+func numErr(err error) error {
+	if ne, ok := errors.AsType[*strconv.NumError](err); ok {
+		return ne.Err
+	}
+	return err
+}
+
+// finish establishes the Trace order: with unique input IDs, sort by
+// (arrival, ID) and keep them; otherwise sort stably by arrival, so ties
+// keep input order, and renumber. It reports whether it renumbered.
+func finish(ts []Transfer, haveIDs bool) (renumbered bool) {
+	if haveIDs {
+		seen := make(map[int64]struct{}, len(ts))
+		for _, x := range ts {
+			if _, dup := seen[x.ID]; dup {
+				haveIDs = false
+				break
+			}
+			seen[x.ID] = struct{}{}
+		}
+	}
+	if haveIDs {
+		slices.SortStableFunc(ts, compareTransfers)
+		return false
+	}
+	sortByArrivalRenumber(ts)
+	return true
+}
