@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // SEAL is the load-aware scheduler of SC'15 §4 (Listings 1-2); with
@@ -22,8 +23,8 @@ import (
 //   - A waiting task whose endpoints are saturated is started only if
 //     preemption freed every saturated endpoint it uses.
 //   - Saturation test (b), "concurrency up by F gives throughput up by
-//     0.25×F or less", is read as a marginal gain: doubling a link's
-//     concurrency (F = 2) raising its predicted throughput by 25% or less.
+//     0.25×F or less", is read as an elasticity of the endpoint's
+//     aggregate: see probeSaturated.
 type SEAL struct {
 	opt       Options
 	typeAware bool
@@ -287,7 +288,14 @@ func (c *cycle) saturated(name string, batch bool) bool {
 
 // probeSaturated is saturation test (b): on up to three links in use at
 // the endpoint (those with the most concurrency), doubling the link's
-// concurrency would raise its predicted throughput by 25% or less.
+// concurrency would raise the endpoint's predicted aggregate throughput by
+// a quarter or less of the proportional gain (F = 2: concurrency at the
+// endpoint up by c_link/C, throughput up by at most 0.25×c_link/C).
+//
+// The aggregate matters, not the link's own prediction: with per-connection
+// sharing, a link that doubles its connections always takes a larger share
+// from the others, so its own throughput rises even when the endpoint as a
+// whole gains nothing or loses (over-subscription).
 func (c *cycle) probeSaturated(name string) bool {
 	type link struct {
 		src, dst string
@@ -310,7 +318,8 @@ func (c *cycle) probeSaturated(name string) bool {
 		l.cc += e.t.CC
 		l.size = max(l.size, e.t.Size)
 	}
-	if len(links) == 0 {
+	total := c.lim.cc[name]
+	if len(links) == 0 || total <= 0 {
 		return false
 	}
 	slices.SortFunc(links, func(a, b *link) int {
@@ -318,29 +327,42 @@ func (c *cycle) probeSaturated(name string) bool {
 			return b.cc - a.cc
 		}
 		if a.src != b.src {
-			if a.src < b.src {
-				return -1
-			}
-			return 1
+			return strings.Compare(a.src, b.src)
 		}
-		if a.dst < b.dst {
-			return -1
-		}
-		if a.dst > b.dst {
-			return 1
-		}
-		return 0
+		return strings.Compare(a.dst, b.dst)
 	})
-	if len(links) > 3 {
-		links = links[:3]
+	// aggregate predicts the endpoint's throughput with extra connections
+	// added on link k (k < 0: none).
+	aggregate := func(k, extra int) float64 {
+		sum := 0.0
+		for i, l := range links {
+			cc := l.cc
+			srcLoad, dstLoad := c.lim.cc[l.src]-l.cc, c.lim.cc[l.dst]-l.cc
+			if k >= 0 {
+				kl := links[k]
+				if i == k {
+					cc += extra
+				} else {
+					if l.src == kl.src || l.src == kl.dst {
+						srcLoad += extra
+					}
+					if l.dst == kl.src || l.dst == kl.dst {
+						dstLoad += extra
+					}
+				}
+			}
+			sum += c.est(&Task{Src: l.src, Dst: l.dst, Size: l.size}, cc, srcLoad, dstLoad)
+		}
+		return sum
 	}
-	for _, l := range links {
-		srcLoad := c.lim.cc[l.src] - l.cc
-		dstLoad := c.lim.cc[l.dst] - l.cc
-		probe := &Task{Src: l.src, Dst: l.dst, Size: l.size}
-		now := c.est(probe, l.cc, srcLoad, dstLoad)
-		more := c.est(probe, 2*l.cc, srcLoad, dstLoad)
-		if now <= 0 || more > now*1.25 {
+	base := aggregate(-1, 0)
+	if base <= 0 {
+		return false
+	}
+	for k := range links[:min(len(links), 3)] {
+		more := aggregate(k, links[k].cc)
+		gain := more/base - 1
+		if gain > 0.25*float64(links[k].cc)/float64(total) {
 			return false
 		}
 	}

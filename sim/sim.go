@@ -444,7 +444,7 @@ func (w *World) rates() {
 		if w.tb.EqualShare {
 			f.weight = 1
 		}
-		f.cap = w.tb.demand(t.st.Src, t.st.Dst, t.cc)
+		f.cap = w.tb.demand(t.st.Src, t.st.Dst, t.cc, t.st.Size)
 		w.flows = append(w.flows, f)
 	}
 	for len(w.capacity) < n+len(w.linkIdx) {
@@ -639,7 +639,7 @@ func (tb *Testbed) idealTT(src, dst string, size int64, startup float64) float64
 		maxCC = 1
 	}
 	for cc := 1; cc <= maxCC; cc++ {
-		r := tb.demand(src, dst, cc)
+		r := tb.demand(src, dst, cc, size)
 		for _, e := range [2]string{src, dst} {
 			r = math.Min(r, tb.Endpoint(e).capacity(cc, 0))
 		}

@@ -15,30 +15,34 @@ import (
 func Train(tb *Testbed) *model.History {
 	h := model.NewHistory()
 	type key struct {
-		src, dst   string
-		cc, sl, dl int
+		src, dst       string
+		cc, sl, dl, sz int
 	}
 	memo := map[key]float64{}
 	h.Fallback = func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
 		if !tb.Has(src) || !tb.Has(dst) {
 			return 0
 		}
-		k := key{src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad)}
+		k := key{src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad), model.SizeClass(size)}
 		if v, ok := memo[k]; ok {
 			return v
 		}
-		v := tb.probe(src, dst, cc, k.sl, k.dl)
+		v := tb.probe(src, dst, cc, k.sl, k.dl, classSize[k.sz])
 		memo[k] = v
 		return v
 	}
 	return h
 }
 
+// classSize is the representative (geometric middle) size of each size
+// class: the history is kept per class, so it is probed at one size.
+var classSize = [5]int64{300e3, 3.2e6, 32e6, 320e6, 3.2e9}
+
 // probe is the steady-state throughput of one task of concurrency cc
 // between src and dst when srcLoad and dstLoad other connections run at
 // the two endpoints (those common to both on the same path, the rest to
 // and from elsewhere), shared as the simulator shares them.
-func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int) float64 {
+func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
 	shared := min(srcLoad, dstLoad)
 	const resSrc, resDst, resLink = 0, 1, 2
 	caps := []float64{
@@ -58,10 +62,10 @@ func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int) float64 {
 		}
 		return float64(c)
 	}
-	flows := []*flow{{res: [3]int{resSrc, resDst, link}, weight: w(cc), cap: tb.demand(src, dst, cc)}}
+	flows := []*flow{{res: [3]int{resSrc, resDst, link}, weight: w(cc), cap: tb.demand(src, dst, cc, size)}}
 	// Background load as single-connection tasks, the commonest kind.
 	for i := 0; i < shared; i++ {
-		flows = append(flows, &flow{res: [3]int{resSrc, resDst, link}, weight: w(1), cap: tb.demand(src, dst, 1)})
+		flows = append(flows, &flow{res: [3]int{resSrc, resDst, link}, weight: w(1), cap: tb.demand(src, dst, 1, classSize[4])})
 	}
 	for i := 0; i < srcLoad-shared; i++ {
 		flows = append(flows, &flow{res: [3]int{resSrc, -1, -1}, weight: w(1), cap: tb.Curve.At(1) * Gbps(tb.Endpoint(src).CapacityGbps)})
