@@ -49,6 +49,7 @@ func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 // entry is a task plus what this cycle computed for it.
 type entry struct {
 	t       *Task
+	cc      int // concurrency now: the task's, or what this cycle gave it
 	xf      float64
 	batch   bool // batch for STEAL's purposes (after promotion)
 	stopped bool // preempted in this cycle
@@ -81,6 +82,8 @@ type cycle struct {
 	byEP    map[string][]*entry // running entries per endpoint, ascending xf
 	waiting []*entry
 	memo    map[memoKey]thrCC
+	chosen  map[chooseKey]thrCC
+	version int // bumped by every start, preemption and resize
 	sizeKey func(int64) int64
 	out     []Decision
 }
@@ -96,10 +99,11 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c := &cycle{
 		s: s, o: s.opt, snap: snap,
-		lim:  newLimits(snap),
-		obs:  make(map[string]float64, len(snap.Endpoints)),
-		byEP: map[string][]*entry{},
-		memo: map[memoKey]thrCC{},
+		lim:    newLimits(snap),
+		obs:    make(map[string]float64, len(snap.Endpoints)),
+		byEP:   map[string][]*entry{},
+		memo:   map[memoKey]thrCC{},
+		chosen: map[chooseKey]thrCC{},
 	}
 	c.sizeKey = func(n int64) int64 { return n }
 	if k, ok := snap.Estimator.(SizeKeyer); ok {
@@ -109,7 +113,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		c.obs[name] = ep.Observed
 	}
 	for _, t := range snap.Running {
-		e := &entry{t: t, batch: c.isBatch(t)}
+		e := &entry{t: t, cc: t.CC, batch: c.isBatch(t)}
 		if t.Rate == 0 && t.Pending {
 			// Still starting: its throughput is not observed yet, but it
 			// will take its share; count the model's prediction so one
@@ -315,7 +319,7 @@ func (c *cycle) probeSaturated(name string) bool {
 			idx[k] = l
 			links = append(links, l)
 		}
-		l.cc += e.t.CC
+		l.cc += e.cc
 		l.size = max(l.size, e.t.Size)
 	}
 	total := c.lim.cc[name]
@@ -561,19 +565,118 @@ func (c *cycle) findBatchTasksToPreempt(w *entry, b []*entry) []*entry {
 	return cl
 }
 
-// start decides to start e with the concurrency FindThrCC picks, at most
+// start decides to start e with the concurrency chooseCC picks, at most
 // room.
 func (c *cycle) start(e *entry, room int) {
 	t := e.t
 	src, dst := c.loads(t, nil)
-	cc, thr := c.findThrCC(t, src, dst, min(room, c.o.MaxCC))
+	cc, thr := c.chooseCC(t, nil, src, dst, min(room, c.o.MaxCC))
 	c.lim.add(t.Src, t.Dst, cc)
 	c.obs[t.Src] += thr
 	if t.Dst != t.Src {
 		c.obs[t.Dst] += thr
 	}
 	e.started = true
+	e.cc = cc
+	c.byEP[t.Src] = append(c.byEP[t.Src], e)
+	if t.Dst != t.Src {
+		c.byEP[t.Dst] = append(c.byEP[t.Dst], e)
+	}
+	c.version++
 	c.out = append(c.out, Decision{Kind: Start, Task: t.ID, CC: cc})
+}
+
+// chooseCC is FindThrCC as SEAL uses it to start or resize a task:
+// concurrency starts at 1 and grows while one more partial transfer raises
+// the predicted throughput by more than Beta of the task's own. "Raises"
+// counts the whole endpoint: at each of the task's endpoints, the
+// predicted aggregate of all its links with the task at cc+1 against cc.
+//
+// Why not the task's own prediction alone: endpoints share their capacity
+// per connection, so under load one more connection always raises a
+// task's own share, taken from the others; judged on its own, FindThrCC
+// would give tasks the most concurrency exactly when load is highest, the
+// opposite of what §4.3 says SEAL does ("increases transfer concurrency
+// during low-load situations") and of its "sufficient, but not excessive"
+// concurrency. On idle endpoints the two readings agree. FindThrCC (the
+// exported, per-task form) stays the priority estimate inside xfactor.
+//
+// self, if not nil, is the running task being resized: its current
+// connections are taken out first.
+func (c *cycle) chooseCC(t *Task, self *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
+	if t.Size <= c.o.SplitMin {
+		maxCC = 1
+	}
+	maxCC = max(min(maxCC, c.o.MaxCC), 1)
+	k := chooseKey{memoKey{t.Src, t.Dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}, c.version}
+	if self == nil {
+		if r, ok := c.chosen[k]; ok {
+			return r.cc, r.thr
+		}
+	}
+	bestCC, best := 1, c.est(t, 1, srcLoad, dstLoad)
+	prev := [2]float64{c.aggregateWith(t.Src, t, self, 1), c.aggregateWith(t.Dst, t, self, 1)}
+	for cc := 2; cc <= maxCC; cc++ {
+		thr := c.est(t, cc, srcLoad, dstLoad)
+		agg := [2]float64{c.aggregateWith(t.Src, t, self, cc), c.aggregateWith(t.Dst, t, self, cc)}
+		gain := math.Min(agg[0]-prev[0], agg[1]-prev[1])
+		if thr <= best || gain <= best*c.o.Beta {
+			break
+		}
+		bestCC, best, prev = cc, thr, agg
+	}
+	if self == nil {
+		c.chosen[k] = thrCC{bestCC, best}
+	}
+	return bestCC, best
+}
+
+type chooseKey struct {
+	memoKey
+	version int
+}
+
+// aggregateWith predicts the total throughput of endpoint name's links if
+// task t ran with concurrency cc (and self, if not nil, were gone).
+func (c *cycle) aggregateWith(name string, t *Task, self *entry, cc int) float64 {
+	type link struct {
+		src, dst string
+		cc       int
+		size     int64
+	}
+	var links []link
+	add := func(src, dst string, n int, size int64) {
+		for i := range links {
+			if links[i].src == src && links[i].dst == dst {
+				links[i].cc += n
+				links[i].size = max(links[i].size, size)
+				return
+			}
+		}
+		links = append(links, link{src, dst, n, size})
+	}
+	for _, e := range c.byEP[name] {
+		if e.stopped || e == self {
+			continue
+		}
+		add(e.t.Src, e.t.Dst, e.cc, e.t.Size)
+	}
+	add(t.Src, t.Dst, cc, t.Size)
+	load := func(x string) int {
+		n := c.lim.cc[x]
+		if self != nil && (self.t.Src == x || self.t.Dst == x) {
+			n -= self.cc
+		}
+		if t.Src == x || t.Dst == x {
+			n += cc
+		}
+		return n
+	}
+	sum := 0.0
+	for _, l := range links {
+		sum += c.est(&Task{Src: l.src, Dst: l.dst, Size: l.size}, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+	}
+	return sum
 }
 
 // preempt decides to preempt the tasks in cl in favour of task id.
@@ -583,6 +686,7 @@ func (c *cycle) preempt(cl []*entry, id TaskID) {
 			continue
 		}
 		r.stopped = true
+		c.version++
 		t := r.t
 		c.lim.add(t.Src, t.Dst, -t.CC)
 		c.obs[t.Src] -= t.Rate
@@ -623,11 +727,13 @@ func (c *cycle) increaseCC(batch bool) {
 			continue
 		}
 		src, dst := c.loads(t, nil)
-		cc, thr := c.findThrCC(t, src, dst, min(t.CC+room, c.o.MaxCC))
+		cc, thr := c.chooseCC(t, e, src, dst, min(t.CC+room, c.o.MaxCC))
 		if cc <= t.CC {
 			continue
 		}
 		c.lim.add(t.Src, t.Dst, cc-t.CC)
+		e.cc = cc
+		c.version++
 		gain := max(thr-t.Rate, 0)
 		c.obs[t.Src] += gain
 		if t.Dst != t.Src {

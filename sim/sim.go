@@ -365,6 +365,9 @@ func (w *World) setState(t *simTask, s state) {
 
 func (w *World) finish(t *simTask) {
 	w.setState(t, done)
+	// The fluid model stops a hair short of the end (floating point);
+	// the last fraction of a byte is moved with the rest.
+	w.moved += t.left
 	t.left = 0
 	t.finish = w.now
 	t.rate = 0
@@ -407,11 +410,14 @@ func (w *World) compact() {
 	w.liveDirty = false
 }
 
-// rates recomputes every transferring task's rate.
+// rates recomputes every transferring task's rate: the endpoints' and
+// paths' capacities for the connections now open, shared by weighted
+// max-min fairness.
 func (w *World) rates() {
 	w.ratesDirty = false
 	n := len(w.tb.Endpoints)
 	conns := make([]int, n)
+	pathConns := map[[2]string]int{}
 	w.flows = w.flows[:0]
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
@@ -420,10 +426,11 @@ func (w *World) rates() {
 		}
 		conns[w.epIdx[t.st.Src]] += t.cc
 		conns[w.epIdx[t.st.Dst]] += t.cc
+		pathConns[[2]string{t.st.Src, t.st.Dst}] += t.cc
 	}
-	w.capacity = w.capacity[:n]
+	w.capacity = w.capacity[:0]
 	for i := range w.tb.Endpoints {
-		w.capacity[i] = w.tb.Endpoints[i].capacity(conns[i], w.now)
+		w.capacity = append(w.capacity, w.tb.Endpoints[i].capacity(conns[i], w.now))
 	}
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
@@ -431,14 +438,18 @@ func (w *World) rates() {
 		}
 		f := &t.flow
 		f.res = [3]int{w.epIdx[t.st.Src], w.epIdx[t.st.Dst], -1}
-		if w.tb.LinkGbps > 0 {
-			k := [2]string{t.st.Src, t.st.Dst}
+		k := [2]string{t.st.Src, t.st.Dst}
+		if c := w.tb.pathCapacity(t.st.Src, t.st.Dst, pathConns[k]); c > 0 {
 			li, ok := w.linkIdx[k]
 			if !ok {
-				li = n + len(w.linkIdx)
+				li = len(w.linkIdx)
 				w.linkIdx[k] = li
 			}
-			f.res[2] = li
+			f.res[2] = n + li
+			for len(w.capacity) <= n+li {
+				w.capacity = append(w.capacity, 0)
+			}
+			w.capacity[n+li] = c
 		}
 		f.weight = float64(t.cc)
 		if w.tb.EqualShare {
@@ -446,13 +457,6 @@ func (w *World) rates() {
 		}
 		f.cap = w.tb.demand(t.st.Src, t.st.Dst, t.cc, t.st.Size)
 		w.flows = append(w.flows, f)
-	}
-	for len(w.capacity) < n+len(w.linkIdx) {
-		w.capacity = append(w.capacity, Gbps(w.tb.LinkGbps))
-	}
-	w.capacity = w.capacity[:n+len(w.linkIdx)]
-	for i := n; i < len(w.capacity); i++ {
-		w.capacity[i] = Gbps(w.tb.LinkGbps)
 	}
 	w.alloc.run(w.flows, w.capacity)
 	for _, t := range w.live {
@@ -525,10 +529,17 @@ func (w *World) cycle() {
 		st.Running = true
 		st.CC = t.target
 		st.Rate = w.observedRate(t)
-		st.Pending = t.state == starting || t.readyAt > 0 || t.stopAt > 0
-		snap.Running = append(snap.Running, st)
+		st.Pending = t.state == starting || t.readyAt > 0
 		w.eps[st.Src].Observed += st.Rate
 		w.eps[st.Dst].Observed += st.Rate
+		if t.stopAt > 0 {
+			// A preempted task still draining until its replacement
+			// moves data: its bytes count as observed, but its
+			// connections already belong to the replacement, so the
+			// scheduler no longer sees it.
+			continue
+		}
+		snap.Running = append(snap.Running, st)
 		w.eps[st.Src].CC += st.CC
 		w.eps[st.Dst].CC += st.CC
 		// Sample for the moving average, and observe every window.

@@ -238,6 +238,21 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 	return d
 }
 
+// pathCapacity is what the path between src and dst carries with n
+// connections open on it, whatever tasks they belong to: the measured
+// curve (SGData.csv measured n concurrent files on one path) times the
+// path's capacity. Zero means the path adds no limit of its own (the
+// idealised single-task-fraction model).
+func (tb *Testbed) pathCapacity(src, dst string, n int) float64 {
+	if tb.SingleTaskFraction > 0 {
+		if tb.LinkGbps > 0 {
+			return Gbps(tb.LinkGbps)
+		}
+		return 0
+	}
+	return tb.Curve.At(max(n, 1)) * tb.pathCap(src, dst)
+}
+
 // capacity is what endpoint e can move with n concurrent connections at
 // time t (contention decline and external load applied).
 func (e *EndpointSpec) capacity(n int, t float64) float64 {

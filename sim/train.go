@@ -44,17 +44,15 @@ var classSize = [5]int64{300e3, 3.2e6, 32e6, 320e6, 3.2e9}
 // and from elsewhere), shared as the simulator shares them.
 func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
 	shared := min(srcLoad, dstLoad)
-	const resSrc, resDst, resLink = 0, 1, 2
+	const resSrc, resDst, resPath = 0, 1, 2
 	caps := []float64{
 		tb.Endpoint(src).capacity(cc+srcLoad, 0),
 		tb.Endpoint(dst).capacity(cc+dstLoad, 0),
-		Gbps(tb.LinkGbps),
 	}
-	link := -1
-	if tb.LinkGbps > 0 {
-		link = resLink
-	} else {
-		caps = caps[:2]
+	path := -1
+	if c := tb.pathCapacity(src, dst, cc+shared); c > 0 {
+		path = resPath
+		caps = append(caps, c)
 	}
 	w := func(c int) float64 {
 		if tb.EqualShare {
@@ -62,10 +60,12 @@ func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int, size int64) 
 		}
 		return float64(c)
 	}
-	flows := []*flow{{res: [3]int{resSrc, resDst, link}, weight: w(cc), cap: tb.demand(src, dst, cc, size)}}
-	// Background load as single-connection tasks, the commonest kind.
+	flows := []*flow{{res: [3]int{resSrc, resDst, path}, weight: w(cc), cap: tb.demand(src, dst, cc, size)}}
+	// Background load as single-connection tasks of large files, the
+	// kind that stays long enough to be load.
+	big := classSize[4]
 	for i := 0; i < shared; i++ {
-		flows = append(flows, &flow{res: [3]int{resSrc, resDst, link}, weight: w(1), cap: tb.demand(src, dst, 1, classSize[4])})
+		flows = append(flows, &flow{res: [3]int{resSrc, resDst, path}, weight: w(1), cap: tb.demand(src, dst, 1, big)})
 	}
 	for i := 0; i < srcLoad-shared; i++ {
 		flows = append(flows, &flow{res: [3]int{resSrc, -1, -1}, weight: w(1), cap: tb.Curve.At(1) * Gbps(tb.Endpoint(src).CapacityGbps)})

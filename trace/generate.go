@@ -195,6 +195,10 @@ var classLower = [NumClasses]int64{1e3, 1e6 + 1, 1e7 + 1, 1e8 + 1, 1e9 + 1}
 // adjusting them leaves the small-file counts and shapes untouched.
 const firstScaledClass = 3
 
+// maxGeneratedFiles bounds a generated trace (a very long window would
+// otherwise exhaust memory instead of failing cleanly).
+const maxGeneratedFiles = 10_000_000
+
 // volumeTolerance is the allowed relative error of the generated volume.
 const volumeTolerance = 0.005
 
@@ -261,7 +265,9 @@ type genFile struct {
 
 // Generate builds a synthetic trace reproducing SC'15 Table 2 (see GenSpec
 // and ClassCountsFor). It is deterministic: the same spec yields the same
-// trace, transfer for transfer. Transfers have IDs 0..n-1 in arrival order,
+// trace, transfer for transfer (for a given Go release and architecture:
+// math/rand/v2's PCG is fixed, but math.Exp and friends may differ in the
+// last bit between architectures). Transfers have IDs 0..n-1 in arrival order,
 // Path "/data/f%06d" (the ID), and arrivals in [0, Minutes*60) rounded to
 // microseconds.
 func Generate(spec GenSpec) (*Trace, error) {
@@ -308,6 +314,13 @@ func Generate(spec GenSpec) (*Trace, error) {
 		for c := range counts {
 			counts[c] = int(math.Round(float64(counts[c]) * minutes / DefaultMinutes))
 		}
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total > maxGeneratedFiles {
+		return nil, fmt.Errorf("trace: %d files in %v minutes is more than the %d a generated trace may hold", total, minutes, maxGeneratedFiles)
 	}
 	window := minutes * 60
 	target := spec.Load * capacity * window
@@ -365,10 +378,16 @@ func Generate(spec GenSpec) (*Trace, error) {
 
 // drawSizes returns the file sizes, class by class, log-uniform within each
 // class and then adjusted so that they total target bytes within
-// volumeTolerance. Only the two largest classes are adjusted, by one common
-// factor with each size clamped to its class bounds; the factor is found by
-// bisection because the clamped total is monotone in it, which guarantees
-// convergence where a fixed-point rescaling can oscillate at the bounds.
+// volumeTolerance. Only the two largest classes are adjusted: the part of
+// each size above its class's lower bound is scaled by one common factor,
+// and the result clamped to the class's upper bound. Scaling the excess
+// rather than the whole size matters: the paper's volumes need the large
+// files about halved, and halving whole sizes would push a third of them
+// below their class and pile them up on the bound (a spike of identical
+// 1,000,000,001-byte files); scaling the excess keeps every size in its
+// class with a continuous distribution. The factor is found by bisection
+// because the clamped total is monotone in it, which guarantees convergence
+// where a fixed-point rescaling can oscillate at the bounds.
 func drawSizes(r *rand.Rand, counts [NumClasses]int, target float64) ([]int64, error) {
 	type draw struct {
 		class int
@@ -381,13 +400,18 @@ func drawSizes(r *rand.Rand, counts [NumClasses]int, target float64) ([]int64, e
 			draws = append(draws, draw{c, math.Exp(lo + r.Float64()*(hi-lo))})
 		}
 	}
-	clampTo := func(c int, v float64) float64 {
-		return min(max(v, float64(classLower[c])), float64(classUpper[c]))
+	size := func(d draw, s float64) float64 {
+		lo, hi := float64(classLower[d.class]), float64(classUpper[d.class])
+		v := d.x
+		if d.class >= firstScaledClass {
+			v = lo + s*(d.x-lo)
+		}
+		return math.Round(min(max(v, lo), hi))
 	}
 	fixed, lowBig, highBig := 0.0, 0.0, 0.0
 	for _, d := range draws {
 		if d.class < firstScaledClass {
-			fixed += math.Round(clampTo(d.class, d.x))
+			fixed += size(d, 1)
 		} else {
 			lowBig += float64(classLower[d.class])
 			highBig += float64(classUpper[d.class])
@@ -397,15 +421,15 @@ func drawSizes(r *rand.Rand, counts [NumClasses]int, target float64) ([]int64, e
 		sum := 0.0
 		for _, d := range draws {
 			if d.class >= firstScaledClass {
-				sum += math.Round(clampTo(d.class, s*d.x))
+				sum += size(d, s)
 			}
 		}
 		return sum
 	}
 	need := target - fixed
-	// Every draw lies within its class, so factors beyond [1e-3, 1e3]
-	// (class ratio is 10) only add clamping; bisect in log space.
-	lo, hi := math.Log(1e-3), math.Log(1e3)
+	// Bisect in log space over a range wide enough to reach both the
+	// all-at-lower-bound and the all-at-upper-bound totals.
+	lo, hi := math.Log(1e-12), math.Log(1e12)
 	for range 200 {
 		mid := (lo + hi) / 2
 		if bigSum(math.Exp(mid)) < need {
@@ -423,11 +447,7 @@ func drawSizes(r *rand.Rand, counts [NumClasses]int, target float64) ([]int64, e
 	}
 	out := make([]int64, len(draws))
 	for i, d := range draws {
-		v := clampTo(d.class, d.x)
-		if d.class >= firstScaledClass {
-			v = clampTo(d.class, s*d.x)
-		}
-		out[i] = int64(math.Round(v))
+		out[i] = int64(size(d, s))
 	}
 	return out, nil
 }

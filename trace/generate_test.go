@@ -233,6 +233,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"bad variant", func(s *GenSpec) { s.Variant = "8x" }, "variant"},
 		{"negative capacity", func(s *GenSpec) { s.SourceCapacity = -1 }, "capacity"},
 		{"negative burstiness", func(s *GenSpec) { s.Burstiness = -1 }, "burstiness"},
+		{"window too long", func(s *GenSpec) { s.Minutes = 1e9 }, "more than"},
 		// 232 files of at most 10 GB cannot hold 0.45 x 1e12 x 900 bytes.
 		{"volume too large", func(s *GenSpec) { s.SourceCapacity = 1e12 }, "unreachable"},
 		// 232 files above 1 GB cannot fit in 0.45 x 1e6 x 900 bytes.
@@ -250,8 +251,8 @@ func TestGenerateErrors(t *testing.T) {
 }
 
 func TestGenerateDestinationWeights(t *testing.T) {
-	// 2 loads x 3 seeds of the 45% trace give 11100 draws, enough for the
-	// share of each destination to be within 2 points of its weight share.
+	// Six seeds of the 45% trace give 11100 draws, enough for the share of
+	// each destination to be within 2 points of its weight share.
 	dests := PaperDestinations()
 	counts := map[string]int{}
 	n := 0
@@ -348,9 +349,8 @@ func TestGroupedArrivals(t *testing.T) {
 			close++
 		}
 	}
-	// 1850 independent arrivals in 900 s would put about 1850 x
-	// (1-exp(-2.06)) ~ 1620 gaps under 1 s; grouping raises that, but the
-	// clearer check is against singletons with the same modulation.
+	// Compare with singleton sessions under the same modulation: grouping
+	// must add sub-second gaps.
 	single := spec
 	single.MaxGroup = 1
 	trs := mustGenerate(t, single)
@@ -362,5 +362,23 @@ func TestGroupedArrivals(t *testing.T) {
 	}
 	if close <= closeSingle {
 		t.Errorf("grouped trace has %d sub-second gaps, singleton trace %d: grouping not visible", close, closeSingle)
+	}
+}
+
+// Meeting the volume must not distort the size distribution into spikes of
+// identical sizes at a class bound.
+func TestGenerateNoSizeSpikes(t *testing.T) {
+	for _, load := range []float64{0.25, 0.45, 0.60} {
+		seen := map[int64]int{}
+		worst := 0
+		for _, x := range mustGenerate(t, paperSpec(load, "", 1)).Transfers {
+			if SizeClass(x.Size) >= firstScaledClass {
+				seen[x.Size]++
+				worst = max(worst, seen[x.Size])
+			}
+		}
+		if worst > 2 {
+			t.Errorf("load %v: one large-file size occurs %d times", load, worst)
+		}
 	}
 }

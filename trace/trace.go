@@ -8,13 +8,17 @@
 //
 //   - Generate builds the 25%, 45% and 60% traces of SC'15 §6.2 (and the
 //     45%-4x and 60%-HV variants of §6.2/§6.4) from their published per-class
-//     file counts and total volume, with bursty, grouped arrivals (§2.1).
-//   - AddBatch and BatchCountFor add the 50 GB batch tasks of §6.4.
-//   - ReadCSV/WriteCSV, ReadJSONL/WriteJSONL, ReadGridFTPLog and Read load
-//     and store traces; Remap fills in the endpoints a log does not identify,
-//     as §6.2 did for the anonymised Globus usage logs.
+//     file counts (ClassCountsFor) and total volume, with bursty, grouped
+//     arrivals (§2.1) whose variation MinuteArrivalCV measures.
+//   - AddBatch, Apportion and BatchCountFor add the 50 GB batch tasks of §6.4.
+//   - ReadCSV/WriteCSV, ReadJSONL/WriteJSONL, ReadGridFTPLog and Read (or
+//     ReadFile, which also returns a LoadReport) load and store traces;
+//     Remap fills in the endpoints a log does not identify, as §6.2 did for
+//     the anonymised Globus usage logs.
 //   - SizeClass, ClassNames and Trace.Stats summarise a trace in the paper's
-//     five file-size classes.
+//     five file-size classes; Trace.Validate checks the ordering invariants.
+//
+// Everything is deterministic: randomness comes only from explicit seeds.
 package trace
 
 import (
