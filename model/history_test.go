@@ -1,0 +1,252 @@
+package model_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/model"
+)
+
+const big = int64(5e9) // size class 4
+
+func obs(cc, sl, dl int, size int64, thr float64) model.Obs {
+	return model.Obs{Src: "S", Dst: "D", CC: cc, SrcLoad: sl, DstLoad: dl, Size: size, Thr: thr}
+}
+
+// TestHistoryAverage: with no recent observations a prediction is the mean
+// of the history at the query's signature (cc, bucketed loads, size class).
+func TestHistoryAverage(t *testing.T) {
+	h := model.NewHistory()
+	h.AddHistory(obs(4, 2, 3, big, 100))
+	h.AddHistory(obs(4, 2, 3, big, 300))
+	h.AddHistory(obs(4, 10, 0, big, 50)) // loads 10 and 11 share bucket 10
+	h.AddHistory(obs(4, 11, 0, big, 150))
+	h.AddHistory(obs(4, 2, 3, 5e8, 7))   // another size class
+	h.AddHistory(obs(4, 2, 3, big, 0))   // ignored: no throughput
+	h.AddHistory(obs(0, 2, 3, big, 999)) // ignored: no concurrency
+	cases := []struct {
+		name   string
+		cc     int
+		sl, dl int
+		size   int64
+		want   float64
+	}{
+		{"mean of two", 4, 2, 3, big, 200},
+		{"same size class", 4, 2, 3, 2e9, 200},
+		{"loads in one bucket", 4, 11, 0, big, 100},
+		{"loads in one bucket (query 10)", 4, 10, 0, big, 100},
+		{"other size class", 4, 2, 3, 1e9, 7},
+	}
+	for _, c := range cases {
+		if got := h.Throughput("S", "D", c.cc, c.sl, c.dl, c.size); got != c.want {
+			t.Errorf("%s: Throughput(cc %d, loads %d/%d, %d B) = %g, want %g", c.name, c.cc, c.sl, c.dl, c.size, got, c.want)
+		}
+	}
+	// Pairs are directed and separate.
+	if got := h.Throughput("D", "S", 4, 2, 3, big); got != 0 {
+		t.Errorf("reverse pair: %g, want 0 (no history, no fallback)", got)
+	}
+}
+
+// TestHistoryFallback: the fallback answers for pairs and signatures
+// without history; only when it has no answer (0) does the nearest
+// signature on the pair stand in.
+func TestHistoryFallback(t *testing.T) {
+	h := model.NewHistory()
+	var asked []int
+	h.Fallback = func(src, dst string, cc, sl, dl int, size int64) float64 {
+		asked = append(asked, cc)
+		if cc >= 6 {
+			return 0 // no prior for these
+		}
+		return 1000 * float64(cc)
+	}
+	h.AddHistory(obs(2, 0, 0, big, 100))
+	h.AddHistory(obs(8, 0, 0, big, 400))
+	cases := []struct {
+		name     string
+		src, dst string
+		cc       int
+		size     int64
+		want     float64
+	}{
+		{"cell wins over fallback", "S", "D", 2, big, 100},
+		{"unknown pair", "X", "Y", 3, big, 3000},
+		{"known pair, no cell", "S", "D", 3, big, 3000},
+		// cc 7: the fallback has nothing; the nearest cc on a log scale
+		// is 8 (|ln 8/7| < |ln 2/7|).
+		{"nearest signature when the fallback has nothing", "S", "D", 7, big, 400},
+		// cc 6 of a 1 GB file (class 3): no cell of that class at all.
+		{"no cell of the size class", "S", "D", 6, 1e9, 0},
+	}
+	for _, c := range cases {
+		if got := h.Throughput(c.src, c.dst, c.cc, 0, 0, c.size); got != c.want {
+			t.Errorf("%s: %g, want %g", c.name, got, c.want)
+		}
+	}
+	h2 := model.NewHistory()
+	h2.AddHistory(obs(2, 0, 0, big, 100))
+	h2.AddHistory(obs(8, 0, 0, big, 400))
+	// Without a fallback: cc 3 is nearer 2 (|ln 2/3| = 0.41) than 8
+	// (|ln 8/3| = 0.98).
+	if got := h2.Throughput("S", "D", 3, 0, 0, big); got != 100 {
+		t.Errorf("nearest signature to cc 3: %g, want 100", got)
+	}
+}
+
+// TestHistoryRecentCorrection: recent observations on a pair scale every
+// prediction on it by the mean ratio of observed to historical throughput
+// at their own signatures, clamped to [0.2, 2], for RecentWindow seconds.
+//
+// History: 100 B/s at cc 2 (the query), 400 B/s at cc 8 with loads 0..k
+// (one cell per load, so each observation is compared with an untouched
+// cell of 400).
+func TestHistoryRecentCorrection(t *testing.T) {
+	setup := func() *model.History {
+		h := model.NewHistory()
+		h.AddHistory(obs(2, 0, 0, big, 100))
+		for l := 0; l < 8; l++ {
+			h.AddHistory(obs(8, l, 0, big, 400))
+		}
+		return h
+	}
+	observe := func(h *model.History, at float64, thrs ...float64) {
+		for i, thr := range thrs {
+			o := obs(8, i, 0, big, thr)
+			o.Time = at
+			h.Observe(o)
+		}
+	}
+	cases := []struct {
+		name string
+		thrs []float64
+		want float64
+	}{
+		{"none", nil, 100},
+		{"twice as fast", []float64{800}, 200},
+		{"mean of ratios 2 and 1", []float64{800, 400}, 150},
+		{"half", []float64{200, 200, 200}, 50},
+		{"clamped at 2", []float64{4000}, 200},
+		{"clamped at 0.2", []float64{4}, 20},
+	}
+	for _, c := range cases {
+		h := setup()
+		h.SetNow(10)
+		observe(h, 10, c.thrs...)
+		if got := h.Throughput("S", "D", 2, 0, 0, big); math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("%s: %g, want %g", c.name, got, c.want)
+		}
+		// Another pair is not corrected.
+		h.AddHistory(model.Obs{Src: "S", Dst: "E", CC: 2, Size: big, Thr: 100})
+		if got := h.Throughput("S", "E", 2, 0, 0, big); got != 100 {
+			t.Errorf("%s: other pair %g, want 100", c.name, got)
+		}
+	}
+
+	// Expiry: observed at t=10 with the default 1800 s window.
+	h := setup()
+	h.SetNow(10)
+	observe(h, 10, 800)
+	for _, c := range []struct {
+		now  float64
+		want float64
+	}{{10, 200}, {1000, 200}, {1809, 200}, {1811, 100}, {5000, 100}} {
+		h.SetNow(c.now)
+		if got := h.Throughput("S", "D", 2, 0, 0, big); got != c.want {
+			t.Errorf("observed at 10, now %g: %g, want %g", c.now, got, c.want)
+		}
+	}
+	// A shorter window expires sooner.
+	h = setup()
+	h.RecentWindow = 60
+	h.SetNow(10)
+	observe(h, 10, 800)
+	h.SetNow(69)
+	if got := h.Throughput("S", "D", 2, 0, 0, big); got != 200 {
+		t.Errorf("window 60, 59 s later: %g, want 200", got)
+	}
+	h.SetNow(71)
+	if got := h.Throughput("S", "D", 2, 0, 0, big); got != 100 {
+		t.Errorf("window 60, 61 s later: %g, want 100", got)
+	}
+	// Only the RecentMax latest observations count: ratios 2, 2, 0.5 with
+	// RecentMax 2 leave 2 and 0.5, mean 1.25.
+	h = setup()
+	h.RecentMax = 2
+	h.SetNow(10)
+	observe(h, 10, 800, 800, 200)
+	if got := h.Throughput("S", "D", 2, 0, 0, big); got != 125 {
+		t.Errorf("RecentMax 2: %g, want 125", got)
+	}
+}
+
+// TestHistoryObserveFeedsHistory: an observation also joins the history at
+// its signature.
+func TestHistoryObserveFeedsHistory(t *testing.T) {
+	h := model.NewHistory()
+	h.Fallback = func(string, string, int, int, int, int64) float64 { return 100 }
+	o := obs(4, 0, 0, big, 100)
+	h.Observe(o) // ratio 1 against the fallback; the cell becomes 100
+	o.Thr = 300
+	h.Observe(o) // ratio 3 against the cell's 100; the cell becomes 200
+	// Prediction at the cell: 200 × mean(1, 3) = 400.
+	if got := h.Throughput("S", "D", 4, 0, 0, big); got != 400 {
+		t.Errorf("%g, want 400", got)
+	}
+}
+
+func TestHistoryIdeal(t *testing.T) {
+	h := model.NewHistory()
+	for cc, thr := range map[int]float64{1: 100, 2: 180, 3: 250, 4: 240} {
+		h.AddHistory(obs(cc, 0, 0, big, thr))
+	}
+	h.AddHistory(obs(3, 5, 5, big, 999)) // loaded: not ideal
+	cc, thr := h.Ideal("S", "D", big, 4)
+	if cc != 3 || thr != 250 {
+		t.Errorf("Ideal = (%d, %g), want (3, 250)", cc, thr)
+	}
+	cc, thr = h.Ideal("S", "D", big, 2)
+	if cc != 2 || thr != 180 {
+		t.Errorf("Ideal up to cc 2 = (%d, %g), want (2, 180)", cc, thr)
+	}
+}
+
+func TestLoadBucket(t *testing.T) {
+	for n := -3; n <= 8; n++ {
+		if got, want := model.LoadBucket(n), max(n, 0); got != want {
+			t.Errorf("LoadBucket(%d) = %d, want %d (exact up to 8)", n, got, want)
+		}
+	}
+	for n, want := range map[int]int{9: 8, 10: 10, 15: 14, 16: 16, 17: 16, 19: 16, 20: 20, 31: 28, 32: 32, 33: 32, 39: 32, 40: 40, 63: 56, 64: 64, 65: 64, 79: 64, 80: 80, 100: 96} {
+		if got := model.LoadBucket(n); got != want {
+			t.Errorf("LoadBucket(%d) = %d, want %d", n, got, want)
+		}
+	}
+	prev := 0
+	for n := 0; n <= 10000; n++ {
+		b := model.LoadBucket(n)
+		if b < prev || b > n {
+			t.Fatalf("LoadBucket(%d) = %d: not monotone (previous %d) or above n", n, b, prev)
+		}
+		prev = b
+	}
+}
+
+func TestSizeClass(t *testing.T) {
+	cases := []struct {
+		size int64
+		want int
+	}{
+		{0, 0}, {1, 0}, {1e6, 0}, {1e6 + 1, 1}, {10e6, 1}, {10e6 + 1, 2}, {100e6, 2}, {100e6 + 1, 3},
+		{1e9, 3}, {1e9 + 1, 4}, {10e9, 4}, {50e9, 4},
+	}
+	h := model.NewHistory()
+	for _, c := range cases {
+		if got := model.SizeClass(c.size); got != c.want {
+			t.Errorf("SizeClass(%d) = %d, want %d", c.size, got, c.want)
+		}
+		if got := h.SizeKey(c.size); got != int64(c.want) {
+			t.Errorf("SizeKey(%d) = %d, want %d", c.size, got, c.want)
+		}
+	}
+}
