@@ -437,10 +437,29 @@ func (c *cycle) scheduleSEAL(e *entry) {
 		}
 		cl = append(cl, found...)
 	}
-	c.preempt(cl, t.ID)
-	if room := c.lim.room(t.Src, t.Dst); room > 0 {
-		c.start(e, room)
+	if c.roomWithout(t, cl) == 0 {
+		return // the victims would not make room for it after all
 	}
+	c.preempt(cl, t.ID)
+	c.start(e, c.lim.room(t.Src, t.Dst))
+}
+
+// roomWithout is the room t would have at its endpoints if the tasks in cl
+// stopped. Preemptions are decided only when it is positive, so a victim
+// never stops for a task that does not start.
+func (c *cycle) roomWithout(t *Task, cl []*entry) int {
+	for _, r := range cl {
+		if !r.stopped {
+			c.lim.add(r.t.Src, r.t.Dst, -r.cc)
+		}
+	}
+	room := c.lim.room(t.Src, t.Dst)
+	for _, r := range cl {
+		if !r.stopped {
+			c.lim.add(r.t.Src, r.t.Dst, r.cc)
+		}
+	}
+	return room
 }
 
 // blockers lists the endpoints that keep t from starting now: "*" stands
@@ -528,15 +547,12 @@ func (c *cycle) preemptBatchFor(e *entry) bool {
 		return false
 	}
 	cl := c.findBatchTasksToPreempt(e, b)
-	if len(cl) == 0 {
+	if len(cl) == 0 || c.roomWithout(t, cl) == 0 {
 		return false
 	}
 	c.preempt(cl, t.ID)
-	if room := c.lim.room(t.Src, t.Dst); room > 0 {
-		c.start(e, room)
-		return true
-	}
-	return false
+	c.start(e, c.lim.room(t.Src, t.Dst))
+	return true
 }
 
 // findBatchTasksToPreempt is Listing 4. A batch task joins the candidates
@@ -688,7 +704,7 @@ func (c *cycle) preempt(cl []*entry, id TaskID) {
 		r.stopped = true
 		c.version++
 		t := r.t
-		c.lim.add(t.Src, t.Dst, -t.CC)
+		c.lim.add(t.Src, t.Dst, -r.cc)
 		c.obs[t.Src] -= t.Rate
 		if t.Dst != t.Src {
 			c.obs[t.Dst] -= t.Rate

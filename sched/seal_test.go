@@ -773,7 +773,6 @@ func TestScheduleRespectsLimits(t *testing.T) {
 // has started (SC'15 §4.5). A preemption for a task that this cycle does
 // not start just throws the victim's work since its last checkpoint away.
 func TestPreemptionsStartTheirBeneficiary(t *testing.T) {
-	t.Skip("BUG: sched/seal.go preemptBatchFor preempts batch tasks before checking room; see TestSTEALPreemptsBatchOnlyIfItStarts")
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 500; i++ {
 		s := randomSnapshot(r)
@@ -793,10 +792,9 @@ func TestPreemptionsStartTheirBeneficiary(t *testing.T) {
 // xfactor (waited 100 s), which W (xfactor 1.5) may not preempt. Taking the
 // batch task at B away would still raise W's prediction (model: linear,
 // divided by 1 + loads/16: 1e9/(1+8/16) = 667 MB/s → 1e9/(1+4/16) = 800
-// MB/s, +20% > β), so preemptBatchFor preempts it, finds no room, and
-// returns; W stays queued and the batch task is stopped for nothing.
+// MB/s, +20% > β), but preempting it would stop it for nothing: W stays
+// queued, so no decision may come out of this cycle.
 func TestSTEALPreemptsBatchOnlyIfItStarts(t *testing.T) {
-	t.Skip("BUG: sched/seal.go preemptBatchFor decides Preempt(batch, For=W) although W gets no Start this cycle")
 	s := fill(&sched.Snapshot{
 		Now:       1000,
 		Endpoints: endpoints(map[string]float64{"A": 100e6, "B": 100e6, "C": 100e6}),
