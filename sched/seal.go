@@ -11,20 +11,23 @@ import (
 // typeAware set it is STEAL (§5, Listings 3-4), which also separates batch
 // from interactive tasks.
 //
-// Where the published listings and the text disagree, SEAL follows the
-// text, and says so:
+// Where the published listings and the text disagree, or leave a choice
+// open, SEAL follows the text, and says so:
 //   - FindThrCC returns the last concurrency whose predicted throughput rose
 //     by more than Beta, and that concurrency's throughput (the listing's
 //     loop returns one past it).
+//   - When SEAL starts or resizes a task, "rose" is judged on the whole
+//     endpoint, not on the task alone: see chooseCC.
 //   - FindTasksToPreempt adds a running task to the candidates when the
 //     waiting task's xfactor is at least PF times the running task's ("if
 //     its xfactor is lower than that of the waiting task by pf or more");
 //     the listing's comparison is reversed.
 //   - A waiting task whose endpoints are saturated is started only if
-//     preemption freed every saturated endpoint it uses.
+//     preemption frees every saturated endpoint it uses, and victims are
+//     preempted only if the task then has room to start.
 //   - Saturation test (b), "concurrency up by F gives throughput up by
 //     0.25×F or less", is read as an elasticity of the endpoint's
-//     aggregate: see probeSaturated.
+//     aggregate over its (up to three) busiest links: see probeSaturated.
 type SEAL struct {
 	opt       Options
 	typeAware bool
@@ -48,19 +51,50 @@ func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 
 // entry is a task plus what this cycle computed for it.
 type entry struct {
-	t       *Task
-	cc      int // concurrency now: the task's, or what this cycle gave it
-	xf      float64
-	batch   bool // batch for STEAL's purposes (after promotion)
-	stopped bool // preempted in this cycle
-	started bool // started or resized in this cycle
+	t        *Task
+	src, dst int32 // endpoint indexes
+	cc       int   // concurrency now: the task's, or what this cycle gave it
+	xf       float64
+	batch    bool // batch for STEAL's purposes (after promotion)
+	stopped  bool // preempted in this cycle
+	started  bool // started or resized in this cycle
+}
+
+// link is the tasks of one source-destination pair at an endpoint, taken
+// together.
+type link struct {
+	src, dst int32
+	cc       int
+	size     int64
+}
+
+// epState is one endpoint during a cycle. Endpoints are indexed so that
+// the hot paths of a cycle over a hundred thousand tasks hash no strings.
+type epState struct {
+	name string
+	ep   *Endpoint // nil if the snapshot does not describe it
+	cc   int       // known load: concurrency the scheduler runs there
+	obs  float64   // observed throughput, adjusted by this cycle's decisions
+	// ver changes whenever a decision touches the endpoint; the caches
+	// below are valid for the version they were computed at.
+	ver     int
+	satVer  [2]int // +1, so that zero means "not computed"
+	sat     [2]bool
+	linkVer int
+	links   []link   // busiest first
+	run     []*entry // running entries here, ascending xfactor at cycle start
 }
 
 type memoKey struct {
-	src, dst         string
+	src, dst         int32
 	size             int64
 	srcLoad, dstLoad int
 	maxCC            int
+}
+
+type chooseKey struct {
+	memoKey
+	verSrc, verDst int
 }
 
 type thrCC struct {
@@ -71,19 +105,17 @@ type thrCC struct {
 // cycle holds the state of one scheduling cycle. Everything in it is
 // derived from the snapshot, so Schedule stays pure.
 type cycle struct {
-	s    *SEAL
-	o    Options
-	snap *Snapshot
-	lim  *limits
-	// obs is each endpoint's observed throughput, adjusted by the starts
-	// and preemptions decided so far in this cycle.
-	obs     map[string]float64
+	s       *SEAL
+	o       Options
+	snap    *Snapshot
+	idx     map[string]int32
+	eps     []epState
+	total   int // total concurrency
 	running []*entry
-	byEP    map[string][]*entry // running entries per endpoint, ascending xf
+	byXF    []*entry // running entries, ascending xfactor (lazily, for the total limit)
 	waiting []*entry
 	memo    map[memoKey]thrCC
 	chosen  map[chooseKey]thrCC
-	version int // bumped by every start, preemption and resize
 	sizeKey func(int64) int64
 	out     []Decision
 }
@@ -99,9 +131,7 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c := &cycle{
 		s: s, o: s.opt, snap: snap,
-		lim:    newLimits(snap),
-		obs:    make(map[string]float64, len(snap.Endpoints)),
-		byEP:   map[string][]*entry{},
+		idx:    make(map[string]int32, len(snap.Endpoints)),
 		memo:   map[memoKey]thrCC{},
 		chosen: map[chooseKey]thrCC{},
 	}
@@ -109,34 +139,46 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	if k, ok := snap.Estimator.(SizeKeyer); ok {
 		c.sizeKey = k.SizeKey
 	}
-	for name, ep := range snap.Endpoints {
-		c.obs[name] = ep.Observed
+	// Endpoints in name order, so indexes do not depend on map order.
+	names := make([]string, 0, len(snap.Endpoints))
+	for n := range snap.Endpoints {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c.endpoint(n)
 	}
 	for _, t := range snap.Running {
-		e := &entry{t: t, cc: t.CC, batch: c.isBatch(t)}
-		if t.Rate == 0 && t.Pending {
+		e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
+		c.eps[e.src].cc += t.CC
+		c.eps[e.dst].cc += t.CC
+		c.total += t.CC
+		c.running = append(c.running, e)
+	}
+	for _, e := range c.running {
+		if e.t.Rate == 0 && e.t.Pending {
 			// Still starting: its throughput is not observed yet, but it
 			// will take its share; count the model's prediction so one
 			// cycle's starts are not repeated by the next.
-			thr := c.est(t, t.CC, c.lim.cc[t.Src]-t.CC, c.lim.cc[t.Dst]-t.CC)
-			c.obs[t.Src] += thr
-			c.obs[t.Dst] += thr
+			thr := c.est(e.src, e.dst, e.t.Size, e.cc, c.eps[e.src].cc-e.cc, c.eps[e.dst].cc-e.cc)
+			c.eps[e.src].obs += thr
+			c.eps[e.dst].obs += thr
 		}
 		e.xf = c.xfactor(e, nil)
-		c.running = append(c.running, e)
-		c.byEP[t.Src] = append(c.byEP[t.Src], e)
-		if t.Dst != t.Src {
-			c.byEP[t.Dst] = append(c.byEP[t.Dst], e)
+		c.eps[e.src].run = append(c.eps[e.src].run, e)
+		if e.dst != e.src {
+			c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 		}
 	}
-	for _, es := range c.byEP {
-		sortAsc(es)
+	for i := range c.eps {
+		sortAsc(c.eps[i].run)
 	}
+	c.waiting = make([]*entry, 0, len(snap.Waiting))
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
-		e := &entry{t: t, batch: c.isBatch(t)}
+		e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)}
 		e.xf = c.xfactor(e, nil)
 		c.waiting = append(c.waiting, e)
 	}
@@ -149,6 +191,22 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		return a.t.ID < b.t.ID
 	})
 	return c
+}
+
+// endpoint returns the index of endpoint name, adding it if new.
+func (c *cycle) endpoint(name string) int32 {
+	if i, ok := c.idx[name]; ok {
+		return i
+	}
+	i := int32(len(c.eps))
+	c.idx[name] = i
+	ep := c.snap.Endpoints[name]
+	st := epState{name: name, ep: ep}
+	if ep != nil {
+		st.obs = ep.Observed
+	}
+	c.eps = append(c.eps, st)
+	return i
 }
 
 func sortAsc(es []*entry) {
@@ -170,24 +228,51 @@ func (c *cycle) isBatch(t *Task) bool {
 	return true
 }
 
-func (c *cycle) est(t *Task, cc, srcLoad, dstLoad int) float64 {
-	return c.snap.Estimator.Throughput(t.Src, t.Dst, cc, max(srcLoad, 0), max(dstLoad, 0), t.Size)
+func (c *cycle) est(src, dst int32, size int64, cc, srcLoad, dstLoad int) float64 {
+	return c.snap.Estimator.Throughput(c.eps[src].name, c.eps[dst].name, cc, max(srcLoad, 0), max(dstLoad, 0), size)
+}
+
+// room is the largest concurrency a new task between src and dst may get
+// under the hard limits.
+func (c *cycle) room(src, dst int32) int {
+	r := unlimited
+	if c.snap.TotalMaxCC > 0 {
+		r = c.snap.TotalMaxCC - c.total
+	}
+	for _, e := range [2]int32{src, dst} {
+		if ep := c.eps[e].ep; ep != nil && ep.MaxCC > 0 {
+			r = min(r, ep.MaxCC-c.eps[e].cc)
+		}
+	}
+	return max(r, 0)
+}
+
+func (c *cycle) full() bool { return c.snap.TotalMaxCC > 0 && c.total >= c.snap.TotalMaxCC }
+
+// add changes the known load of a pair by n connections.
+func (c *cycle) add(src, dst int32, n int) {
+	c.eps[src].cc += n
+	c.eps[dst].cc += n
+	c.total += n
+	c.eps[src].ver++
+	c.eps[dst].ver++
 }
 
 // findThrCC is FindThrCC of Listing 2: starting at concurrency 1, raise it
 // while the predicted throughput rises by more than Beta, up to maxCC.
-func (c *cycle) findThrCC(t *Task, srcLoad, dstLoad, maxCC int) (int, float64) {
+func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
+	t := e.t
 	if t.Size <= c.o.SplitMin {
 		maxCC = 1
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
-	k := memoKey{t.Src, t.Dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}
+	k := memoKey{e.src, e.dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}
 	if r, ok := c.memo[k]; ok {
 		return r.cc, r.thr
 	}
-	bestCC, best := 1, c.est(t, 1, srcLoad, dstLoad)
+	bestCC, best := 1, c.est(e.src, e.dst, t.Size, 1, srcLoad, dstLoad)
 	for cc := 2; cc <= maxCC; cc++ {
-		thr := c.est(t, cc, srcLoad, dstLoad)
+		thr := c.est(e.src, e.dst, t.Size, cc, srcLoad, dstLoad)
 		if thr <= best*(1+c.o.Beta) {
 			break
 		}
@@ -198,21 +283,24 @@ func (c *cycle) findThrCC(t *Task, srcLoad, dstLoad, maxCC int) (int, float64) {
 }
 
 // FindThrCC is Listing 2's FindThrCC for tests and tools: the concurrency
-// SEAL would choose for t at the given known loads, and its throughput.
+// SEAL would choose for t at the given known loads, judged on t's own
+// predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
-	c := &cycle{s: &SEAL{opt: o.withDefaults()}, o: o.withDefaults(), snap: &Snapshot{Estimator: est}, memo: map[memoKey]thrCC{}}
+	o = o.withDefaults()
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[memoKey]thrCC{}}
 	c.sizeKey = func(n int64) int64 { return n }
-	return c.findThrCC(t, srcLoad, dstLoad, c.o.MaxCC)
+	e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
+	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
 }
 
 // idealTT is TT_ideal: the transfer time under zero load at the best
 // concurrency, plus the start-up cost.
-func (c *cycle) idealTT(t *Task) float64 {
-	if t.IdealTT > 0 {
-		return t.IdealTT
+func (c *cycle) idealTT(e *entry) float64 {
+	if e.t.IdealTT > 0 {
+		return e.t.IdealTT
 	}
-	_, thr := c.findThrCC(t, 0, 0, c.o.MaxCC)
-	return IdealTT(t.Size, thr, c.snap.StartupCost)
+	_, thr := c.findThrCC(e, 0, 0, c.o.MaxCC)
+	return IdealTT(e.t.Size, thr, c.snap.StartupCost)
 }
 
 // IdealTT is TT_ideal for size bytes at the ideal throughput thr.
@@ -223,20 +311,20 @@ func IdealTT(size int64, thr, startup float64) float64 {
 	return startup + float64(size)/thr
 }
 
-// loads returns the known loads at t's endpoints, leaving out t itself and
+// loads returns the known loads at e's endpoints, leaving out e itself and
 // the tasks in without.
-func (c *cycle) loads(t *Task, without []*entry) (int, int) {
-	src, dst := c.lim.cc[t.Src], c.lim.cc[t.Dst]
-	if t.Running {
-		src -= t.CC
-		dst -= t.CC
+func (c *cycle) loads(e *entry, without []*entry) (int, int) {
+	src, dst := c.eps[e.src].cc, c.eps[e.dst].cc
+	if e.t.Running && !e.stopped {
+		src -= e.cc
+		dst -= e.cc
 	}
 	for _, w := range without {
-		if w.t.Src == t.Src || w.t.Dst == t.Src {
-			src -= w.t.CC
+		if w.src == e.src || w.dst == e.src {
+			src -= w.cc
 		}
-		if w.t.Dst == t.Dst || w.t.Src == t.Dst {
-			dst -= w.t.CC
+		if w.dst == e.dst || w.src == e.dst {
+			dst -= w.cc
 		}
 	}
 	return src, dst
@@ -247,8 +335,8 @@ func (c *cycle) loads(t *Task, without []*entry) (int, int) {
 // away from the load.
 func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 	t := e.t
-	src, dst := c.loads(t, without)
-	_, thr := c.findThrCC(t, src, dst, c.o.MaxCC)
+	src, dst := c.loads(e, without)
+	_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
 	ttLoad := t.Trans
 	if thr > 0 {
 		ttLoad += float64(t.Left) / thr
@@ -258,93 +346,107 @@ func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 	if !t.Running {
 		ttLoad += c.snap.StartupCost
 	}
-	xf := (t.Wait + ttLoad) / c.idealTT(t)
+	xf := (t.Wait + ttLoad) / c.idealTT(e)
 	if e.batch {
 		xf *= 0.00001
 	}
 	return xf
 }
 
-// threshold is the fraction of an endpoint's maximum throughput that
-// counts as saturated: SatFraction, scaled by Lambda for batch tasks
-// (STEAL's saturated').
-func (c *cycle) threshold(batch bool) float64 {
+// saturated is the saturation test of §4.3 for endpoint i; batch selects
+// STEAL's saturated', whose threshold is scaled by Lambda.
+func (c *cycle) saturated(i int32, batch bool) bool {
+	st := &c.eps[i]
+	if st.ep == nil {
+		return false
+	}
+	b := 0
 	if batch {
-		return c.o.SatFraction * c.o.Lambda
+		b = 1
 	}
-	return c.o.SatFraction
+	if st.satVer[b] == st.ver+1 {
+		return st.sat[b]
+	}
+	frac := c.o.SatFraction
+	if batch {
+		frac *= c.o.Lambda
+	}
+	sat := st.ep.MaxThroughput > 0 && st.obs >= frac*st.ep.MaxThroughput
+	if !sat && !c.o.NoConcurrencyProbe {
+		sat = c.probeSaturated(i)
+	}
+	st.satVer[b], st.sat[b] = st.ver+1, sat
+	return sat
 }
 
-// saturated is the saturation test of §4.3 for endpoint name.
-func (c *cycle) saturated(name string, batch bool) bool {
-	ep := c.snap.Endpoints[name]
-	if ep == nil {
-		return false
+// linksOf returns endpoint i's links (tasks running there grouped by
+// source-destination pair), busiest first.
+func (c *cycle) linksOf(i int32) []link {
+	st := &c.eps[i]
+	if st.linkVer == st.ver+1 {
+		return st.links
 	}
-	if ep.MaxThroughput > 0 && c.obs[name] >= c.threshold(batch)*ep.MaxThroughput {
-		return true
-	}
-	if c.o.NoConcurrencyProbe {
-		return false
-	}
-	return c.probeSaturated(name)
-}
-
-// probeSaturated is saturation test (b): on up to three links in use at
-// the endpoint (those with the most concurrency), doubling the link's
-// concurrency would raise the endpoint's predicted aggregate throughput by
-// a quarter or less of the proportional gain (F = 2: concurrency at the
-// endpoint up by c_link/C, throughput up by at most 0.25×c_link/C).
-//
-// The aggregate matters, not the link's own prediction: with per-connection
-// sharing, a link that doubles its connections always takes a larger share
-// from the others, so its own throughput rises even when the endpoint as a
-// whole gains nothing or loses (over-subscription).
-func (c *cycle) probeSaturated(name string) bool {
-	type link struct {
-		src, dst string
-		cc       int
-		size     int64
-	}
-	idx := map[[2]string]*link{}
-	var links []*link
-	for _, e := range c.byEP[name] {
+	st.links = st.links[:0]
+	for _, e := range st.run {
 		if e.stopped {
 			continue
 		}
-		k := [2]string{e.t.Src, e.t.Dst}
-		l := idx[k]
-		if l == nil {
-			l = &link{src: e.t.Src, dst: e.t.Dst}
-			idx[k] = l
-			links = append(links, l)
+		found := false
+		for j := range st.links {
+			if st.links[j].src == e.src && st.links[j].dst == e.dst {
+				st.links[j].cc += e.cc
+				st.links[j].size = max(st.links[j].size, e.t.Size)
+				found = true
+				break
+			}
 		}
-		l.cc += e.cc
-		l.size = max(l.size, e.t.Size)
+		if !found {
+			st.links = append(st.links, link{e.src, e.dst, e.cc, e.t.Size})
+		}
 	}
-	total := c.lim.cc[name]
-	if len(links) == 0 || total <= 0 {
-		return false
-	}
-	slices.SortFunc(links, func(a, b *link) int {
+	slices.SortFunc(st.links, func(a, b link) int {
 		if a.cc != b.cc {
 			return b.cc - a.cc
 		}
 		if a.src != b.src {
-			return strings.Compare(a.src, b.src)
+			return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
 		}
-		return strings.Compare(a.dst, b.dst)
+		return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
 	})
-	// aggregate predicts the endpoint's throughput with extra connections
-	// added on link k (k < 0: none).
+	st.linkVer = st.ver + 1
+	return st.links
+}
+
+// probeSaturated is saturation test (b). Like the paper it looks at up to
+// three links in use at the endpoint (the busiest): if doubling the
+// concurrency of any one of them (F = 2) would raise the links' predicted
+// aggregate throughput by more than a quarter of the proportional gain in
+// their concurrency, the endpoint is not saturated; if none would, it is.
+//
+// The aggregate matters, not the link's own prediction: with per-connection
+// sharing, a link that opens more connections always takes a larger share
+// from the others, so its own throughput rises even when the endpoint as a
+// whole gains nothing or loses (over-subscription).
+func (c *cycle) probeSaturated(i int32) bool {
+	links := c.linksOf(i)
+	links = links[:min(len(links), 3)]
+	if len(links) == 0 {
+		return false
+	}
+	total := 0
+	for _, l := range links {
+		total += l.cc
+	}
+	// aggregate predicts the links' throughput with extra connections on
+	// link k (k < 0: none).
 	aggregate := func(k, extra int) float64 {
 		sum := 0.0
-		for i, l := range links {
+		for j, l := range links {
 			cc := l.cc
-			srcLoad, dstLoad := c.lim.cc[l.src]-l.cc, c.lim.cc[l.dst]-l.cc
+			srcLoad, dstLoad := c.eps[l.src].cc-l.cc, c.eps[l.dst].cc-l.cc
 			if k >= 0 {
 				kl := links[k]
-				if i == k {
+				if j == k {
 					cc += extra
 				} else {
 					if l.src == kl.src || l.src == kl.dst {
@@ -355,18 +457,18 @@ func (c *cycle) probeSaturated(name string) bool {
 					}
 				}
 			}
-			sum += c.est(&Task{Src: l.src, Dst: l.dst, Size: l.size}, cc, srcLoad, dstLoad)
+			sum += c.est(l.src, l.dst, l.size, cc, srcLoad, dstLoad)
 		}
 		return sum
 	}
 	base := aggregate(-1, 0)
-	if base <= 0 {
+	if base <= 0 || total <= 0 {
 		return false
 	}
-	for k := range links[:min(len(links), 3)] {
-		more := aggregate(k, links[k].cc)
-		gain := more/base - 1
-		if gain > 0.25*float64(links[k].cc)/float64(total) {
+	for k := range links {
+		extra := links[k].cc // F = 2: the link's concurrency doubled
+		gain := aggregate(k, extra)/base - 1
+		if gain > 0.25*float64(extra)/float64(total) {
 			return false
 		}
 	}
@@ -390,14 +492,14 @@ func (c *cycle) run() {
 	}
 	// Listing 1 lines 10-23.
 	for _, e := range c.waiting {
-		if c.lim.full() && len(c.running) == 0 {
+		if c.full() && len(c.running) == 0 {
 			break
 		}
 		if e.batch {
 			// Listing 3 lines 10.1-10.5: batch tasks only use spare
 			// bandwidth, and never preempt.
-			if !c.saturated(e.t.Src, true) && !c.saturated(e.t.Dst, true) {
-				if room := c.lim.room(e.t.Src, e.t.Dst); room > 0 {
+			if !c.saturated(e.src, true) && !c.saturated(e.dst, true) {
+				if room := c.room(e.src, e.dst); room > 0 {
 					c.start(e, room)
 				}
 			}
@@ -412,23 +514,22 @@ func (c *cycle) run() {
 
 // scheduleSEAL is Listing 1 lines 11-22 for one waiting task.
 func (c *cycle) scheduleSEAL(e *entry) {
-	t := e.t
-	small := t.Size < c.o.SmallSize
-	room := c.lim.room(t.Src, t.Dst)
-	satSrc, satDst := c.saturated(t.Src, false), c.saturated(t.Dst, false)
+	small := e.t.Size < c.o.SmallSize
+	room := c.room(e.src, e.dst)
+	satSrc, satDst := c.saturated(e.src, false), c.saturated(e.dst, false)
 	if room > 0 && (small || (!satSrc && !satDst)) {
 		c.start(e, room)
 		return
 	}
 	// Blocked: by saturation, or by a hard concurrency limit. Look for
 	// running tasks whose xfactor is low enough to give way.
-	blockers := c.blockers(t, satSrc, satDst, room)
+	blockers := c.blockers(e, satSrc, satDst, room)
 	if len(blockers) == 0 {
 		return
 	}
 	var cl []*entry
 	for _, host := range blockers {
-		if slices.ContainsFunc(cl, func(r *entry) bool { return host == "*" || r.t.Src == host || r.t.Dst == host }) {
+		if slices.ContainsFunc(cl, func(r *entry) bool { return host < 0 || r.src == host || r.dst == host }) {
 			continue // a victim chosen for another endpoint frees this one too
 		}
 		found := c.findTasksToPreempt(host, e, cl)
@@ -437,67 +538,75 @@ func (c *cycle) scheduleSEAL(e *entry) {
 		}
 		cl = append(cl, found...)
 	}
-	if c.roomWithout(t, cl) == 0 {
+	if c.roomWithout(e, cl) == 0 {
 		return // the victims would not make room for it after all
 	}
-	c.preempt(cl, t.ID)
-	c.start(e, c.lim.room(t.Src, t.Dst))
+	c.preempt(cl, e.t.ID)
+	c.start(e, c.room(e.src, e.dst))
 }
 
-// roomWithout is the room t would have at its endpoints if the tasks in cl
+// roomWithout is the room e would have at its endpoints if the tasks in cl
 // stopped. Preemptions are decided only when it is positive, so a victim
 // never stops for a task that does not start.
-func (c *cycle) roomWithout(t *Task, cl []*entry) int {
+func (c *cycle) roomWithout(e *entry, cl []*entry) int {
 	for _, r := range cl {
 		if !r.stopped {
-			c.lim.add(r.t.Src, r.t.Dst, -r.cc)
+			c.eps[r.src].cc -= r.cc
+			c.eps[r.dst].cc -= r.cc
+			c.total -= r.cc
 		}
 	}
-	room := c.lim.room(t.Src, t.Dst)
+	room := c.room(e.src, e.dst)
 	for _, r := range cl {
 		if !r.stopped {
-			c.lim.add(r.t.Src, r.t.Dst, r.cc)
+			c.eps[r.src].cc += r.cc
+			c.eps[r.dst].cc += r.cc
+			c.total += r.cc
 		}
 	}
 	return room
 }
 
-// blockers lists the endpoints that keep t from starting now: "*" stands
+// blockers lists the endpoints that keep e from starting now; -1 stands
 // for the total concurrency limit.
-func (c *cycle) blockers(t *Task, satSrc, satDst bool, room int) []string {
-	var b []string
-	add := func(h string) {
+func (c *cycle) blockers(e *entry, satSrc, satDst bool, room int) []int32 {
+	var b []int32
+	add := func(h int32) {
 		if !slices.Contains(b, h) {
 			b = append(b, h)
 		}
 	}
 	if satSrc {
-		add(t.Src)
+		add(e.src)
 	}
 	if satDst {
-		add(t.Dst)
+		add(e.dst)
 	}
 	if room == 0 {
-		for _, h := range [2]string{t.Src, t.Dst} {
-			if ep := c.snap.Endpoints[h]; ep != nil && ep.MaxCC > 0 && c.lim.cc[h] >= ep.MaxCC {
+		for _, h := range [2]int32{e.src, e.dst} {
+			if ep := c.eps[h].ep; ep != nil && ep.MaxCC > 0 && c.eps[h].cc >= ep.MaxCC {
 				add(h)
 			}
 		}
-		if c.lim.full() {
-			add("*")
+		if c.full() {
+			add(-1)
 		}
 	}
 	return b
 }
 
 // findTasksToPreempt is FindTasksToPreempt of Listing 2 for endpoint host
-// ("*" means any endpoint), with the tasks in already counted as gone.
-func (c *cycle) findTasksToPreempt(host string, w *entry, already []*entry) []*entry {
-	cands := c.byEP[host]
-	if host == "*" {
-		cands = c.running
-		cands = append([]*entry(nil), cands...)
-		sortAsc(cands)
+// (-1 means any endpoint), with the tasks in already counted as gone.
+func (c *cycle) findTasksToPreempt(host int32, w *entry, already []*entry) []*entry {
+	var cands []*entry
+	if host < 0 {
+		if c.byXF == nil {
+			c.byXF = append([]*entry(nil), c.running...)
+			sortAsc(c.byXF)
+		}
+		cands = c.byXF
+	} else {
+		cands = c.eps[host].run
 	}
 	var cl []*entry
 	gone := append([]*entry(nil), already...)
@@ -513,17 +622,18 @@ func (c *cycle) findTasksToPreempt(host string, w *entry, already []*entry) []*e
 		cl = append(cl, r)
 		gone = append(gone, r)
 		xf := c.xfactor(w, gone)
-		if xf <= c.maxXF(cands, gone) {
+		if xf <= maxXF(cands, gone) {
 			break
 		}
 	}
 	return cl
 }
 
-// maxXF is the largest xfactor among es that are not in gone.
-func (c *cycle) maxXF(es []*entry, gone []*entry) float64 {
+// maxXF is the largest xfactor among the running entries of es that are
+// not in gone.
+func maxXF(es []*entry, gone []*entry) float64 {
 	for i := len(es) - 1; i >= 0; i-- {
-		if !es[i].stopped && !slices.Contains(gone, es[i]) {
+		if !es[i].stopped && !es[i].started && !slices.Contains(gone, es[i]) {
 			return es[i].xf
 		}
 	}
@@ -534,10 +644,9 @@ func (c *cycle) maxXF(es []*entry, gone []*entry) float64 {
 // preempts running batch tasks at its endpoints if that raises its
 // predicted throughput. It reports whether the task was started.
 func (c *cycle) preemptBatchFor(e *entry) bool {
-	t := e.t
 	var b []*entry
-	for _, h := range [2]string{t.Src, t.Dst} {
-		for _, r := range c.byEP[h] {
+	for _, h := range [2]int32{e.src, e.dst} {
+		for _, r := range c.eps[h].run {
 			if r.batch && !r.stopped && !r.started && !r.t.Pending && !slices.Contains(b, r) {
 				b = append(b, r)
 			}
@@ -547,11 +656,11 @@ func (c *cycle) preemptBatchFor(e *entry) bool {
 		return false
 	}
 	cl := c.findBatchTasksToPreempt(e, b)
-	if len(cl) == 0 || c.roomWithout(t, cl) == 0 {
+	if len(cl) == 0 || c.roomWithout(e, cl) == 0 {
 		return false
 	}
-	c.preempt(cl, t.ID)
-	c.start(e, c.lim.room(t.Src, t.Dst))
+	c.preempt(cl, e.t.ID)
+	c.start(e, c.room(e.src, e.dst))
 	return true
 }
 
@@ -561,18 +670,17 @@ func (c *cycle) preemptBatchFor(e *entry) bool {
 // threshold keeps a kilobyte file from evicting a 50 GB task for a
 // negligible gain).
 func (c *cycle) findBatchTasksToPreempt(w *entry, b []*entry) []*entry {
-	t := w.t
-	src, dst := c.loads(t, b)
-	_, goal := c.findThrCC(t, src, dst, c.o.MaxCC)
-	src, dst = c.loads(t, nil)
-	_, thr := c.findThrCC(t, src, dst, c.o.MaxCC)
+	src, dst := c.loads(w, b)
+	_, goal := c.findThrCC(w, src, dst, c.o.MaxCC)
+	src, dst = c.loads(w, nil)
+	_, thr := c.findThrCC(w, src, dst, c.o.MaxCC)
 	var cl []*entry
 	for _, bt := range b {
 		if thr >= goal {
 			break
 		}
-		src, dst := c.loads(t, append(slices.Clip(cl), bt))
-		_, thr2 := c.findThrCC(t, src, dst, c.o.MaxCC)
+		src, dst := c.loads(w, append(slices.Clip(cl), bt))
+		_, thr2 := c.findThrCC(w, src, dst, c.o.MaxCC)
 		if thr2 > thr*(1+c.o.Beta) {
 			thr = thr2
 			cl = append(cl, bt)
@@ -584,29 +692,26 @@ func (c *cycle) findBatchTasksToPreempt(w *entry, b []*entry) []*entry {
 // start decides to start e with the concurrency chooseCC picks, at most
 // room.
 func (c *cycle) start(e *entry, room int) {
-	t := e.t
-	src, dst := c.loads(t, nil)
-	cc, thr := c.chooseCC(t, nil, src, dst, min(room, c.o.MaxCC))
-	c.lim.add(t.Src, t.Dst, cc)
-	c.obs[t.Src] += thr
-	if t.Dst != t.Src {
-		c.obs[t.Dst] += thr
-	}
+	src, dst := c.loads(e, nil)
+	cc, thr := c.chooseCC(e, nil, src, dst, min(room, c.o.MaxCC))
 	e.started = true
 	e.cc = cc
-	c.byEP[t.Src] = append(c.byEP[t.Src], e)
-	if t.Dst != t.Src {
-		c.byEP[t.Dst] = append(c.byEP[t.Dst], e)
+	c.add(e.src, e.dst, cc)
+	c.eps[e.src].obs += thr
+	c.eps[e.src].run = append(c.eps[e.src].run, e)
+	if e.dst != e.src {
+		c.eps[e.dst].obs += thr
+		c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 	}
-	c.version++
-	c.out = append(c.out, Decision{Kind: Start, Task: t.ID, CC: cc})
+	c.out = append(c.out, Decision{Kind: Start, Task: e.t.ID, CC: cc})
 }
 
 // chooseCC is FindThrCC as SEAL uses it to start or resize a task:
 // concurrency starts at 1 and grows while one more partial transfer raises
 // the predicted throughput by more than Beta of the task's own. "Raises"
-// counts the whole endpoint: at each of the task's endpoints, the
-// predicted aggregate of all its links with the task at cc+1 against cc.
+// counts the endpoint: at each of the task's endpoints, the predicted
+// aggregate of its link and the (up to three) busiest other links there,
+// with the task at cc+1 against cc.
 //
 // Why not the task's own prediction alone: endpoints share their capacity
 // per connection, so under load one more connection always raises a
@@ -615,31 +720,36 @@ func (c *cycle) start(e *entry, room int) {
 // opposite of what §4.3 says SEAL does ("increases transfer concurrency
 // during low-load situations") and of its "sufficient, but not excessive"
 // concurrency. On idle endpoints the two readings agree. FindThrCC (the
-// exported, per-task form) stays the priority estimate inside xfactor.
+// per-task form) stays the priority estimate inside xfactor.
 //
 // self, if not nil, is the running task being resized: its current
 // connections are taken out first.
-func (c *cycle) chooseCC(t *Task, self *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
+func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
+	t := e.t
 	if t.Size <= c.o.SplitMin {
 		maxCC = 1
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
-	k := chooseKey{memoKey{t.Src, t.Dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}, c.version}
+	k := chooseKey{memoKey{e.src, e.dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}, c.eps[e.src].ver, c.eps[e.dst].ver}
 	if self == nil {
 		if r, ok := c.chosen[k]; ok {
 			return r.cc, r.thr
 		}
 	}
-	bestCC, best := 1, c.est(t, 1, srcLoad, dstLoad)
-	prev := [2]float64{c.aggregateWith(t.Src, t, self, 1), c.aggregateWith(t.Dst, t, self, 1)}
-	for cc := 2; cc <= maxCC; cc++ {
-		thr := c.est(t, cc, srcLoad, dstLoad)
-		agg := [2]float64{c.aggregateWith(t.Src, t, self, cc), c.aggregateWith(t.Dst, t, self, cc)}
-		gain := math.Min(agg[0]-prev[0], agg[1]-prev[1])
-		if thr <= best || gain <= best*c.o.Beta {
-			break
+	bestCC, best := 1, c.est(e.src, e.dst, t.Size, 1, srcLoad, dstLoad)
+	if maxCC > 1 {
+		prev := [2]float64{c.aggregateWith(e.src, e, self, 1), c.aggregateWith(e.dst, e, self, 1)}
+		for cc := 2; cc <= maxCC; cc++ {
+			thr := c.est(e.src, e.dst, t.Size, cc, srcLoad, dstLoad)
+			if thr <= best {
+				break
+			}
+			agg := [2]float64{c.aggregateWith(e.src, e, self, cc), c.aggregateWith(e.dst, e, self, cc)}
+			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.o.Beta {
+				break
+			}
+			bestCC, best, prev = cc, thr, agg
 		}
-		bestCC, best, prev = cc, thr, agg
 	}
 	if self == nil {
 		c.chosen[k] = thrCC{bestCC, best}
@@ -647,52 +757,38 @@ func (c *cycle) chooseCC(t *Task, self *entry, srcLoad, dstLoad, maxCC int) (int
 	return bestCC, best
 }
 
-type chooseKey struct {
-	memoKey
-	version int
-}
-
-// aggregateWith predicts the total throughput of endpoint name's links if
-// task t ran with concurrency cc (and self, if not nil, were gone).
-func (c *cycle) aggregateWith(name string, t *Task, self *entry, cc int) float64 {
-	type link struct {
-		src, dst string
-		cc       int
-		size     int64
-	}
-	var links []link
-	add := func(src, dst string, n int, size int64) {
-		for i := range links {
-			if links[i].src == src && links[i].dst == dst {
-				links[i].cc += n
-				links[i].size = max(links[i].size, size)
-				return
-			}
-		}
-		links = append(links, link{src, dst, n, size})
-	}
-	for _, e := range c.byEP[name] {
-		if e.stopped || e == self {
-			continue
-		}
-		add(e.t.Src, e.t.Dst, e.cc, e.t.Size)
-	}
-	add(t.Src, t.Dst, cc, t.Size)
-	load := func(x string) int {
-		n := c.lim.cc[x]
-		if self != nil && (self.t.Src == x || self.t.Dst == x) {
+// aggregateWith predicts the total throughput at endpoint i of e's link and
+// the (up to three) busiest other links there, if e ran with concurrency
+// cc (and self, if not nil, were gone).
+func (c *cycle) aggregateWith(i int32, e *entry, self *entry, cc int) float64 {
+	load := func(x int32) int {
+		n := c.eps[x].cc
+		if self != nil && (self.src == x || self.dst == x) {
 			n -= self.cc
 		}
-		if t.Src == x || t.Dst == x {
+		if e.src == x || e.dst == x {
 			n += cc
 		}
 		return n
 	}
+	own := link{e.src, e.dst, cc, e.t.Size}
+	others := 0
 	sum := 0.0
-	for _, l := range links {
-		sum += c.est(&Task{Src: l.src, Dst: l.dst, Size: l.size}, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+	for _, l := range c.linksOf(i) {
+		if l.src == e.src && l.dst == e.dst {
+			own.cc += l.cc
+			if self != nil {
+				own.cc -= self.cc
+			}
+			own.size = max(own.size, l.size)
+			continue
+		}
+		if others < 3 {
+			sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+			others++
+		}
 	}
-	return sum
+	return sum + c.est(own.src, own.dst, own.size, own.cc, load(own.src)-own.cc, load(own.dst)-own.cc)
 }
 
 // preempt decides to preempt the tasks in cl in favour of task id.
@@ -702,14 +798,12 @@ func (c *cycle) preempt(cl []*entry, id TaskID) {
 			continue
 		}
 		r.stopped = true
-		c.version++
-		t := r.t
-		c.lim.add(t.Src, t.Dst, -r.cc)
-		c.obs[t.Src] -= t.Rate
-		if t.Dst != t.Src {
-			c.obs[t.Dst] -= t.Rate
+		c.add(r.src, r.dst, -r.cc)
+		c.eps[r.src].obs -= r.t.Rate
+		if r.dst != r.src {
+			c.eps[r.dst].obs -= r.t.Rate
 		}
-		c.out = append(c.out, Decision{Kind: Preempt, Task: t.ID, For: id})
+		c.out = append(c.out, Decision{Kind: Preempt, Task: r.t.ID, For: id})
 	}
 }
 
@@ -732,28 +826,27 @@ func (c *cycle) increaseCC(batch bool) {
 	})
 	for _, e := range rs {
 		t := e.t
-		if t.Size <= c.o.SplitMin || t.CC >= c.o.MaxCC {
+		if t.Size <= c.o.SplitMin || e.cc >= c.o.MaxCC {
 			continue
 		}
-		if c.saturated(t.Src, batch) || c.saturated(t.Dst, batch) {
+		if c.saturated(e.src, batch) || c.saturated(e.dst, batch) {
 			continue
 		}
-		room := c.lim.room(t.Src, t.Dst)
+		room := c.room(e.src, e.dst)
 		if room == 0 {
 			continue
 		}
-		src, dst := c.loads(t, nil)
-		cc, thr := c.chooseCC(t, e, src, dst, min(t.CC+room, c.o.MaxCC))
-		if cc <= t.CC {
+		src, dst := c.loads(e, nil)
+		cc, thr := c.chooseCC(e, e, src, dst, min(e.cc+room, c.o.MaxCC))
+		if cc <= e.cc {
 			continue
 		}
-		c.lim.add(t.Src, t.Dst, cc-t.CC)
+		c.add(e.src, e.dst, cc-e.cc)
 		e.cc = cc
-		c.version++
 		gain := max(thr-t.Rate, 0)
-		c.obs[t.Src] += gain
-		if t.Dst != t.Src {
-			c.obs[t.Dst] += gain
+		c.eps[e.src].obs += gain
+		if e.dst != e.src {
+			c.eps[e.dst].obs += gain
 		}
 		e.started = true
 		c.out = append(c.out, Decision{Kind: SetCC, Task: t.ID, CC: cc})
