@@ -52,6 +52,8 @@ func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 // entry is a task plus what this cycle computed for it.
 type entry struct {
 	t        *Task
+	id       TaskID
+	size     int64
 	src, dst int32 // endpoint indexes
 	cc       int   // concurrency now: the task's, or what this cycle gave it
 	xf       float64
@@ -80,9 +82,12 @@ type epState struct {
 	ver     int
 	satVer  [2]int // +1, so that zero means "not computed"
 	sat     [2]bool
-	linkVer int
+	linkVer int      // 0: links not built; 1: built, unsorted; 2: sorted
 	links   []link   // busiest first
 	run     []*entry // running entries here, ascending xfactor at cycle start
+	// noVictimXF: a waiting task with this xfactor or lower finds no
+	// task to preempt here.
+	noVictimXF float64
 }
 
 type memoKey struct {
@@ -90,6 +95,16 @@ type memoKey struct {
 	size             int64
 	srcLoad, dstLoad int
 	maxCC            int
+}
+
+type pairKey struct {
+	src, dst int32
+	size     int64
+}
+
+type loadMemo struct {
+	srcLoad, dstLoad, maxCC int
+	thrCC
 }
 
 type chooseKey struct {
@@ -114,7 +129,7 @@ type cycle struct {
 	running []*entry
 	byXF    []*entry // running entries, ascending xfactor (lazily, for the total limit)
 	waiting []*entry
-	memo    map[memoKey]thrCC
+	memo    map[pairKey][]loadMemo
 	chosen  map[chooseKey]thrCC
 	sizeKey func(int64) int64
 	out     []Decision
@@ -132,7 +147,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c := &cycle{
 		s: s, o: s.opt, snap: snap,
 		idx:    make(map[string]int32, len(snap.Endpoints)),
-		memo:   map[memoKey]thrCC{},
+		memo:   map[pairKey][]loadMemo{},
 		chosen: map[chooseKey]thrCC{},
 	}
 	c.sizeKey = func(n int64) int64 { return n }
@@ -149,7 +164,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		c.endpoint(n)
 	}
 	for _, t := range snap.Running {
-		e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
+		e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
 		c.eps[e.src].cc += t.CC
 		c.eps[e.dst].cc += t.CC
 		c.total += t.CC
@@ -173,23 +188,31 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	for i := range c.eps {
 		sortAsc(c.eps[i].run)
 	}
-	c.waiting = make([]*entry, 0, len(snap.Waiting))
+	// W is kept as values in one array and sorted in place: a cycle over
+	// a hundred thousand waiting tasks is dominated by memory access.
+	w := make([]entry, 0, len(snap.Waiting))
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
-		e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)}
+		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)})
+		e := &w[len(w)-1]
 		e.xf = c.xfactor(e, nil)
-		c.waiting = append(c.waiting, e)
 	}
 	// W: descending xfactor, ties by ID for determinism.
-	sort.Slice(c.waiting, func(i, j int) bool {
-		a, b := c.waiting[i], c.waiting[j]
+	slices.SortFunc(w, func(a, b entry) int {
 		if a.xf != b.xf {
-			return a.xf > b.xf
+			if a.xf > b.xf {
+				return -1
+			}
+			return 1
 		}
-		return a.t.ID < b.t.ID
+		return cmpID(&a, &b)
 	})
+	c.waiting = make([]*entry, len(w))
+	for i := range w {
+		c.waiting[i] = &w[i]
+	}
 	return c
 }
 
@@ -210,12 +233,25 @@ func (c *cycle) endpoint(name string) int32 {
 }
 
 func sortAsc(es []*entry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].xf != es[j].xf {
-			return es[i].xf < es[j].xf
+	slices.SortFunc(es, func(a, b *entry) int {
+		if a.xf != b.xf {
+			if a.xf < b.xf {
+				return -1
+			}
+			return 1
 		}
-		return es[i].t.ID < es[j].t.ID
+		return cmpID(a, b)
 	})
+}
+
+func cmpID(a, b *entry) int {
+	switch {
+	case a.id < b.id:
+		return -1
+	case a.id > b.id:
+		return 1
+	}
+	return 0
 }
 
 func (c *cycle) isBatch(t *Task) bool {
@@ -261,24 +297,29 @@ func (c *cycle) add(src, dst int32, n int) {
 // findThrCC is FindThrCC of Listing 2: starting at concurrency 1, raise it
 // while the predicted throughput rises by more than Beta, up to maxCC.
 func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
-	t := e.t
-	if t.Size <= c.o.SplitMin {
+	if e.size <= c.o.SplitMin {
 		maxCC = 1
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
-	k := memoKey{e.src, e.dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}
-	if r, ok := c.memo[k]; ok {
-		return r.cc, r.thr
+	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
+	// One map lookup per pair and size key; the few load levels a cycle
+	// asks about for one pair are then found by a short scan.
+	pk := pairKey{e.src, e.dst, c.sizeKey(e.size)}
+	pc := c.memo[pk]
+	for _, m := range pc {
+		if m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
+			return m.cc, m.thr
+		}
 	}
-	bestCC, best := 1, c.est(e.src, e.dst, t.Size, 1, srcLoad, dstLoad)
+	bestCC, best := 1, c.est(e.src, e.dst, e.size, 1, srcLoad, dstLoad)
 	for cc := 2; cc <= maxCC; cc++ {
-		thr := c.est(e.src, e.dst, t.Size, cc, srcLoad, dstLoad)
+		thr := c.est(e.src, e.dst, e.size, cc, srcLoad, dstLoad)
 		if thr <= best*(1+c.o.Beta) {
 			break
 		}
 		bestCC, best = cc, thr
 	}
-	c.memo[k] = thrCC{bestCC, best}
+	c.memo[pk] = append(pc, loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}})
 	return bestCC, best
 }
 
@@ -287,9 +328,9 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[memoKey]thrCC{}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}}
 	c.sizeKey = func(n int64) int64 { return n }
-	e := &entry{t: t, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
+	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
 }
 
@@ -380,41 +421,64 @@ func (c *cycle) saturated(i int32, batch bool) bool {
 }
 
 // linksOf returns endpoint i's links (tasks running there grouped by
-// source-destination pair), busiest first.
+// source-destination pair), busiest first. They are built on first use
+// and then kept up to date by linkAdd.
 func (c *cycle) linksOf(i int32) []link {
 	st := &c.eps[i]
-	if st.linkVer == st.ver+1 {
-		return st.links
-	}
-	st.links = st.links[:0]
-	for _, e := range st.run {
-		if e.stopped {
-			continue
-		}
-		found := false
-		for j := range st.links {
-			if st.links[j].src == e.src && st.links[j].dst == e.dst {
-				st.links[j].cc += e.cc
-				st.links[j].size = max(st.links[j].size, e.t.Size)
-				found = true
-				break
+	if st.linkVer == 0 {
+		for _, e := range st.run {
+			if !e.stopped {
+				addLink(&st.links, e, e.cc)
 			}
 		}
-		if !found {
-			st.links = append(st.links, link{e.src, e.dst, e.cc, e.t.Size})
+		st.linkVer = 1
+	}
+	if st.linkVer == 1 {
+		slices.SortFunc(st.links, func(a, b link) int {
+			if a.cc != b.cc {
+				return b.cc - a.cc
+			}
+			if a.src != b.src {
+				return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
+			}
+			return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
+		})
+		st.linkVer = 2
+	}
+	return st.links
+}
+
+// linkAdd records n more connections of e's pair at e's endpoints. Call it
+// after the change is visible in e (cc, stopped) and the run lists: links
+// not built yet will be built from those.
+func (c *cycle) linkAdd(e *entry, n int) {
+	for _, i := range [2]int32{e.src, e.dst} {
+		st := &c.eps[i]
+		if st.linkVer != 0 {
+			addLink(&st.links, e, n)
+			st.linkVer = 1
+		}
+		if e.dst == e.src {
+			break
 		}
 	}
-	slices.SortFunc(st.links, func(a, b link) int {
-		if a.cc != b.cc {
-			return b.cc - a.cc
+}
+
+func addLink(links *[]link, e *entry, n int) {
+	for j := range *links {
+		l := &(*links)[j]
+		if l.src == e.src && l.dst == e.dst {
+			l.cc += n
+			l.size = max(l.size, e.t.Size)
+			if l.cc <= 0 {
+				*links = slices.Delete(*links, j, j+1)
+			}
+			return
 		}
-		if a.src != b.src {
-			return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
-		}
-		return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
-	})
-	st.linkVer = st.ver + 1
-	return st.links
+	}
+	if n > 0 {
+		*links = append(*links, link{e.src, e.dst, n, e.t.Size})
+	}
 }
 
 // probeSaturated is saturation test (b). Like the paper it looks at up to
@@ -514,7 +578,7 @@ func (c *cycle) run() {
 
 // scheduleSEAL is Listing 1 lines 11-22 for one waiting task.
 func (c *cycle) scheduleSEAL(e *entry) {
-	small := e.t.Size < c.o.SmallSize
+	small := e.size < c.o.SmallSize
 	room := c.room(e.src, e.dst)
 	satSrc, satDst := c.saturated(e.src, false), c.saturated(e.dst, false)
 	if room > 0 && (small || (!satSrc && !satDst)) {
@@ -527,6 +591,11 @@ func (c *cycle) scheduleSEAL(e *entry) {
 	if len(blockers) == 0 {
 		return
 	}
+	for _, host := range blockers {
+		if host >= 0 && e.xf <= c.eps[host].noVictimXF {
+			return // a task with a higher xfactor found no victim here
+		}
+	}
 	var cl []*entry
 	for _, host := range blockers {
 		if slices.ContainsFunc(cl, func(r *entry) bool { return host < 0 || r.src == host || r.dst == host }) {
@@ -534,6 +603,11 @@ func (c *cycle) scheduleSEAL(e *entry) {
 		}
 		found := c.findTasksToPreempt(host, e, cl)
 		if len(found) == 0 {
+			if host >= 0 && len(cl) == 0 {
+				// W is served in descending xfactor and preemptions only
+				// remove victims, so no later task finds one here either.
+				c.eps[host].noVictimXF = max(c.eps[host].noVictimXF, e.xf)
+			}
 			return // this endpoint stays blocked: keep waiting
 		}
 		cl = append(cl, found...)
@@ -703,6 +777,7 @@ func (c *cycle) start(e *entry, room int) {
 		c.eps[e.dst].obs += thr
 		c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 	}
+	c.linkAdd(e, cc)
 	c.out = append(c.out, Decision{Kind: Start, Task: e.t.ID, CC: cc})
 }
 
@@ -799,6 +874,7 @@ func (c *cycle) preempt(cl []*entry, id TaskID) {
 		}
 		r.stopped = true
 		c.add(r.src, r.dst, -r.cc)
+		c.linkAdd(r, -r.cc)
 		c.eps[r.src].obs -= r.t.Rate
 		if r.dst != r.src {
 			c.eps[r.dst].obs -= r.t.Rate
@@ -842,6 +918,7 @@ func (c *cycle) increaseCC(batch bool) {
 			continue
 		}
 		c.add(e.src, e.dst, cc-e.cc)
+		c.linkAdd(e, cc-e.cc)
 		e.cc = cc
 		gain := max(thr-t.Rate, 0)
 		c.eps[e.src].obs += gain
