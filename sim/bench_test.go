@@ -129,14 +129,26 @@ func historyFor(caps map[string]float64) *model.History {
 // 1,000 running tasks on 1,000 endpoints, half of them saturated.
 //
 // Variants: the estimator (a cheap closed form keyed by size class, or the
-// model.History the simulator uses) and the waiting tasks' pairs (each
-// task on its own random pair, or jobs of 100 files on one pair).
+// model.History the simulator uses); the waiting tasks' pairs (each task on
+// its own random pair, or jobs of 100 files on one pair); and the room at
+// the endpoints (up to 64 connections each, so the cycle starts some twenty
+// thousand tasks at once, or two more each, the steady state of a
+// backlog).
 func BenchmarkSEALCycle(b *testing.B) {
 	for _, g := range []struct {
-		name  string
-		group int
-	}{{"random-pairs", 1}, {"jobs-of-100", 100}} {
+		name   string
+		group  int
+		steady bool
+	}{{"random-pairs", 1, false}, {"jobs-of-100", 100, false}, {"steady-backlog", 100, true}} {
 		snap, caps := cycleSnapshot(500, 1000, 100000, g.group)
+		if g.steady {
+			// A backlog of 100,000 exists because the endpoints are
+			// busy: every endpoint has room for two more connections, so
+			// the cycle weighs everything and starts or preempts little.
+			for _, ep := range snap.Endpoints {
+				ep.MaxCC = ep.CC + 2
+			}
+		}
 		for _, v := range []struct {
 			name string
 			est  sched.Estimator
