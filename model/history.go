@@ -41,9 +41,11 @@ type recentObs struct {
 
 type pairHist struct {
 	cells  map[sig]*cell
-	recent []recentObs // ring, oldest first after trimming
+	prior  map[sig]float64 // Fallback answers, asked once per signature
+	recent []recentObs     // oldest first
 	corr   float64
-	dirty  bool
+	corrAt float64 // the time corr was computed for
+	dirty  bool    // observations added since
 }
 
 // History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
@@ -51,6 +53,10 @@ type pairHist struct {
 type History struct {
 	pairs map[[2]string]*pairHist
 	now   float64
+	// The pair asked about last: schedulers ask about one pair many times
+	// in a row.
+	last             *pairHist
+	lastSrc, lastDst string
 	// RecentWindow is how far back "recent" transfers reach (seconds;
 	// default 1800, the 30 minutes over which the paper finds load stable).
 	RecentWindow float64
@@ -111,25 +117,22 @@ func sigOf(cc, srcLoad, dstLoad int, size int64) sig {
 }
 
 func (h *History) pair(src, dst string) *pairHist {
+	if h.last != nil && h.lastSrc == src && h.lastDst == dst {
+		return h.last
+	}
 	k := [2]string{src, dst}
 	p := h.pairs[k]
 	if p == nil {
 		p = &pairHist{cells: map[sig]*cell{}, corr: 1}
 		h.pairs[k] = p
 	}
+	h.last, h.lastSrc, h.lastDst = p, src, dst
 	return p
 }
 
 // SetNow tells the estimator the current time, which decides which
 // observations are recent. Call it before each scheduling cycle.
-func (h *History) SetNow(t float64) {
-	if t != h.now {
-		h.now = t
-		for _, p := range h.pairs {
-			p.dirty = true
-		}
-	}
-}
+func (h *History) SetNow(t float64) { h.now = t }
 
 // AddHistory records a historical observation (for example from a past
 // log or a calibration campaign) without touching the recent set.
@@ -173,7 +176,15 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 		return c.sum / c.n
 	}
 	if h.Fallback != nil {
-		if v := h.Fallback(src, dst, cc, srcLoad, dstLoad, size); v > 0 {
+		v, ok := p.prior[s]
+		if !ok {
+			v = h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
+			if p.prior == nil {
+				p.prior = map[sig]float64{}
+			}
+			p.prior[s] = v
+		}
+		if v > 0 {
 			return v
 		}
 	}
@@ -199,10 +210,10 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 // by the difference; a ratio carries the correction across signatures of
 // different scale (a cc=1 and a cc=8 transfer differ several-fold).
 func (h *History) correction(p *pairHist) float64 {
-	if !p.dirty {
+	if !p.dirty && p.corrAt == h.now {
 		return p.corr
 	}
-	p.dirty = false
+	p.dirty, p.corrAt = false, h.now
 	cut := h.now - h.RecentWindow
 	i := sort.Search(len(p.recent), func(i int) bool { return p.recent[i].t >= cut })
 	p.recent = p.recent[i:]
@@ -220,13 +231,7 @@ func (h *History) correction(p *pairHist) float64 {
 
 // Throughput implements sched.Estimator.
 func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
-	p := h.pairs[[2]string{src, dst}]
-	if p == nil {
-		if h.Fallback != nil {
-			return h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
-		}
-		return 0
-	}
+	p := h.pair(src, dst)
 	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size)
 	return b * h.correction(p)
 }

@@ -146,7 +146,7 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c := &cycle{
 		s: s, o: s.opt, snap: snap,
-		idx:    make(map[string]int32, len(snap.Endpoints)),
+		idx:    make(map[string]int32, min(len(snap.Endpoints), 1024)),
 		memo:   map[pairKey][]loadMemo{},
 		chosen: map[chooseKey]thrCC{},
 	}
@@ -154,15 +154,9 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	if k, ok := snap.Estimator.(SizeKeyer); ok {
 		c.sizeKey = k.SizeKey
 	}
-	// Endpoints in name order, so indexes do not depend on map order.
-	names := make([]string, 0, len(snap.Endpoints))
-	for n := range snap.Endpoints {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		c.endpoint(n)
-	}
+	// Endpoints are indexed as tasks name them. Indexes only key caches;
+	// every order that reaches a decision is by name or task ID, so they
+	// never leak into the result.
 	for _, t := range snap.Running {
 		e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
 		c.eps[e.src].cc += t.CC

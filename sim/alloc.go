@@ -20,6 +20,7 @@ type allocator struct {
 	residual []float64
 	sumW     []float64
 	active   []int
+	used     []int
 }
 
 func (a *allocator) run(flows []*flow, capacity []float64) {
@@ -31,9 +32,7 @@ func (a *allocator) run(flows []*flow, capacity []float64) {
 	a.residual = a.residual[:n]
 	a.sumW = a.sumW[:n]
 	copy(a.residual, capacity)
-	for i := range a.sumW {
-		a.sumW[i] = 0
-	}
+	clear(a.sumW)
 	a.active = a.active[:0]
 	for i, f := range flows {
 		f.rate = 0
@@ -47,12 +46,19 @@ func (a *allocator) run(flows []*flow, capacity []float64) {
 			}
 		}
 	}
+	// Only the resources some flow uses take part.
+	a.used = a.used[:0]
+	for r := range a.sumW {
+		if a.sumW[r] > 0 {
+			a.used = append(a.used, r)
+		}
+	}
 	// level is the common rate per unit of weight reached so far.
 	level := 0.0
 	for len(a.active) > 0 {
 		// The next event: a resource filling up, or a flow hitting its cap.
 		next := math.Inf(1)
-		for r := range a.residual {
+		for _, r := range a.used {
 			if a.sumW[r] > 1e-12 {
 				if l := level + a.residual[r]/a.sumW[r]; l < next {
 					next = l
@@ -68,12 +74,17 @@ func (a *allocator) run(flows []*flow, capacity []float64) {
 			break
 		}
 		d := next - level
-		for r := range a.residual {
+		kept := a.used[:0]
+		for _, r := range a.used {
 			a.residual[r] -= d * a.sumW[r]
+			if a.sumW[r] > 1e-12 {
+				kept = append(kept, r)
+			}
 		}
+		a.used = kept
 		level = next
 		// Freeze flows at their cap or on a full resource.
-		kept := a.active[:0]
+		keep := a.active[:0]
 		for _, i := range a.active {
 			f := flows[i]
 			full := f.cap/f.weight <= level*(1+1e-12)
@@ -91,8 +102,8 @@ func (a *allocator) run(flows []*flow, capacity []float64) {
 				}
 				continue
 			}
-			kept = append(kept, i)
+			keep = append(keep, i)
 		}
-		a.active = kept
+		a.active = keep
 	}
 }

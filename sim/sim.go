@@ -107,6 +107,8 @@ type simTask struct {
 	ideal     float64
 	lastObs   float64
 	flow      flow
+	// Indexes of the task's endpoints and source-destination pair.
+	si, di, pi int
 	// Bytes moved inside the accounting window.
 	windowBytes float64
 }
@@ -129,7 +131,9 @@ type World struct {
 	live        []*simTask
 	liveDirty   bool
 	capacity    []float64
-	linkIdx     map[[2]string]int
+	pairs       map[[2]string]int
+	conns       []int
+	pathConns   []int
 	flows       []*flow
 	ratesDirty  bool
 	preemptions int
@@ -167,7 +171,7 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 	if tr == nil || len(tr.Transfers) == 0 {
 		return nil, errors.New("sim: empty trace")
 	}
-	w := &World{tb: tb, opt: opt, sch: s, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, linkIdx: map[[2]string]int{}}
+	w := &World{tb: tb, opt: opt, sch: s, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, pairs: map[[2]string]int{}}
 	for i, e := range tb.Endpoints {
 		w.eps[e.Name] = &sched.Endpoint{Name: e.Name, MaxThroughput: Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
 		w.epIdx[e.Name] = i
@@ -190,6 +194,12 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 		}
 		t := &simTask{st: sched.Task{ID: sched.TaskID(x.ID), Src: x.Src, Dst: x.Dst, Size: x.Size, Left: x.Size, Batch: x.Batch, Arrival: x.Arrival}, left: float64(x.Size)}
 		t.ideal = tb.idealTT(x.Src, x.Dst, x.Size, opt.Startup)
+		t.si, t.di = w.epIdx[x.Src], w.epIdx[x.Dst]
+		pk := [2]string{x.Src, x.Dst}
+		if _, ok := w.pairs[pk]; !ok {
+			w.pairs[pk] = len(w.pairs)
+		}
+		t.pi = w.pairs[pk]
 		w.tasks = append(w.tasks, t)
 		w.byID[t.st.ID] = t
 		if !x.Batch && x.Arrival > lastInteractive {
@@ -416,40 +426,33 @@ func (w *World) compact() {
 func (w *World) rates() {
 	w.ratesDirty = false
 	n := len(w.tb.Endpoints)
-	conns := make([]int, n)
-	pathConns := map[[2]string]int{}
+	w.conns = append(w.conns[:0], make([]int, n)...)
+	w.pathConns = append(w.pathConns[:0], make([]int, len(w.pairs))...)
 	w.flows = w.flows[:0]
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
 			t.rate = 0
 			continue
 		}
-		conns[w.epIdx[t.st.Src]] += t.cc
-		conns[w.epIdx[t.st.Dst]] += t.cc
-		pathConns[[2]string{t.st.Src, t.st.Dst}] += t.cc
+		w.conns[t.si] += t.cc
+		w.conns[t.di] += t.cc
+		w.pathConns[t.pi] += t.cc
 	}
 	w.capacity = w.capacity[:0]
 	for i := range w.tb.Endpoints {
-		w.capacity = append(w.capacity, w.tb.Endpoints[i].capacity(conns[i], w.now))
+		w.capacity = append(w.capacity, w.tb.Endpoints[i].capacity(w.conns[i], w.now))
 	}
+	// Path resources follow the endpoints: index n + pair index.
+	w.capacity = append(w.capacity, make([]float64, len(w.pairs))...)
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
 			continue
 		}
 		f := &t.flow
-		f.res = [3]int{w.epIdx[t.st.Src], w.epIdx[t.st.Dst], -1}
-		k := [2]string{t.st.Src, t.st.Dst}
-		if c := w.tb.pathCapacity(t.st.Src, t.st.Dst, pathConns[k]); c > 0 {
-			li, ok := w.linkIdx[k]
-			if !ok {
-				li = len(w.linkIdx)
-				w.linkIdx[k] = li
-			}
-			f.res[2] = n + li
-			for len(w.capacity) <= n+li {
-				w.capacity = append(w.capacity, 0)
-			}
-			w.capacity[n+li] = c
+		f.res = [3]int{t.si, t.di, -1}
+		if c := w.tb.pathCapacity(t.st.Src, t.st.Dst, w.pathConns[t.pi]); c > 0 {
+			f.res[2] = n + t.pi
+			w.capacity[n+t.pi] = c
 		}
 		f.weight = float64(t.cc)
 		if w.tb.EqualShare {

@@ -12,24 +12,16 @@ import (
 // observes is added to the history and corrects predictions on each pair
 // through the recent-transfer term, so unmodelled effects (external load,
 // the real mix of competitors) are learned as they would be live.
+//
+// The history asks the fallback once per signature (bucketed loads, size
+// class) and keeps the answer, so the probe runs at the bucket's value.
 func Train(tb *Testbed) *model.History {
 	h := model.NewHistory()
-	type key struct {
-		src, dst       string
-		cc, sl, dl, sz int
-	}
-	memo := map[key]float64{}
 	h.Fallback = func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
 		if !tb.Has(src) || !tb.Has(dst) {
 			return 0
 		}
-		k := key{src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad), model.SizeClass(size)}
-		if v, ok := memo[k]; ok {
-			return v
-		}
-		v := tb.probe(src, dst, cc, k.sl, k.dl, classSize[k.sz])
-		memo[k] = v
-		return v
+		return tb.probe(src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad), classSize[model.SizeClass(size)])
 	}
 	return h
 }
