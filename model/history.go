@@ -123,7 +123,7 @@ func (h *History) pair(src, dst string) *pairHist {
 	k := [2]string{src, dst}
 	p := h.pairs[k]
 	if p == nil {
-		p = &pairHist{cells: map[sig]*cell{}, corr: 1}
+		p = &pairHist{corr: 1} // maps made on first write: most pairs are only asked about
 		h.pairs[k] = p
 	}
 	h.last, h.lastSrc, h.lastDst = p, src, dst
@@ -144,6 +144,9 @@ func (h *History) AddHistory(o Obs) {
 	s := sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size)
 	c := p.cells[s]
 	if c == nil {
+		if p.cells == nil {
+			p.cells = map[sig]*cell{}
+		}
 		c = &cell{}
 		p.cells[s] = c
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // SEAL is the load-aware scheduler of SC'15 §4 (Listings 1-2); with
@@ -31,6 +32,9 @@ import (
 type SEAL struct {
 	opt       Options
 	typeAware bool
+	// cycles recycles the working memory of finished cycles (a cycle over
+	// a hundred thousand tasks needs megabytes); no decision depends on it.
+	cycles sync.Pool
 }
 
 // Name implements Scheduler.
@@ -46,7 +50,10 @@ func (s *SEAL) Name() string {
 func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 	c := newCycle(s, snap)
 	c.run()
-	return c.out
+	out := c.out
+	c.out, c.snap, c.byXF = nil, nil, nil
+	s.cycles.Put(c)
+	return out
 }
 
 // entry is a task plus what this cycle computed for it.
@@ -112,6 +119,13 @@ type chooseKey struct {
 	verSrc, verDst int
 }
 
+// wkey is a waiting entry's sort key.
+type wkey struct {
+	xf float64
+	id TaskID
+	i  int32
+}
+
 type thrCC struct {
 	cc  int
 	thr float64
@@ -133,6 +147,9 @@ type cycle struct {
 	chosen  map[chooseKey]thrCC
 	sizeKey func(int64) int64
 	out     []Decision
+	// Buffers kept from one cycle to the next.
+	wbuf []entry
+	keys []wkey
 }
 
 // SizeKeyer may be implemented by an Estimator whose predictions depend on
@@ -144,12 +161,16 @@ type SizeKeyer interface {
 }
 
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
-	c := &cycle{
-		s: s, o: s.opt, snap: snap,
-		idx:    make(map[string]int32, min(len(snap.Endpoints), 1024)),
-		memo:   map[pairKey][]loadMemo{},
-		chosen: map[chooseKey]thrCC{},
+	c, _ := s.cycles.Get().(*cycle)
+	if c == nil {
+		c = &cycle{idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}, chosen: map[chooseKey]thrCC{}}
 	}
+	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
+	clear(c.idx)
+	clear(c.memo)
+	clear(c.chosen)
+	c.eps = c.eps[:0]
+	c.running = c.running[:0]
 	c.sizeKey = func(n int64) int64 { return n }
 	if k, ok := snap.Estimator.(SizeKeyer); ok {
 		c.sizeKey = k.SizeKey
@@ -184,7 +205,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	// W is kept as values in one array and sorted in place: a cycle over
 	// a hundred thousand waiting tasks is dominated by memory access.
-	w := make([]entry, 0, len(snap.Waiting))
+	w := c.wbuf[:0]
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
@@ -193,19 +214,30 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		e := &w[len(w)-1]
 		e.xf = c.xfactor(e, nil)
 	}
-	// W: descending xfactor, ties by ID for determinism.
-	slices.SortFunc(w, func(a, b entry) int {
-		if a.xf != b.xf {
-			if a.xf > b.xf {
-				return -1
-			}
+	// W: descending xfactor, ties by ID for determinism. Sorting small
+	// keys moves far fewer bytes than sorting the entries.
+	c.wbuf = w
+	keys := c.keys[:0]
+	for i := range w {
+		keys = append(keys, wkey{w[i].xf, w[i].id, int32(i)})
+	}
+	c.keys = keys
+	slices.SortFunc(keys, func(a, b wkey) int {
+		switch {
+		case a.xf > b.xf:
+			return -1
+		case a.xf < b.xf:
+			return 1
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
 			return 1
 		}
-		return cmpID(&a, &b)
+		return 0
 	})
-	c.waiting = make([]*entry, len(w))
-	for i := range w {
-		c.waiting[i] = &w[i]
+	c.waiting = c.waiting[:0]
+	for _, k := range keys {
+		c.waiting = append(c.waiting, &w[k.i])
 	}
 	return c
 }
@@ -221,6 +253,11 @@ func (c *cycle) endpoint(name string) int32 {
 	st := epState{name: name, ep: ep}
 	if ep != nil {
 		st.obs = ep.Observed
+	}
+	if len(c.eps) < cap(c.eps) {
+		// Keep the slices an earlier cycle grew here.
+		old := c.eps[:i+1][i]
+		st.run, st.links = old.run[:0], old.links[:0]
 	}
 	c.eps = append(c.eps, st)
 	return i
