@@ -87,8 +87,10 @@ type epState struct {
 	// ver changes whenever a decision touches the endpoint; the caches
 	// below are valid for the version they were computed at.
 	ver     int
-	satVer  [2]int // +1, so that zero means "not computed"
-	sat     [2]bool
+	satVer  [2]int  // +1, so that zero means "not computed"
+	sat     [2]bool // test (a)
+	probe   bool    // test (b) on the links in use, valid while probed
+	probed  bool
 	linkVer int      // 0: links not built; 1: built, unsorted; 2: sorted
 	links   []link   // busiest first
 	run     []*entry // running entries here, ascending xfactor at cycle start
@@ -145,6 +147,7 @@ type cycle struct {
 	waiting []*entry
 	memo    map[pairKey][]loadMemo
 	chosen  map[chooseKey]thrCC
+	candSat map[candKey]bool
 	sizeKey func(int64) int64
 	out     []Decision
 	// Buffers kept from one cycle to the next.
@@ -163,12 +166,13 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}, chosen: map[chooseKey]thrCC{}}
+		c = &cycle{idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
 	clear(c.memo)
 	clear(c.chosen)
+	clear(c.candSat)
 	c.eps = c.eps[:0]
 	c.running = c.running[:0]
 	c.sizeKey = func(n int64) int64 { return n }
@@ -426,8 +430,9 @@ func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 }
 
 // saturated is the saturation test of §4.3 for endpoint i; batch selects
-// STEAL's saturated', whose threshold is scaled by Lambda.
-func (c *cycle) saturated(i int32, batch bool) bool {
+// STEAL's saturated', whose threshold is scaled by Lambda. w, if not nil,
+// is the waiting task the answer is for: see probeSaturated.
+func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 	st := &c.eps[i]
 	if st.ep == nil {
 		return false
@@ -436,19 +441,53 @@ func (c *cycle) saturated(i int32, batch bool) bool {
 	if batch {
 		b = 1
 	}
-	if st.satVer[b] == st.ver+1 {
+	if st.satVer[b] != st.ver+1 {
+		frac := c.o.SatFraction
+		if batch {
+			frac *= c.o.Lambda
+		}
+		st.sat[b] = st.ep.MaxThroughput > 0 && st.obs >= frac*st.ep.MaxThroughput
+		st.satVer[b] = st.ver + 1
+		st.probed = false
+	}
+	if st.sat[b] || c.o.NoConcurrencyProbe {
 		return st.sat[b]
 	}
-	frac := c.o.SatFraction
-	if batch {
-		frac *= c.o.Lambda
+	// Test (b). The links in use give one answer per version; a waiting
+	// task on a pair not in use here gets its own (cached per pair).
+	cand := c.candidate(i, w)
+	if cand == nil {
+		if !st.probed {
+			st.probe, st.probed = c.probeSaturated(i, nil), true
+		}
+		return st.probe
 	}
-	sat := st.ep.MaxThroughput > 0 && st.obs >= frac*st.ep.MaxThroughput
-	if !sat && !c.o.NoConcurrencyProbe {
-		sat = c.probeSaturated(i)
+	k := candKey{i, cand.src, cand.dst, st.ver}
+	if v, ok := c.candSat[k]; ok {
+		return v
 	}
-	st.satVer[b], st.sat[b] = st.ver+1, sat
-	return sat
+	v := c.probeSaturated(i, cand)
+	c.candSat[k] = v
+	return v
+}
+
+type candKey struct {
+	ep, src, dst int32
+	ver          int
+}
+
+// candidate is the link w would open at endpoint i, or nil if w is nil or
+// its pair is already in use there.
+func (c *cycle) candidate(i int32, w *entry) *link {
+	if w == nil {
+		return nil
+	}
+	for _, l := range c.linksOf(i) {
+		if l.src == w.src && l.dst == w.dst {
+			return nil
+		}
+	}
+	return &link{src: w.src, dst: w.dst, size: w.size}
 }
 
 // linksOf returns endpoint i's links (tasks running there grouped by
@@ -522,15 +561,27 @@ func addLink(links *[]link, e *entry, n int) {
 // sharing, a link that opens more connections always takes a larger share
 // from the others, so its own throughput rises even when the endpoint as a
 // whole gains nothing or loses (over-subscription).
-func (c *cycle) probeSaturated(i int32) bool {
-	links := c.linksOf(i)
-	links = links[:min(len(links), 3)]
-	if len(links) == 0 {
-		return false
+//
+// cand, if not nil, is the link a waiting task would open (not in use
+// yet); it is tested too, with one connection. A single busy path levels
+// off on its own (the SGData curve is concave from the first connection),
+// so "the links in use gain little" says the path is full, not the
+// endpoint; the paper tests up to three links for this reason. When a
+// waiting task would go elsewhere, whether its link would add throughput
+// is the evidence that settles it.
+func (c *cycle) probeSaturated(i int32, cand *link) bool {
+	active := c.linksOf(i)
+	links := make([]link, 0, 4)
+	links = append(links, active[:min(len(active), 3)]...)
+	if cand != nil {
+		links = append(links, *cand)
 	}
 	total := 0
 	for _, l := range links {
 		total += l.cc
+	}
+	if len(links) == 0 {
+		return false
 	}
 	// aggregate predicts the links' throughput with extra connections on
 	// link k (k < 0: none).
@@ -552,18 +603,20 @@ func (c *cycle) probeSaturated(i int32) bool {
 					}
 				}
 			}
-			sum += c.est(l.src, l.dst, l.size, cc, srcLoad, dstLoad)
+			if cc > 0 {
+				sum += c.est(l.src, l.dst, l.size, cc, srcLoad, dstLoad)
+			}
 		}
 		return sum
 	}
 	base := aggregate(-1, 0)
-	if base <= 0 || total <= 0 {
+	if base <= 0 {
 		return false
 	}
 	for k := range links {
-		extra := links[k].cc // F = 2: the link's concurrency doubled
+		extra := max(links[k].cc, 1) // F = 2 (a new link: one connection)
 		gain := aggregate(k, extra)/base - 1
-		if gain > 0.25*float64(extra)/float64(total) {
+		if gain > 0.25*float64(extra)/float64(max(total, 1)) {
 			return false
 		}
 	}
@@ -593,7 +646,7 @@ func (c *cycle) run() {
 		if e.batch {
 			// Listing 3 lines 10.1-10.5: batch tasks only use spare
 			// bandwidth, and never preempt.
-			if !c.saturated(e.src, true) && !c.saturated(e.dst, true) {
+			if !c.saturated(e.src, true, e) && !c.saturated(e.dst, true, e) {
 				if room := c.room(e.src, e.dst); room > 0 {
 					c.start(e, room)
 				}
@@ -611,7 +664,7 @@ func (c *cycle) run() {
 func (c *cycle) scheduleSEAL(e *entry) {
 	small := e.size < c.o.SmallSize
 	room := c.room(e.src, e.dst)
-	satSrc, satDst := c.saturated(e.src, false), c.saturated(e.dst, false)
+	satSrc, satDst := c.saturated(e.src, false, e), c.saturated(e.dst, false, e)
 	if room > 0 && (small || (!satSrc && !satDst)) {
 		c.start(e, room)
 		return
@@ -771,22 +824,27 @@ func (c *cycle) preemptBatchFor(e *entry) bool {
 
 // findBatchTasksToPreempt is Listing 4. A batch task joins the candidates
 // only if taking it away raises the interactive task's predicted
-// throughput by more than Beta (the listing says "more than"; a
-// threshold keeps a kilobyte file from evicting a 50 GB task for a
-// negligible gain).
+// effective throughput (its size over start-up plus transfer time) by more
+// than Beta. The listing says "more than", on throughput alone; counting
+// the start-up cost keeps a kilobyte file, whose transfer time is all
+// start-up, from evicting a 50 GB task for nothing.
 func (c *cycle) findBatchTasksToPreempt(w *entry, b []*entry) []*entry {
-	src, dst := c.loads(w, b)
-	_, goal := c.findThrCC(w, src, dst, c.o.MaxCC)
-	src, dst = c.loads(w, nil)
-	_, thr := c.findThrCC(w, src, dst, c.o.MaxCC)
+	eff := func(without []*entry) float64 {
+		src, dst := c.loads(w, without)
+		_, thr := c.findThrCC(w, src, dst, c.o.MaxCC)
+		if thr <= 0 {
+			return 0
+		}
+		return float64(w.size) / (c.snap.StartupCost + float64(w.size)/thr)
+	}
+	goal := eff(b)
+	thr := eff(nil)
 	var cl []*entry
 	for _, bt := range b {
 		if thr >= goal {
 			break
 		}
-		src, dst := c.loads(w, append(slices.Clip(cl), bt))
-		_, thr2 := c.findThrCC(w, src, dst, c.o.MaxCC)
-		if thr2 > thr*(1+c.o.Beta) {
+		if thr2 := eff(append(slices.Clip(cl), bt)); thr2 > thr*(1+c.o.Beta) {
 			thr = thr2
 			cl = append(cl, bt)
 		}
@@ -936,7 +994,7 @@ func (c *cycle) increaseCC(batch bool) {
 		if t.Size <= c.o.SplitMin || e.cc >= c.o.MaxCC {
 			continue
 		}
-		if c.saturated(e.src, batch) || c.saturated(e.dst, batch) {
+		if c.saturated(e.src, batch, nil) || c.saturated(e.dst, batch, nil) {
 			continue
 		}
 		room := c.room(e.src, e.dst)

@@ -33,6 +33,14 @@ func linear(per, capacity, k float64) estFunc {
 }
 
 // table answers v[cc-1], and v's last value beyond it.
+// sharedDisk caps a model by an endpoint capacity shared per connection
+// with the known load at the source.
+func sharedDisk(capacity float64, m estFunc) estFunc {
+	return func(src, dst string, cc, sl, dl int, size int64) float64 {
+		return math.Min(m(src, dst, cc, sl, dl, size), capacity*float64(cc)/float64(cc+sl))
+	}
+}
+
 func table(v ...float64) estFunc {
 	return func(_, _ string, cc, _, _ int, _ int64) float64 {
 		return v[min(cc, len(v))-1]
@@ -361,16 +369,36 @@ func TestSEALDecisions(t *testing.T) {
 			want: []sched.Decision{start(9, 10)},
 		},
 		{
-			// Saturation test (b): A and C observe only 300 MB/s, but on
-			// the one link in use doubling cc 2 → 4 raises the model from
-			// 150 to 180 MB/s, +20% <= 25%: A is saturated, so the large
-			// task with xfactor 1 waits.
+			// Saturation test (b): A observes only 180 of its 1,000 MB/s,
+			// but its disks give 180 MB/s in all, shared per connection
+			// (model: min(table(cc), 180·cc/(cc+srcLoad))). On the link in
+			// use, doubling cc 4 → 8 adds nothing; opening the waiting
+			// task's link A→B with one connection adds nothing either (36
+			// for it, 144 left for A→C): A is saturated. The waiting 5 GB
+			// task (xfactor (5e9/100e6)/(5e9/180e6) = 1.8) may not preempt
+			// the running one (xfactor (100 + 55.6)/55.6 = 2.8), so it
+			// waits.
 			name: "saturation by the concurrency probe",
-			est:  table(100e6, 150e6, 170e6, 180e6),
-			snap: fill(&sched.Snapshot{Endpoints: endpoints(map[string]float64{"A": 300e6, "C": 300e6}),
-				Running: []*sched.Task{runningTask(2, "A", "C", 10e9, 10e9, 2, 300e6, 0, 0)},
+			est:  sharedDisk(180e6, table(100e6, 150e6, 170e6, 180e6)),
+			snap: fill(&sched.Snapshot{Endpoints: endpoints(map[string]float64{"A": 180e6, "C": 180e6}),
+				Running: []*sched.Task{runningTask(2, "A", "C", 10e9, 10e9, 4, 180e6, 0, 100)},
 				Waiting: []*sched.Task{waitingTask(1, "A", "B", 5e9, 0)}}),
 			want: nil,
+		},
+		{
+			// A single path that levels off (load-blind model: 180 MB/s
+			// at cc >= 4) does not make its source saturated when the
+			// waiting task would open another path: A→B with one
+			// connection adds 100 MB/s to A's 180 (+56%, far above a
+			// quarter of the +25% in connections). The task starts; at
+			// cc 3 the next connection would add 10 MB/s, under β of its
+			// 170.
+			name: "a full path alone does not saturate its source",
+			est:  table(100e6, 150e6, 170e6, 180e6),
+			snap: fill(&sched.Snapshot{Endpoints: endpoints(map[string]float64{"A": 180e6, "C": 180e6}),
+				Running: []*sched.Task{runningTask(2, "A", "C", 10e9, 10e9, 4, 180e6, 0, 100)},
+				Waiting: []*sched.Task{waitingTask(1, "A", "B", 5e9, 0)}}),
+			want: []sched.Decision{start(1, 3)},
 		},
 		{
 			name: "the concurrency probe can be turned off",

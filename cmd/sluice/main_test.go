@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run executes the CLI with args and returns what it printed and its error.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestFig2JSONShape(t *testing.T) {
+	out, err := run(t, "sim", "fig2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		SEAL struct {
+			Turnaround  []float64 `json:"turnaround"`
+			PreemptedAt *float64  `json:"preempted_at"`
+		} `json:"seal"`
+		Baseline struct {
+			Turnaround []float64 `json:"turnaround"`
+		} `json:"baseline"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not the documented JSON: %v\n%s", err, out)
+	}
+	if len(got.SEAL.Turnaround) != 3 || len(got.Baseline.Turnaround) != 3 || got.SEAL.PreemptedAt == nil || *got.SEAL.PreemptedAt != 4.5 {
+		t.Errorf("unexpected fig2 result: %s", out)
+	}
+}
+
+func TestCompareJSONShape(t *testing.T) {
+	out, err := run(t, "sim", "compare", "--trace", "25", "--schedulers", "basecc1,seal", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Traces []struct {
+			Trace      string `json:"trace"`
+			Schedulers map[string]struct {
+				AvgSlowdown   float64                    `json:"avg_slowdown"`
+				AvgTurnaround float64                    `json:"avg_turnaround"`
+				MaxSlowdown   float64                    `json:"max_slowdown"`
+				MaxTurnaround float64                    `json:"max_turnaround"`
+				ByClass       map[string]json.RawMessage `json:"by_class"`
+			} `json:"schedulers"`
+		} `json:"traces"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not the documented JSON: %v", err)
+	}
+	if len(got.Traces) != 1 || got.Traces[0].Trace != "25" {
+		t.Fatalf("want one trace named 25, got %+v", got.Traces)
+	}
+	for _, name := range []string{"basecc1", "seal"} {
+		s, ok := got.Traces[0].Schedulers[name]
+		if !ok {
+			t.Fatalf("no %s in %v", name, got.Traces[0].Schedulers)
+		}
+		if s.AvgSlowdown < 1 || s.AvgTurnaround <= 0 || s.MaxSlowdown < s.AvgSlowdown || s.MaxTurnaround < s.AvgTurnaround || len(s.ByClass) != 5 {
+			t.Errorf("%s: implausible figures %+v", name, s)
+		}
+	}
+}
+
+func TestTraceGenRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, ext := range []string{"csv", "jsonl"} {
+		path := filepath.Join(dir, "t."+ext)
+		if _, err := run(t, "trace", "gen", "--load", "0.25", "--seed", "3", "--out", path); err != nil {
+			t.Fatal(err)
+		}
+		out, err := run(t, "trace", "stats", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "522 transfers") {
+			t.Errorf("%s: stats say %q, want the 25%% trace's 522 transfers", ext, out)
+		}
+		// The generator writes beside the target and renames: no
+		// temporary file is left behind.
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("left %s behind", e.Name())
+			}
+		}
+	}
+}
+
+func TestErrorsAreClear(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "run", "--scheduler", "nope"}, `unknown scheduler "nope"`},
+		{[]string{"sim", "run", "--testbed", "nope"}, `unknown testbed "nope"`},
+		{[]string{"sim", "run", "--trace", "/does/not/exist.csv"}, "no such file"},
+		{[]string{"sim", "steal", "--lambda", "1.5"}, "not a fraction"},
+		{[]string{"trace", "gen", "--load", "-1"}, "load"},
+	}
+	for _, c := range cases {
+		_, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one mentioning %q", c.args, err, c.want)
+		}
+	}
+}
