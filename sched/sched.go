@@ -183,6 +183,11 @@ type Options struct {
 	// PromoteAfter, if positive, makes STEAL treat a batch task that has
 	// waited this long (seconds since arrival) as interactive.
 	PromoteAfter float64
+	// OwnThroughputCC makes SEAL choose a starting or raised task's
+	// concurrency on the task's own predicted throughput, the literal
+	// reading of Listing 2, instead of on what it adds at its endpoints
+	// (see chooseCC). Kept for comparison.
+	OwnThroughputCC bool
 }
 
 func (o Options) withDefaults() Options {

@@ -889,6 +889,9 @@ func (c *cycle) start(e *entry, room int) {
 // self, if not nil, is the running task being resized: its current
 // connections are taken out first.
 func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
+	if c.o.OwnThroughputCC {
+		return c.findThrCC(e, srcLoad, dstLoad, maxCC)
+	}
 	t := e.t
 	if t.Size <= c.o.SplitMin {
 		maxCC = 1

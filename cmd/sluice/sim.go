@@ -25,6 +25,7 @@ type simFlags struct {
 	maxCC   int
 	cycle   float64
 	startup float64
+	ownCC   bool
 }
 
 func (f *simFlags) register(cmd *cobra.Command) {
@@ -37,10 +38,11 @@ func (f *simFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.maxCC, "max-cc", 16, "largest concurrency of one task")
 	cmd.Flags().Float64Var(&f.cycle, "cycle", 0.5, "scheduling cycle in seconds")
 	cmd.Flags().Float64Var(&f.startup, "startup", 0.5, "start-up cost of a (re)start in seconds")
+	cmd.Flags().BoolVar(&f.ownCC, "own-throughput-cc", false, "SEAL/STEAL: choose concurrency on the task's own predicted throughput (Listing 2 read literally) instead of on its endpoints' aggregate")
 }
 
 func (f *simFlags) options() (sched.Options, sim.Options) {
-	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC}, sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
+	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
 }
 
 func (f *simFlags) traces(list string) []sim.TraceSpec {
