@@ -151,9 +151,10 @@ type cycle struct {
 	sizeKey func(int64) int64
 	out     []Decision
 	// Buffers kept from one cycle to the next.
-	wbuf   []entry
-	keys   []wkey
-	keyTmp []wkey
+	wbuf    []entry
+	wsorted []entry
+	keys    []wkey
+	keyTmp  []wkey
 }
 
 // SizeKeyer may be implemented by an Estimator whose predictions depend on
@@ -227,9 +228,17 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	c.keys = keys
 	c.keyTmp = sortKeys(keys, c.keyTmp)
-	c.waiting = c.waiting[:0]
+	// Lay the entries out in queue order, so the scheduling loop walks
+	// memory in sequence; the copy's scattered reads are independent and
+	// overlap, the loop's would each wait for memory.
+	sorted := c.wsorted[:0]
 	for _, k := range keys {
-		c.waiting = append(c.waiting, &w[k.i])
+		sorted = append(sorted, w[k.i])
+	}
+	c.wsorted = sorted
+	c.waiting = c.waiting[:0]
+	for i := range sorted {
+		c.waiting = append(c.waiting, &sorted[i])
 	}
 	return c
 }
