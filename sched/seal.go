@@ -151,10 +151,13 @@ type cycle struct {
 	sizeKey func(int64) int64
 	out     []Decision
 	// Buffers kept from one cycle to the next.
-	wbuf    []entry
-	wsorted []entry
-	keys    []wkey
-	keyTmp  []wkey
+	// recent remembers the last endpoints looked up by name.
+	recent     [2]recentEP
+	recentNext int
+	wbuf       []entry
+	wsorted    []entry
+	keys       []wkey
+	keyTmp     []wkey
 }
 
 // SizeKeyer may be implemented by an Estimator whose predictions depend on
@@ -172,6 +175,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
+	c.recent = [2]recentEP{}
 	clear(c.memo)
 	clear(c.chosen)
 	clear(c.candSat)
@@ -318,9 +322,28 @@ func cmpKey(a, b wkey) int {
 
 // endpoint returns the index of endpoint name, adding it if new.
 func (c *cycle) endpoint(name string) int32 {
-	if i, ok := c.idx[name]; ok {
-		return i
+	// Tasks come in jobs: the same endpoints many times in a row.
+	for _, h := range c.recent {
+		if h.ok && h.name == name {
+			return h.i
+		}
 	}
+	i, ok := c.idx[name]
+	if !ok {
+		i = c.addEndpoint(name)
+	}
+	c.recent[c.recentNext] = recentEP{name, i, true}
+	c.recentNext = (c.recentNext + 1) % len(c.recent)
+	return i
+}
+
+type recentEP struct {
+	name string
+	i    int32
+	ok   bool
+}
+
+func (c *cycle) addEndpoint(name string) int32 {
 	i := int32(len(c.eps))
 	c.idx[name] = i
 	ep := c.snap.Endpoints[name]
