@@ -29,9 +29,13 @@ type sig struct {
 	cc, src, dst, size int
 }
 
+// cell is what the history knows at one signature: the observations'
+// count and sum, and the prior (the fallback's answer), kept in one map so
+// that a prediction costs one lookup.
 type cell struct {
-	n   float64
-	sum float64
+	n, sum   float64
+	prior    float64
+	hasPrior bool
 }
 
 type recentObs struct {
@@ -41,8 +45,7 @@ type recentObs struct {
 
 type pairHist struct {
 	cells  map[sig]*cell
-	prior  map[sig]float64 // Fallback answers, asked once per signature
-	recent []recentObs     // oldest first
+	recent []recentObs // oldest first
 	corr   float64
 	corrAt float64 // the time corr was computed for
 	dirty  bool    // observations added since
@@ -142,14 +145,7 @@ func (h *History) AddHistory(o Obs) {
 	}
 	p := h.pair(o.Src, o.Dst)
 	s := sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size)
-	c := p.cells[s]
-	if c == nil {
-		if p.cells == nil {
-			p.cells = map[sig]*cell{}
-		}
-		c = &cell{}
-		p.cells[s] = c
-	}
+	c := p.cell(s)
 	c.n++
 	c.sum += o.Thr
 }
@@ -175,25 +171,24 @@ func (h *History) Observe(o Obs) {
 // fallback (a calibration prior); without one, the nearest signature with
 // data on the pair (same size class, closest concurrency and loads).
 func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad int, size int64) float64 {
-	if c := p.cells[s]; c != nil {
+	c := p.cells[s]
+	if c != nil && c.n > 0 {
 		return c.sum / c.n
 	}
 	if h.Fallback != nil {
-		v, ok := p.prior[s]
-		if !ok {
-			v = h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
-			if p.prior == nil {
-				p.prior = map[sig]float64{}
-			}
-			p.prior[s] = v
+		if c == nil {
+			c = p.cell(s)
 		}
-		if v > 0 {
-			return v
+		if !c.hasPrior {
+			c.prior, c.hasPrior = h.Fallback(src, dst, cc, srcLoad, dstLoad, size), true
+		}
+		if c.prior > 0 {
+			return c.prior
 		}
 	}
 	best, bestD := 0.0, math.Inf(1)
 	for k, c := range p.cells {
-		if k.size != s.size {
+		if k.size != s.size || c.n == 0 {
 			continue
 		}
 		d := math.Abs(math.Log(float64(k.cc)/float64(s.cc)))*4 +
@@ -206,6 +201,19 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 		}
 	}
 	return best
+}
+
+// cell returns the pair's cell at s, making it if needed.
+func (p *pairHist) cell(s sig) *cell {
+	c := p.cells[s]
+	if c == nil {
+		if p.cells == nil {
+			p.cells = map[sig]*cell{}
+		}
+		c = &cell{}
+		p.cells[s] = c
+	}
+	return c
 }
 
 // correction is the mean ratio of recent observed throughput to the
