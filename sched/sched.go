@@ -79,8 +79,30 @@ type Estimator interface {
 	Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64
 }
 
+// Trigger says why the world runs a cycle.
+type Trigger int
+
+const (
+	// Tick is the periodic cycle (every 0.5 s by default).
+	Tick Trigger = iota
+	// Completion is a cycle run because a task finished while others wait.
+	Completion
+	// Arrival is a cycle run because a task arrived, for schedulers that
+	// admit on arrival (see ArrivalAdmitter).
+	Arrival
+)
+
+// ArrivalAdmitter is implemented by schedulers that want a cycle the
+// moment a task arrives, as "start on arrival" baselines do, rather than
+// at the next periodic cycle.
+type ArrivalAdmitter interface {
+	AdmitsOnArrival() bool
+}
+
 // Snapshot is the world as one scheduling cycle sees it.
 type Snapshot struct {
+	// Trigger says why this cycle runs.
+	Trigger   Trigger
 	Now       float64
 	Waiting   []*Task
 	Running   []*Task

@@ -16,6 +16,10 @@ type Static struct {
 // Name implements Scheduler.
 func (s *Static) Name() string { return s.name }
 
+// AdmitsOnArrival implements ArrivalAdmitter: the baselines start a task
+// when it is submitted, as the services they stand for do.
+func (s *Static) AdmitsOnArrival() bool { return true }
+
 // Schedule implements Scheduler.
 func (s *Static) Schedule(snap *Snapshot) []Decision {
 	lim := newLimits(snap)

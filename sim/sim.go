@@ -142,7 +142,9 @@ type World struct {
 	lost        float64
 	moved       float64
 	stepErr     error
-	preemptLog  []PreemptEvent
+	// admitsOnArrival: the scheduler wants a cycle at every arrival.
+	admitsOnArrival bool
+	preemptLog      []PreemptEvent
 }
 
 // Now is the simulated time.
@@ -176,6 +178,9 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 		w.eps[e.Name] = &sched.Endpoint{Name: e.Name, MaxThroughput: Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
 		w.epIdx[e.Name] = i
 		w.capacity = append(w.capacity, 0)
+	}
+	if a, ok := s.(sched.ArrivalAdmitter); ok {
+		w.admitsOnArrival = a.AdmitsOnArrival()
 	}
 	w.est = opt.Estimator
 	if w.est == nil {
@@ -298,7 +303,9 @@ func (w *World) loop() error {
 		if w.liveDirty {
 			w.compact()
 		}
+		arrived := false
 		for next < len(w.tasks) && w.tasks[next].st.Arrival <= w.now+eps {
+			arrived = true
 			t := w.tasks[next]
 			t.state = waiting
 			t.since = t.st.Arrival
@@ -311,12 +318,15 @@ func (w *World) loop() error {
 		if w.ratesDirty {
 			w.rates()
 		}
-		cycleNow := w.now >= nextCycle-eps
+		trigger, cycleNow := sched.Tick, w.now >= nextCycle-eps
 		if !cycleNow && completed && !w.opt.NoCycleOnCompletion && w.anyWaiting() {
-			cycleNow = true
+			trigger, cycleNow = sched.Completion, true
+		}
+		if !cycleNow && arrived && w.admitsOnArrival {
+			trigger, cycleNow = sched.Arrival, true
 		}
 		if cycleNow {
-			w.cycle()
+			w.cycle(trigger)
 			if w.stepErr != nil {
 				return w.stepErr
 			}
@@ -509,12 +519,12 @@ func (w *World) loadsExcluding(t *simTask) (int, int) {
 }
 
 // cycle builds a snapshot, runs the scheduler and applies its decisions.
-func (w *World) cycle() {
+func (w *World) cycle(trigger sched.Trigger) {
 	w.est.SetNow(w.now)
 	for _, e := range w.eps {
 		e.Observed, e.CC = 0, 0
 	}
-	snap := &sched.Snapshot{Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup}
+	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup}
 	for _, t := range w.live {
 		st := &t.st
 		st.Left = int64(math.Ceil(t.left))
