@@ -44,18 +44,23 @@ type recentObs struct {
 }
 
 type pairHist struct {
-	cells  map[sig]*cell
-	recent []recentObs // oldest first
-	corr   float64
-	corrAt float64 // the time corr was computed for
-	dirty  bool    // observations added since
+	// errEWMA is the recent relative error of predictions on the pair.
+	errEWMA float64
+	errSeen bool
+	cells   map[sig]*cell
+	recent  []recentObs // oldest first
+	corr    float64
+	corrAt  float64 // the time corr was computed for
+	dirty   bool    // observations added since
 }
 
 // History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
 // the world that owns it feeds it between scheduling cycles.
 type History struct {
 	pairs map[[2]string]*pairHist
-	now   float64
+	// errSum/errN: relative prediction error over all observations.
+	errSum, errN float64
+	now          float64
 	// The pair asked about last: schedulers ask about one pair many times
 	// in a row.
 	last             *pairHist
@@ -158,6 +163,15 @@ func (h *History) Observe(o Obs) {
 	}
 	p := h.pair(o.Src, o.Dst)
 	if base := h.base(p, o.Src, o.Dst, sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size), o.CC, o.SrcLoad, o.DstLoad, o.Size); base > 0 {
+		// How far off the prediction for this observation was.
+		e := math.Abs(o.Thr-base*h.correction(p)) / o.Thr
+		if p.errSeen {
+			p.errEWMA += 0.2 * (e - p.errEWMA)
+		} else {
+			p.errEWMA, p.errSeen = e, true
+		}
+		h.errSum += e
+		h.errN++
 		p.recent = append(p.recent, recentObs{t: o.Time, ratio: o.Thr / base})
 		if len(p.recent) > h.RecentMax {
 			p.recent = p.recent[len(p.recent)-h.RecentMax:]
@@ -245,6 +259,25 @@ func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int
 	p := h.pair(src, dst)
 	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size)
 	return b * h.correction(p)
+}
+
+// PredictionError implements sched.ErrorReporter: the recent relative
+// error (exponentially weighted) of this estimator's predictions on the
+// pair, measured as observations arrive; 0 if none yet.
+func (h *History) PredictionError(src, dst string) float64 {
+	if p := h.pairs[[2]string{src, dst}]; p != nil {
+		return p.errEWMA
+	}
+	return 0
+}
+
+// MeanError is the mean relative error of the predictions made for every
+// observation so far (0 if none).
+func (h *History) MeanError() float64 {
+	if h.errN == 0 {
+		return 0
+	}
+	return h.errSum / h.errN
 }
 
 // Ideal is the "ideal" query of §4.2: the best throughput over

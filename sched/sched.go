@@ -114,6 +114,9 @@ type Snapshot struct {
 	// StartupCost is the expected time to open and authenticate the
 	// connections of a start or restart, in seconds.
 	StartupCost float64
+	// Checkpoint is the interval at which running transfers record their
+	// progress (seconds): a preempted task re-sends on average half of it.
+	Checkpoint float64
 }
 
 // DecisionKind says what a Decision does.
@@ -173,7 +176,16 @@ type Scheduler interface {
 
 // Names lists the schedulers New knows, in a stable order.
 func Names() []string {
-	return []string{"basecc1", "basecc2", "basecc4", "basevary", "globus", "seal", "steal"}
+	return []string{"basecc1", "basecc2", "basecc4", "basevary", "globus", "seal", "steal", "seal+"}
+}
+
+// PlusOptions turns off single changes of seal+ (see sealplus.go).
+type PlusOptions struct {
+	NoArrival     bool // admit only at periodic cycles, as SEAL does
+	NoCostPreempt bool // preempt by the xfactor ratio pf, as SEAL does
+	NoStartupCC   bool // choose and raise concurrency without start-up cost
+	NoRetune      bool // raise running tasks only when nothing waits
+	NoErrorGuard  bool // trust the model even where it has been wrong
 }
 
 // Options tunes the schedulers; the zero value is the paper's settings.
@@ -205,6 +217,9 @@ type Options struct {
 	// PromoteAfter, if positive, makes STEAL treat a batch task that has
 	// waited this long (seconds since arrival) as interactive.
 	PromoteAfter float64
+	// Plus switches off, one at a time, the changes seal+ makes to SEAL
+	// (for ablation); it has no effect on other schedulers.
+	Plus PlusOptions
 	// OwnThroughputCC makes SEAL choose a starting or raised task's
 	// concurrency on the task's own predicted throughput, the literal
 	// reading of Listing 2, instead of on what it adds at its endpoints
@@ -268,6 +283,8 @@ func New(name string, o Options) (Scheduler, error) {
 		return &SEAL{opt: o}, nil
 	case "steal":
 		return &SEAL{opt: o, typeAware: true}, nil
+	case "seal+", "sealplus":
+		return &SEAL{opt: o, plus: true}, nil
 	}
 	return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 }

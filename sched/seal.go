@@ -32,6 +32,7 @@ import (
 type SEAL struct {
 	opt       Options
 	typeAware bool
+	plus      bool // seal+: see sealplus.go
 	// cycles recycles the working memory of finished cycles (a cycle over
 	// a hundred thousand tasks needs megabytes); no decision depends on it.
 	cycles sync.Pool
@@ -39,8 +40,11 @@ type SEAL struct {
 
 // Name implements Scheduler.
 func (s *SEAL) Name() string {
-	if s.typeAware {
+	switch {
+	case s.typeAware:
 		return "steal"
+	case s.plus:
+		return "seal+"
 	}
 	return "seal"
 }
@@ -506,6 +510,9 @@ func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 	t := e.t
 	src, dst := c.loads(e, without)
 	_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
+	if t.Running && t.Rate > 0 && len(without) == 0 && c.plusOn(noErrorGuard) && c.modelWrong(e) {
+		thr = t.Rate
+	}
 	ttLoad := t.Trans
 	if thr > 0 {
 		ttLoad += float64(t.Left) / thr
@@ -717,6 +724,15 @@ func (c *cycle) probeSaturated(i int32, cand *link) bool {
 }
 
 func (c *cycle) run() {
+	if c.plusOn(noArrival) && c.snap.Trigger == Arrival {
+		c.admitOnly()
+		return
+	}
+	defer func() {
+		if c.plusOn(noRetune) && len(c.waiting) > 0 {
+			c.increaseCC(false)
+		}
+	}()
 	interactiveWaiting := false
 	for _, e := range c.waiting {
 		if !e.batch {
@@ -769,7 +785,7 @@ func (c *cycle) scheduleSEAL(e *entry) {
 		return
 	}
 	for _, host := range blockers {
-		if host >= 0 && e.xf <= c.eps[host].noVictimXF {
+		if host >= 0 && e.xf <= c.eps[host].noVictimXF && !c.plusOn(noCostPreempt) {
 			return // a task with a higher xfactor found no victim here
 		}
 	}
@@ -849,6 +865,9 @@ func (c *cycle) blockers(e *entry, satSrc, satDst bool, room int) []int32 {
 // findTasksToPreempt is FindTasksToPreempt of Listing 2 for endpoint host
 // (-1 means any endpoint), with the tasks in already counted as gone.
 func (c *cycle) findTasksToPreempt(host int32, w *entry, already []*entry) []*entry {
+	if c.plusOn(noCostPreempt) {
+		return c.findByCost(host, w, already)
+	}
 	var cands []*entry
 	if host < 0 {
 		if c.byXF == nil {
@@ -1008,6 +1027,9 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.o.Beta {
 				break
 			}
+			if c.plusOn(noStartupCC) && !c.worthAnotherConnection(e, best, thr) {
+				break
+			}
 			bestCC, best, prev = cc, thr, agg
 		}
 	}
@@ -1100,6 +1122,9 @@ func (c *cycle) increaseCC(batch bool) {
 		src, dst := c.loads(e, nil)
 		cc, thr := c.chooseCC(e, e, src, dst, min(e.cc+room, c.o.MaxCC))
 		if cc <= e.cc {
+			continue
+		}
+		if c.plusOn(noStartupCC) && !c.worthRaise(e, thr) {
 			continue
 		}
 		c.add(e.src, e.dst, cc-e.cc)

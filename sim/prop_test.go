@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -94,7 +95,7 @@ func checkRun(t *rapid.T, tb *Testbed, tr *trace.Trace, name string, so sched.Op
 	if res.Preemptions != len(res.PreemptLog) {
 		t.Fatalf("%s: %d preemptions but %d logged", name, res.Preemptions, len(res.PreemptLog))
 	}
-	if name != "seal" && name != "steal" && (res.Preemptions != 0 || res.Resizes != 0) {
+	if (strings.HasPrefix(name, "base") || name == "globus") && (res.Preemptions != 0 || res.Resizes != 0) {
 		t.Fatalf("%s: a baseline preempted (%d) or resized (%d)", name, res.Preemptions, res.Resizes)
 	}
 	if res.Starts < len(tr.Transfers) {

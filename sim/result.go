@@ -62,15 +62,18 @@ type Result struct {
 	ByClass     map[string]Stats `json:"by_class"`
 	Batch       Stats            `json:"batch"`
 	// SpareUsed is B_B / (B_T - B_I) over the accounting window (§3.2.2).
-	SpareUsed   float64      `json:"spare_used,omitempty"`
-	Window      float64      `json:"window"`
-	Makespan    float64      `json:"makespan"`
-	Starts      int          `json:"starts"`
-	Preemptions int          `json:"preemptions"`
-	Resizes     int          `json:"resizes"`
-	BytesMoved  float64      `json:"bytes_moved"`
-	BytesLost   float64      `json:"bytes_lost"`
-	Tasks       []TaskResult `json:"-"`
+	SpareUsed   float64 `json:"spare_used,omitempty"`
+	Window      float64 `json:"window"`
+	Makespan    float64 `json:"makespan"`
+	Starts      int     `json:"starts"`
+	Preemptions int     `json:"preemptions"`
+	Resizes     int     `json:"resizes"`
+	BytesMoved  float64 `json:"bytes_moved"`
+	BytesLost   float64 `json:"bytes_lost"`
+	// ModelError is the estimator's mean relative prediction error over
+	// the run's observations.
+	ModelError float64      `json:"model_error"`
+	Tasks      []TaskResult `json:"-"`
 	// PreemptLog lists every preemption in order.
 	PreemptLog []PreemptEvent `json:"-"`
 }
@@ -84,7 +87,7 @@ type PreemptEvent struct {
 
 func (w *World) result(traceName string) *Result {
 	r := &Result{Testbed: w.tb.Name, Trace: traceName, Scheduler: w.sch.Name(), ByClass: map[string]Stats{},
-		Window: w.opt.Window, Starts: w.starts, Preemptions: w.preemptions, Resizes: w.resizes, BytesMoved: w.moved, BytesLost: w.lost, PreemptLog: w.preemptLog}
+		Window: w.opt.Window, Starts: w.starts, Preemptions: w.preemptions, Resizes: w.resizes, BytesMoved: w.moved, BytesLost: w.lost, PreemptLog: w.preemptLog, ModelError: w.est.MeanError()}
 	var cls [5]Stats
 	var bI, bB float64
 	for _, t := range w.tasks {

@@ -524,7 +524,7 @@ func (w *World) cycle(trigger sched.Trigger) {
 	for _, e := range w.eps {
 		e.Observed, e.CC = 0, 0
 	}
-	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup}
+	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup, Checkpoint: max(w.opt.Checkpoint, 0)}
 	for _, t := range w.live {
 		st := &t.st
 		st.Left = int64(math.Ceil(t.left))

@@ -1,0 +1,199 @@
+package sched
+
+import "math"
+
+// seal+ is SEAL with five changes, each of which PlusOptions can switch off
+// for ablation. They address weak spots the simulator showed in SEAL as
+// published (docs/results/README.md):
+//
+//   - Admission on arrival. A task whose endpoints pass the admission test
+//     starts the moment it arrives instead of at the next 0.5 s cycle; most
+//     transfers are small, and a quarter second is most of their slowdown.
+//     Periodic cycles still do preemption and re-tuning.
+//   - Preemption by cost. A running task gives way only when the waiting
+//     task's expected wait, in its own slowdown units, exceeds the delay the
+//     preemption causes the victim (the waiting task's transfer time, a
+//     restart, and the data since the last checkpoint) in the victim's
+//     slowdown units. This replaces the fixed ratio pf, under which two large
+//     tasks can swap places and mostly move delay around.
+//   - Start-up in the concurrency choice. One more connection must save
+//     more than Beta of the task's predicted transfer time including start-up,
+//     and raising a running task must save more than the start-up its new
+//     connections pay.
+//   - Re-tuning while tasks wait. SEAL raises running tasks only when the
+//     wait queue is empty (Listing 1 line 7); in a busy period a large task
+//     started with one connection then keeps it. seal+ raises running tasks
+//     with whatever room the queue left at the end of every cycle.
+//   - A guard against a wrong model. Where the estimator reports that its
+//     predictions on a pair have been far off (ErrorReporter), a running
+//     task's time to finish comes from its observed rate instead.
+
+type plusSwitch int
+
+const (
+	noArrival plusSwitch = iota
+	noCostPreempt
+	noStartupCC
+	noRetune
+	noErrorGuard
+)
+
+// plusOn reports whether the seal+ change sw is in force in this cycle.
+func (c *cycle) plusOn(sw plusSwitch) bool {
+	if !c.s.plus {
+		return false
+	}
+	p := c.o.Plus
+	switch sw {
+	case noArrival:
+		return !p.NoArrival
+	case noCostPreempt:
+		return !p.NoCostPreempt
+	case noStartupCC:
+		return !p.NoStartupCC
+	case noRetune:
+		return !p.NoRetune
+	case noErrorGuard:
+		return !p.NoErrorGuard
+	}
+	return false
+}
+
+// AdmitsOnArrival implements ArrivalAdmitter.
+func (s *SEAL) AdmitsOnArrival() bool { return s.plus && !s.opt.Plus.NoArrival }
+
+// ErrorReporter may be implemented by an Estimator that tracks how far its
+// predictions have been from what was then observed on each pair.
+type ErrorReporter interface {
+	// PredictionError is the recent mean relative error of predictions
+	// between src and dst (0.3 means 30% off), or 0 if unknown.
+	PredictionError(src, dst string) float64
+}
+
+// modelWrong reports whether the estimator says it has been more than 30%
+// off on e's pair.
+func (c *cycle) modelWrong(e *entry) bool {
+	r, ok := c.snap.Estimator.(ErrorReporter)
+	return ok && r.PredictionError(c.eps[e.src].name, c.eps[e.dst].name) > 0.3
+}
+
+// admitOnly is the cycle run at an arrival: waiting tasks that pass the
+// admission test start; nothing is preempted or resized.
+func (c *cycle) admitOnly() {
+	for _, e := range c.waiting {
+		if c.full() {
+			return
+		}
+		room := c.room(e.src, e.dst)
+		if room == 0 {
+			continue
+		}
+		if e.size < c.o.SmallSize || (!c.saturated(e.src, false, e) && !c.saturated(e.dst, false, e)) {
+			c.start(e, room)
+		}
+	}
+}
+
+// rateOf is a running task's expected throughput from now on: what it is
+// observed to do, or the model's prediction at its concurrency before it
+// has been observed.
+func (c *cycle) rateOf(r *entry) float64 {
+	if r.t.Rate > 0 {
+		return r.t.Rate
+	}
+	src, dst := c.loads(r, nil)
+	return c.est(r.src, r.dst, r.size, max(r.cc, 1), src, dst)
+}
+
+// findByCost chooses victims at host (-1: anywhere) for waiting task w by
+// comparing slowdowns. Without a preemption, w waits about until the first
+// running task there finishes; with one, the victim is set back by w's
+// transfer time, a restart and the data since its last checkpoint. The
+// victim is the task that loses least in its own slowdown units, and the
+// preemption happens only if w gains more in its own.
+func (c *cycle) findByCost(host int32, w *entry, already []*entry) []*entry {
+	var cands []*entry
+	if host < 0 {
+		cands = c.running
+	} else {
+		cands = c.eps[host].run
+	}
+	gone := append([]*entry(nil), already...)
+	eligible := func(r *entry) bool {
+		return !r.stopped && !r.started && !r.t.Pending && !containsEntry(gone, r)
+	}
+	// The wait avoided: the time until the first task here finishes.
+	wait := math.Inf(1)
+	for _, r := range cands {
+		if r.stopped || r.started {
+			continue
+		}
+		if rate := c.rateOf(r); rate > 0 {
+			wait = math.Min(wait, float64(r.t.Left)/rate)
+		}
+	}
+	if math.IsInf(wait, 1) {
+		return nil
+	}
+	gain := wait / c.idealTT(w)
+	var cl []*entry
+	for {
+		var best *entry
+		bestCost := math.Inf(1)
+		for _, r := range cands {
+			if !eligible(r) {
+				continue
+			}
+			src, dst := c.loads(w, append(gone, r))
+			_, thr := c.findThrCC(w, src, dst, c.o.MaxCC)
+			if thr <= 0 {
+				continue
+			}
+			delay := c.snap.StartupCost + float64(w.t.Left)/thr + // w runs in r's place
+				c.snap.StartupCost + c.snap.Checkpoint/2 // r restarts and re-sends
+			cost := delay / c.idealTT(r)
+			if cost < bestCost || (cost == bestCost && best != nil && r.id < best.id) {
+				best, bestCost = r, cost
+			}
+		}
+		if best == nil || bestCost >= gain {
+			return cl
+		}
+		cl = append(cl, best)
+		gone = append(gone, best)
+		if c.roomWithout(w, gone) > 0 {
+			return cl
+		}
+	}
+}
+
+func containsEntry(es []*entry, e *entry) bool {
+	for _, x := range es {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// worthAnotherConnection: at start, going from throughput thr to next must
+// save more than Beta of the task's predicted time, start-up included.
+func (c *cycle) worthAnotherConnection(e *entry, thr, next float64) bool {
+	if thr <= 0 || next <= thr {
+		return next > thr
+	}
+	left := float64(e.t.Left)
+	now := c.snap.StartupCost + left/thr
+	return left/thr-left/next > c.o.Beta*now
+}
+
+// worthRaise: raising a running task to throughput next must save more
+// time than the start-up its new connections pay before they carry data.
+func (c *cycle) worthRaise(e *entry, next float64) bool {
+	now := c.rateOf(e)
+	if now <= 0 || next <= now {
+		return next > now
+	}
+	left := float64(e.t.Left)
+	return left/now-left/next > c.snap.StartupCost
+}
