@@ -17,6 +17,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // TaskID identifies a task within one world (simulation or service).
@@ -179,6 +180,32 @@ func Names() []string {
 	return []string{"basecc1", "basecc2", "basecc4", "basevary", "globus", "seal", "steal", "seal+"}
 }
 
+// PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
+var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard"}
+
+// onlyPlus returns the PlusOptions that leave on just the named changes.
+func onlyPlus(list string) (PlusOptions, error) {
+	p := PlusOptions{NoArrival: true, NoCostPreempt: true, NoStartupCC: true, NoRetune: true, NoErrorGuard: true}
+	for _, c := range strings.Split(list, ",") {
+		switch strings.TrimSpace(c) {
+		case "arrival":
+			p.NoArrival = false
+		case "cost":
+			p.NoCostPreempt = false
+		case "startup":
+			p.NoStartupCC = false
+		case "retune":
+			p.NoRetune = false
+		case "guard":
+			p.NoErrorGuard = false
+		case "":
+		default:
+			return p, fmt.Errorf("unknown seal+ change %q (known: %v)", c, PlusChanges)
+		}
+	}
+	return p, nil
+}
+
 // PlusOptions turns off single changes of seal+ (see sealplus.go).
 type PlusOptions struct {
 	NoArrival     bool // admit only at periodic cycles, as SEAL does
@@ -285,6 +312,15 @@ func New(name string, o Options) (Scheduler, error) {
 		return &SEAL{opt: o, typeAware: true}, nil
 	case "seal+", "sealplus":
 		return &SEAL{opt: o, plus: true}, nil
+	}
+	if only, ok := strings.CutPrefix(name, "seal+:"); ok {
+		// seal+ with only the listed changes, for ablation.
+		p, err := onlyPlus(only)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler %q: %w", name, err)
+		}
+		o.Plus = p
+		return &SEAL{opt: o, plus: true, label: name}, nil
 	}
 	return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 }

@@ -32,7 +32,8 @@ import (
 type SEAL struct {
 	opt       Options
 	typeAware bool
-	plus      bool // seal+: see sealplus.go
+	plus      bool   // seal+: see sealplus.go
+	label     string // the name it was made with, if not the usual one
 	// cycles recycles the working memory of finished cycles (a cycle over
 	// a hundred thousand tasks needs megabytes); no decision depends on it.
 	cycles sync.Pool
@@ -41,6 +42,8 @@ type SEAL struct {
 // Name implements Scheduler.
 func (s *SEAL) Name() string {
 	switch {
+	case s.label != "":
+		return s.label
 	case s.typeAware:
 		return "steal"
 	case s.plus:

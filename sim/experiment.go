@@ -61,6 +61,7 @@ func generate(tb *Testbed, load float64, variant string, seed int64) (*trace.Tra
 
 // job is one simulation of a batch run in parallel.
 type job struct {
+	tb   *Testbed
 	tr   *trace.Trace
 	name string
 	so   sched.Options
@@ -71,7 +72,7 @@ type job struct {
 
 // runJobs runs independent simulations on all cores. Each run is
 // deterministic on its own, so the results do not depend on the order.
-func runJobs(tb *Testbed, jobs []*job) error {
+func runJobs(jobs []*job) error {
 	sem := make(chan struct{}, max(runtime.GOMAXPROCS(0), 1))
 	var wg sync.WaitGroup
 	for _, j := range jobs {
@@ -85,7 +86,7 @@ func runJobs(tb *Testbed, jobs []*job) error {
 				j.err = err
 				return
 			}
-			j.res, j.err = Run(tb, j.tr, s, j.opt)
+			j.res, j.err = Run(j.tb, j.tr, s, j.opt)
 			if j.err != nil {
 				j.err = fmt.Errorf("%s on trace %s: %w", j.name, j.tr.Name, j.err)
 			}
@@ -167,10 +168,10 @@ func Compare(tb *Testbed, traces []TraceSpec, schedulers []string, so sched.Opti
 		}
 		trs = append(trs, tr)
 		for _, s := range schedulers {
-			jobs = append(jobs, &job{tr: tr, name: s, so: so, opt: opt})
+			jobs = append(jobs, &job{tb: tb, tr: tr, name: s, so: so, opt: opt})
 		}
 	}
-	if err := runJobs(tb, jobs); err != nil {
+	if err := runJobs(jobs); err != nil {
 		return nil, err
 	}
 	out := &Comparison{Testbed: tb.Name}
@@ -282,7 +283,7 @@ func Steal(tb *Testbed, traces []TraceSpec, lambdas []float64, so sched.Options,
 		window = math.Max(window, 900)
 		o := opt
 		o.Window = window
-		base := &job{tr: tr, name: "seal", so: so, opt: o}
+		base := &job{tb: tb, tr: tr, name: "seal", so: so, opt: o}
 		withB := tr.Clone()
 		srcCap := Gbps(tb.Endpoint(tb.Source).CapacityGbps)
 		load := float64(tr.Stats().Bytes) / (srcCap * window)
@@ -294,14 +295,14 @@ func Steal(tb *Testbed, traces []TraceSpec, lambdas []float64, so sched.Options,
 		for _, l := range lambdas {
 			s := so
 			s.Lambda = l
-			ps = append(ps, plan{fmt.Sprintf("steal/λ=%g", l), &job{tr: withB, name: "steal", so: s, opt: o}})
+			ps = append(ps, plan{fmt.Sprintf("steal/λ=%g", l), &job{tb: tb, tr: withB, name: "steal", so: s, opt: o}})
 		}
 		o2 := o
 		o2.BatchShift = 3600
 		ps = append(ps,
-			plan{"seal1", &job{tr: withB, name: "seal", so: so, opt: o}},
-			plan{"seal2", &job{tr: withB, name: "seal", so: so, opt: o2}},
-			plan{"basevary", &job{tr: withB, name: "basevary", so: so, opt: o}},
+			plan{"seal1", &job{tb: tb, tr: withB, name: "seal", so: so, opt: o}},
+			plan{"seal2", &job{tb: tb, tr: withB, name: "seal", so: so, opt: o2}},
+			plan{"basevary", &job{tb: tb, tr: withB, name: "basevary", so: so, opt: o}},
 		)
 		all = append(all, base)
 		for _, p := range ps {
@@ -312,7 +313,7 @@ func Steal(tb *Testbed, traces []TraceSpec, lambdas []float64, so sched.Options,
 		names = append(names, tr.Name)
 		nb = append(nb, n)
 	}
-	if err := runJobs(tb, all); err != nil {
+	if err := runJobs(all); err != nil {
 		return nil, err
 	}
 	for i := range plans {

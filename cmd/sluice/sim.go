@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -63,7 +64,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sim", Short: "Replay traces through the schedulers in the deterministic simulator"}
-	cmd.AddCommand(newSimRun(), newSimCompare(), newSimSteal(), newSimFig2())
+	cmd.AddCommand(newSimRun(), newSimCompare(), newSimSteal(), newSimFig2(), newSimSweep())
 	return cmd
 }
 
@@ -293,4 +294,122 @@ func newSimFig2() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
 	return cmd
+}
+
+func newSimSweep() *cobra.Command {
+	var f simFlags
+	var traces, seeds, schedulers string
+	var params []string
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run schedulers over a grid of simulator settings, loads and seeds (medians over seeds)",
+		Long: `Runs every scheduler on every combination of the --param values, trace and seed,
+and prints per cell and load the median over seeds of each scheduler's average and
+worst slowdown and turnaround, and the change against the best baseline.
+
+Parameters:
+  per-stream=F,...   fraction of a path one connection reaches alone (1 = one stream
+                     fills the path; the SGData fit is 0.25)
+  decline=none|mild|strong,...   over-subscription past the endpoints' knees
+  burstiness=B,...   the trace generator's per-minute rate variation; the output shows
+                     the coefficient of variation of 1-minute concurrency it gives`,
+		Example: `  sluice sim sweep --trace 25,45,60 --seeds 1..10 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ \
+      --param per-stream=1,0.25,0.1 --param decline=none,mild,strong --param burstiness=0.3,1.2`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := sim.LoadTestbed(f.testbed)
+			if err != nil {
+				return err
+			}
+			ss, err := sim.ParseSeeds(seeds)
+			if err != nil {
+				return err
+			}
+			var p sim.SweepParams
+			for _, kv := range params {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return fmt.Errorf("--param %q: want name=v1,v2", kv)
+				}
+				for _, x := range splitList(v) {
+					switch k {
+					case "per-stream":
+						f, err := strconv.ParseFloat(x, 64)
+						if err != nil || f <= 0 || f > 1 {
+							return fmt.Errorf("--param per-stream: %q is not a fraction in (0, 1]", x)
+						}
+						p.PerStream = append(p.PerStream, f)
+					case "decline":
+						p.Decline = append(p.Decline, x)
+					case "burstiness":
+						f, err := strconv.ParseFloat(x, 64)
+						if err != nil || f < 0 {
+							return fmt.Errorf("--param burstiness: %q is not a non-negative number", x)
+						}
+						p.Burstiness = append(p.Burstiness, f)
+					default:
+						return fmt.Errorf("--param %q: unknown parameter (per-stream, decline, burstiness)", k)
+					}
+				}
+			}
+			so, opt := f.options()
+			names := splitList(schedulers)
+			for _, n := range names {
+				if _, err := sched.New(n, so); err != nil {
+					return err
+				}
+			}
+			res, err := sim.RunSweep(tb, splitList(traces), ss, names, p, so, opt)
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			printSweep(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&traces, "trace", "25,45,60", "comma-separated traces (loads)")
+	cmd.Flags().StringVar(&seeds, "seeds", "1..10", "seeds: a range 1..10, a list, or both")
+	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal,seal+", "comma-separated schedulers")
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a grid axis, name=v1,v2 (repeatable)")
+	return cmd
+}
+
+func printSweep(out io.Writer, res *sim.Sweep) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(out, "testbed %s, seeds %v; medians over seeds; change vs the best baseline (slowdown / turnaround)\n", res.Testbed, res.Seeds)
+	var subjects []string
+	for _, n := range res.Schedulers {
+		if !strings.HasPrefix(n, "base") && n != "globus" {
+			subjects = append(subjects, n)
+		}
+	}
+	fmt.Fprint(w, "cell\ttrace\tconc. CV\tbest baseline\t")
+	for _, n := range subjects {
+		fmt.Fprintf(w, "%s\t", n)
+	}
+	fmt.Fprintln(w)
+	for _, r := range res.Rows {
+		fmt.Fprintf(w, "%s\t%s\t%.2f\t%s %.3f / %.2f s\t", r.Cell, r.Trace, r.ConcurrencyCV, r.BestSlowdown,
+			r.Schedulers[r.BestSlowdown].AvgSlowdown, r.Schedulers[r.BestTurnaround].AvgTurnaround)
+		for _, n := range subjects {
+			c := r.Change[n]
+			fmt.Fprintf(w, "%+.1f%% / %+.1f%%\t", c.Slowdown, c.Turnaround)
+		}
+		fmt.Fprintln(w)
+	}
+	w.Flush()
+	for _, n := range subjects {
+		worst, over := math.Inf(-1), 0
+		for _, r := range res.Rows {
+			c := r.Change[n]
+			worst = math.Max(worst, math.Max(c.Slowdown, c.Turnaround))
+			if c.Slowdown > 2 || c.Turnaround > 2 {
+				over++
+			}
+		}
+		fmt.Fprintf(out, "%s: worst change vs the best baseline %+.1f%%; %d of %d rows more than 2%% worse\n", n, worst, over, len(res.Rows))
+	}
 }
