@@ -119,8 +119,8 @@ func newSimRun() *cobra.Command {
 				row("batch", res.Batch)
 			}
 			w.Flush()
-			fmt.Fprintf(cmd.OutOrStdout(), "starts %d, preemptions %d, cc changes %d, makespan %.1f s, moved %.1f GB (%.2f GB re-sent)\n",
-				res.Starts, res.Preemptions, res.Resizes, res.Makespan, res.BytesMoved/1e9, res.BytesLost/1e9)
+			fmt.Fprintf(cmd.OutOrStdout(), "starts %d, preemptions %d, cc changes %d, makespan %.1f s, moved %.1f GB (%.2f GB re-sent), model error %.0f%%\n",
+				res.Starts, res.Preemptions, res.Resizes, res.Makespan, res.BytesMoved/1e9, res.BytesLost/1e9, 100*res.ModelError)
 			if res.Batch.N > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "spare bandwidth used by batch tasks: %.1f%%\n", 100*res.SpareUsed)
 			}
