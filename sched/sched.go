@@ -181,11 +181,11 @@ func Names() []string {
 }
 
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
-var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard"}
+var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta"}
 
 // onlyPlus returns the PlusOptions that leave on just the named changes.
 func onlyPlus(list string) (PlusOptions, error) {
-	p := PlusOptions{NoArrival: true, NoCostPreempt: true, NoStartupCC: true, NoRetune: true, NoErrorGuard: true}
+	p := PlusOptions{NoArrival: true, NoCostPreempt: true, NoStartupCC: true, NoRetune: true, NoErrorGuard: true, NoIdleBeta: true}
 	for _, c := range strings.Split(list, ",") {
 		switch strings.TrimSpace(c) {
 		case "arrival":
@@ -198,6 +198,8 @@ func onlyPlus(list string) (PlusOptions, error) {
 			p.NoRetune = false
 		case "guard":
 			p.NoErrorGuard = false
+		case "idle-beta":
+			p.NoIdleBeta = false
 		case "":
 		default:
 			return p, fmt.Errorf("unknown seal+ change %q (known: %v)", c, PlusChanges)
@@ -213,6 +215,7 @@ type PlusOptions struct {
 	NoStartupCC   bool // choose and raise concurrency without start-up cost
 	NoRetune      bool // raise running tasks only when nothing waits
 	NoErrorGuard  bool // trust the model even where it has been wrong
+	NoIdleBeta    bool // keep Beta fixed however idle the endpoints are
 }
 
 // Options tunes the schedulers; the zero value is the paper's settings.

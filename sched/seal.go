@@ -1027,7 +1027,7 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 				break
 			}
 			agg := [2]float64{c.aggregateWith(e.src, e, self, cc), c.aggregateWith(e.dst, e, self, cc)}
-			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.o.Beta {
+			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.beta(e) {
 				break
 			}
 			if c.plusOn(noStartupCC) && !c.worthAnotherConnection(e, best, thr) {
@@ -1104,7 +1104,12 @@ func (c *cycle) increaseCC(batch bool) {
 			rs = append(rs, e)
 		}
 	}
+	byXF := c.plusOn(noRetune)
 	sort.Slice(rs, func(i, j int) bool {
+		if byXF && rs[i].xf != rs[j].xf {
+			// seal+ gives room to the tasks furthest behind first.
+			return rs[i].xf > rs[j].xf
+		}
 		if rs[i].t.Left != rs[j].t.Left {
 			return rs[i].t.Left > rs[j].t.Left
 		}

@@ -36,6 +36,7 @@ const (
 	noStartupCC
 	noRetune
 	noErrorGuard
+	noIdleBeta
 )
 
 // plusOn reports whether the seal+ change sw is in force in this cycle.
@@ -55,6 +56,8 @@ func (c *cycle) plusOn(sw plusSwitch) bool {
 		return !p.NoRetune
 	case noErrorGuard:
 		return !p.NoErrorGuard
+	case noIdleBeta:
+		return !p.NoIdleBeta
 	}
 	return false
 }
@@ -184,7 +187,7 @@ func (c *cycle) worthAnotherConnection(e *entry, thr, next float64) bool {
 	}
 	left := float64(e.t.Left)
 	now := c.snap.StartupCost + left/thr
-	return left/thr-left/next > c.o.Beta*now
+	return left/thr-left/next > c.beta(e)*now
 }
 
 // worthRaise: raising a running task to throughput next must save more
@@ -196,4 +199,34 @@ func (c *cycle) worthRaise(e *entry, next float64) bool {
 	}
 	left := float64(e.t.Left)
 	return left/now-left/next > c.snap.StartupCost
+}
+
+// beta is the gain one more connection must bring (a fraction of the
+// task's throughput or time). SEAL's Beta buys "sufficient, but not
+// excessive" concurrency when connections and bandwidth are scarce; when
+// e's endpoints are mostly idle a connection costs nobody anything, so
+// seal+ scales Beta by how busy they are (bandwidth observed against the
+// saturation threshold, and connections against the limits), down to a
+// fifth of it.
+func (c *cycle) beta(e *entry) float64 {
+	if !c.plusOn(noIdleBeta) {
+		return c.o.Beta
+	}
+	busy := 0.0
+	for _, i := range [2]int32{e.src, e.dst} {
+		st := &c.eps[i]
+		if st.ep == nil {
+			continue
+		}
+		if st.ep.MaxThroughput > 0 {
+			busy = math.Max(busy, st.obs/(c.o.SatFraction*st.ep.MaxThroughput))
+		}
+		if st.ep.MaxCC > 0 {
+			busy = math.Max(busy, float64(st.cc)/float64(st.ep.MaxCC))
+		}
+	}
+	if c.snap.TotalMaxCC > 0 {
+		busy = math.Max(busy, float64(c.total)/float64(c.snap.TotalMaxCC))
+	}
+	return c.o.Beta * math.Min(math.Max(busy, 0.2), 1)
 }
