@@ -183,27 +183,34 @@ func Names() []string {
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
 var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta"}
 
-// onlyPlus returns the PlusOptions that leave on just the named changes.
+// onlyPlus returns the PlusOptions for a list of seal+ changes: "a,b"
+// leaves on just a and b; "-a,-b" leaves on all but a and b.
 func onlyPlus(list string) (PlusOptions, error) {
-	p := PlusOptions{NoArrival: true, NoCostPreempt: true, NoStartupCC: true, NoRetune: true, NoErrorGuard: true, NoIdleBeta: true}
-	for _, c := range strings.Split(list, ",") {
-		switch strings.TrimSpace(c) {
-		case "arrival":
-			p.NoArrival = false
-		case "cost":
-			p.NoCostPreempt = false
-		case "startup":
-			p.NoStartupCC = false
-		case "retune":
-			p.NoRetune = false
-		case "guard":
-			p.NoErrorGuard = false
-		case "idle-beta":
-			p.NoIdleBeta = false
-		case "":
-		default:
+	var p PlusOptions
+	fields := map[string]*bool{
+		"arrival": &p.NoArrival, "cost": &p.NoCostPreempt, "startup": &p.NoStartupCC,
+		"retune": &p.NoRetune, "guard": &p.NoErrorGuard, "idle-beta": &p.NoIdleBeta,
+	}
+	items := strings.Split(list, ",")
+	except := len(items) > 0 && strings.HasPrefix(strings.TrimSpace(items[0]), "-")
+	if !except {
+		for _, f := range fields {
+			*f = true
+		}
+	}
+	for _, c := range items {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		if strings.HasPrefix(c, "-") != except {
+			return p, fmt.Errorf("mix of changes to keep and to drop in %q", list)
+		}
+		f, ok := fields[strings.TrimPrefix(c, "-")]
+		if !ok {
 			return p, fmt.Errorf("unknown seal+ change %q (known: %v)", c, PlusChanges)
 		}
+		*f = except
 	}
 	return p, nil
 }
