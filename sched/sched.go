@@ -181,7 +181,7 @@ func Names() []string {
 }
 
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
-var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta"}
+var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta", "short-first"}
 
 // onlyPlus returns the PlusOptions for a list of seal+ changes: "a,b"
 // leaves on just a and b; "-a,-b" leaves on all but a and b.
@@ -190,6 +190,7 @@ func onlyPlus(list string) (PlusOptions, error) {
 	fields := map[string]*bool{
 		"arrival": &p.NoArrival, "cost": &p.NoCostPreempt, "startup": &p.NoStartupCC,
 		"retune": &p.NoRetune, "guard": &p.NoErrorGuard, "idle-beta": &p.NoIdleBeta,
+		"short-first": &p.NoShortFirst,
 	}
 	items := strings.Split(list, ",")
 	except := len(items) > 0 && strings.HasPrefix(strings.TrimSpace(items[0]), "-")
@@ -223,6 +224,7 @@ type PlusOptions struct {
 	NoRetune      bool // raise running tasks only when nothing waits
 	NoErrorGuard  bool // trust the model even where it has been wrong
 	NoIdleBeta    bool // keep Beta fixed however idle the endpoints are
+	NoShortFirst  bool // short tasks get no more connections than long ones
 }
 
 // Options tunes the schedulers; the zero value is the paper's settings.

@@ -1004,7 +1004,7 @@ func (c *cycle) start(e *entry, room int) {
 // self, if not nil, is the running task being resized: its current
 // connections are taken out first.
 func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (int, float64) {
-	if c.o.OwnThroughputCC {
+	if c.o.OwnThroughputCC || c.shortFirst(e) {
 		return c.findThrCC(e, srcLoad, dstLoad, maxCC)
 	}
 	t := e.t

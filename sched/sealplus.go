@@ -37,6 +37,7 @@ const (
 	noRetune
 	noErrorGuard
 	noIdleBeta
+	noShortFirst
 )
 
 // plusOn reports whether the seal+ change sw is in force in this cycle.
@@ -58,6 +59,8 @@ func (c *cycle) plusOn(sw plusSwitch) bool {
 		return !p.NoErrorGuard
 	case noIdleBeta:
 		return !p.NoIdleBeta
+	case noShortFirst:
+		return !p.NoShortFirst
 	}
 	return false
 }
@@ -229,4 +232,17 @@ func (c *cycle) beta(e *entry) float64 {
 		busy = math.Max(busy, float64(c.total)/float64(c.snap.TotalMaxCC))
 	}
 	return c.o.Beta * math.Min(math.Max(busy, 0.2), 1)
+}
+
+// shortFirst reports whether seal+ lets e take connections on its own
+// merit (FindThrCC on its own throughput) rather than on what they add at
+// its endpoints: a task under 1 GB (SEAL's "small") at a saturated
+// endpoint. There, connections are shares of a fixed whole, and giving
+// them to short tasks is shortest-remaining-time-first: a short task's
+// slowdown falls by far more than a long one's rises.
+func (c *cycle) shortFirst(e *entry) bool {
+	if !c.plusOn(noShortFirst) || e.size >= c.o.SmallSize {
+		return false
+	}
+	return c.saturated(e.src, false, nil) || c.saturated(e.dst, false, nil)
 }
