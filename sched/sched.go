@@ -184,7 +184,7 @@ func Names() []string {
 var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta", "short-first"}
 
 // onlyPlus returns the PlusOptions for a list of seal+ changes: "a,b"
-// leaves on just a and b; "-a,-b" leaves on all but a and b.
+// leaves on just a and b; "-a,-b" is plain seal+ without a and b.
 func onlyPlus(list string) (PlusOptions, error) {
 	var p PlusOptions
 	fields := map[string]*bool{
@@ -194,7 +194,9 @@ func onlyPlus(list string) (PlusOptions, error) {
 	}
 	items := strings.Split(list, ",")
 	except := len(items) > 0 && strings.HasPrefix(strings.TrimSpace(items[0]), "-")
-	if !except {
+	if except {
+		p.NoStartupCC = true // as in plain seal+
+	} else {
 		for _, f := range fields {
 			*f = true
 		}
@@ -323,6 +325,9 @@ func New(name string, o Options) (Scheduler, error) {
 	case "steal":
 		return &SEAL{opt: o, typeAware: true}, nil
 	case "seal+", "sealplus":
+		// Start-up-aware concurrency is off by default: on the
+		// simulator's grid it did not pay (docs/results/seal-plus.md).
+		o.Plus.NoStartupCC = true
 		return &SEAL{opt: o, plus: true}, nil
 	}
 	if only, ok := strings.CutPrefix(name, "seal+:"); ok {

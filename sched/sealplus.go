@@ -2,31 +2,39 @@ package sched
 
 import "math"
 
-// seal+ is SEAL with five changes, each of which PlusOptions can switch off
-// for ablation. They address weak spots the simulator showed in SEAL as
-// published (docs/results/README.md):
+// seal+ is SEAL with the changes below, each of which PlusOptions can
+// switch off for ablation (the scheduler name "seal+:a,b" keeps only a and
+// b; "seal+:-a" is seal+ without a). They address weak spots the simulator
+// showed in SEAL as published (docs/results/README.md);
+// docs/results/seal-plus.md measures each.
 //
-//   - Admission on arrival. A task whose endpoints pass the admission test
-//     starts the moment it arrives instead of at the next 0.5 s cycle; most
-//     transfers are small, and a quarter second is most of their slowdown.
-//     Periodic cycles still do preemption and re-tuning.
-//   - Preemption by cost. A running task gives way only when the waiting
-//     task's expected wait, in its own slowdown units, exceeds the delay the
-//     preemption causes the victim (the waiting task's transfer time, a
-//     restart, and the data since the last checkpoint) in the victim's
-//     slowdown units. This replaces the fixed ratio pf, under which two large
-//     tasks can swap places and mostly move delay around.
-//   - Start-up in the concurrency choice. One more connection must save
-//     more than Beta of the task's predicted transfer time including start-up,
-//     and raising a running task must save more than the start-up its new
+//   - Admission on arrival ("arrival"). A task whose endpoints pass the
+//     admission test starts the moment it arrives instead of at the next
+//     0.5 s cycle; most transfers are small, and a quarter second is most
+//     of their slowdown. Periodic cycles still do preemption and re-tuning.
+//   - Preemption by cost ("cost"). A running task gives way only when the
+//     waiting task's expected wait, in its own slowdown units, exceeds the
+//     delay the preemption causes the victim (the waiting task's transfer
+//     time, a restart, and the data since the last checkpoint) in the
+//     victim's slowdown units. This replaces the fixed ratio pf, under
+//     which two large tasks can swap places and mostly move delay around.
+//   - Re-tuning while tasks wait ("retune"). SEAL raises running tasks only
+//     when the wait queue is empty (Listing 1 line 7); in a busy period a
+//     large task started with one connection then keeps it. seal+ raises
+//     running tasks, furthest behind first, with whatever room the queue
+//     left at the end of every cycle.
+//   - Concurrency that follows load ("idle-beta"). Beta is scaled by how
+//     busy the task's endpoints are (see beta), so idle capacity is used.
+//   - Short tasks first ("short-first"). At a saturated endpoint a task
+//     under 1 GB takes connections on its own merit (see shortFirst).
+//   - A guard against a wrong model ("guard"). Where the estimator reports
+//     that its predictions on a pair have been far off (ErrorReporter), a
+//     running task's time to finish comes from its observed rate instead.
+//   - Start-up in the concurrency choice ("startup"; off by default, it did
+//     not pay on the simulator's grid). One more connection must save more
+//     than Beta of the task's predicted time, start-up included, and
+//     raising a running task must save more than the start-up its new
 //     connections pay.
-//   - Re-tuning while tasks wait. SEAL raises running tasks only when the
-//     wait queue is empty (Listing 1 line 7); in a busy period a large task
-//     started with one connection then keeps it. seal+ raises running tasks
-//     with whatever room the queue left at the end of every cycle.
-//   - A guard against a wrong model. Where the estimator reports that its
-//     predictions on a pair have been far off (ErrorReporter), a running
-//     task's time to finish comes from its observed rate instead.
 
 type plusSwitch int
 
