@@ -183,8 +183,9 @@ func Names() []string {
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
 var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta", "short-first"}
 
-// onlyPlus returns the PlusOptions for a list of seal+ changes: "a,b"
-// leaves on just a and b; "-a,-b" is plain seal+ without a and b.
+// onlyPlus returns the PlusOptions for a list of seal+ changes, separated
+// by "+" (or ","): "a+b" leaves on just a and b; "-a+-b" is plain seal+
+// without a and b.
 func onlyPlus(list string) (PlusOptions, error) {
 	var p PlusOptions
 	fields := map[string]*bool{
@@ -192,7 +193,7 @@ func onlyPlus(list string) (PlusOptions, error) {
 		"retune": &p.NoRetune, "guard": &p.NoErrorGuard, "idle-beta": &p.NoIdleBeta,
 		"short-first": &p.NoShortFirst,
 	}
-	items := strings.Split(list, ",")
+	items := strings.FieldsFunc(list, func(r rune) bool { return r == '+' || r == ',' })
 	except := len(items) > 0 && strings.HasPrefix(strings.TrimSpace(items[0]), "-")
 	if except {
 		p.NoStartupCC = true // as in plain seal+

@@ -3,7 +3,7 @@ package sched
 import "math"
 
 // seal+ is SEAL with the changes below, each of which PlusOptions can
-// switch off for ablation (the scheduler name "seal+:a,b" keeps only a and
+// switch off for ablation (the scheduler name "seal+:a+b" keeps only a and
 // b; "seal+:-a" is seal+ without a). They address weak spots the simulator
 // showed in SEAL as published (docs/results/README.md);
 // docs/results/seal-plus.md measures each.

@@ -7,8 +7,8 @@ go build -o bin/sluice ./cmd/sluice
 out=docs/results
 bin/sluice sim fig2 > "$out/fig2.txt"
 for s in 1 2 3; do
-  bin/sluice sim compare --trace 25,45,60,45-4x --seed "$s" > "$out/compare-seed$s.txt"
-  bin/sluice sim compare --trace 25,45,60,45-4x --seed "$s" --json > "$out/compare-seed$s.json"
+  bin/sluice sim compare --trace 25,45,60,45-4x --seed "$s" --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ > "$out/compare-seed$s.txt"
+  bin/sluice sim compare --trace 25,45,60,45-4x --seed "$s" --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ --json > "$out/compare-seed$s.json"
   bin/sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8 --seed "$s" > "$out/steal-seed$s.txt"
   bin/sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8 --seed "$s" --json > "$out/steal-seed$s.json"
 done
