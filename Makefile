@@ -8,10 +8,10 @@ build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
 # For now the main job is the simulator: replay the SC'15 traces under the
-# baselines and SEAL and print the Figure 3 comparison.
+# baselines, SEAL and seal+ and print the Figure 3 comparison.
 run: build
 	$(BIN) sim fig2
-	$(BIN) sim compare --trace 25,45,60 --schedulers basecc1,basecc2,basecc4,basevary,seal
+	$(BIN) sim compare --trace 25,45,60 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+
 
 test:
 	gofmt -l . | tee /dev/stderr | (! read -r _)
