@@ -1,0 +1,72 @@
+// Package backend owns the interface every storage protocol implements, so
+// the transfer engine moves bytes the same way whatever is at either end:
+// local files (backend/file), a sluice agent over HTTP (backend/sluice), and
+// later GridFTP and XRootD. Like rclone's backends, each protocol lives in
+// its own package and only this small interface is shared.
+//
+// Paths are slash-separated and relative to what the backend serves (its
+// root). Errors that callers act on are classified with the sentinel errors
+// below (test with errors.Is); everything else is transient or unknown.
+package backend
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// FileInfo describes one file or directory.
+type FileInfo struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mtime"`
+	IsDir   bool      `json:"dir,omitempty"`
+}
+
+// Backend is one storage system reached through one protocol.
+type Backend interface {
+	// Stat describes one path.
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// List returns the entries below a directory (all levels if
+	// recursive), files with their sizes: the paper's list_files.
+	List(ctx context.Context, path string, recursive bool) ([]FileInfo, error)
+	// OpenRange reads n bytes from offset off (n < 0: to the end).
+	OpenRange(ctx context.Context, path string, off, n int64) (io.ReadCloser, error)
+	// WriteAt writes exactly n bytes read from r at offset off, creating
+	// the file (and its parent directories) if needed.
+	WriteAt(ctx context.Context, path string, off int64, r io.Reader, n int64) error
+	// Truncate sets a file's size, creating it if needed (used to
+	// allocate a destination before ranges are written in any order).
+	Truncate(ctx context.Context, path string, size int64) error
+	// Sync makes what was written to path durable.
+	Sync(ctx context.Context, path string) error
+	// Rename moves from to to, replacing to.
+	Rename(ctx context.Context, from, to string) error
+	// Remove deletes a file or an empty directory.
+	Remove(ctx context.Context, path string) error
+	// Mkdir creates a directory and its parents.
+	Mkdir(ctx context.Context, path string) error
+	// Checksum computes a file's checksum with the named algorithm (see
+	// Algorithms), as lowercase hex.
+	Checksum(ctx context.Context, path, algo string) (string, error)
+}
+
+// Algorithms are the checksum algorithms every backend must offer.
+var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
+
+// Errors callers act on. Backends wrap them with context.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrPermission = errors.New("permission denied")
+	ErrNoSpace    = errors.New("no space left")
+	ErrExist      = errors.New("already exists")
+	ErrInvalid    = errors.New("invalid request")
+)
+
+// Permanent reports whether err will not go away by retrying.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermission) ||
+		errors.Is(err, ErrNoSpace) || errors.Is(err, ErrInvalid) ||
+		errors.Is(err, context.Canceled)
+}

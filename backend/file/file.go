@@ -1,0 +1,303 @@
+// Package file is the backend for local files. Every operation goes through
+// an os.Root, so a path can never reach outside the directory the backend
+// was opened on: "..", absolute paths and symbolic links that leave the
+// root all fail with backend.ErrPermission. The sluice agent serves its
+// tree through this backend.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// Backend serves the files below one directory.
+type Backend struct {
+	root *os.Root
+	dir  string
+}
+
+// New opens a backend on directory dir.
+func New(dir string) (*Backend, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file backend: %w", classify(err))
+	}
+	return &Backend{root: r, dir: dir}, nil
+}
+
+// Close releases the backend's handle on its directory.
+func (b *Backend) Close() error { return b.root.Close() }
+
+// Dir is the directory the backend serves.
+func (b *Backend) Dir() string { return b.dir }
+
+// clean turns a slash path into a name relative to the root. A leading
+// slash means the root itself, not the machine's root: the backend has no
+// other. "..", empty elements and NUL bytes are refused here already, so
+// that the error names the request rather than what os.Root made of it.
+func clean(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("%w: NUL in path", backend.ErrInvalid)
+	}
+	p = strings.TrimPrefix(p, "/")
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return "", fmt.Errorf("%w: %q leaves the root", backend.ErrPermission, p)
+		}
+	}
+	c := path.Clean("/" + p)
+	if c == "/" {
+		return ".", nil
+	}
+	return c[1:], nil
+}
+
+// classify maps OS errors onto the backend's sentinel errors.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %w", backend.ErrNotFound, err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w: %w", backend.ErrNoSpace, err)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%w: %w", backend.ErrExist, err)
+	case strings.Contains(err.Error(), "escapes from parent"), strings.Contains(err.Error(), "path escapes"):
+		// os.Root's refusal of a path or symlink leaving the root.
+		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
+	}
+	return err
+}
+
+func info(name string, fi fs.FileInfo) backend.FileInfo {
+	p := "/" + strings.TrimPrefix(name, "./")
+	if name == "." {
+		p = "/"
+	}
+	return backend.FileInfo{Path: p, Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+}
+
+// Stat implements backend.Backend.
+func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
+	name, err := clean(p)
+	if err != nil {
+		return backend.FileInfo{}, err
+	}
+	fi, err := b.root.Stat(name)
+	if err != nil {
+		return backend.FileInfo{}, classify(err)
+	}
+	return info(name, fi), nil
+}
+
+// List implements backend.Backend.
+func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
+	name, err := clean(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []backend.FileInfo
+	err = fs.WalkDir(b.root.FS(), name, func(n string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if n == name {
+			if !d.IsDir() {
+				return fmt.Errorf("%w: %s is not a directory", backend.ErrInvalid, p)
+			}
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, info(n, fi))
+		if d.IsDir() && !recursive {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return out, nil
+}
+
+// Open opens a file for reading; the agent serves it with sendfile.
+func (b *Backend) Open(p string) (*os.File, error) {
+	name, err := clean(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := b.root.Open(name)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return f, nil
+}
+
+type rangeReader struct {
+	io.Reader
+	f *os.File
+}
+
+func (r rangeReader) Close() error { return r.f.Close() }
+
+// OpenRange implements backend.Backend.
+func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	f, err := b.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		f.Close()
+		return nil, fmt.Errorf("%w: negative offset %d", backend.ErrInvalid, off)
+	}
+	var r io.Reader = io.NewSectionReader(f, off, 1<<62)
+	if n >= 0 {
+		r = io.NewSectionReader(f, off, n)
+	}
+	return rangeReader{r, f}, nil
+}
+
+// WriteAt implements backend.Backend.
+func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	name, err := clean(p)
+	if err != nil {
+		return err
+	}
+	if off < 0 || n < 0 {
+		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n)
+	}
+	if dir := path.Dir(name); dir != "." {
+		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+			return classify(err)
+		}
+	}
+	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return classify(err)
+	}
+	w, err := io.CopyN(io.NewOffsetWriter(f, off), r, n)
+	cerr := f.Close()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: body ended after %d of %d bytes", backend.ErrInvalid, w, n)
+		}
+		return classify(err)
+	}
+	return classify(cerr)
+}
+
+// Truncate implements backend.Backend.
+func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
+	name, err := clean(p)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(name); dir != "." {
+		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+			return classify(err)
+		}
+	}
+	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return classify(err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return classify(err)
+}
+
+// Sync implements backend.Backend.
+func (b *Backend) Sync(ctx context.Context, p string) error {
+	f, err := b.Open(p)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return classify(err)
+}
+
+// Rename implements backend.Backend. The parent directory is synced so the
+// new name survives a crash.
+func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	f, err := clean(from)
+	if err != nil {
+		return err
+	}
+	t, err := clean(to)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(t); dir != "." {
+		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+			return classify(err)
+		}
+	}
+	if err := b.root.Rename(f, t); err != nil {
+		return classify(err)
+	}
+	if d, err := b.root.Open(path.Dir(t)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Remove implements backend.Backend.
+func (b *Backend) Remove(ctx context.Context, p string) error {
+	name, err := clean(p)
+	if err != nil {
+		return err
+	}
+	if name == "." {
+		return fmt.Errorf("%w: refusing to remove the root", backend.ErrPermission)
+	}
+	return classify(b.root.Remove(name))
+}
+
+// Mkdir implements backend.Backend.
+func (b *Backend) Mkdir(ctx context.Context, p string) error {
+	name, err := clean(p)
+	if err != nil {
+		return err
+	}
+	return classify(b.root.MkdirAll(name, 0o755))
+}
+
+// Checksum implements backend.Backend.
+func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) {
+	f, err := b.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum, err := backend.Sum(f, algo)
+	if err != nil {
+		return "", classify(err)
+	}
+	return sum, nil
+}
+
+var _ backend.Backend = (*Backend)(nil)

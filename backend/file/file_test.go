@@ -1,0 +1,147 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+func newTest(t *testing.T) (*Backend, string) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, dir
+}
+
+func TestWriteReadRanges(t *testing.T) {
+	b, _ := newTest(t)
+	ctx := context.Background()
+	data := []byte("0123456789abcdefghij")
+	// Write out of order, as concurrent partial transfers do.
+	if err := b.Truncate(ctx, "d/f", int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range [][2]int{{10, 20}, {0, 10}} {
+		if err := b.WriteAt(ctx, "d/f", int64(r[0]), strings.NewReader(string(data[r[0]:r[1]])), int64(r[1]-r[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, err := b.OpenRange(ctx, "/d/f", 5, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(got) != "56789abcde" {
+		t.Errorf("range read %q", got)
+	}
+	fi, err := b.Stat(ctx, "d/f")
+	if err != nil || fi.Size != 20 || fi.Path != "/d/f" {
+		t.Errorf("stat %+v %v", fi, err)
+	}
+	sum, err := b.Checksum(ctx, "d/f", "adler32")
+	want, _ := backend.Sum(strings.NewReader(string(data)), "adler32")
+	if err != nil || sum != want || len(sum) != 8 {
+		t.Errorf("checksum %q %v, want %q", sum, err, want)
+	}
+	// A short body is an error, not a silently short file.
+	if err := b.WriteAt(ctx, "d/g", 0, strings.NewReader("abc"), 10); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("short body: %v", err)
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	b, dir := newTest(t)
+	ctx := context.Background()
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "slink"))
+	for _, p := range []string{"../x", "a/../../x", "link/secret", "slink", "/../x"} {
+		if _, err := b.Stat(ctx, p); !errors.Is(err, backend.ErrPermission) && !errors.Is(err, backend.ErrNotFound) {
+			t.Errorf("stat %q: %v, want a refusal", p, err)
+		}
+		if _, err := b.OpenRange(ctx, p, 0, 1); err == nil {
+			t.Errorf("read %q succeeded", p)
+		}
+		if err := b.WriteAt(ctx, p, 0, strings.NewReader("y"), 1); err == nil {
+			t.Errorf("write %q succeeded", p)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "x" {
+		t.Error("a file outside the root was changed")
+	}
+	if err := b.Remove(ctx, "/"); !errors.Is(err, backend.ErrPermission) {
+		t.Errorf("remove root: %v", err)
+	}
+}
+
+func TestErrorsClassified(t *testing.T) {
+	b, dir := newTest(t)
+	ctx := context.Background()
+	if _, err := b.Stat(ctx, "nope"); !errors.Is(err, backend.ErrNotFound) || !backend.Permanent(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := b.Checksum(ctx, "nope", "md5"); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("checksum of missing file: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "f"), []byte("abc"), 0o644)
+	if _, err := b.Checksum(ctx, "f", "crc64"); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("unknown algorithm: %v", err)
+	}
+	if os.Getuid() != 0 {
+		os.Mkdir(filepath.Join(dir, "ro"), 0o555)
+		if err := b.WriteAt(ctx, "ro/f", 0, strings.NewReader("a"), 1); !errors.Is(err, backend.ErrPermission) {
+			t.Errorf("read-only dir: %v", err)
+		}
+	}
+}
+
+func TestListAndRename(t *testing.T) {
+	b, _ := newTest(t)
+	ctx := context.Background()
+	for _, p := range []string{"a/1", "a/b/2", "a/b/c/3"} {
+		if err := b.WriteAt(ctx, p, 0, strings.NewReader("xy"), 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := b.List(ctx, "a", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	for _, fi := range all {
+		if !fi.IsDir {
+			files++
+			if fi.Size != 2 {
+				t.Errorf("%s: size %d", fi.Path, fi.Size)
+			}
+		}
+	}
+	if files != 3 {
+		t.Errorf("recursive list found %d files: %+v", files, all)
+	}
+	top, _ := b.List(ctx, "a", false)
+	if len(top) != 2 {
+		t.Errorf("flat list: %+v", top)
+	}
+	if err := b.Rename(ctx, "a/1", "z/1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stat(ctx, "z/1"); err != nil {
+		t.Error(err)
+	}
+	if _, err := b.List(ctx, "z/1", true); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("listing a file: %v", err)
+	}
+}
