@@ -1,0 +1,150 @@
+// Package agent owns the server side of the sluice agent protocol
+// (docs/agent-protocol.md): an HTTP server that serves one directory tree
+// through backend/file to holders of tokens signed with the agent's key.
+// It decides who may do what (auth tokens, scope and prefix), refuses
+// paths that leave the root before the file system sees them, maps backend
+// errors to statuses, and performs third-party pulls from other agents.
+// Storage semantics (what a write or a rename does) belong to backend/file,
+// the wire client to backend/sluice.
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend/file"
+)
+
+// Version is the protocol version the agent speaks, reported by /v1/info.
+const Version = "v1"
+
+// maxJSONBody bounds the JSON request bodies (rename, batch, pull): they
+// are small, and an unbounded decode is a way to exhaust memory.
+const maxJSONBody = 1 << 20
+
+// shutdownGrace is how long Serve lets requests in flight finish once its
+// context ends, before it closes their connections.
+const shutdownGrace = 10 * time.Second
+
+// Config configures a Server.
+type Config struct {
+	Name   string       // the agent's name: tokens must have it (or *) as audience
+	Root   string       // the directory served
+	Key    []byte       // the token key (auth.LoadKey)
+	Logger *slog.Logger // nil: discard
+	Client *http.Client // for pulls from other agents; nil: a plain client
+}
+
+// Server is one agent.
+type Server struct {
+	name   string
+	fs     *file.Backend
+	key    []byte
+	log    *slog.Logger
+	client *http.Client
+	now    func() time.Time // the clock tokens are checked against
+}
+
+// New checks cfg and opens the root.
+func New(cfg Config) (*Server, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("agent: no name (tokens name the agent they are for)")
+	}
+	if len(cfg.Key) < auth.MinKeySize {
+		return nil, fmt.Errorf("agent: token key has %d bytes, need at least %d", len(cfg.Key), auth.MinKeySize)
+	}
+	if cfg.Root == "" {
+		return nil, errors.New("agent: no root directory")
+	}
+	fi, err := os.Stat(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("agent: root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("agent: root %s is not a directory", cfg.Root)
+	}
+	fs, err := file.New(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	s := &Server{
+		name:   cfg.Name,
+		fs:     fs,
+		key:    append([]byte(nil), cfg.Key...),
+		log:    cfg.Logger,
+		client: cfg.Client,
+		now:    time.Now,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.client == nil {
+		s.client = &http.Client{}
+	}
+	return s, nil
+}
+
+// Close releases the root. Requests still being served fail.
+func (s *Server) Close() error { return s.fs.Close() }
+
+// Serve serves the agent's handler on ln (with TLS if tlsCert and tlsKey
+// name PEM files) until ctx ends, then shuts down: it stops accepting,
+// lets requests in flight finish for a grace period, then closes them. It
+// returns nil after a shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCert, tlsKey string) error {
+	if (tlsCert == "") != (tlsKey == "") {
+		return errors.New("agent: TLS needs both a certificate and a key")
+	}
+	srv := &http.Server{
+		Handler: s.Handler(),
+		// Bodies can take hours (a large PUT); only the header is timed.
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Request contexts do not derive from ctx: when it ends, requests
+		// in flight get the grace period rather than an instant cancel.
+	}
+	if tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+		if err != nil {
+			return fmt.Errorf("agent: TLS: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stop:
+			done <- nil
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if err != nil {
+			srv.Close()
+		}
+		done <- err
+	}()
+	err := srv.Serve(ln)
+	close(stop)
+	if !errors.Is(err, http.ErrServerClosed) {
+		<-done
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := <-done; err != nil {
+		s.log.Warn("shutdown grace period over; closed connections in flight", "err", err)
+	}
+	return nil
+}

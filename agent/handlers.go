@@ -1,0 +1,565 @@
+package agent
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+// Handler returns the agent's HTTP handler: every endpoint of the
+// protocol, behind the path guard and token check.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for pattern, h := range map[string]handler{
+		// GET patterns also match HEAD; ServeContent answers both.
+		"GET /v1/files/{path...}":     s.getFile,
+		"PUT /v1/files/{path...}":     s.putFile,
+		"DELETE /v1/files/{path...}":  s.deleteFile,
+		"GET /v1/stat/{path...}":      s.stat,
+		"GET /v1/list/{path...}":      s.list,
+		"GET /v1/checksum/{path...}":  s.checksum,
+		"POST /v1/truncate/{path...}": s.truncate,
+		"POST /v1/sync/{path...}":     s.sync,
+		"POST /v1/mkdir/{path...}":    s.mkdir,
+		"POST /v1/rename":             s.rename,
+		"POST /v1/batch":              s.batch,
+		"POST /v1/pull":               s.pull,
+		"GET /v1/info":                s.info,
+	} {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			c, err := s.authenticate(r)
+			if err == nil {
+				err = h(w, r, c)
+			}
+			if err != nil {
+				s.fail(w, r, err)
+			}
+		})
+	}
+	return s.guard(mux)
+}
+
+// handler serves one endpoint for an authenticated request. It returns an
+// error only if it has not started the response.
+type handler func(w http.ResponseWriter, r *http.Request, c auth.Claims) error
+
+// guard refuses, before routing, request paths that decode to something
+// leaving the root, and paths the mux would otherwise answer with a
+// redirect to their cleaned form: a client must name what it means. It
+// also makes every error response JSON.
+func (s *Server) guard(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		jw := &jsonErrors{ResponseWriter: w}
+		if err := checkName(r.URL.Path); err != nil {
+			s.fail(jw, r, err)
+		} else if p := r.URL.EscapedPath(); p != muxClean(p) {
+			s.fail(jw, r, fmt.Errorf("%w: request path %q has empty or . elements", backend.ErrInvalid, p))
+		} else {
+			mux.ServeHTTP(jw, r)
+		}
+		jw.finish()
+	})
+}
+
+// muxClean is how http.ServeMux cleans a path before matching (keeping a
+// trailing slash); paths it would change get a redirect from the mux.
+func muxClean(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// checkName refuses a decoded path that could leave the root whatever it
+// is joined to: a ".." element or a NUL byte (which the kernel would take
+// as the end of the name). backend/file refuses these too; refusing here
+// names the request in the error and the log rather than what the file
+// system made of it.
+func checkName(p string) error {
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("%w: path %q contains NUL", backend.ErrPermission, p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return fmt.Errorf("%w: path %q leaves the root", backend.ErrPermission, p)
+		}
+	}
+	return nil
+}
+
+// urlPath is the request's file path: the URL's {path...}, decoded once
+// by the mux, relative to the root. One that is absolute once decoded
+// (%2Fetc%2Fpasswd) is refused: a client never sends that, so it is an
+// attempt to reach outside.
+func urlPath(r *http.Request) (string, error) {
+	p := r.PathValue("path")
+	if err := checkName(p); err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%w: path %q is absolute", backend.ErrPermission, p)
+	}
+	return "/" + p, nil
+}
+
+// bodyPath checks a path from a JSON body, where a leading / means the
+// root (as in token prefixes).
+func bodyPath(field, p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: no %q path", backend.ErrInvalid, field)
+	}
+	if err := checkName(p); err != nil {
+		return "", err
+	}
+	return "/" + strings.TrimPrefix(p, "/"), nil
+}
+
+// allowedPath is urlPath checked against the token for op.
+func allowedPath(r *http.Request, c auth.Claims, op auth.Op) (string, error) {
+	p, err := urlPath(r)
+	if err != nil {
+		return "", err
+	}
+	if err := c.Allows(op, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+func (s *Server) authenticate(r *http.Request) (auth.Claims, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return auth.Claims{}, unauthorized(errors.New("no token (want Authorization: Bearer TOKEN)"))
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return auth.Claims{}, unauthorized(errors.New("Authorization is not a Bearer token"))
+	}
+	// Verify's errors never include the token, so they are safe to log.
+	c, err := auth.Verify(s.key, strings.TrimSpace(tok), s.now(), s.name)
+	if err != nil {
+		return auth.Claims{}, unauthorized(err)
+	}
+	return c, nil
+}
+
+// fail answers a request with err as the protocol's JSON error and logs
+// refusals at Warn (with the remote address, so attempts can be traced)
+// and server failures at Error.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, kind := classify(err)
+	attrs := []any{"remote", r.RemoteAddr, "method", r.Method, "path", r.URL.EscapedPath(), "status", status, "err", err}
+	switch {
+	case status == http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+		s.log.Warn("request refused: not authenticated", attrs...)
+	case status == http.StatusForbidden:
+		s.log.Warn("request refused: not permitted", attrs...)
+	case status >= 500:
+		s.log.Error("request failed", attrs...)
+	default:
+		s.log.Debug("request failed", attrs...)
+	}
+	writeJSONError(w, status, kind, err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	js, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(js, '\n'))
+	return nil
+}
+
+// decodeJSON reads a JSON request body of at most maxJSONBody bytes
+// holding exactly one value.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	err := dec.Decode(v)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("more than one JSON value")
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("%w: request body larger than %d bytes", backend.ErrInvalid, maxJSONBody)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: request body: %w", backend.ErrInvalid, err)
+	}
+	return nil
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Read)
+	if err != nil {
+		return err
+	}
+	f, err := s.fs.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", backend.ErrInvalid, p)
+	}
+	// Set so ServeContent does not read the file to guess a type.
+	w.Header().Set("Content-Type", "application/octet-stream")
+	// ServeContent does Range (206, 416), HEAD and conditional requests,
+	// and copies *os.File to the connection with sendfile.
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+	return nil
+}
+
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	off, n := int64(0), r.ContentLength
+	switch crs := r.Header.Values("Content-Range"); {
+	case len(crs) > 1:
+		return fmt.Errorf("%w: more than one Content-Range", backend.ErrInvalid)
+	case len(crs) == 1:
+		o, k, _, err := parseContentRange(crs[0])
+		if err != nil {
+			return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+		}
+		if r.ContentLength != k {
+			return fmt.Errorf("%w: Content-Length %d, but the range %s has %d bytes", backend.ErrInvalid, r.ContentLength, crs[0], k)
+		}
+		off, n = o, k
+	case n < 0:
+		return fmt.Errorf("%w: PUT needs a Content-Length", backend.ErrInvalid)
+	}
+	if err := s.fs.WriteAt(r.Context(), p, off, r.Body, n); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	if err := s.fs.Remove(r.Context(), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) stat(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Read)
+	if err != nil {
+		return err
+	}
+	fi, err := s.fs.Stat(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, fi)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Read)
+	if err != nil {
+		return err
+	}
+	var recursive bool
+	switch v := r.URL.Query().Get("recursive"); v {
+	case "", "0", "false":
+	case "1", "true":
+		recursive = true
+	default:
+		return fmt.Errorf("%w: recursive=%q (want 1 or 0)", backend.ErrInvalid, v)
+	}
+	out, err := s.fs.List(r.Context(), p, recursive)
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []backend.FileInfo{} // an empty directory is [], not null
+	}
+	return writeJSON(w, out)
+}
+
+// ctxReader stops a long read (a checksum of a large file) when the
+// request is abandoned.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Read)
+	if err != nil {
+		return err
+	}
+	algo := r.URL.Query().Get("algo")
+	h, err := backend.NewHash(algo)
+	if err != nil {
+		return err
+	}
+	f, err := s.fs.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", backend.ErrInvalid, p)
+	}
+	if _, err := io.Copy(h, ctxReader{r.Context(), f}); err != nil {
+		return fmt.Errorf("checksum %s: %w", p, err)
+	}
+	return writeJSON(w, map[string]string{"algo": algo, "value": hex.EncodeToString(h.Sum(nil))})
+}
+
+func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	v := r.URL.Query().Get("size")
+	size, err := parseUint(v)
+	if err != nil {
+		return fmt.Errorf("%w: size=%q (want a decimal size)", backend.ErrInvalid, v)
+	}
+	if err := s.fs.Truncate(r.Context(), p, size); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) sync(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	if err := s.fs.Sync(r.Context(), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	p, err := allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	if err := s.fs.Mkdir(r.Context(), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	var in struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	from, err := bodyPath("from", in.From)
+	if err != nil {
+		return err
+	}
+	to, err := bodyPath("to", in.To)
+	if err != nil {
+		return err
+	}
+	if err := c.Allows(auth.Write, from); err != nil {
+		return err
+	}
+	if err := c.Allows(auth.Write, to); err != nil {
+		return err
+	}
+	if err := s.fs.Rename(r.Context(), from, to); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// batchFrame is the JSON line before each file of a batch (or instead of
+// it, when the file cannot be sent).
+type batchFrame struct {
+	Path  string `json:"path"`
+	Size  *int64 `json:"size,omitempty"`
+	Error string `json:"error,omitempty"`
+	Kind  string `json:"kind,omitempty"`
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	var in struct {
+		Paths []string `json:"paths"`
+	}
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	// A token's prefix covers itself, so this checks the scope alone; a
+	// read-less token is refused whole, paths outside the prefix one by one.
+	if err := c.Allows(auth.Read, c.Prefix); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-sluice-batch")
+	w.WriteHeader(http.StatusOK)
+	for _, name := range in.Paths {
+		if err := r.Context().Err(); err != nil {
+			return nil
+		}
+		if err := s.batchFile(w, r, c, name); err != nil {
+			// The response has started: all that can be done for the
+			// client is to end it, mid-frame, which it detects.
+			s.log.Warn("batch response cut short", "remote", r.RemoteAddr, "path", name, "err", err)
+			return nil
+		}
+	}
+	return nil
+}
+
+// batchFile sends one frame. It returns an error only if the stream can
+// no longer be framed (a write failed, or the file shrank while read);
+// a file that cannot be sent gets an error frame.
+func (s *Server) batchFile(w http.ResponseWriter, r *http.Request, c auth.Claims, name string) error {
+	frame := func(f batchFrame) error {
+		js, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(js, '\n'))
+		return err
+	}
+	refuse := func(err error) error {
+		status, kind := classify(err)
+		if status == http.StatusForbidden {
+			s.log.Warn("batch file refused", "remote", r.RemoteAddr, "path", name, "err", err)
+		}
+		return frame(batchFrame{Path: name, Error: err.Error(), Kind: kind})
+	}
+	p, err := bodyPath("paths", name)
+	if err != nil {
+		return refuse(err)
+	}
+	if err := c.Allows(auth.Read, p); err != nil {
+		return refuse(err)
+	}
+	f, err := s.fs.Open(p)
+	if err != nil {
+		return refuse(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return refuse(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return refuse(fmt.Errorf("%w: %s is not a regular file", backend.ErrInvalid, p))
+	}
+	size := fi.Size()
+	if err := frame(batchFrame{Path: name, Size: &size}); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(w, f, size); err != nil {
+		return fmt.Errorf("sending %s: %w", p, err)
+	}
+	return nil
+}
+
+func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	var in struct {
+		Source string `json:"source"`
+		Token  string `json:"token"`
+		Dst    string `json:"dst"`
+		Offset int64  `json:"offset"`
+		Length int64  `json:"length"`
+	}
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	dst, err := bodyPath("dst", in.Dst)
+	if err != nil {
+		return err
+	}
+	if err := c.Allows(auth.Write, dst); err != nil {
+		return err
+	}
+	if in.Offset < 0 || in.Length < 0 || in.Offset > (1<<63-1)-in.Length {
+		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, in.Offset, in.Length)
+	}
+	// Refuse a destination that cannot be written (one through a link
+	// out of the root, say) before asking the source for anything.
+	if _, err := s.fs.Stat(r.Context(), dst); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return err
+	}
+	base, src, err := sluice.ParseURL(in.Source)
+	if err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+	}
+	if in.Token == "" {
+		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
+	}
+	from, err := sluice.New(base, in.Token, s.client)
+	if err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+	}
+	start := time.Now()
+	// The range streams from the source's response body into the file;
+	// the source's refusals arrive as backend sentinels (its 401 as a
+	// permission error: it is not this agent refusing the caller).
+	rc, err := from.OpenRange(r.Context(), src, in.Offset, in.Length)
+	if err != nil {
+		return fmt.Errorf("pull from %s: %w", in.Source, err)
+	}
+	defer rc.Close()
+	if err := s.fs.WriteAt(r.Context(), dst, in.Offset, rc, in.Length); err != nil {
+		return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
+	}
+	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,
+		"offset", in.Offset, "bytes", in.Length, slog.Duration("took", time.Since(start)))
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	return writeJSON(w, map[string]string{"name": s.name, "version": Version})
+}

@@ -1,0 +1,156 @@
+package sluice
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxFrameHeader bounds one frame's JSON line: a path and a size, or a
+// path and an error message.
+const maxFrameHeader = 64 << 10
+
+// BatchReader reads the files of one batch response in the order they
+// were asked for.
+type BatchReader struct {
+	body io.ReadCloser
+	br   *bufio.Reader
+	cur  *frame // the file being read, nil before the first
+	err  error  // sticky: the stream is broken or over
+}
+
+// Batch asks the agent for several files in one response (pipelining for
+// small files). Read them with Next; Close the reader when done.
+func (b *Backend) Batch(ctx context.Context, paths []string) (*BatchReader, error) {
+	in := struct {
+		Paths []string `json:"paths"`
+	}{paths}
+	if in.Paths == nil {
+		in.Paths = []string{}
+	}
+	js, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := b.do(ctx, http.MethodPost, "/v1/batch", nil, bytes.NewReader(js), int64(len(js)),
+		http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return nil, wrap("batch", fmt.Sprintf("(%d paths)", len(paths)), err)
+	}
+	return &BatchReader{body: resp.Body, br: bufio.NewReader(resp.Body)}, nil
+}
+
+// Next moves to the next file and returns its name (as asked for), its
+// size and a reader of exactly its bytes, valid until the next call. At the
+// end of the batch err is io.EOF. If the agent could not send one file,
+// name is set and err says why (errors.Is works with backend's sentinel
+// errors); the batch goes on with the next call. If the stream itself
+// breaks, name is empty and every later call returns the same error.
+func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) {
+	if br.err != nil {
+		return "", 0, nil, br.err
+	}
+	if br.cur != nil {
+		// Skip what the caller left of the previous file.
+		if _, err := io.Copy(io.Discard, br.cur); err != nil {
+			return br.fail(err)
+		}
+		br.cur = nil
+	}
+	line, err := br.readLine()
+	if err != nil {
+		return br.fail(err)
+	}
+	var h struct {
+		Path  string `json:"path"`
+		Size  *int64 `json:"size"`
+		Error string `json:"error"`
+		Kind  string `json:"kind"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		return br.fail(fmt.Errorf("bad frame header %.100q: %w", line, err))
+	}
+	switch {
+	case h.Error != "" || h.Kind != "":
+		kind := h.Kind
+		if kindError(kind) == nil {
+			kind = "internal"
+		}
+		return h.Path, 0, nil, fmt.Errorf("sluice batch %s: %w", h.Path, &StatusError{Kind: kind, Message: h.Error})
+	case h.Size == nil || *h.Size < 0:
+		return br.fail(fmt.Errorf("bad frame header %.100q: no size", line))
+	}
+	br.cur = &frame{r: br.br, left: *h.Size}
+	return h.Path, *h.Size, br.cur, nil
+}
+
+func (br *BatchReader) fail(err error) (string, int64, io.Reader, error) {
+	if err != io.EOF {
+		err = fmt.Errorf("sluice batch: %w", err)
+	}
+	br.err = err
+	return "", 0, nil, err
+}
+
+// readLine reads one frame header; io.EOF only if the stream ends cleanly
+// between frames.
+func (br *BatchReader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxFrameHeader {
+			return nil, fmt.Errorf("frame header longer than %d bytes", maxFrameHeader)
+		}
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(line) == 0:
+			return nil, io.EOF
+		case err == io.EOF:
+			return nil, fmt.Errorf("stream ended inside a frame header: %w", io.ErrUnexpectedEOF)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// Close ends the batch, whether or not every file was read.
+func (br *BatchReader) Close() error {
+	if br.err == nil {
+		br.err = errors.New("sluice batch: reader closed")
+	}
+	return br.body.Close()
+}
+
+// frame reads one file's bytes, and fails rather than ends early if the
+// stream stops short of the announced size.
+type frame struct {
+	r    io.Reader
+	left int64
+}
+
+func (f *frame) Read(p []byte) (int, error) {
+	if f.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > f.left {
+		p = p[:f.left]
+	}
+	n, err := f.r.Read(p)
+	f.left -= int64(n)
+	if err == io.EOF && f.left > 0 {
+		err = fmt.Errorf("sluice batch: stream ended %d bytes short of the file: %w", f.left, io.ErrUnexpectedEOF)
+	}
+	if err == io.EOF {
+		err = nil // more frames may follow; this one ends at left == 0
+	}
+	return n, err
+}

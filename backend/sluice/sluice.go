@@ -1,0 +1,462 @@
+// Package sluice is the backend for files served by a sluice agent: a
+// client of the agent's HTTP protocol (docs/agent-protocol.md) that
+// implements backend.Backend, plus the agent's extras, third-party pull and
+// batched reads of small files. It owns the client side of the wire: URL
+// forms (sluice://host:port/path), path encoding, and turning the agent's
+// error kinds back into backend's sentinel errors, so errors.Is(err,
+// backend.ErrNotFound) means the same across the network as on a local
+// disk. Network failures and 5xx answers stay unclassified: retrying them
+// may succeed.
+package sluice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// ErrUnauthorized is the agent refusing the token itself (missing,
+// malformed, forged, expired or for another agent: HTTP 401), as opposed
+// to a valid token that does not cover the request (backend.ErrPermission,
+// 403). It wraps backend.ErrPermission, so it is permanent too: retrying
+// with the same token cannot help.
+var ErrUnauthorized = fmt.Errorf("unauthorized: %w", backend.ErrPermission)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// Backend talks to one agent with one token.
+type Backend struct {
+	base   string // scheme://host:port, no trailing slash
+	token  string
+	client *http.Client
+}
+
+// New returns a backend for the agent at baseURL (http://host:port or
+// https://host:port) that presents token. A nil client means a plain
+// http.Client of its own; pass one to set TLS roots or timeouts.
+func New(baseURL, token string, client *http.Client) (*Backend, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("sluice backend: agent URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("sluice backend: agent URL %q: scheme must be http or https", baseURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("sluice backend: agent URL %q has no host", baseURL)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("sluice backend: agent URL %q: want only scheme://host:port", baseURL)
+	}
+	if token == "" {
+		return nil, errors.New("sluice backend: no token")
+	}
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Backend{base: u.Scheme + "://" + u.Host, token: token, client: client}, nil
+}
+
+// ParseURL splits a sluice URL into the agent's base URL and the path on
+// it: sluice://host:port/a/b gives http://host:port and /a/b, sluices://
+// gives https://. The path is decoded (it is a file name, not a URL).
+func ParseURL(s string) (base, path string, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", "", fmt.Errorf("sluice URL: %w", err)
+	}
+	var scheme string
+	switch u.Scheme {
+	case "sluice":
+		scheme = "http"
+	case "sluices":
+		scheme = "https"
+	default:
+		return "", "", fmt.Errorf("sluice URL %q: scheme must be sluice or sluices", s)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return "", "", fmt.Errorf("sluice URL %q: want %s://host:port/path", s, u.Scheme)
+	}
+	if u.Port() == "" {
+		return "", "", fmt.Errorf("sluice URL %q: no port (agents have no default port)", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", "", fmt.Errorf("sluice URL %q: user, query and fragment are not allowed (percent-encode ? and # in names)", s)
+	}
+	path = u.Path
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + u.Host, path, nil
+}
+
+// escape encodes a slash path for a URL, one element at a time, so names
+// holding ?, # or % reach the agent intact. Empty elements are dropped
+// (a//b is a/b); ".." is sent as is and the agent refuses it.
+func escape(p string) string {
+	var b strings.Builder
+	for _, el := range strings.Split(p, "/") {
+		if el == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(url.PathEscape(el))
+	}
+	return b.String()
+}
+
+// StatusError is an error response from the agent. It unwraps to the
+// backend sentinel error for its kind (ErrUnauthorized for 401), or to
+// nothing for internal errors, which are not permanent.
+type StatusError struct {
+	Status  int    // HTTP status
+	Kind    string // the agent's error kind (not_found, permission, ...)
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Kind)
+}
+
+// Unwrap returns the sentinel error for the kind.
+func (e *StatusError) Unwrap() error { return kindError(e.Kind) }
+
+func kindError(kind string) error {
+	switch kind {
+	case "not_found":
+		return backend.ErrNotFound
+	case "permission":
+		return backend.ErrPermission
+	case "unauthorized":
+		return ErrUnauthorized
+	case "no_space":
+		return backend.ErrNoSpace
+	case "invalid":
+		return backend.ErrInvalid
+	case "exist":
+		return backend.ErrExist
+	}
+	return nil
+}
+
+// statusKind guesses the kind from the status when the body does not say
+// (a proxy's error page, say).
+func statusKind(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusForbidden:
+		return "permission"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusInsufficientStorage:
+		return "no_space"
+	case http.StatusConflict:
+		return "exist"
+	}
+	if status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
+		return "invalid"
+	}
+	return "internal"
+}
+
+// readError turns a non-2xx response into a *StatusError.
+func readError(resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var e struct {
+		Error string `json:"error"`
+		Kind  string `json:"kind"`
+	}
+	se := &StatusError{Status: resp.StatusCode}
+	if json.Unmarshal(body, &e) == nil && e.Kind != "" {
+		se.Kind, se.Message = e.Kind, e.Error
+	} else {
+		se.Kind, se.Message = statusKind(resp.StatusCode), strings.TrimSpace(string(body))
+	}
+	if kindError(se.Kind) == nil && se.Kind != "internal" {
+		// A kind this client does not know: judge by the status.
+		se.Kind = statusKind(resp.StatusCode)
+	}
+	if se.Message == "" {
+		se.Message = http.StatusText(resp.StatusCode)
+	}
+	return se
+}
+
+// do sends a request to the agent and returns the response if it is 2xx;
+// otherwise it closes it and returns the agent's error. A non-nil body is
+// sent with Content-Length size.
+func (b *Backend) do(ctx context.Context, method, endpoint string, q url.Values, body io.Reader, size int64, hdr http.Header) (*http.Response, error) {
+	u := b.base + endpoint
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.ContentLength = size
+		if size == 0 {
+			req.Body = http.NoBody
+		}
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	return resp, nil
+}
+
+// call sends a request whose answer is empty (204) or JSON, decoded into out.
+func (b *Backend) call(ctx context.Context, method, endpoint string, q url.Values, in, out any) error {
+	var body io.Reader
+	var size int64
+	if in != nil {
+		js, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body, size = bytes.NewReader(js), int64(len(js))
+	}
+	hdr := http.Header{}
+	if in != nil {
+		hdr.Set("Content-Type", "application/json")
+	}
+	resp, err := b.do(ctx, method, endpoint, q, body, size, hdr)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody)) // lets the connection be reused
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("reading the agent's answer: %w", err)
+	}
+	return nil
+}
+
+func wrap(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sluice %s %s: %w", op, p, err)
+}
+
+// Stat implements backend.Backend.
+func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
+	var fi backend.FileInfo
+	err := b.call(ctx, http.MethodGet, "/v1/stat/"+escape(p), nil, nil, &fi)
+	return fi, wrap("stat", p, err)
+}
+
+// List implements backend.Backend.
+func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
+	var q url.Values
+	if recursive {
+		q = url.Values{"recursive": {"1"}}
+	}
+	var out []backend.FileInfo
+	err := b.call(ctx, http.MethodGet, "/v1/list/"+escape(p), q, nil, &out)
+	return out, wrap("list", p, err)
+}
+
+// body is a response body limited to what was asked for.
+type body struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r body) Close() error { return r.c.Close() }
+
+// OpenRange implements backend.Backend. The body is streamed from the
+// agent as it is read; a range that starts beyond the end of the file is
+// ErrInvalid, one that runs past it yields what there is (like a file).
+func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, wrap("read", p, fmt.Errorf("%w: negative offset %d", backend.ErrInvalid, off))
+	}
+	if n == 0 {
+		// HTTP has no empty range; check that the file is there.
+		if _, err := b.Stat(ctx, p); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	hdr := http.Header{}
+	switch {
+	case n > 0 && off > (1<<63-1)-n:
+		return nil, wrap("read", p, fmt.Errorf("%w: range %d+%d overflows", backend.ErrInvalid, off, n))
+	case n > 0:
+		hdr.Set("Range", fmt.Sprintf("bytes=%d-%d", off, off+n-1))
+	case off > 0:
+		hdr.Set("Range", fmt.Sprintf("bytes=%d-", off))
+	}
+	resp, err := b.do(ctx, http.MethodGet, "/v1/files/"+escape(p), nil, nil, 0, hdr)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
+			err = fmt.Errorf("%w: offset %d is beyond the end of the file", backend.ErrInvalid, off)
+		}
+		return nil, wrap("read", p, err)
+	}
+	if hdr.Get("Range") != "" {
+		// The agent must answer the range we asked for: a 200 with the
+		// whole file would put the wrong bytes at off.
+		var start int64 = -1
+		if cr := resp.Header.Get("Content-Range"); resp.StatusCode == http.StatusPartialContent {
+			fmt.Sscanf(cr, "bytes %d-", &start)
+		}
+		if start != off {
+			resp.Body.Close()
+			return nil, wrap("read", p, fmt.Errorf("agent answered %s (Content-Range %q) to a request for bytes from %d",
+				resp.Status, resp.Header.Get("Content-Range"), off))
+		}
+	}
+	var r io.Reader = resp.Body
+	if n > 0 {
+		r = io.LimitReader(resp.Body, n)
+	}
+	return body{r, resp.Body}, nil
+}
+
+// counter counts what is read through it, so WriteAt can tell a short
+// source (the caller's error, permanent) from a failed upload.
+type counter struct {
+	r   io.Reader
+	n   int64
+	eof bool
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	if err == io.EOF {
+		c.eof = true
+	}
+	return k, err
+}
+
+// WriteAt implements backend.Backend: one PUT with Content-Range whose
+// body is streamed from r.
+func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	if off < 0 || n < 0 || off > (1<<63-1)-n {
+		return wrap("write", p, fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n))
+	}
+	hdr := http.Header{"Content-Type": {"application/octet-stream"}}
+	if n > 0 {
+		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", off, off+n-1))
+	}
+	// With no bytes there is no range to name; an empty PUT still creates
+	// the file, which is all a zero-length write does.
+	c := &counter{r: io.LimitReader(r, n)}
+	resp, err := b.do(ctx, http.MethodPut, "/v1/files/"+escape(p), nil, c, n, hdr)
+	if err != nil {
+		if c.eof && c.n < n {
+			err = fmt.Errorf("%w: source ended after %d of %d bytes (%w)", backend.ErrInvalid, c.n, n, err)
+		}
+		return wrap("write", p, err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Truncate implements backend.Backend.
+func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
+	q := url.Values{"size": {strconv.FormatInt(size, 10)}}
+	return wrap("truncate", p, b.call(ctx, http.MethodPost, "/v1/truncate/"+escape(p), q, nil, nil))
+}
+
+// Sync implements backend.Backend.
+func (b *Backend) Sync(ctx context.Context, p string) error {
+	return wrap("sync", p, b.call(ctx, http.MethodPost, "/v1/sync/"+escape(p), nil, nil, nil))
+}
+
+// Rename implements backend.Backend.
+func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	in := struct {
+		From string `json:"from"`
+		To   string `json:"to"`
+	}{from, to}
+	return wrap("rename", from+" -> "+to, b.call(ctx, http.MethodPost, "/v1/rename", nil, in, nil))
+}
+
+// Remove implements backend.Backend.
+func (b *Backend) Remove(ctx context.Context, p string) error {
+	return wrap("remove", p, b.call(ctx, http.MethodDelete, "/v1/files/"+escape(p), nil, nil, nil))
+}
+
+// Mkdir implements backend.Backend.
+func (b *Backend) Mkdir(ctx context.Context, p string) error {
+	return wrap("mkdir", p, b.call(ctx, http.MethodPost, "/v1/mkdir/"+escape(p), nil, nil, nil))
+}
+
+// Checksum implements backend.Backend.
+func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) {
+	var out struct {
+		Algo  string `json:"algo"`
+		Value string `json:"value"`
+	}
+	err := b.call(ctx, http.MethodGet, "/v1/checksum/"+escape(p), url.Values{"algo": {algo}}, nil, &out)
+	if err == nil && out.Algo != algo {
+		err = fmt.Errorf("agent answered with a %q checksum", out.Algo)
+	}
+	return out.Value, wrap("checksum", p, err)
+}
+
+// Info is what an agent says about itself.
+type Info struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Info asks the agent for its name and protocol version; any valid token
+// may ask, so it also checks a token.
+func (b *Backend) Info(ctx context.Context) (Info, error) {
+	var out Info
+	err := b.call(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
+	return out, wrap("info", b.base, err)
+}
+
+// Pull has the agent copy n bytes at offset off of source (a
+// sluice://host:port/path or sluices:// URL, read with sourceToken) to the
+// same offset of dst on this agent: a third-party transfer in which the
+// bytes go from agent to agent, never through the caller. It returns when
+// the range is written.
+func (b *Backend) Pull(ctx context.Context, source, sourceToken, dst string, off, n int64) error {
+	if _, _, err := ParseURL(source); err != nil {
+		return wrap("pull", dst, fmt.Errorf("%w: %w", backend.ErrInvalid, err))
+	}
+	in := struct {
+		Source string `json:"source"`
+		Token  string `json:"token"`
+		Dst    string `json:"dst"`
+		Offset int64  `json:"offset"`
+		Length int64  `json:"length"`
+	}{source, sourceToken, dst, off, n}
+	return wrap("pull", source+" -> "+dst, b.call(ctx, http.MethodPost, "/v1/pull", nil, in, nil))
+}
+
+var _ backend.Backend = (*Backend)(nil)

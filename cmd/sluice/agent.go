@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/auth"
+)
+
+func newAgentCmd() *cobra.Command {
+	var listen, root, name, keyFile, tlsCert, tlsKey string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Serve a directory tree to sluice transfers (docs/agent-protocol.md)",
+		Example: `  sluice keygen /etc/sluice/token.key
+  sluice agent --listen :7000 --root /data --name dtn1 --token-key /etc/sluice/token.key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if root == "" {
+				return errors.New("agent: --root is required (the directory to serve)")
+			}
+			if fi, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("agent: root %s does not exist", root)
+			} else if err != nil {
+				return fmt.Errorf("agent: root: %w", err)
+			} else if !fi.IsDir() {
+				return fmt.Errorf("agent: root %s is not a directory", root)
+			}
+			if keyFile == "" {
+				return errors.New("agent: --token-key is required (create one with `sluice keygen FILE`)")
+			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return errors.New("agent: --tls-cert and --tls-key go together")
+			}
+			key, err := auth.LoadKey(keyFile)
+			if err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			if name == "" {
+				if name, err = os.Hostname(); err != nil || name == "" {
+					return errors.New("agent: --name is required (the host name is unknown)")
+				}
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			scheme := "sluice"
+			if tlsCert != "" {
+				scheme = "sluices"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s serving %s on %s://%s/\n", name, root, scheme, ln.Addr())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := s.Serve(ctx, ln, tlsCert, tlsKey); err != nil {
+				return err
+			}
+			log.Info("agent stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", ":7000", "address to listen on (host:port; port 0 picks one)")
+	f.StringVar(&root, "root", "", "directory to serve (required)")
+	f.StringVar(&name, "name", "", "agent name that tokens must name as audience (default: the host name)")
+	f.StringVar(&keyFile, "token-key", "", "file with the token key, mode 0600 (required; see sluice keygen)")
+	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (sluices://)")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key for --tls-cert")
+	return cmd
+}
+
+func newKeygenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "keygen FILE",
+		Short: "Write a new random token key to FILE (mode 0600; never overwrites)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := auth.GenerateKey(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote a new token key to %s (anyone who can read it can mint tokens)\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newTokenCmd() *cobra.Command {
+	var keyFile, scope, prefix, aud, sub string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Print a token signed with a token key",
+		Example: `  sluice token --token-key token.key --scope read --prefix /data/run7 --aud dtn1 --ttl 30m
+  curl -H "Authorization: Bearer $(sluice token --token-key token.key)" http://dtn1:7000/v1/info`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return errors.New("token: --token-key is required")
+			}
+			if ttl <= 0 {
+				return fmt.Errorf("token: --ttl %s must be positive", ttl)
+			}
+			key, err := auth.LoadKey(keyFile)
+			if err != nil {
+				return fmt.Errorf("token: %w", err)
+			}
+			tok, err := auth.Mint(key, auth.Claims{Sub: sub, Scope: scope, Prefix: prefix, Aud: aud, Exp: time.Now().Add(ttl).Unix()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&keyFile, "token-key", "", "file with the token key (required)")
+	f.StringVar(&scope, "scope", "rw", "read, write or rw")
+	f.StringVar(&prefix, "prefix", "/", "subtree the token covers")
+	f.StringVar(&aud, "aud", "*", "agent name the token is for (* for any)")
+	f.StringVar(&sub, "sub", os.Getenv("USER"), "who the token is for (shows in agent logs)")
+	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
+	return cmd
+}
