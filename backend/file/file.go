@@ -72,7 +72,7 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return fmt.Errorf("%w: %w", backend.ErrNoSpace, err)
-	case errors.Is(err, fs.ErrExist):
+	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
 		return fmt.Errorf("%w: %w", backend.ErrExist, err)
 	case strings.Contains(err.Error(), "escapes from parent"), strings.Contains(err.Error(), "path escapes"):
 		// os.Root's refusal of a path or symlink leaving the root.
