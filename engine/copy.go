@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// errStopped: the worker left at a sub-write boundary (pause, SetCC down,
+// end of the transfer); its piece is back in the queue.
+var errStopped = errors.New("worker stopped")
+
+// errShortRead: the source delivered fewer bytes than the range asked for.
+var errShortRead = fmt.Errorf("source ended early: %w", io.ErrUnexpectedEOF)
+
+// work is one worker: it copies pieces until none is left, it is told to
+// stop, or an error ends the transfer.
+func (t *Transfer) work(ctx context.Context, p *piece) {
+	defer t.signal()
+	for {
+		err := t.copyPiece(ctx, p)
+		if errors.Is(err, errStopped) {
+			return // copyPiece has left already
+		}
+		t.mu.Lock()
+		if err != nil {
+			t.leaveLocked(p)
+			// The first error ends the transfer; errors of the other
+			// workers are mostly the cancellation that follows.
+			if t.werr == nil {
+				t.werr = err
+				t.wcancel()
+			}
+			t.mu.Unlock()
+			return
+		}
+		t.dropInflightLocked(p)
+		if t.shouldStopLocked(ctx) {
+			t.running--
+			t.mu.Unlock()
+			return
+		}
+		if p = t.nextLocked(); p == nil {
+			t.running--
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+}
+
+// copyPiece copies p: one OpenRange of the source, streamed into sub-writes.
+// A transient error reopens the source at the first byte not yet written,
+// after a backoff; Attempts failures in a row without progress fail the
+// transfer.
+func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
+	s := &t.spec
+	failures := 0
+	for {
+		t.mu.Lock()
+		if t.shouldStopLocked(ctx) {
+			t.leaveLocked(p)
+			t.mu.Unlock()
+			return errStopped
+		}
+		off, end := p.off, p.end
+		t.mu.Unlock()
+		if off >= end {
+			return nil
+		}
+		var progressed bool
+		rc, err := s.Src.OpenRange(ctx, s.SrcPath, off, end-off)
+		if err != nil {
+			err = fmt.Errorf("opening %s at %d: %w", s.SrcPath, off, err)
+		} else {
+			progressed, err = t.stream(ctx, p, rc)
+			rc.Close()
+		}
+		if err == nil || errors.Is(err, errStopped) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("engine: %w", ctx.Err())
+		}
+		if errors.Is(err, errShortRead) {
+			// A source that shrank will never deliver: fail now
+			// rather than after every retry.
+			if fi, serr := s.Src.Stat(ctx, s.SrcPath); serr == nil && fi.Size != t.sizeOf() {
+				return fmt.Errorf("engine: %w: %s is now %d bytes, was %d", ErrSourceChanged, s.SrcPath, fi.Size, t.sizeOf())
+			}
+		}
+		if backend.Permanent(err) {
+			return fmt.Errorf("engine: %w", err)
+		}
+		if progressed {
+			failures = 0
+		}
+		failures++
+		if failures >= s.Retry.Attempts {
+			return fmt.Errorf("engine: %d attempts in a row failed: %w", failures, err)
+		}
+		t.mu.Lock()
+		t.retries++
+		ctl := t.ctl
+		t.mu.Unlock()
+		// A pause or SetCC down wakes the backoff, so that stopping
+		// never waits for it.
+		if err := sleep(ctx, s.Retry.backoff(failures, uint64(off)), ctl); err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+	}
+}
+
+func (t *Transfer) sizeOf() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.size
+}
+
+// stream writes p from rc in sub-writes of at most SubWrite bytes, recording
+// each one as done once WriteAt returned. It reports whether any sub-write
+// completed.
+func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, error) {
+	progressed := false
+	for {
+		t.mu.Lock()
+		if t.shouldStopLocked(ctx) {
+			t.leaveLocked(p)
+			t.mu.Unlock()
+			return progressed, errStopped
+		}
+		off := p.off
+		if off >= p.end {
+			t.mu.Unlock()
+			return progressed, nil
+		}
+		n := min(t.spec.SubWrite, p.end-off)
+		p.cur = off + n
+		t.mu.Unlock()
+
+		sr := subReader{ctx: ctx, r: rc, left: n, moved: &t.moved}
+		err := t.spec.Dst.WriteAt(ctx, t.tmp, off, &sr, n)
+		if err == nil && sr.left != 0 {
+			err = fmt.Errorf("%w: destination took %d of %d bytes", backend.ErrInvalid, n-sr.left, n)
+		}
+		if err != nil {
+			t.mu.Lock()
+			p.cur = p.off
+			t.mu.Unlock()
+			if sr.err != nil {
+				// The source side failed first; what the
+				// destination made of the cut body is a
+				// consequence, not the cause.
+				err = fmt.Errorf("reading %s: %w", t.spec.SrcPath, sr.err)
+			}
+			return progressed, fmt.Errorf("writing [%d,%d) of %s: %w", off, off+n, t.tmp, err)
+		}
+		t.record(p, off, n)
+		progressed = true
+	}
+}
+
+// record marks [off, off+n) done after its WriteAt returned.
+func (t *Transfer) record(p *piece, off, n int64) {
+	now := time.Now()
+	t.mu.Lock()
+	t.done = t.done.add(off, off+n)
+	t.doneN += n
+	p.off = off + n
+	p.cur = p.off
+	t.dirty = true
+	t.meter.add(now, n)
+	t.mu.Unlock()
+	t.movingOnce.Do(func() { close(t.moving) })
+}
+
+// subReader is the body of one sub-write: exactly left bytes of the
+// source's stream. It stops at cancellation (a backend that ignores ctx in
+// WriteAt would otherwise finish the sub-write), turns an early EOF into
+// errShortRead, and remembers the source's error so that it, not the
+// destination's reaction to it, is reported.
+type subReader struct {
+	ctx   context.Context
+	r     io.Reader
+	left  int64
+	moved *atomic.Int64
+	err   error
+}
+
+func (s *subReader) Read(b []byte) (int, error) {
+	if s.left <= 0 {
+		return 0, io.EOF
+	}
+	if err := s.ctx.Err(); err != nil {
+		s.err = err
+		return 0, err
+	}
+	if int64(len(b)) > s.left {
+		b = b[:s.left]
+	}
+	n, err := s.r.Read(b)
+	s.left -= int64(n)
+	s.moved.Add(int64(n))
+	switch {
+	case err == io.EOF && s.left == 0:
+		err = nil
+	case err == io.EOF:
+		err = errShortRead
+	}
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// mismatchError: source and destination checksums differ.
+type mismatchError struct{ algo, src, dst string }
+
+func (e *mismatchError) Error() string {
+	return fmt.Sprintf("%s (%s): source %s, destination %s", ErrChecksum, e.algo, e.src, e.dst)
+}
+
+func (e *mismatchError) Unwrap() error { return ErrChecksum }
+
+// verify checks, once every range is written, that the source did not
+// change, makes the temporary file durable, and compares the checksums
+// computed at both ends (concurrently: each end reads its own disk).
+func (t *Transfer) verify(ctx context.Context) (string, error) {
+	s := &t.spec
+	t.setState(StateVerifying)
+	var fi backend.FileInfo
+	if err := t.retry(ctx, "stat of source "+s.SrcPath, func() (err error) {
+		fi, err = s.Src.Stat(ctx, s.SrcPath)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	t.mu.Lock()
+	size, mtime := t.size, t.srcMtime
+	t.mu.Unlock()
+	if fi.Size != size {
+		return "", fmt.Errorf("engine: %w: %s is now %d bytes, was %d when the transfer started", ErrSourceChanged, s.SrcPath, fi.Size, size)
+	}
+	if !mtime.IsZero() && !fi.ModTime.Equal(mtime) {
+		return "", fmt.Errorf("engine: %w: %s was modified at %s, after the transfer started", ErrSourceChanged, s.SrcPath, fi.ModTime.Format(time.RFC3339Nano))
+	}
+	if err := t.retry(ctx, "sync of "+t.tmp, func() error { return s.Dst.Sync(ctx, t.tmp) }); err != nil {
+		return "", err
+	}
+	if s.Checksum == "none" {
+		return "", nil
+	}
+	var srcSum, dstSum string
+	var srcErr, dstErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		srcErr = t.retry(ctx, "checksum of source "+s.SrcPath, func() (err error) {
+			srcSum, err = s.Src.Checksum(ctx, s.SrcPath, s.Checksum)
+			return err
+		})
+	})
+	wg.Go(func() {
+		dstErr = t.retry(ctx, "checksum of "+t.tmp, func() (err error) {
+			dstSum, err = s.Dst.Checksum(ctx, t.tmp, s.Checksum)
+			return err
+		})
+	})
+	wg.Wait()
+	if err := errors.Join(srcErr, dstErr); err != nil {
+		return "", err
+	}
+	if s.Expected != "" && srcSum != s.Expected {
+		return "", fmt.Errorf("engine: %w: source %s has %s %s, expected %s", ErrChecksum, s.SrcPath, s.Checksum, srcSum, s.Expected)
+	}
+	if srcSum != dstSum {
+		return "", fmt.Errorf("engine: %s → %s: %w", s.SrcPath, s.DstPath, &mismatchError{s.Checksum, srcSum, dstSum})
+	}
+	return srcSum, nil
+}

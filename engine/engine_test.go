@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+func TestCopySizes(t *testing.T) {
+	e := newEnv(t)
+	const chunk = 64 << 10 // = spec ChunkMin; several-chunk files use chunkSize anyway
+	sizes := []int64{0, 1, chunk - 1, chunk, chunk + 1, 5*chunk + 12345}
+	algos := append([]string{"none"}, backend.Algorithms...)
+	ctx := context.Background()
+	i := 0
+	for _, size := range sizes {
+		for cc := 1; cc <= 8; cc++ {
+			i++
+			algo := algos[i%len(algos)]
+			name := fmt.Sprintf("f%d-cc%d", size, cc)
+			t.Run(name+"-"+algo, func(t *testing.T) {
+				data := e.put(t, name, size, uint64(i))
+				s := e.spec(name, size)
+				s.CC, s.Checksum = cc, algo
+				s.Durable = cc == 3 // the durable path must copy the same
+				res, err := Run(ctx, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.checkFinal(t, s, data)
+				if algo != "none" && res.Checksum != sum(t, data, algo) {
+					t.Errorf("result checksum %s, want %s", res.Checksum, sum(t, data, algo))
+				}
+				if res.Size != size || res.Bytes != size || res.Resent != 0 || res.Retries != 0 {
+					t.Errorf("result %+v", res)
+				}
+			})
+		}
+	}
+}
+
+func TestReplacesExistingAndExpected(t *testing.T) {
+	e := newEnv(t)
+	data := e.put(t, "f", 300<<10, 7)
+	s := e.spec("f", int64(len(data)))
+	s.Checksum, s.Expected = "sha256", strings.ToUpper(sum(t, data, "sha256"))
+	if err := os.MkdirAll(e.local("out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(e.local(s.DstPath), []byte("old content"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+}
+
+func TestSpecValidation(t *testing.T) {
+	e := newEnv(t)
+	ok := e.spec("f", 10)
+	cases := []struct {
+		name string
+		edit func(*Spec)
+	}{
+		{"no source", func(s *Spec) { s.Src = nil }},
+		{"no path", func(s *Spec) { s.DstPath = "" }},
+		{"dst is dir", func(s *Spec) { s.DstPath = "out/" }},
+		{"no journal", func(s *Spec) { s.Journal = "" }},
+		{"negative cc", func(s *Spec) { s.CC = -1 }},
+		{"bad size", func(s *Spec) { s.Size = -2 }},
+		{"bad algo", func(s *Spec) { s.Checksum = "crc64" }},
+		{"expected not hex", func(s *Spec) { s.Expected = "xyz" }},
+		{"expected wrong length", func(s *Spec) { s.Expected = "0011" }},
+		{"expected without algo", func(s *Spec) { s.Checksum, s.Expected = "none", "00000001" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := ok
+			c.edit(&s)
+			if _, err := Start(context.Background(), s); !errors.Is(err, backend.ErrInvalid) {
+				t.Errorf("Start: %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if _, err := ok.normalize(); err != nil {
+		t.Errorf("valid spec refused: %v", err)
+	}
+}
+
+func TestPermanentErrorsFailFast(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(e *env, s *Spec, src, dst *fault)
+		want  error
+		kept  bool // the temporary file and journal must remain for a rerun
+	}{
+		{"no space on 3rd write", func(e *env, s *Spec, src, dst *fault) {
+			dst.failWrite = func(call int) error {
+				if call == 3 {
+					return fmt.Errorf("%w: disk full", backend.ErrNoSpace)
+				}
+				return nil
+			}
+		}, backend.ErrNoSpace, true},
+		{"permission on source read", func(e *env, s *Spec, src, dst *fault) {
+			src.Backend = denyOpen{src.Backend}
+		}, backend.ErrPermission, true},
+		{"source missing", func(e *env, s *Spec, src, dst *fault) { s.SrcPath = "nope" }, backend.ErrNotFound, false},
+		{"destination is a directory", func(e *env, s *Spec, src, dst *fault) {
+			os.MkdirAll(e.local(s.DstPath), 0o755)
+		}, backend.ErrInvalid, false},
+		{"size differs from caller's stat", func(e *env, s *Spec, src, dst *fault) { s.Size++ }, ErrSourceChanged, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, "f", 1<<20, 3)
+			s := e.spec("f", 1<<20)
+			s.CC = 4
+			s.Retry.Base, s.Retry.Max = time.Second, time.Second // a retry would show in the time taken
+			src, dst := &fault{Backend: e.src}, &fault{Backend: e.dst}
+			s.Src, s.Dst = src, dst
+			c.setup(e, &s, src, dst)
+			t0 := time.Now()
+			res, err := Run(context.Background(), s)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("error %v, want %v", err, c.want)
+			}
+			t.Logf("error: %v", err)
+			if el := time.Since(t0); el > 500*time.Millisecond || res.Retries != 0 {
+				t.Errorf("took %v with %d retries: not fast", el, res.Retries)
+			}
+			if fi, err := os.Stat(e.local(s.DstPath)); err == nil && !fi.IsDir() {
+				t.Errorf("final path exists after a failure")
+			}
+			if got := exists(e.local(TempName(s.DstPath))) && exists(s.Journal); got != c.kept {
+				t.Errorf("temporary file and journal kept: %v, want %v", got, c.kept)
+			}
+		})
+	}
+}
+
+type denyOpen struct{ backend.Backend }
+
+func (d denyOpen) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	return nil, fmt.Errorf("%w: %s", backend.ErrPermission, p)
+}
+
+func TestTransientErrorsRetried(t *testing.T) {
+	reset := errors.New("connection reset by peer")
+	cases := []struct {
+		name        string
+		setup       func(src, dst *fault)
+		wantRetries int // exact, or -1: at least one
+		fail        bool
+	}{
+		{"2nd and 5th write fail", func(src, dst *fault) {
+			dst.failWrite = func(call int) error {
+				if call == 2 || call == 5 {
+					return reset
+				}
+				return nil
+			}
+		}, 2, false},
+		{"short read on 1st open", func(src, dst *fault) {
+			src.shortOpen = func(call int) int64 {
+				if call == 1 {
+					return 1000
+				}
+				return -1
+			}
+		}, 1, false},
+		{"every write fails", func(src, dst *fault) {
+			dst.failWrite = func(int) error { return reset }
+		}, -1, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", 1<<20, 4)
+			s := e.spec("f", 1<<20)
+			s.CC = 1 // call numbers then say which sub-write fails
+			src, dst := &fault{Backend: e.src}, &fault{Backend: e.dst}
+			s.Src, s.Dst = src, dst
+			c.setup(src, dst)
+			res, err := Run(context.Background(), s)
+			if c.fail {
+				if err == nil || backend.Permanent(err) || !errors.Is(err, reset) || !strings.Contains(err.Error(), "attempts") {
+					t.Fatalf("error %v, want the transient error after the attempts", err)
+				}
+				if exists(e.local(s.DstPath)) {
+					t.Errorf("final path exists after a failure")
+				}
+				if res.Retries != s.Retry.Attempts-1 {
+					t.Errorf("retries %d, want %d", res.Retries, s.Retry.Attempts-1)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkFinal(t, s, data)
+			if c.wantRetries >= 0 && res.Retries != c.wantRetries {
+				t.Errorf("retries %d, want %d", res.Retries, c.wantRetries)
+			}
+		})
+	}
+}
+
+func TestChecksumMismatch(t *testing.T) {
+	cases := []struct {
+		name    string
+		corrupt int
+		ok      bool
+	}{
+		{"corrupted once: second pass succeeds", 1, true},
+		{"corrupted always: fails", -1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", 512<<10, 5)
+			s := e.spec("f", int64(len(data)))
+			dst := &fault{Backend: e.dst, corrupt: c.corrupt}
+			s.Dst = dst
+			res, err := Run(context.Background(), s)
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.checkFinal(t, s, data)
+				if !strings.Contains(res.Note, "checksum mismatch") || res.Resent < int64(len(data)) {
+					t.Errorf("note %q, resent %d: the first pass should be reported and counted", res.Note, res.Resent)
+				}
+				return
+			}
+			want := sum(t, data, "adler32")
+			if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "source "+want) || !strings.Contains(err.Error(), "destination ") {
+				t.Fatalf("error %v: want ErrChecksum naming source %s and the destination's sum", err, want)
+			}
+			t.Logf("error: %v", err)
+			for _, p := range []string{e.local(s.DstPath), e.local(TempName(s.DstPath)), s.Journal} {
+				if exists(p) {
+					t.Errorf("%s exists after a checksum failure", p)
+				}
+			}
+		})
+	}
+}
+
+func TestExpectedChecksumDiffers(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, "f", 1000, 6)
+	s := e.spec("f", 1000)
+	s.Expected = "0badf00d"
+	_, err := Run(context.Background(), s)
+	if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "0badf00d") {
+		t.Fatalf("error %v", err)
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Errorf("final path exists")
+	}
+}
+
+// TestSourceShrinks truncates the source after the first destination write.
+func TestSourceShrinks(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, "f", 2<<20, 8)
+	s := e.spec("f", 2<<20)
+	dst := &fault{Backend: e.dst, failWrite: func(call int) error {
+		if call == 1 {
+			return os.Truncate(e.srcDir+"/f", 1<<20)
+		}
+		return nil
+	}}
+	s.Dst = dst
+	_, err := Run(context.Background(), s)
+	if !errors.Is(err, ErrSourceChanged) {
+		t.Fatalf("error %v, want ErrSourceChanged", err)
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Errorf("final path exists")
+	}
+}

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// Defaults applied by Start to zero fields of a Spec.
+const (
+	DefaultChunkMin        = 8 << 20 // above a WAN bandwidth-delay product (10 Gb/s × 6 ms)
+	DefaultSubWrite        = 4 << 20 // bounds the bytes lost per worker at an interruption
+	DefaultChecksum        = "adler32"
+	DefaultCheckpointEvery = time.Second // SC'15 §4.5
+	DefaultAttempts        = 8
+	DefaultBackoffBase     = 200 * time.Millisecond
+	DefaultBackoffMax      = 10 * time.Second
+)
+
+// Errors of the engine itself; backend errors keep their own sentinels
+// (backend.ErrNoSpace, ...), visible through errors.Is.
+var (
+	// ErrSourceChanged: the source's size or modification time changed
+	// since the transfer (or the caller's Stat) started.
+	ErrSourceChanged = errors.New("source changed during the transfer")
+	// ErrChecksum: the checksums of source and destination disagree (also
+	// after one retry from scratch), or the source's differs from
+	// Spec.Expected.
+	ErrChecksum = errors.New("checksum mismatch")
+	// ErrFinished: Pause was called on a transfer that has already ended.
+	ErrFinished = errors.New("transfer already finished")
+)
+
+// Spec describes one file transfer.
+type Spec struct {
+	Src     backend.Backend
+	SrcPath string
+	Dst     backend.Backend
+	DstPath string
+	// Size is the source's size from the caller's Stat; the engine Stats
+	// again and fails with ErrSourceChanged if they differ. -1: unknown,
+	// take the engine's Stat.
+	Size int64
+	// CC is the number of partial transfers in flight at once; 0 means 1.
+	// SetCC changes it while the transfer runs.
+	CC int
+	// ChunkMin is the smallest partial transfer (default DefaultChunkMin).
+	ChunkMin int64
+	// SubWrite is the most bytes one WriteAt carries (default
+	// DefaultSubWrite): the unit of progress the journal can record.
+	SubWrite int64
+	// Checksum is one of backend.Algorithms or "none" (default adler32).
+	Checksum string
+	// Expected, if set, is the checksum (hex) the user expects of the file.
+	Expected string
+	// Journal is the local path of the checkpoint journal (required). Its
+	// directory is created if needed.
+	Journal string
+	// CheckpointEvery is the longest time between journal writes while
+	// bytes move (default 1 s).
+	CheckpointEvery time.Duration
+	// Durable syncs the destination before each checkpoint so that the
+	// journal survives a crash of the destination host, not only of this
+	// process.
+	Durable bool
+	// Retry governs retries of transient errors.
+	Retry RetryPolicy
+}
+
+// RetryPolicy is exponential backoff with deterministic jitter.
+type RetryPolicy struct {
+	// Attempts is how many times a chunk (or a single operation such as
+	// Stat or Checksum) is tried in a row without progress before the
+	// transfer fails (default 8).
+	Attempts int
+	// Base and Max bound the backoff: the n-th retry waits between half
+	// and all of min(Max, Base·2^(n-1)) (defaults 200 ms and 10 s).
+	Base, Max time.Duration
+	// Seed makes the jitter reproducible.
+	Seed int64
+}
+
+// TempName is the temporary name the engine writes dstPath under: a hidden
+// file in the same directory, so that the final rename stays within one
+// directory (and one file system).
+func TempName(dstPath string) string {
+	dir, name := path.Split(dstPath)
+	return dir + "." + name + ".sluice-part"
+}
+
+// normalize checks a Spec and fills in defaults.
+func (s Spec) normalize() (Spec, error) {
+	bad := func(format string, a ...any) (Spec, error) {
+		return s, fmt.Errorf("engine: %w: "+format, append([]any{backend.ErrInvalid}, a...)...)
+	}
+	switch {
+	case s.Src == nil || s.Dst == nil:
+		return bad("source and destination backends are required")
+	case s.SrcPath == "" || s.DstPath == "":
+		return bad("source and destination paths are required")
+	case strings.HasSuffix(s.DstPath, "/") || path.Base(s.DstPath) == "." || path.Base(s.DstPath) == "/":
+		return bad("destination %q names a directory, not a file", s.DstPath)
+	case s.Journal == "":
+		return bad("a journal path is required")
+	case s.Size < -1:
+		return bad("size %d", s.Size)
+	case s.CC < 0:
+		return bad("concurrency %d", s.CC)
+	case s.ChunkMin < 0 || s.SubWrite < 0 || s.CheckpointEvery < 0:
+		return bad("negative chunk, sub-write or checkpoint setting")
+	case s.Retry.Attempts < 0 || s.Retry.Base < 0 || s.Retry.Max < 0:
+		return bad("negative retry setting")
+	}
+	if s.CC == 0 {
+		s.CC = 1
+	}
+	if s.ChunkMin == 0 {
+		s.ChunkMin = DefaultChunkMin
+	}
+	if s.SubWrite == 0 {
+		s.SubWrite = DefaultSubWrite
+	}
+	if s.CheckpointEvery == 0 {
+		s.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if s.Retry.Attempts == 0 {
+		s.Retry.Attempts = DefaultAttempts
+	}
+	if s.Retry.Base == 0 {
+		s.Retry.Base = DefaultBackoffBase
+	}
+	if s.Retry.Max == 0 {
+		s.Retry.Max = DefaultBackoffMax
+	}
+	if s.Retry.Max < s.Retry.Base {
+		s.Retry.Max = s.Retry.Base
+	}
+	if s.Checksum == "" {
+		s.Checksum = DefaultChecksum
+	}
+	s.Checksum = strings.ToLower(s.Checksum)
+	s.Expected = strings.ToLower(strings.TrimSpace(s.Expected))
+	if s.Checksum == "none" {
+		if s.Expected != "" {
+			return bad("an expected checksum needs a checksum algorithm, not \"none\"")
+		}
+		return s, nil
+	}
+	h, err := backend.NewHash(s.Checksum)
+	if err != nil {
+		return s, fmt.Errorf("engine: %w", err)
+	}
+	if s.Expected != "" {
+		if b, err := hex.DecodeString(s.Expected); err != nil || len(b) != h.Size() {
+			return bad("expected checksum %q is not %d hex bytes of %s", s.Expected, h.Size(), s.Checksum)
+		}
+	}
+	return s, nil
+}
+
+// chunkSize is the size of the partial transfers the missing bytes are cut
+// into: about four per worker (see the package comment), at least ChunkMin.
+func chunkSize(missing int64, cc int, min int64) int64 {
+	n := int64(4 * cc)
+	c := (missing + n - 1) / n
+	if c < min {
+		c = min
+	}
+	return c
+}
+
+// backoff is how long to wait before retry number attempt (1-based) of the
+// operation identified by key. The jitter comes from a hash of seed, key and
+// attempt rather than a shared random source: reproducible and lock-free.
+func (r RetryPolicy) backoff(attempt int, key uint64) time.Duration {
+	d := r.Base
+	for i := 1; i < attempt && d < r.Max; i++ {
+		d *= 2
+	}
+	if d > r.Max {
+		d = r.Max
+	}
+	if d <= 1 {
+		return d
+	}
+	x := splitmix64(uint64(r.Seed) ^ splitmix64(key) ^ uint64(attempt)<<56)
+	half := d / 2
+	return half + time.Duration(x%uint64(d-half+1))
+}
+
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
