@@ -75,9 +75,11 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 			return nil
 		}
 		var progressed bool
-		rc, err := s.Src.OpenRange(ctx, s.SrcPath, off, end-off)
-		if err != nil {
-			err = fmt.Errorf("opening %s at %d: %w", s.SrcPath, off, err)
+		var err error
+		if s.Pull != nil {
+			progressed, err = t.pullStream(ctx, p)
+		} else if rc, oerr := s.Src.OpenRange(ctx, s.SrcPath, off, end-off); oerr != nil {
+			err = fmt.Errorf("opening %s at %d: %w", s.SrcPath, off, oerr)
 		} else {
 			progressed, err = t.stream(ctx, p, rc)
 			rc.Close()
@@ -161,6 +163,37 @@ func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, er
 			}
 			return progressed, fmt.Errorf("writing [%d,%d) of %s: %w", off, off+n, t.tmp, err)
 		}
+		t.record(p, off, n)
+		progressed = true
+	}
+}
+
+// pullStream is stream for third-party copies: each sub-write is one Pull
+// by the destination, recorded once it returned.
+func (t *Transfer) pullStream(ctx context.Context, p *piece) (bool, error) {
+	progressed := false
+	for {
+		t.mu.Lock()
+		if t.shouldStopLocked(ctx) {
+			t.leaveLocked(p)
+			t.mu.Unlock()
+			return progressed, errStopped
+		}
+		off := p.off
+		if off >= p.end {
+			t.mu.Unlock()
+			return progressed, nil
+		}
+		n := min(t.spec.SubWrite, p.end-off)
+		p.cur = off + n
+		t.mu.Unlock()
+		if err := t.spec.Pull(ctx, t.spec.SrcPath, t.tmp, off, n); err != nil {
+			t.mu.Lock()
+			p.cur = p.off
+			t.mu.Unlock()
+			return progressed, fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, t.spec.SrcPath, t.tmp, err)
+		}
+		t.moved.Add(n)
 		t.record(p, off, n)
 		progressed = true
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -51,6 +52,12 @@ type Spec struct {
 	CC int
 	// ChunkMin is the smallest partial transfer (default DefaultChunkMin).
 	ChunkMin int64
+	// Pull, if set, moves each sub-write without the data passing
+	// through this process: the destination fetches [off, off+n) of
+	// srcPath from the source and writes it at the same offset of
+	// dstPath (third-party copy, as HTTP-TPC and GridFTP do). Src is then
+	// used only for Stat and Checksum.
+	Pull func(ctx context.Context, srcPath, dstPath string, off, n int64) error
 	// SubWrite is the most bytes one WriteAt carries (default
 	// DefaultSubWrite): the unit of progress the journal can record.
 	SubWrite int64

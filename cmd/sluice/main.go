@@ -25,6 +25,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newTraceCmd(), newSimCmd())
-	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd())
+	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newCpCmd())
 	return root
 }

@@ -1,0 +1,543 @@
+// Package copyjob owns copying a set of files and directories from one
+// place to another with the transfer engine: it resolves what to copy (cp's
+// rules for files, directories and existing destinations), sends large files
+// through the engine with concurrency and a resumable journal, moves small
+// files back to back on a pool of workers, uses third-party copy when both
+// ends are sluice agents, skips what an earlier interrupted run already
+// finished, and reports progress. `sluice cp` is a thin command on top.
+package copyjob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/engine"
+)
+
+// Endpoint is one end of a copy: a backend and a path in it.
+type Endpoint struct {
+	Backend backend.Backend
+	Path    string
+	// URL names the endpoint for journals and messages (and, for a
+	// third-party copy, is what the destination pulls from).
+	URL string
+	// Puller, set on a destination that can fetch ranges from another
+	// agent itself, enables third-party copy; PullToken is the token the
+	// destination presents to the source.
+	Puller    Puller
+	PullToken string
+}
+
+// Puller is implemented by backends that can copy a range from a remote
+// source themselves (backend/sluice).
+type Puller interface {
+	Pull(ctx context.Context, source, sourceToken, dst string, off, n int64) error
+}
+
+// Options tunes a copy.
+type Options struct {
+	// CC is the concurrency (partial transfers at once) for large files
+	// (default 4).
+	CC int
+	// Files is how many small files move at once (default 8).
+	Files int
+	// Checksum is one of backend.Algorithms or "none" (default adler32).
+	Checksum string
+	// Recursive allows directories as sources.
+	Recursive bool
+	// JournalDir holds the engine's checkpoint journals (required).
+	JournalDir string
+	// ChunkMin and SubWrite are passed to the engine (0: its defaults).
+	ChunkMin, SubWrite int64
+	// NoThirdParty moves data through this process even when the
+	// destination could pull it.
+	NoThirdParty bool
+}
+
+// Progress is a snapshot of a running copy.
+type Progress struct {
+	Files, FilesDone int
+	Bytes, Done      int64
+	Rate             float64 // bytes/s, moving average
+	Retries          int
+	Current          string
+}
+
+// Summary is what a finished copy reports (the JSON of `sluice cp --json`).
+type Summary struct {
+	Bytes    int64   `json:"bytes"`
+	Seconds  float64 `json:"seconds"`
+	MBps     float64 `json:"mb_per_s"`
+	Files    int     `json:"files"`
+	Skipped  int     `json:"skipped"`
+	Retries  int     `json:"retries"`
+	Checksum string  `json:"checksum"`
+	// Resent is how many bytes were sent more than once (retries,
+	// resumed chunks).
+	Resent int64 `json:"resent"`
+}
+
+// item is one file to copy.
+type item struct {
+	src, dst string
+	size     int64
+	mtime    time.Time
+}
+
+func (o *Options) defaults() error {
+	if o.CC <= 0 {
+		o.CC = 4
+	}
+	if o.Files <= 0 {
+		o.Files = 8
+	}
+	if o.Checksum == "" {
+		o.Checksum = engine.DefaultChecksum
+	}
+	if o.Checksum != "none" {
+		if _, err := backend.NewHash(o.Checksum); err != nil {
+			return err
+		}
+	}
+	if o.JournalDir == "" {
+		return errors.New("copyjob: no journal directory")
+	}
+	if o.ChunkMin <= 0 {
+		o.ChunkMin = engine.DefaultChunkMin
+	}
+	return nil
+}
+
+// plan resolves sources and destination into files, following cp: one
+// file onto a non-directory is copied to that name; anything into an
+// existing directory (or a destination ending in "/", or several sources)
+// goes below it under its own name; a directory is copied recursively
+// only with Recursive.
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([]item, error) {
+	if len(srcs) == 0 {
+		return nil, errors.New("nothing to copy")
+	}
+	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
+	if fi, err := dst.Backend.Stat(ctx, dst.Path); err == nil && fi.IsDir {
+		intoDir = true
+	} else if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return nil, fmt.Errorf("destination %s: %w", dst.URL, err)
+	}
+	var items []item
+	for _, s := range srcs {
+		fi, err := s.Backend.Stat(ctx, s.Path)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", s.URL, err)
+		}
+		base := path.Base(strings.TrimSuffix(s.Path, "/"))
+		target := dst.Path
+		if intoDir {
+			target = path.Join(dst.Path, base)
+		}
+		if !fi.IsDir {
+			items = append(items, item{src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime})
+			continue
+		}
+		if !recursive {
+			return nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
+		}
+		list, err := s.Backend.List(ctx, s.Path, true)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", s.URL, err)
+		}
+		root := strings.TrimSuffix(fi.Path, "/")
+		for _, f := range list {
+			if f.IsDir {
+				continue
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
+			items = append(items, item{src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime})
+		}
+	}
+	// Large files first: they set the copy's length; small ones fill in.
+	sort.SliceStable(items, func(i, j int) bool { return items[i].size > items[j].size })
+	return items, nil
+}
+
+// journalFor names the journal of one file's copy.
+func journalFor(dir, srcURL, dstURL string) string {
+	h := sha256.Sum256([]byte(srcURL + "\x00" + dstURL))
+	return filepath.Join(dir, hex.EncodeToString(h[:12])+".journal")
+}
+
+// Run copies srcs to dst (one source must be given; several go into a
+// directory). progress, if not nil, is called about every 200 ms.
+func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress func(Progress)) (Summary, error) {
+	if err := o.defaults(); err != nil {
+		return Summary{}, err
+	}
+	startAt := time.Now()
+	items, err := plan(ctx, srcs, dst, o.Recursive)
+	if err != nil {
+		return Summary{}, err
+	}
+	if len(srcs) != 1 {
+		// plan validated every source; copying from several backends
+		// at once would need per-item sources, which cp does not need.
+		for _, s := range srcs[1:] {
+			if s.Backend != srcs[0].Backend {
+				return Summary{}, errors.New("copyjob: all sources must be on one endpoint")
+			}
+		}
+	}
+	src := srcs[0]
+	st := &state{o: o, src: src, dst: dst}
+	for _, it := range items {
+		st.total += it.size
+	}
+	st.files = len(items)
+	var big, small []item
+	for _, it := range items {
+		if it.size >= 2*o.ChunkMin {
+			big = append(big, it)
+		} else {
+			small = append(small, it)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopTicker := make(chan struct{})
+	var tick sync.WaitGroup
+	if progress != nil {
+		tick.Add(1)
+		go func() {
+			defer tick.Done()
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopTicker:
+					return
+				case <-t.C:
+					progress(st.progress())
+				}
+			}
+		}()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Add(2)
+	go func() { defer wg.Done(); errs <- st.runBig(ctx, big) }()
+	go func() { defer wg.Done(); errs <- st.runSmall(ctx, small) }()
+	var first error
+	for range 2 {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel() // one failure stops the rest; journals keep their work
+		}
+	}
+	wg.Wait()
+	close(stopTicker)
+	tick.Wait()
+	if progress != nil {
+		progress(st.progress())
+	}
+	sec := time.Since(startAt).Seconds()
+	sum := Summary{
+		Bytes: st.done.Load(), Seconds: sec, Files: int(st.filesDone.Load()), Skipped: int(st.skipped.Load()),
+		Retries: int(st.retries.Load()), Checksum: o.Checksum, Resent: st.resent.Load(),
+	}
+	if sec > 0 {
+		sum.MBps = float64(sum.Bytes) / sec / 1e6
+	}
+	return sum, first
+}
+
+// state is a running copy.
+type state struct {
+	o        Options
+	src, dst Endpoint
+	total    int64
+	files    int
+
+	done      atomic.Int64 // bytes of finished files
+	filesDone atomic.Int64
+	skipped   atomic.Int64
+	retries   atomic.Int64
+	resent    atomic.Int64
+	moving    atomic.Int64 // bytes of small files in flight
+
+	mu      sync.Mutex
+	active  map[*engine.Transfer]string
+	rate    rateMeter
+	current string
+}
+
+func (st *state) progress() Progress {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	p := Progress{Files: st.files, FilesDone: int(st.filesDone.Load()), Bytes: st.total, Retries: int(st.retries.Load()), Current: st.current}
+	p.Done = st.done.Load() + st.moving.Load()
+	for t := range st.active {
+		tp := t.Progress()
+		p.Done += tp.Done
+		p.Retries += tp.Retries
+	}
+	p.Rate = st.rate.observe(time.Now(), p.Done)
+	return p
+}
+
+// runBig sends large files one after another through the engine, each
+// with the copy's concurrency.
+func (st *state) runBig(ctx context.Context, items []item) error {
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if st.alreadyThere(ctx, it) {
+			continue
+		}
+		spec := engine.Spec{
+			Src: st.src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
+			Size: it.size, CC: st.o.CC, ChunkMin: st.o.ChunkMin, SubWrite: st.o.SubWrite,
+			Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, st.src.URL+it.src, st.dst.URL+it.dst),
+		}
+		if pull := st.puller(); pull != nil {
+			spec.Pull = pull
+		}
+		t, err := engine.Start(ctx, spec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", it.src, err)
+		}
+		st.mu.Lock()
+		if st.active == nil {
+			st.active = map[*engine.Transfer]string{}
+		}
+		st.active[t] = it.src
+		st.current = it.src
+		st.mu.Unlock()
+		res, err := t.Wait()
+		st.mu.Lock()
+		delete(st.active, t)
+		st.mu.Unlock()
+		st.retries.Add(int64(res.Retries))
+		st.resent.Add(res.Resent)
+		if err != nil {
+			return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+		}
+		st.done.Add(it.size)
+		st.filesDone.Add(1)
+	}
+	return nil
+}
+
+// puller returns the engine's third-party hook, or nil when data must
+// pass through this process.
+func (st *state) puller() func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	if st.o.NoThirdParty || st.dst.Puller == nil || !strings.HasPrefix(st.src.URL, "sluice") {
+		return nil
+	}
+	base := sourceBase(st.src)
+	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+		return st.dst.Puller.Pull(ctx, base+srcPath, st.dst.PullToken, dstPath, off, n)
+	}
+}
+
+// sourceBase is the sluice://host:port prefix of the source's URL.
+func sourceBase(e Endpoint) string {
+	u := e.URL
+	if i := strings.Index(u, "://"); i >= 0 {
+		if j := strings.Index(u[i+3:], "/"); j >= 0 {
+			return u[:i+3+j]
+		}
+	}
+	return u
+}
+
+// alreadyThere reports whether an earlier run already delivered it: the
+// destination has a file of the same size whose checksum matches the
+// source's (or, with checksums off, just the same size).
+func (st *state) alreadyThere(ctx context.Context, it item) bool {
+	fi, err := st.dst.Backend.Stat(ctx, it.dst)
+	if err != nil || fi.IsDir || fi.Size != it.size {
+		return false
+	}
+	if st.o.Checksum != "none" {
+		a, err1 := st.src.Backend.Checksum(ctx, it.src, st.o.Checksum)
+		b, err2 := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
+		if err1 != nil || err2 != nil || a != b {
+			return false
+		}
+	}
+	st.skipped.Add(1)
+	st.filesDone.Add(1)
+	st.done.Add(it.size)
+	return true
+}
+
+// runSmall moves small files on a pool of workers, each file whole: write
+// to a temporary name, compare checksums, rename. Per-file journals and
+// fsyncs would cost more than re-sending a small file, so an interrupted
+// small file is simply sent again.
+func (st *state) runSmall(ctx context.Context, items []item) error {
+	work := make(chan item)
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range min(st.o.Files, max(len(items), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				if err := st.copySmall(ctx, it); err != nil {
+					once.Do(func() { first = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err); cancel() })
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		select {
+		case work <- it:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+func (st *state) copySmall(ctx context.Context, it item) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if st.alreadyThere(ctx, it) {
+		return nil
+	}
+	tmp := engine.TempName(it.dst)
+	var sum string
+	var err error
+	for attempt := 0; ; attempt++ {
+		sum, err = st.sendSmall(ctx, it, tmp)
+		if err == nil || backend.Permanent(err) || attempt >= 4 || ctx.Err() != nil {
+			break
+		}
+		st.retries.Add(1)
+		st.resent.Add(it.size)
+		select {
+		case <-time.After(time.Duration(100<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if err != nil {
+		st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+		return err
+	}
+	if st.o.Checksum != "none" {
+		got, err := st.dst.Backend.Checksum(ctx, tmp, st.o.Checksum)
+		if err != nil {
+			return fmt.Errorf("checksum at the destination: %w", err)
+		}
+		if got != sum {
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+			return fmt.Errorf("%w: source %s %s, destination %s", engine.ErrChecksum, st.o.Checksum, sum, got)
+		}
+	}
+	if err := st.dst.Backend.Rename(ctx, tmp, it.dst); err != nil {
+		return err
+	}
+	st.done.Add(it.size)
+	st.filesDone.Add(1)
+	return nil
+}
+
+// sendSmall writes one small file to tmp and returns the source's
+// checksum: computed from the bytes as they pass through, or asked of the
+// source when the destination pulled them itself.
+func (st *state) sendSmall(ctx context.Context, it item, tmp string) (string, error) {
+	if pull := st.puller(); pull != nil {
+		if err := st.dst.Backend.Truncate(ctx, tmp, it.size); err != nil {
+			return "", err
+		}
+		if it.size > 0 {
+			if err := pull(ctx, it.src, tmp, 0, it.size); err != nil {
+				return "", err
+			}
+		}
+		if st.o.Checksum == "none" {
+			return "", nil
+		}
+		return st.src.Backend.Checksum(ctx, it.src, st.o.Checksum)
+	}
+	rc, err := st.src.Backend.OpenRange(ctx, it.src, 0, it.size)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var r io.Reader = rc
+	var h interface {
+		io.Writer
+		Sum([]byte) []byte
+	}
+	if st.o.Checksum != "none" {
+		hh, _ := backend.NewHash(st.o.Checksum)
+		h = hh
+		r = io.TeeReader(rc, hh)
+	}
+	cr := &countReader{r: r, n: &st.moving}
+	err = st.dst.Backend.WriteAt(ctx, tmp, 0, cr, it.size)
+	st.moving.Add(-cr.read)
+	if err != nil {
+		return "", err
+	}
+	if h == nil {
+		return "", nil
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type countReader struct {
+	r    io.Reader
+	n    *atomic.Int64
+	read int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// rateMeter is a moving average of throughput over about five seconds.
+type rateMeter struct {
+	t    []time.Time
+	done []int64
+}
+
+func (m *rateMeter) observe(now time.Time, done int64) float64 {
+	m.t = append(m.t, now)
+	m.done = append(m.done, done)
+	for len(m.t) > 2 && now.Sub(m.t[1]) >= 5*time.Second {
+		m.t, m.done = m.t[1:], m.done[1:]
+	}
+	dt := now.Sub(m.t[0]).Seconds()
+	if dt <= 0 {
+		return 0
+	}
+	return float64(done-m.done[0]) / dt
+}

@@ -1,0 +1,185 @@
+package copyjob
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+// testAgent serves dir as an agent on a real loopback socket and returns
+// its sluice:// base URL and a backend with an rw token for it.
+func testAgent(t *testing.T, dir string, key []byte) (string, *sluice.Backend, string) {
+	t.Helper()
+	a, err := agent.New(agent.Config{Name: "t", Root: dir, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	tok, err := auth.Mint(key, auth.Claims{Sub: "test", Scope: auth.ScopeRW, Prefix: "/", Aud: "*", Exp: time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sluice.New(srv.URL, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "sluice://" + strings.TrimPrefix(srv.URL, "http://"), b, tok
+}
+
+func localEP(t *testing.T, p string) Endpoint {
+	b, err := file.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Endpoint{Backend: b, Path: p, URL: "file://" + p}
+}
+
+func writeRandom(t *testing.T, p string, n int) []byte {
+	t.Helper()
+	data := make([]byte, n)
+	rand.Read(data)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func key(t *testing.T) []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}
+
+func opts(t *testing.T) Options {
+	return Options{CC: 4, Files: 4, JournalDir: t.TempDir(), ChunkMin: 1 << 20, SubWrite: 256 << 10}
+}
+
+func sameFile(t *testing.T, p string, want []byte) {
+	t.Helper()
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: %d bytes differ from the source's %d", p, len(got), len(want))
+	}
+}
+
+func TestCopyPaths(t *testing.T) {
+	k := key(t)
+	srcDir := t.TempDir()
+	big := writeRandom(t, filepath.Join(srcDir, "tree/big.bin"), 5<<20+123)
+	small := writeRandom(t, filepath.Join(srcDir, "tree/sub/small.txt"), 1000)
+	empty := writeRandom(t, filepath.Join(srcDir, "tree/empty"), 0)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	urlA, bA, tokA := testAgent(t, dirA, k)
+	urlB, bB, _ := testAgent(t, dirB, k)
+	ctx := context.Background()
+
+	// Local file to an agent directory (trailing slash: into it).
+	if _, err := Run(ctx, []Endpoint{localEP(t, filepath.Join(srcDir, "tree/big.bin"))},
+		Endpoint{Backend: bA, Path: "/in/", URL: urlA + "/in/", Puller: bA}, opts(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dirA, "in/big.bin"), big)
+
+	// A directory needs -r.
+	o := opts(t)
+	if _, err := Run(ctx, []Endpoint{localEP(t, filepath.Join(srcDir, "tree"))}, Endpoint{Backend: bA, Path: "/t", URL: urlA + "/t"}, o, nil); err == nil || !strings.Contains(err.Error(), "-r") {
+		t.Fatalf("directory without -r: %v", err)
+	}
+	o.Recursive = true
+	sum, err := Run(ctx, []Endpoint{localEP(t, filepath.Join(srcDir, "tree"))}, Endpoint{Backend: bA, Path: "/t", URL: urlA + "/t"}, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files != 3 || sum.Bytes != int64(len(big)+len(small)) {
+		t.Errorf("summary %+v", sum)
+	}
+	sameFile(t, filepath.Join(dirA, "t/sub/small.txt"), small)
+	sameFile(t, filepath.Join(dirA, "t/empty"), empty)
+
+	// Agent to agent: third-party (B pulls from A), into an existing
+	// directory, so the tree keeps its name.
+	os.MkdirAll(filepath.Join(dirB, "arch"), 0o755)
+	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t"}},
+		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB, PullToken: tokA}, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dirB, "arch/t/big.bin"), big)
+	sameFile(t, filepath.Join(dirB, "arch/t/sub/small.txt"), small)
+
+	// Run again: everything is there already and is skipped, not re-sent.
+	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t"}},
+		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB, PullToken: tokA}, o, nil)
+	if err != nil || sum.Skipped != 3 {
+		t.Errorf("second run: %+v, %v; want 3 skipped", sum, err)
+	}
+	// No temporary names or journals left behind.
+	filepath.Walk(dirB, func(p string, fi os.FileInfo, err error) error {
+		if strings.Contains(p, ".sluice-part") {
+			t.Errorf("left behind: %s", p)
+		}
+		return nil
+	})
+}
+
+func TestCopyErrors(t *testing.T) {
+	k := key(t)
+	srcDir := t.TempDir()
+	writeRandom(t, filepath.Join(srcDir, "f"), 3<<20)
+	dirA := t.TempDir()
+	urlA, bA, _ := testAgent(t, dirA, k)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		src  Endpoint
+		dst  Endpoint
+		want error
+	}{
+		{"missing source", localEP(t, filepath.Join(srcDir, "nope")), Endpoint{Backend: bA, Path: "/x", URL: urlA + "/x"}, backend.ErrNotFound},
+		{"escaping destination", localEP(t, filepath.Join(srcDir, "f")), Endpoint{Backend: bA, Path: "/../x", URL: urlA + "/../x"}, backend.ErrPermission},
+	}
+	for _, c := range cases {
+		_, err := Run(ctx, []Endpoint{c.src}, c.dst, opts(t), nil)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	// A read-only token cannot write: refused, nothing left behind.
+	ro, _ := auth.Mint(k, auth.Claims{Sub: "ro", Scope: auth.ScopeRead, Prefix: "/", Aud: "*", Exp: time.Now().Add(time.Hour).Unix()})
+	srv := strings.Replace(urlA, "sluice://", "http://", 1)
+	bRO, _ := sluice.New(srv, ro, nil)
+	_, err := Run(ctx, []Endpoint{localEP(t, filepath.Join(srcDir, "f"))}, Endpoint{Backend: bRO, Path: "/ro/f", URL: urlA + "/ro/f"}, opts(t), nil)
+	if !errors.Is(err, backend.ErrPermission) {
+		t.Errorf("read-only token: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dirA, "ro/f")); err == nil {
+		t.Error("a file appeared under a read-only token")
+	}
+	// An unreachable agent fails (after retries), clearly.
+	dead, _ := sluice.New("http://127.0.0.1:1", "x", nil)
+	o := opts(t)
+	ctx2, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = Run(ctx2, []Endpoint{localEP(t, filepath.Join(srcDir, "f"))}, Endpoint{Backend: dead, Path: "/f", URL: "sluice://127.0.0.1:1/f"}, o, nil)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("unreachable agent: %v", err)
+	}
+}
