@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -330,6 +331,12 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		st.retries.Add(int64(res.Retries))
 		st.resent.Add(res.Resent)
 		if err != nil {
+			if errors.Is(err, backend.ErrNoSpace) {
+				// Keeping a partial copy for a resume would only hold on
+				// to the space that ran out: give it back.
+				st.dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(it.dst))
+				os.Remove(spec.Journal)
+			}
 			return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
 		}
 		st.done.Add(it.size)
