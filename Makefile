@@ -20,6 +20,7 @@ test:
 
 bench:
 	bash bench/sim.sh
+	bash bench/transfer.sh
 
 clean:
 	rm -rf bin
