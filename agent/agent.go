@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend/file"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
 // Version is the protocol version the agent speaks, reported by /v1/info.
@@ -87,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.client == nil {
-		s.client = &http.Client{}
+		s.client = &http.Client{Transport: sluice.NewTransport()}
 	}
 	return s, nil
 }

@@ -163,7 +163,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.cc < 1 || f.pp < 1 || f.p < 1 {
 		return errors.New("--cc, --p and --pp must be at least 1")
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	client := &http.Client{Transport: sluice.NewTransport()}
 	var srcs []copyjob.Endpoint
 	for _, a := range args[:len(args)-1] {
 		ep, err := f.endpoint(a, false, client)
