@@ -129,48 +129,41 @@ func (t *Transfer) sizeOf() int64 {
 // each one as done once WriteAt returned. It reports whether any sub-write
 // completed.
 func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, error) {
-	progressed := false
-	for {
-		t.mu.Lock()
-		if t.shouldStopLocked(ctx) {
-			t.leaveLocked(p)
-			t.mu.Unlock()
-			return progressed, errStopped
-		}
-		off := p.off
-		if off >= p.end {
-			t.mu.Unlock()
-			return progressed, nil
-		}
-		n := min(t.spec.SubWrite, p.end-off)
-		p.cur = off + n
-		t.mu.Unlock()
-
+	return t.subWrites(ctx, p, func(off, n int64) error {
 		sr := subReader{ctx: ctx, r: rc, left: n, moved: &t.moved}
 		err := t.spec.Dst.WriteAt(ctx, t.tmp, off, &sr, n)
 		if err == nil && sr.left != 0 {
 			err = fmt.Errorf("%w: destination took %d of %d bytes", backend.ErrInvalid, n-sr.left, n)
 		}
 		if err != nil {
-			t.mu.Lock()
-			p.cur = p.off
-			t.mu.Unlock()
 			if sr.err != nil {
 				// The source side failed first; what the
 				// destination made of the cut body is a
 				// consequence, not the cause.
 				err = fmt.Errorf("reading %s: %w", t.spec.SrcPath, sr.err)
 			}
-			return progressed, fmt.Errorf("writing [%d,%d) of %s: %w", off, off+n, t.tmp, err)
+			return fmt.Errorf("writing [%d,%d) of %s: %w", off, off+n, t.tmp, err)
 		}
-		t.record(p, off, n)
-		progressed = true
-	}
+		return nil
+	})
 }
 
 // pullStream is stream for third-party copies: each sub-write is one Pull
 // by the destination, recorded once it returned.
 func (t *Transfer) pullStream(ctx context.Context, p *piece) (bool, error) {
+	return t.subWrites(ctx, p, func(off, n int64) error {
+		if err := t.spec.Pull(ctx, t.spec.SrcPath, t.tmp, off, n); err != nil {
+			return fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, t.spec.SrcPath, t.tmp, err)
+		}
+		t.moved.Add(n)
+		return nil
+	})
+}
+
+// subWrites moves p in steps of at most SubWrite bytes with move, recording
+// each step once move returned, and stopping between steps when the
+// transfer pauses or shrinks. It reports whether any step completed.
+func (t *Transfer) subWrites(ctx context.Context, p *piece, move func(off, n int64) error) (bool, error) {
 	progressed := false
 	for {
 		t.mu.Lock()
@@ -187,13 +180,12 @@ func (t *Transfer) pullStream(ctx context.Context, p *piece) (bool, error) {
 		n := min(t.spec.SubWrite, p.end-off)
 		p.cur = off + n
 		t.mu.Unlock()
-		if err := t.spec.Pull(ctx, t.spec.SrcPath, t.tmp, off, n); err != nil {
+		if err := move(off, n); err != nil {
 			t.mu.Lock()
 			p.cur = p.off
 			t.mu.Unlock()
-			return progressed, fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, t.spec.SrcPath, t.tmp, err)
+			return progressed, err
 		}
-		t.moved.Add(n)
 		t.record(p, off, n)
 		progressed = true
 	}

@@ -190,14 +190,9 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 	if off < 0 || n < 0 {
 		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n)
 	}
-	if dir := path.Dir(name); dir != "." {
-		if err := b.root.MkdirAll(dir, 0o755); err != nil {
-			return classify(err)
-		}
-	}
-	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := b.openForWrite(name)
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	buf := b.bufs.Get().(*[]byte)
 	w, err := io.CopyBuffer(io.NewOffsetWriter(f, off), io.LimitReader(r, n), *buf)
@@ -215,20 +210,29 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 	return classify(cerr)
 }
 
+// openForWrite opens (creating it and its parents) a file to write into.
+func (b *Backend) openForWrite(name string) (*os.File, error) {
+	if dir := path.Dir(name); dir != "." {
+		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, classify(err)
+		}
+	}
+	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return f, nil
+}
+
 // Truncate implements backend.Backend.
 func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
 	name, err := clean(p)
 	if err != nil {
 		return err
 	}
-	if dir := path.Dir(name); dir != "." {
-		if err := b.root.MkdirAll(dir, 0o755); err != nil {
-			return classify(err)
-		}
-	}
-	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := b.openForWrite(name)
 	if err != nil {
-		return classify(err)
+		return err
 	}
 	err = f.Truncate(size)
 	if cerr := f.Close(); err == nil {
