@@ -275,15 +275,19 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	if !mtime.IsZero() && !fi.ModTime.Equal(mtime) {
 		return "", fmt.Errorf("engine: %w: %s was modified at %s, after the transfer started", ErrSourceChanged, s.SrcPath, fi.ModTime.Format(time.RFC3339Nano))
 	}
-	if err := t.retry(ctx, "sync of "+t.tmp, func() error { return s.Dst.Sync(ctx, t.tmp) }); err != nil {
-		return "", err
-	}
-	if s.Checksum == "none" {
-		return "", nil
-	}
+	// Sync and both checksums are independent: the checksum reads what
+	// the sync is making durable, and both must succeed before the
+	// rename. Running them at once hides the slowest behind the others.
 	var srcSum, dstSum string
-	var srcErr, dstErr error
+	var srcErr, dstErr, syncErr error
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		syncErr = t.retry(ctx, "sync of "+t.tmp, func() error { return s.Dst.Sync(ctx, t.tmp) })
+	})
+	if s.Checksum == "none" {
+		wg.Wait()
+		return "", syncErr
+	}
 	wg.Go(func() {
 		srcErr = t.retry(ctx, "checksum of source "+s.SrcPath, func() (err error) {
 			srcSum, err = s.Src.Checksum(ctx, s.SrcPath, s.Checksum)
@@ -297,7 +301,7 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 		})
 	})
 	wg.Wait()
-	if err := errors.Join(srcErr, dstErr); err != nil {
+	if err := errors.Join(syncErr, srcErr, dstErr); err != nil {
 		return "", err
 	}
 	if s.Expected != "" && srcSum != s.Expected {
