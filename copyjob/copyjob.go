@@ -35,10 +35,11 @@ type Endpoint struct {
 	// third-party copy, is what the destination pulls from).
 	URL string
 	// Puller, set on a destination that can fetch ranges from another
-	// agent itself, enables third-party copy; PullToken is the token the
-	// destination presents to the source.
-	Puller    Puller
-	PullToken string
+	// agent itself, enables third-party copy.
+	Puller Puller
+	// Token, on a source on an agent, is what a destination presents to
+	// it when it pulls (third-party copy).
+	Token string
 }
 
 // Puller is implemented by backends that can copy a range from a remote
@@ -92,6 +93,7 @@ type Summary struct {
 
 // item is one file to copy.
 type item struct {
+	from     int // index of the source endpoint
 	src, dst string
 	size     int64
 	mtime    time.Time
@@ -137,7 +139,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 		return nil, fmt.Errorf("destination %s: %w", dst.URL, err)
 	}
 	var items []item
-	for _, s := range srcs {
+	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", s.URL, err)
@@ -148,7 +150,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 			target = path.Join(dst.Path, base)
 		}
 		if !fi.IsDir {
-			items = append(items, item{src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime})
+			items = append(items, item{from: from, src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime})
 			continue
 		}
 		if !recursive {
@@ -164,7 +166,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 				continue
 			}
 			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
-			items = append(items, item{src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime})
+			items = append(items, item{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime})
 		}
 	}
 	// Large files first: they set the copy's length; small ones fill in.
@@ -189,17 +191,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	if err != nil {
 		return Summary{}, err
 	}
-	if len(srcs) != 1 {
-		// plan validated every source; copying from several backends
-		// at once would need per-item sources, which cp does not need.
-		for _, s := range srcs[1:] {
-			if s.Backend != srcs[0].Backend {
-				return Summary{}, errors.New("copyjob: all sources must be on one endpoint")
-			}
-		}
-	}
-	src := srcs[0]
-	st := &state{o: o, src: src, dst: dst}
+	st := &state{o: o, srcs: srcs, dst: dst}
 	for _, it := range items {
 		st.total += it.size
 	}
@@ -263,10 +255,11 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 
 // state is a running copy.
 type state struct {
-	o        Options
-	src, dst Endpoint
-	total    int64
-	files    int
+	o     Options
+	srcs  []Endpoint
+	dst   Endpoint
+	total int64
+	files int
 
 	done      atomic.Int64 // bytes of finished files
 	filesDone atomic.Int64
@@ -305,12 +298,13 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if st.alreadyThere(ctx, it) {
 			continue
 		}
+		src := st.srcs[it.from]
 		spec := engine.Spec{
-			Src: st.src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
+			Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
 			Size: it.size, CC: st.o.CC, ChunkMin: st.o.ChunkMin, SubWrite: st.o.SubWrite,
-			Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, st.src.URL+it.src, st.dst.URL+it.dst),
+			Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst),
 		}
-		if pull := st.puller(); pull != nil {
+		if pull := st.puller(src); pull != nil {
 			spec.Pull = pull
 		}
 		t, err := engine.Start(ctx, spec)
@@ -347,13 +341,13 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 
 // puller returns the engine's third-party hook, or nil when data must
 // pass through this process.
-func (st *state) puller() func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-	if st.o.NoThirdParty || st.dst.Puller == nil || !strings.HasPrefix(st.src.URL, "sluice") {
+func (st *state) puller(src Endpoint) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	if st.o.NoThirdParty || st.dst.Puller == nil || !strings.HasPrefix(src.URL, "sluice") {
 		return nil
 	}
-	base := sourceBase(st.src)
+	base := sourceBase(src)
 	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-		return st.dst.Puller.Pull(ctx, base+srcPath, st.dst.PullToken, dstPath, off, n)
+		return st.dst.Puller.Pull(ctx, base+srcPath, src.Token, dstPath, off, n)
 	}
 }
 
@@ -377,7 +371,7 @@ func (st *state) alreadyThere(ctx context.Context, it item) bool {
 		return false
 	}
 	if st.o.Checksum != "none" {
-		a, err1 := st.src.Backend.Checksum(ctx, it.src, st.o.Checksum)
+		a, err1 := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
 		b, err2 := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
 		if err1 != nil || err2 != nil || a != b {
 			return false
@@ -476,7 +470,8 @@ func (st *state) copySmall(ctx context.Context, it item) error {
 // checksum: computed from the bytes as they pass through, or asked of the
 // source when the destination pulled them itself.
 func (st *state) sendSmall(ctx context.Context, it item, tmp string) (string, error) {
-	if pull := st.puller(); pull != nil {
+	src := st.srcs[it.from]
+	if pull := st.puller(src); pull != nil {
 		if err := st.dst.Backend.Truncate(ctx, tmp, it.size); err != nil {
 			return "", err
 		}
@@ -488,9 +483,9 @@ func (st *state) sendSmall(ctx context.Context, it item, tmp string) (string, er
 		if st.o.Checksum == "none" {
 			return "", nil
 		}
-		return st.src.Backend.Checksum(ctx, it.src, st.o.Checksum)
+		return src.Backend.Checksum(ctx, it.src, st.o.Checksum)
 	}
-	rc, err := st.src.Backend.OpenRange(ctx, it.src, 0, it.size)
+	rc, err := src.Backend.OpenRange(ctx, it.src, 0, it.size)
 	if err != nil {
 		return "", err
 	}

@@ -117,8 +117,8 @@ func TestCopyPaths(t *testing.T) {
 	// Agent to agent: third-party (B pulls from A), into an existing
 	// directory, so the tree keeps its name.
 	os.MkdirAll(filepath.Join(dirB, "arch"), 0o755)
-	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t"}},
-		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB, PullToken: tokA}, o, nil)
+	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t", Token: tokA}},
+		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB}, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +126,8 @@ func TestCopyPaths(t *testing.T) {
 	sameFile(t, filepath.Join(dirB, "arch/t/sub/small.txt"), small)
 
 	// Run again: everything is there already and is skipped, not re-sent.
-	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t"}},
-		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB, PullToken: tokA}, o, nil)
+	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t", Token: tokA}},
+		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB}, o, nil)
 	if err != nil || sum.Skipped != 3 {
 		t.Errorf("second run: %+v, %v; want 3 skipped", sum, err)
 	}
@@ -138,6 +138,20 @@ func TestCopyPaths(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestSeveralSources: several local files into one directory, as cp a b dir/.
+func TestSeveralSources(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	a := writeRandom(t, filepath.Join(srcDir, "a"), 3<<20)
+	b := writeRandom(t, filepath.Join(srcDir, "sub/b"), 100)
+	_, err := Run(context.Background(), []Endpoint{localEP(t, filepath.Join(srcDir, "a")), localEP(t, filepath.Join(srcDir, "sub/b"))},
+		localEP(t, dstDir+"/out/"), opts(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dstDir, "out/a"), a)
+	sameFile(t, filepath.Join(dstDir, "out/b"), b)
 }
 
 func TestCopyErrors(t *testing.T) {

@@ -96,6 +96,8 @@ func (f *cpFlags) endpoint(loc string, write bool, client *http.Client) (copyjob
 		ep := copyjob.Endpoint{Backend: b, Path: p, URL: loc}
 		if write {
 			ep.Puller = b
+		} else {
+			ep.Token = tok // shown by a destination agent that pulls from here
 		}
 		return ep, nil
 	}
@@ -175,12 +177,6 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	dst, err := f.endpoint(args[len(args)-1], true, client)
 	if err != nil {
 		return err
-	}
-	if len(srcs) > 0 {
-		// The destination agent shows the source's token when it pulls.
-		if tok, err := f.tokenFor(srcs[0].Path, false); err == nil && strings.HasPrefix(srcs[0].URL, "sluice") {
-			dst.PullToken = tok
-		}
 	}
 	jd := f.journalDir
 	if jd == "" {
