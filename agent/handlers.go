@@ -264,11 +264,17 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	return writeOp(w, r, c, s.fs.Remove)
+}
+
+// writeOp runs a write-scoped operation on the request's path and answers
+// 204: the shape of delete, sync and mkdir.
+func writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, op func(ctx context.Context, p string) error) error {
 	p, err := allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
 	}
-	if err := s.fs.Remove(r.Context(), p); err != nil {
+	if err := op(r.Context(), p); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -368,27 +374,11 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims)
 }
 
 func (s *Server) sync(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Write)
-	if err != nil {
-		return err
-	}
-	if err := s.fs.Sync(r.Context(), p); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return writeOp(w, r, c, s.fs.Sync)
 }
 
 func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Write)
-	if err != nil {
-		return err
-	}
-	if err := s.fs.Mkdir(r.Context(), p); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return writeOp(w, r, c, s.fs.Mkdir)
 }
 
 func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
