@@ -134,6 +134,7 @@ type World struct {
 	pairs       map[[2]string]int
 	conns       []int
 	pathConns   []int
+	pathCaps    []float64 // zeros, reused to extend capacity each event
 	flows       []*flow
 	ratesDirty  bool
 	preemptions int
@@ -436,8 +437,8 @@ func (w *World) compact() {
 func (w *World) rates() {
 	w.ratesDirty = false
 	n := len(w.tb.Endpoints)
-	w.conns = append(w.conns[:0], make([]int, n)...)
-	w.pathConns = append(w.pathConns[:0], make([]int, len(w.pairs))...)
+	w.conns = resize(w.conns, n)
+	w.pathConns = resize(w.pathConns, len(w.pairs))
 	w.flows = w.flows[:0]
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
@@ -453,7 +454,7 @@ func (w *World) rates() {
 		w.capacity = append(w.capacity, w.tb.Endpoints[i].capacity(w.conns[i], w.now))
 	}
 	// Path resources follow the endpoints: index n + pair index.
-	w.capacity = append(w.capacity, make([]float64, len(w.pairs))...)
+	w.capacity = append(w.capacity, resize(w.pathCaps, len(w.pairs))...)
 	for _, t := range w.live {
 		if t.state != running || t.cc == 0 {
 			continue
@@ -477,6 +478,17 @@ func (w *World) rates() {
 			t.rate = t.flow.rate
 		}
 	}
+}
+
+// resize returns b with length n and every element zero, reusing its
+// storage: rates runs at every event, millions of times in a long replay.
+func resize[T int | float64](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
 }
 
 // observedRate is the task's moving-average throughput over the
