@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,11 +44,69 @@ func newJournal(src, dst string, size int64, mtime time.Time, done ranges) journ
 	return j
 }
 
-// readJournal loads a journal. A missing file is (journal{}, false, nil);
-// a file that does not parse or is inconsistent is an error the caller
-// treats as "start over", never as a failure of the transfer.
+// Journals keeps checkpoint journals by key. The default (FileJournals)
+// keeps each in a local file named by the key; the service keeps them in
+// its database so that any server can resume a transfer.
+type Journals interface {
+	// Load returns the journal stored under key, or an error that
+	// wraps fs.ErrNotExist if there is none.
+	Load(ctx context.Context, key string) ([]byte, error)
+	// Save replaces the journal under key atomically: a later Load sees
+	// this journal or the previous one, never a mix, even after a crash.
+	Save(ctx context.Context, key string, data []byte) error
+	// Delete removes the journal (no error if there is none).
+	Delete(ctx context.Context, key string) error
+}
+
+// FileJournals keeps each journal in the local file named by its key.
+type FileJournals struct{}
+
+// Load implements Journals.
+func (FileJournals) Load(_ context.Context, name string) ([]byte, error) {
+	return os.ReadFile(name)
+}
+
+// Save implements Journals.
+func (FileJournals) Save(_ context.Context, name string, data []byte) error {
+	return writeFileAtomic(name, data)
+}
+
+// Delete implements Journals.
+func (FileJournals) Delete(_ context.Context, name string) error {
+	return removeJournal(name)
+}
+
+// Checkpoint is what a journal says about a transfer.
+type Checkpoint struct {
+	Src, Dst string
+	Size     int64
+	Done     int64 // bytes recorded as written
+}
+
+// Complete reports whether every byte was recorded as written: the
+// transfer reached verification, and may have renamed its file already.
+func (c Checkpoint) Complete() bool { return c.Done == c.Size }
+
+// ReadCheckpoint reads the journal under key. ok is false when there is
+// none; a journal that does not parse is an error.
+func ReadCheckpoint(ctx context.Context, js Journals, key string) (c Checkpoint, ok bool, err error) {
+	j, ok, err := loadJournal(ctx, js, key)
+	if err != nil || !ok {
+		return Checkpoint{}, false, err
+	}
+	return Checkpoint{Src: j.Src, Dst: j.Dst, Size: j.Size, Done: j.ranges().total()}, true, nil
+}
+
+// readJournal loads a journal from a local file.
 func readJournal(name string) (journal, bool, error) {
-	b, err := os.ReadFile(name)
+	return loadJournal(context.Background(), FileJournals{}, name)
+}
+
+// loadJournal loads a journal. A missing one is (journal{}, false, nil);
+// one that does not parse or is inconsistent is an error the caller
+// treats as "start over", never as a failure of the transfer.
+func loadJournal(ctx context.Context, js Journals, name string) (journal, bool, error) {
+	b, err := js.Load(ctx, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return journal{}, false, nil
 	}
@@ -70,13 +129,27 @@ func readJournal(name string) (journal, bool, error) {
 	return j, true, nil
 }
 
-// writeJournal replaces the journal atomically: a reader (a rerun after a
-// crash) sees either the previous checkpoint or this one, never a mix.
+// writeJournal replaces a journal file atomically.
 func writeJournal(name string, j journal) error {
+	return saveJournal(context.Background(), FileJournals{}, name, j)
+}
+
+// saveJournal replaces the journal atomically: a reader (a rerun after a
+// crash) sees either the previous checkpoint or this one, never a mix.
+func saveJournal(ctx context.Context, js Journals, name string, j journal) error {
 	b, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("encoding journal: %w", err)
 	}
+	if err := js.Save(ctx, name, b); err != nil {
+		return fmt.Errorf("writing journal %s: %w", name, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces a file by writing a temporary one, syncing it
+// and renaming it over the old one.
+func writeFileAtomic(name string, b []byte) error {
 	dir := filepath.Dir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("journal directory: %w", err)

@@ -65,9 +65,16 @@ type Spec struct {
 	Checksum string
 	// Expected, if set, is the checksum (hex) the user expects of the file.
 	Expected string
-	// Journal is the local path of the checkpoint journal (required). Its
-	// directory is created if needed.
+	// Journal names the checkpoint journal (required): with the default
+	// Journals, a local path whose directory is created if needed.
 	Journal string
+	// Journals keeps the journal (default FileJournals).
+	Journals Journals
+	// KeepJournal leaves the journal in place after the final rename, for
+	// a caller that deletes it only once it has durably recorded the
+	// completion: a crash in between then finds a complete journal and
+	// can tell that the file need not be copied again.
+	KeepJournal bool
 	// CheckpointEvery is the longest time between journal writes while
 	// bytes move (default 1 s).
 	CheckpointEvery time.Duration
@@ -125,6 +132,9 @@ func (s Spec) normalize() (Spec, error) {
 	}
 	if s.CC == 0 {
 		s.CC = 1
+	}
+	if s.Journals == nil {
+		s.Journals = FileJournals{}
 	}
 	if s.ChunkMin == 0 {
 		s.ChunkMin = DefaultChunkMin

@@ -319,10 +319,12 @@ func (t *Transfer) execute(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		if err := removeJournal(s.Journal); err != nil {
-			// The file is in place and verified; a stale journal
-			// only makes a rerun start over.
-			t.notef("%v", err)
+		if !s.KeepJournal {
+			if err := s.Journals.Delete(context.WithoutCancel(ctx), s.Journal); err != nil {
+				// The file is in place and verified; a stale journal
+				// only makes a rerun start over.
+				t.notef("removing journal: %v", err)
+			}
 		}
 		t.mu.Lock()
 		t.result.Checksum, t.result.Algo = sum, s.Checksum
@@ -378,8 +380,8 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 		// The old journal goes before the temporary file is touched: a
 		// crash in between must not leave it describing a fresh,
 		// empty file as partly done.
-		if err := removeJournal(s.Journal); err != nil {
-			return fmt.Errorf("engine: %w", err)
+		if err := s.Journals.Delete(ctx, s.Journal); err != nil {
+			return fmt.Errorf("engine: removing journal: %w", err)
 		}
 		if dir := path.Dir(s.DstPath); dir != "." && dir != "/" {
 			if err := t.retry(ctx, "creating directory "+dir, func() error {
@@ -439,7 +441,7 @@ func (t *Transfer) resumable(ctx context.Context, fi backend.FileInfo, pass int)
 	if pass > 1 {
 		return nil, "", nil
 	}
-	j, ok, err := readJournal(s.Journal)
+	j, ok, err := loadJournal(ctx, s.Journals, s.Journal)
 	switch {
 	case err != nil:
 		return nil, err.Error(), nil
@@ -491,7 +493,8 @@ func (t *Transfer) checkpoint(ctx context.Context) error {
 		}
 	}
 	if err == nil {
-		err = writeJournal(t.spec.Journal, newJournal(t.spec.SrcPath, t.spec.DstPath, size, mtime, snap))
+		// Journals are written on the way out too, after ctx ended.
+		err = saveJournal(context.WithoutCancel(ctx), t.spec.Journals, t.spec.Journal, newJournal(t.spec.SrcPath, t.spec.DstPath, size, mtime, snap))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -690,8 +693,8 @@ func (t *Transfer) discard(ctx context.Context) {
 	if err := t.spec.Dst.Remove(ctx, t.tmp); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		t.notef("removing %s: %v", t.tmp, err)
 	}
-	if err := removeJournal(t.spec.Journal); err != nil {
-		t.notef("%v", err)
+	if err := t.spec.Journals.Delete(context.WithoutCancel(ctx), t.spec.Journal); err != nil {
+		t.notef("removing journal: %v", err)
 	}
 	t.mu.Lock()
 	t.inVerify = false
