@@ -2,14 +2,25 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run test vet bench clean
+.PHONY: build run stop sim test vet bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
-# For now the main job is the simulator: replay the SC'15 traces under the
-# baselines, SEAL and seal+ and print the Figure 3 comparison.
+# The main job: a local server on SQLite, two local agents, a real
+# transfer with progress; the service stays up for `sluice status`.
 run: build
+	BIN=$(BIN) bash scripts/demo.sh
+
+# Stop what `make run` started.
+stop:
+	@d=$$(cat $${SLUICE_DEMO_STATE:-$$HOME/.sluice-demo} 2>/dev/null) && [ -f "$$d/pids" ] && \
+		kill $$(cat "$$d/pids") 2>/dev/null; echo "stopped the demo service ($$d)"; \
+		rm -f $${SLUICE_DEMO_STATE:-$$HOME/.sluice-demo}
+
+# The simulator demo: replay the SC'15 traces under the baselines, SEAL and
+# seal+ and print the Figure 3 comparison.
+sim: build
 	$(BIN) sim fig2
 	$(BIN) sim compare --trace 25,45,60 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+
 

@@ -264,7 +264,13 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return writeOp(w, r, c, s.fs.Remove)
+	return writeOp(w, r, c, func(ctx context.Context, p string) error {
+		if err := s.fs.Remove(ctx, p); err != nil {
+			return err
+		}
+		s.log.Info("removed", "remote", r.RemoteAddr, "sub", c.Sub, "path", p)
+		return nil
+	})
 }
 
 // writeOp runs a write-scoped operation on the request's path and answers
@@ -406,6 +412,8 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err := s.fs.Rename(r.Context(), from, to); err != nil {
 		return err
 	}
+	// Renames put files in place (and may replace one): worth a line.
+	s.log.Info("renamed", "remote", r.RemoteAddr, "sub", c.Sub, "from", from, "to", to)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -290,3 +290,58 @@ func TestSourceShrinks(t *testing.T) {
 		t.Errorf("final path exists")
 	}
 }
+
+// lostRename renames but reports a transient error the first time, as
+// when the destination dies between doing the rename and answering.
+type lostRename struct {
+	backend.Backend
+	lost bool
+}
+
+func (l *lostRename) Rename(ctx context.Context, from, to string) error {
+	if err := l.Backend.Rename(ctx, from, to); err != nil {
+		return err
+	}
+	if !l.lost {
+		l.lost = true
+		return errors.New("connection reset by peer")
+	}
+	return nil
+}
+
+// TestRenameAnswerLost: a retried rename that finds its source gone
+// because the first attempt did it succeeds, but only if the file in place
+// is the verified one.
+func TestRenameAnswerLost(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	data := e.put(t, "r", 300<<10, 9)
+	s := e.spec("r", int64(len(data)))
+	s.Dst = &lostRename{Backend: e.dst}
+	if _, err := Run(ctx, s); err != nil {
+		t.Fatalf("rename whose answer was lost: %v", err)
+	}
+	e.checkFinal(t, s, data)
+
+	// The same, but something else replaced the file in between: the
+	// transfer must fail, not claim success.
+	data2 := e.put(t, "r2", 300<<10, 10)
+	s2 := e.spec("r2", int64(len(data2)))
+	s2.Dst = &replacedAfterRename{lostRename{Backend: e.dst}, e.local("out/r2")}
+	if _, err := Run(ctx, s2); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("rename answer lost and file replaced: err %v, want not found", err)
+	}
+}
+
+type replacedAfterRename struct {
+	lostRename
+	local string
+}
+
+func (r *replacedAfterRename) Rename(ctx context.Context, from, to string) error {
+	err := r.lostRename.Rename(ctx, from, to)
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		os.WriteFile(r.local, make([]byte, 300<<10), 0o644) // same size, other bytes
+	}
+	return err
+}

@@ -314,8 +314,22 @@ func (t *Transfer) execute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		tried := false
 		if err := t.retry(ctx, "renaming "+t.tmp+" to "+s.DstPath, func() error {
-			return s.Dst.Rename(ctx, t.tmp, s.DstPath)
+			err := s.Dst.Rename(ctx, t.tmp, s.DstPath)
+			if tried && errors.Is(err, backend.ErrNotFound) {
+				// An earlier attempt may have renamed the file and
+				// lost its answer (the destination restarted, say).
+				ok, cerr := t.renamedAlready(ctx, sum)
+				switch {
+				case ok:
+					return nil // the verified file is in place
+				case cerr != nil && !backend.Permanent(cerr):
+					return cerr // cannot tell yet: try again
+				}
+			}
+			tried = true
+			return err
 		}); err != nil {
 			return err
 		}
@@ -699,4 +713,26 @@ func (t *Transfer) discard(ctx context.Context) {
 	t.mu.Lock()
 	t.inVerify = false
 	t.mu.Unlock()
+}
+
+// renamedAlready reports whether the destination path holds the verified
+// file: the same size, and the checksum the verification computed (with
+// checksums off, the same size only). An error means it could not tell.
+func (t *Transfer) renamedAlready(ctx context.Context, sum string) (bool, error) {
+	s := &t.spec
+	fi, err := s.Dst.Stat(ctx, s.DstPath)
+	if err != nil {
+		return false, err
+	}
+	if fi.IsDir || fi.Size != t.sizeOf() {
+		return false, nil
+	}
+	if s.Checksum == "none" || sum == "" {
+		return true, nil
+	}
+	got, err := s.Dst.Checksum(ctx, s.DstPath, s.Checksum)
+	if err != nil {
+		return false, err
+	}
+	return got == sum, nil
 }

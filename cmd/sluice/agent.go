@@ -14,11 +14,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/auth"
 )
 
 func newAgentCmd() *cobra.Command {
 	var listen, root, name, keyFile, tlsCert, tlsKey string
+	var serverURL, joinToken, advertise string
+	var maxMBps float64
+	var maxCC int
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Serve a directory tree to sluice transfers (docs/agent-protocol.md)",
@@ -36,15 +40,24 @@ func newAgentCmd() *cobra.Command {
 			} else if !fi.IsDir() {
 				return fmt.Errorf("agent: root %s is not a directory", root)
 			}
-			if keyFile == "" {
-				return errors.New("agent: --token-key is required (create one with `sluice keygen FILE`)")
+			if keyFile == "" && serverURL == "" {
+				return errors.New("agent: --token-key (standalone, see `sluice keygen`) or --server with --join-token is required")
+			}
+			if keyFile != "" && serverURL != "" {
+				return errors.New("agent: --token-key and --server exclude each other: a server gives its agents their key")
+			}
+			if serverURL != "" && joinToken == "" {
+				return errors.New("agent: --server needs --join-token (the join.token file in the server's data directory, or @FILE)")
 			}
 			if (tlsCert == "") != (tlsKey == "") {
 				return errors.New("agent: --tls-cert and --tls-key go together")
 			}
-			key, err := auth.LoadKey(keyFile)
-			if err != nil {
-				return fmt.Errorf("agent: %w", err)
+			var key []byte
+			var err error
+			if keyFile != "" {
+				if key, err = auth.LoadKey(keyFile); err != nil {
+					return fmt.Errorf("agent: %w", err)
+				}
 			}
 			if name == "" {
 				if name, err = os.Hostname(); err != nil || name == "" {
@@ -52,22 +65,37 @@ func newAgentCmd() *cobra.Command {
 				}
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("agent: %w", err)
+			}
+			defer ln.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if serverURL != "" {
+				j := joiner{server: serverURL, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
+					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, log: log}
+				if j.token, err = secretArg(joinToken); err != nil {
+					return fmt.Errorf("agent: --join-token: %w", err)
+				}
+				joined, err := j.join(ctx)
+				if err != nil {
+					return err
+				}
+				key = joined.Key
+				go j.heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
+				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, serverURL, joined.Scheduler, j.info.URL)
+			}
 			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log})
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("agent: %w", err)
-			}
 			scheme := "sluice"
 			if tlsCert != "" {
 				scheme = "sluices"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s serving %s on %s://%s/\n", name, root, scheme, ln.Addr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			if err := s.Serve(ctx, ln, tlsCert, tlsKey); err != nil {
 				return err
 			}
@@ -82,6 +110,11 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&keyFile, "token-key", "", "file with the token key, mode 0600 (required; see sluice keygen)")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (sluices://)")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key for --tls-cert")
+	f.StringVar(&serverURL, "server", "", "join this sluice server (http(s)://host:port) instead of using --token-key")
+	f.StringVar(&joinToken, "join-token", "", "the server's join token, or @FILE to read it from a file")
+	f.StringVar(&advertise, "advertise", "", "URL the server and other agents reach this agent at (default: from --listen)")
+	f.Float64Var(&maxMBps, "max-mbps", 0, "this endpoint's maximum aggregate throughput in MB/s, for the scheduler (0: learn it)")
+	f.IntVar(&maxCC, "max-cc", 0, "most concurrent transfers the scheduler may run here (0: no limit)")
 	return cmd
 }
 
@@ -105,7 +138,7 @@ func newTokenCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Print a token signed with a token key",
+		Short: "Print a data token signed with a token key (`token create`: an API token)",
 		Example: `  sluice token --token-key token.key --scope read --prefix /data/run7 --aud dtn1 --ttl 30m
   curl -H "Authorization: Bearer $(sluice token --token-key token.key)" http://dtn1:7000/v1/info`,
 		Args: cobra.NoArgs,
@@ -135,5 +168,6 @@ func newTokenCmd() *cobra.Command {
 	f.StringVar(&aud, "aud", "*", "agent name the token is for (* for any)")
 	f.StringVar(&sub, "sub", os.Getenv("USER"), "who the token is for (shows in agent logs)")
 	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
+	cmd.AddCommand(newTokenCreateCmd())
 	return cmd
 }

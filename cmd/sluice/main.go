@@ -26,5 +26,7 @@ func newRoot() *cobra.Command {
 	}
 	root.AddCommand(newTraceCmd(), newSimCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newCpCmd())
+	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
+		newEndpointsCmd(), newLoginCmd())
 	return root
 }

@@ -1,0 +1,265 @@
+// Package api owns the HTTP interface of `sluice serve`: the REST API
+// under /v1 (described by OpenAPI 3.1 at /openapi.json, built with huma),
+// the server-sent event stream, agent registration, and Prometheus
+// /metrics. It authenticates callers and translates between JSON and the
+// server package's methods; it holds no state of its own.
+//
+// Errors are RFC 9457 problem documents (application/problem+json).
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Version is the API's version in the OpenAPI document.
+const Version = "1.0.0"
+
+// maxJobBody bounds a submission: 1,000,000 files of a few hundred bytes.
+const maxJobBody = 512 << 20
+
+// New returns the service's HTTP handler.
+func New(s *server.Server) http.Handler {
+	mux := http.NewServeMux()
+	cfg := huma.DefaultConfig("Sluice", Version)
+	cfg.Info.Description = "Schedules and moves bulk scientific data between storage endpoints."
+	cfg.OpenAPIPath = "/openapi"
+	cfg.DocsPath = "/docs"
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An API token (`sluice token create`)."},
+	}
+	// No "$schema" links in bodies: clients post back what they read.
+	cfg.CreateHooks = nil
+	api := humago.New(mux, cfg)
+	h := &handlers{s: s}
+	h.register(api)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry(), promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintln(w, "ok")
+	})
+	return withBearer(authEvents(s, mux))
+}
+
+// authEvents answers an unauthenticated event-stream request with 401
+// before the stream (and its 200 status) starts.
+func authEvents(s *server.Server, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/events" {
+			if _, err := s.Authenticate(r.Context(), token(r.Header.Get("Authorization"))); err != nil {
+				status := http.StatusUnauthorized
+				if !errors.Is(err, server.ErrUnauthorized) {
+					status = http.StatusInternalServerError
+				}
+				w.Header().Set("Content-Type", "application/problem+json")
+				w.WriteHeader(status)
+				json.NewEncoder(w).Encode(map[string]any{"title": http.StatusText(status), "status": status, "detail": err.Error()})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type handlers struct{ s *server.Server }
+
+var bearer = []map[string][]string{{"bearer": {}}}
+
+type bearerKey struct{}
+
+// withBearer puts the request's bearer token in its context, where the
+// handlers find it (the operations declare the bearer security scheme in
+// the OpenAPI document).
+func withBearer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := token(r.Header.Get("Authorization"))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bearerKey{}, tok)))
+	})
+}
+
+func token(h string) string {
+	if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return strings.TrimSpace(t)
+	}
+	return ""
+}
+
+func bearerOf(ctx context.Context) string {
+	t, _ := ctx.Value(bearerKey{}).(string)
+	return t
+}
+
+func (h *handlers) caller(ctx context.Context) (server.Caller, error) {
+	c, err := h.s.Authenticate(ctx, bearerOf(ctx))
+	return c, problem(err)
+}
+
+// problem maps the server's errors to statuses.
+func problem(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, server.ErrUnauthorized):
+		return huma.Error401Unauthorized(err.Error())
+	case errors.Is(err, server.ErrForbidden):
+		return huma.Error403Forbidden(err.Error())
+	case errors.Is(err, server.ErrNotFound):
+		return huma.Error404NotFound(err.Error())
+	case errors.Is(err, server.ErrInvalid):
+		return huma.Error422UnprocessableEntity(err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return huma.Error503ServiceUnavailable("request interrupted: " + err.Error())
+	}
+	return huma.Error500InternalServerError(err.Error())
+}
+
+// FileIn is one file of a submission. Sluice's own fields are source,
+// destination and size; FTS3 clients send sources, destinations and
+// filesize instead.
+type FileIn struct {
+	Source       string   `json:"source,omitempty" doc:"sluice://ENDPOINT/path of the file to copy."`
+	Destination  string   `json:"destination,omitempty" doc:"sluice://ENDPOINT/path to write."`
+	Sources      []string `json:"sources,omitempty" maxItems:"16" doc:"FTS3 form of source (one replica for now)."`
+	Destinations []string `json:"destinations,omitempty" maxItems:"1" doc:"FTS3 form of destination."`
+	Size         *int64   `json:"size,omitempty" minimum:"0" doc:"Size in bytes; stat'ed at the source if absent."`
+	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" doc:"FTS3 form of size."`
+	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
+	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata (kept by the client, ignored here)."`
+	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity (ignored)."`
+}
+
+// ParamsIn is FTS3's "params" object. FTS3 has many more parameters than
+// Sluice uses; those not listed are accepted and ignored, so that FTS3
+// tools can submit unchanged.
+type ParamsIn struct {
+	_              struct{} `additionalProperties:"true"`
+	VerifyChecksum any      `json:"verify_checksum,omitempty" doc:"true/false, or FTS3's both/source/target/none."`
+	Priority       *int     `json:"priority,omitempty" minimum:"1" maximum:"5"`
+	Retry          *int     `json:"retry,omitempty" minimum:"0" maximum:"100"`
+}
+
+// JobIn is a submission.
+type JobIn struct {
+	Files          []FileIn   `json:"files" minItems:"1" maxItems:"1000000"`
+	Class          string     `json:"class,omitempty" enum:"interactive,batch" doc:"interactive (default) or batch (STEAL's background class)."`
+	Priority       *int       `json:"priority,omitempty" minimum:"1" maximum:"5"`
+	Label          string     `json:"label,omitempty" maxLength:"256"`
+	Deadline       *time.Time `json:"deadline,omitempty"`
+	VerifyChecksum *bool      `json:"verify_checksum,omitempty" doc:"Verify each file end to end (default true)."`
+	Checksum       string     `json:"checksum_algorithm,omitempty" enum:"adler32,md5,sha256,crc32c,none" doc:"Algorithm used to verify (default adler32)."`
+	Retry          *int       `json:"retry,omitempty" minimum:"0" maximum:"100" doc:"Transient failures tolerated per file (default 3)."`
+	SubmissionID   string     `json:"submission_id,omitempty" maxLength:"256" doc:"Makes submission idempotent: the same id returns the first job."`
+	Params         *ParamsIn  `json:"params,omitempty" doc:"FTS3 job parameters."`
+}
+
+// JobOut is a job's status.
+type JobOut struct {
+	ID             int64      `json:"id"`
+	Owner          string     `json:"owner"`
+	VO             string     `json:"vo"`
+	Label          string     `json:"label,omitempty"`
+	Class          string     `json:"class"`
+	Priority       int        `json:"priority,omitempty"`
+	State          string     `json:"state" enum:"active,done,failed,canceled"`
+	SubmissionID   string     `json:"submission_id,omitempty"`
+	Created        time.Time  `json:"created"`
+	Finished       *time.Time `json:"finished,omitempty"`
+	Deadline       *time.Time `json:"deadline,omitempty"`
+	VerifyChecksum bool       `json:"verify_checksum"`
+	Checksum       string     `json:"checksum_algorithm"`
+	Files          int        `json:"files"`
+	FilesDone      int        `json:"files_done"`
+	FilesFailed    int        `json:"files_failed"`
+	FilesCanceled  int        `json:"files_canceled"`
+	Bytes          int64      `json:"bytes"`
+	BytesDone      int64      `json:"bytes_done"`
+	Throughput     float64    `json:"throughput" doc:"Bytes per second now."`
+	ETA            float64    `json:"eta_seconds,omitempty" doc:"Estimated seconds to completion at the current throughput."`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func jobOut(j server.JobStatus) JobOut {
+	return JobOut{
+		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
+		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
+		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
+		Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
+	}
+}
+
+// FileOut is one file's status.
+type FileOut struct {
+	Index       int        `json:"index"`
+	Source      string     `json:"source"`
+	Destination string     `json:"destination"`
+	Size        int64      `json:"size" doc:"-1 while not yet stat'ed."`
+	State       string     `json:"state" enum:"resolving,queued,running,done,failed,canceled"`
+	CC          int        `json:"cc,omitempty" doc:"Concurrency of the current or last run."`
+	BytesDone   int64      `json:"bytes_done"`
+	Attempts    int        `json:"attempts,omitempty"`
+	Preemptions int        `json:"preemptions,omitempty"`
+	Checksum    string     `json:"checksum,omitempty" doc:"Verified checksum, ALGO:HEX."`
+	Expected    string     `json:"expected_checksum,omitempty"`
+	Throughput  float64    `json:"throughput,omitempty" doc:"Average bytes per second of the final run."`
+	Wait        float64    `json:"wait_seconds"`
+	Transfer    float64    `json:"transfer_seconds"`
+	Slowdown    float64    `json:"slowdown,omitempty" doc:"Turnaround over transfer time, for finished files."`
+	Started     *time.Time `json:"started,omitempty"`
+	Finished    *time.Time `json:"finished,omitempty"`
+	Error       string     `json:"error,omitempty"`
+}
+
+func fileOut(t store.Task) FileOut {
+	f := FileOut{
+		Index: t.Index, Source: t.Src, Destination: t.Dst, Size: t.Size, State: t.State, CC: t.CC,
+		BytesDone: t.Done, Attempts: t.Attempts, Preemptions: t.Preemptions, Checksum: t.Checksum,
+		Expected: t.Expected, Throughput: t.Throughput, Wait: t.Wait, Transfer: t.Trans,
+		Started: timePtr(t.Started), Finished: timePtr(t.Finished), Error: t.Error,
+	}
+	if t.State == store.StateDone && t.Trans > 0 {
+		f.Slowdown = math.Max(1, t.Finished.Sub(t.Arrival).Seconds()/t.Trans)
+	}
+	return f
+}
+
+// EndpointOut is an endpoint's status.
+type EndpointOut struct {
+	Name          string    `json:"name"`
+	URL           string    `json:"url"`
+	Up            bool      `json:"up"`
+	MaxThroughput float64   `json:"max_throughput,omitempty" doc:"Configured maximum, bytes/s."`
+	MaxCC         int       `json:"max_cc,omitempty"`
+	Throughput    float64   `json:"throughput" doc:"Observed aggregate bytes/s now."`
+	Peak          float64   `json:"peak_throughput,omitempty" doc:"Highest aggregate observed, bytes/s."`
+	CC            int       `json:"cc" doc:"Concurrent partial transfers now."`
+	Registered    time.Time `json:"registered"`
+	LastSeen      time.Time `json:"last_seen"`
+}
+
+// AgentIn is what an agent reports.
+type AgentIn struct {
+	Name          string  `json:"name" minLength:"1" maxLength:"64"`
+	URL           string  `json:"url" minLength:"1" maxLength:"2048" doc:"Where the agent serves: http(s)://host:port."`
+	MaxThroughput float64 `json:"max_throughput,omitempty" minimum:"0" doc:"Bytes/s."`
+	MaxCC         int     `json:"max_cc,omitempty" minimum:"0"`
+}

@@ -1,0 +1,443 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/sse"
+
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+type jobIDIn struct {
+	ID int64 `path:"id" minimum:"1"`
+}
+
+type jobBody struct {
+	Body JobOut
+}
+
+func (h *handlers) register(api huma.API) {
+	huma.Register(api, huma.Operation{
+		OperationID: "submit-job", Method: http.MethodPost, Path: "/v1/jobs", Tags: []string{"jobs"},
+		Summary:       "Submit a job",
+		Description:   "A job is a list of files, each with a source and a destination URL. The FTS3 job shape is accepted too. Returns 201 with the new job, or 200 with the earlier job when submission_id was used before.",
+		DefaultStatus: http.StatusCreated, MaxBodyBytes: maxJobBody, Security: bearer,
+	}, h.submit)
+	huma.Register(api, huma.Operation{
+		OperationID: "list-jobs", Method: http.MethodGet, Path: "/v1/jobs", Tags: []string{"jobs"},
+		Summary: "List jobs", Description: "Newest first. Users see their own jobs; admins see all.", Security: bearer,
+	}, h.listJobs)
+	huma.Register(api, huma.Operation{
+		OperationID: "get-job", Method: http.MethodGet, Path: "/v1/jobs/{id}", Tags: []string{"jobs"},
+		Summary: "Get a job's status", Security: bearer,
+	}, h.getJob)
+	huma.Register(api, huma.Operation{
+		OperationID: "cancel-job", Method: http.MethodDelete, Path: "/v1/jobs/{id}", Tags: []string{"jobs"},
+		Summary: "Cancel a job", Description: "Files not yet done are abandoned and their partial copies removed; files already done stay.", Security: bearer,
+	}, h.cancelJob)
+	huma.Register(api, huma.Operation{
+		OperationID: "list-files", Method: http.MethodGet, Path: "/v1/jobs/{id}/files", Tags: []string{"jobs"},
+		Summary: "List a job's files", Security: bearer,
+	}, h.listFiles)
+	huma.Register(api, huma.Operation{
+		OperationID: "job-audit", Method: http.MethodGet, Path: "/v1/jobs/{id}/audit", Tags: []string{"jobs"},
+		Summary: "A job's state changes", Security: bearer,
+	}, h.audit)
+	huma.Register(api, huma.Operation{
+		OperationID: "list-endpoints", Method: http.MethodGet, Path: "/v1/endpoints", Tags: []string{"endpoints"},
+		Summary: "List endpoints (agents) with their live load", Security: bearer,
+	}, h.endpoints)
+	huma.Register(api, huma.Operation{
+		OperationID: "create-token", Method: http.MethodPost, Path: "/v1/tokens", Tags: []string{"auth"},
+		Summary:       "Create an API token",
+		Description:   "Anyone may create a token for themselves; admins for any user (created in the given VO if new).",
+		DefaultStatus: http.StatusCreated, Security: bearer,
+	}, h.createToken)
+	huma.Register(api, huma.Operation{
+		OperationID: "whoami", Method: http.MethodGet, Path: "/v1/whoami", Tags: []string{"auth"},
+		Summary: "The caller's user", Security: bearer,
+	}, h.whoami)
+	huma.Register(api, huma.Operation{
+		OperationID: "register-agent", Method: http.MethodPost, Path: "/v1/agents/register", Tags: []string{"agents"},
+		Summary: "Register an agent (with the join token)", Security: bearer,
+	}, h.registerAgent)
+	huma.Register(api, huma.Operation{
+		OperationID: "agent-heartbeat", Method: http.MethodPost, Path: "/v1/agents/heartbeat", Tags: []string{"agents"},
+		Summary: "An agent's heartbeat (with the join token)", DefaultStatus: http.StatusNoContent, Security: bearer,
+	}, h.heartbeat)
+	sse.Register(api, huma.Operation{
+		OperationID: "events", Method: http.MethodGet, Path: "/v1/events", Tags: []string{"events"},
+		Summary:     "Stream of state changes and progress (server-sent events)",
+		Description: "Events of the caller's jobs (an admin's: all jobs), optionally of one job. Progress events come about once a second per active job.",
+		Security:    bearer,
+	}, map[string]any{"event": server.Event{}}, h.events)
+}
+
+type submitIn struct {
+	Body JobIn
+}
+
+type submitOut struct {
+	Status int
+	Body   JobOut
+}
+
+// spec converts a submission, in either shape, to the server's form.
+func (in JobIn) spec() (server.JobSpec, error) {
+	s := server.JobSpec{
+		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
+		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
+	}
+	if in.Priority != nil {
+		s.Priority = *in.Priority
+	}
+	if in.Deadline != nil {
+		s.Deadline = *in.Deadline
+	}
+	if p := in.Params; p != nil {
+		if p.Priority != nil && in.Priority == nil {
+			s.Priority = *p.Priority
+		}
+		if p.Retry != nil && in.Retry == nil {
+			s.Retry = p.Retry
+		}
+		if p.VerifyChecksum != nil && in.VerifyChecksum == nil {
+			v, err := fts3Verify(p.VerifyChecksum)
+			if err != nil {
+				return s, err
+			}
+			s.VerifyChecksum = &v
+		}
+	}
+	for i, f := range in.Files {
+		fs := server.FileSpec{Source: f.Source, Destination: f.Destination, Size: -1, Checksum: f.Checksum}
+		switch {
+		case len(f.Sources) > 1:
+			return s, fmt.Errorf("files[%d]: %d sources: several replicas per file are not supported yet; give one", i, len(f.Sources))
+		case len(f.Sources) == 1 && f.Source != "":
+			return s, fmt.Errorf("files[%d]: give source or sources, not both", i)
+		case len(f.Sources) == 1:
+			fs.Source = f.Sources[0]
+		}
+		switch {
+		case len(f.Destinations) == 1 && f.Destination != "":
+			return s, fmt.Errorf("files[%d]: give destination or destinations, not both", i)
+		case len(f.Destinations) == 1:
+			fs.Destination = f.Destinations[0]
+		}
+		if fs.Source == "" || fs.Destination == "" {
+			return s, fmt.Errorf("files[%d]: a source and a destination are required", i)
+		}
+		switch {
+		case f.Size != nil && f.Filesize != nil && *f.Size != *f.Filesize:
+			return s, fmt.Errorf("files[%d]: size and filesize disagree", i)
+		case f.Size != nil:
+			fs.Size = *f.Size
+		case f.Filesize != nil:
+			fs.Size = *f.Filesize
+		}
+		s.Files[i] = fs
+	}
+	return s, nil
+}
+
+func fts3Verify(v any) (bool, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch strings.ToLower(x) {
+		case "both", "source", "target", "true", "b", "s", "t":
+			return true, nil
+		case "none", "false", "n", "":
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("params.verify_checksum %v: want true, false, both, source, target or none", v)
+}
+
+func (h *handlers) submit(ctx context.Context, in *submitIn) (*submitOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := in.Body.spec()
+	if err != nil {
+		return nil, huma.Error422UnprocessableEntity(err.Error())
+	}
+	j, created, err := h.s.Submit(ctx, c, spec)
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &submitOut{Status: http.StatusCreated, Body: jobOut(server.JobStatus{Job: j})}
+	if !created {
+		out.Status = http.StatusOK
+		st, err := h.s.Job(ctx, c, j.ID)
+		if err != nil {
+			return nil, problem(err)
+		}
+		out.Body = jobOut(st)
+	}
+	return out, nil
+}
+
+type listJobsIn struct {
+	State  string `query:"state" enum:"active,done,failed,canceled," doc:"Only jobs in this state."`
+	Limit  int    `query:"limit" minimum:"0" maximum:"1000" default:"100"`
+	Before int64  `query:"before" minimum:"0" doc:"Only jobs with a smaller id (paging)."`
+}
+
+type listJobsOut struct {
+	Body []JobOut
+}
+
+func (h *handlers) listJobs(ctx context.Context, in *listJobsIn) (*listJobsOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	js, err := h.s.Jobs(ctx, c, store.JobFilter{State: in.State, Limit: in.Limit, Before: in.Before})
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &listJobsOut{Body: make([]JobOut, len(js))}
+	for i, j := range js {
+		out.Body[i] = jobOut(j)
+	}
+	return out, nil
+}
+
+func (h *handlers) getJob(ctx context.Context, in *jobIDIn) (*jobBody, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := h.s.Job(ctx, c, in.ID)
+	if err != nil {
+		return nil, problem(err)
+	}
+	return &jobBody{Body: jobOut(j)}, nil
+}
+
+func (h *handlers) cancelJob(ctx context.Context, in *jobIDIn) (*jobBody, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := h.s.Cancel(ctx, c, in.ID)
+	if err != nil {
+		return nil, problem(err)
+	}
+	return &jobBody{Body: jobOut(j)}, nil
+}
+
+type listFilesIn struct {
+	ID    int64 `path:"id" minimum:"1"`
+	From  int   `query:"from" minimum:"0" doc:"First file index."`
+	Limit int   `query:"limit" minimum:"0" maximum:"100000" default:"1000"`
+}
+
+type listFilesOut struct {
+	Body []FileOut
+}
+
+func (h *handlers) listFiles(ctx context.Context, in *listFilesIn) (*listFilesOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := h.s.Files(ctx, c, in.ID, in.From, in.Limit)
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &listFilesOut{Body: make([]FileOut, len(ts))}
+	for i, t := range ts {
+		out.Body[i] = fileOut(t)
+	}
+	return out, nil
+}
+
+// AuditOut is one state change.
+type AuditOut struct {
+	At     time.Time `json:"at"`
+	Task   int64     `json:"task,omitempty"`
+	Actor  string    `json:"actor"`
+	From   string    `json:"from,omitempty"`
+	To     string    `json:"to"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+type auditOut struct {
+	Body []AuditOut
+}
+
+func (h *handlers) audit(ctx context.Context, in *jobIDIn) (*auditOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es, err := h.s.Audit(ctx, c, in.ID)
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &auditOut{Body: make([]AuditOut, len(es))}
+	for i, e := range es {
+		out.Body[i] = AuditOut{At: e.At, Task: e.TaskID, Actor: e.Actor, From: e.From, To: e.To, Detail: e.Detail}
+	}
+	return out, nil
+}
+
+type endpointsIn struct{}
+
+type endpointsOut struct {
+	Body []EndpointOut
+}
+
+func (h *handlers) endpoints(ctx context.Context, in *endpointsIn) (*endpointsOut, error) {
+	if _, err := h.caller(ctx); err != nil {
+		return nil, err
+	}
+	es, err := h.s.Endpoints(ctx)
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &endpointsOut{Body: make([]EndpointOut, len(es))}
+	for i, e := range es {
+		out.Body[i] = EndpointOut{Name: e.Name, URL: e.URL, Up: e.Up, MaxThroughput: e.MaxThroughput, MaxCC: e.MaxCC,
+			Throughput: e.Throughput, Peak: e.Peak, CC: e.CC, Registered: e.Registered, LastSeen: e.LastSeen}
+	}
+	return out, nil
+}
+
+// TokenIn asks for an API token.
+type TokenIn struct {
+	User       string `json:"user,omitempty" maxLength:"64" doc:"Whose token (default: the caller)."`
+	VO         string `json:"vo,omitempty" maxLength:"64" doc:"The user's VO if the user is new (default: default)."`
+	Admin      bool   `json:"admin,omitempty" doc:"Make a new user an admin (admins only)."`
+	TTLSeconds int64  `json:"ttl_seconds,omitempty" minimum:"0" doc:"Lifetime; 0: no expiry."`
+	Label      string `json:"label,omitempty" maxLength:"256"`
+}
+
+// TokenOut is a new token, shown once.
+type TokenOut struct {
+	Token   string     `json:"token"`
+	User    string     `json:"user"`
+	VO      string     `json:"vo"`
+	Admin   bool       `json:"admin"`
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
+type tokenIn struct {
+	Body TokenIn
+}
+
+type tokenOut struct {
+	Body TokenOut
+}
+
+func (h *handlers) createToken(ctx context.Context, in *tokenIn) (*tokenOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ttl := time.Duration(in.Body.TTLSeconds) * time.Second
+	tok, u, err := h.s.CreateToken(ctx, c, in.Body.User, in.Body.VO, in.Body.Admin, ttl, in.Body.Label)
+	if err != nil {
+		return nil, problem(err)
+	}
+	out := &tokenOut{Body: TokenOut{Token: tok, User: u.Name, VO: u.VO, Admin: u.Admin}}
+	if ttl > 0 {
+		e := time.Now().Add(ttl)
+		out.Body.Expires = &e
+	}
+	return out, nil
+}
+
+// UserOut is a user.
+type UserOut struct {
+	Name  string `json:"name"`
+	VO    string `json:"vo"`
+	Admin bool   `json:"admin"`
+}
+
+type whoamiOut struct {
+	Body UserOut
+}
+
+func (h *handlers) whoami(ctx context.Context, in *endpointsIn) (*whoamiOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &whoamiOut{Body: UserOut{Name: c.User.Name, VO: c.User.VO, Admin: c.User.Admin}}, nil
+}
+
+type agentIn struct {
+	Body AgentIn
+}
+
+// JoinedOut answers a registration.
+type JoinedOut struct {
+	Key              []byte  `json:"key" doc:"The data-token key (base64): accept tokens signed with it."`
+	HeartbeatSeconds float64 `json:"heartbeat_seconds"`
+	Scheduler        string  `json:"scheduler"`
+}
+
+type joinedOut struct {
+	Body JoinedOut
+}
+
+func (in AgentIn) info() server.AgentInfo {
+	return server.AgentInfo{Name: in.Name, URL: in.URL, MaxThroughput: in.MaxThroughput, MaxCC: in.MaxCC}
+}
+
+func (h *handlers) registerAgent(ctx context.Context, in *agentIn) (*joinedOut, error) {
+	j, err := h.s.Register(ctx, bearerOf(ctx), in.Body.info())
+	if err != nil {
+		return nil, problem(err)
+	}
+	return &joinedOut{Body: JoinedOut{Key: j.Key, HeartbeatSeconds: j.HeartbeatEvery.Seconds(), Scheduler: h.s.Scheduler()}}, nil
+}
+
+func (h *handlers) heartbeat(ctx context.Context, in *agentIn) (*struct{}, error) {
+	return nil, problem(h.s.Heartbeat(ctx, bearerOf(ctx), in.Body.info()))
+}
+
+type eventsIn struct {
+	Job int64 `query:"job" minimum:"0" doc:"Only this job's events."`
+}
+
+func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
+	c, err := h.s.Authenticate(ctx, bearerOf(ctx))
+	if err != nil {
+		// The stream has started (200); say why it ends.
+		send(sse.Message{Data: server.Event{Type: "error", Detail: err.Error()}})
+		return
+	}
+	ch, done := h.s.Subscribe(c, in.Job)
+	defer done()
+	// A comment-like keepalive is not available through Sender; a
+	// periodic heartbeat event keeps proxies from closing an idle stream.
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-ch:
+			if send(sse.Message{Data: e}) != nil {
+				return
+			}
+		case <-keep.C:
+			if send(sse.Message{Data: server.Event{Type: "keepalive", At: time.Now()}}) != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,864 @@
+// Package gridftp is the backend for GridFTP and plain FTP servers,
+// ftp:// and gsiftp:// URLs. Bytes move through the real globus-url-copy
+// (Debian package globus-gass-copy-progs), so transfers get the Globus
+// client's parallel streams and GSI security; metadata goes over a small
+// FTP control-channel client of this package's own, because
+// globus-url-copy cannot stat, rename or delete.
+//
+// What globus-url-copy does with partial transfers (found by experiment
+// with globus-gridftp-server 13.24 and globus-url-copy 10.12; the tests
+// exercise every path the backend takes through it):
+//
+//   - -off OFF -len N server→local is an ERET "P OFF N" and writes the
+//     bytes at offset OFF of the destination, not at 0. Written to a pipe
+//     (stdout, "-") in stream mode (one data stream) the bytes come out in
+//     order, so OpenRange streams them. With -p N > 1 the transfer is in
+//     MODE E and the blocks arrive in any order; a pipe cannot seek, and
+//     what comes out of stdout is the right bytes in the wrong order (the
+//     MD5 differs). With Parallelism > 1 OpenRange therefore lets
+//     globus-url-copy write into an unlinked temporary file and reads
+//     the range back from it: the range costs local disk space and the
+//     first byte arrives only when the whole range has.
+//   - -off OFF -len N local→server is an ESTO "A OFF": the bytes land at
+//     offset OFF of the remote file, which is created if missing and is
+//     never truncated. Read from stdin (file:///dev/stdin) the source is a
+//     pipe, which globus-url-copy reads from its start (it cannot seek), so
+//     WriteAt streams r into it; this holds with -p N too. WriteAt never
+//     passes an *os.File as stdin: globus-url-copy would seek it to OFF.
+//     -off 0 -len 0 from /dev/null creates a file without truncating it.
+//   - A partial third-party transfer, server→server, writes at the same
+//     offset too (ERET P + ESTO A): PullFrom, for engine.Spec.Pull.
+//
+// The control-channel client logs in anonymously (USER anonymous) and
+// uses MLST/MLSC (or MLSD), MKD, RMD, DELE, RNFR/RNTO and the GridFTP CKSM
+// command. It cannot authenticate a gsiftp:// control channel (GSI needs
+// the Globus libraries), so over gsiftp:// only the data operations and
+// Checksum (streamed) work; the others return ErrNoGSIControl. FTP has no
+// truncate command: Truncate grows a file by writing one zero byte at
+// size-1 and shrinks it by a server-side copy of the bytes that stay, then
+// a rename. Sync syncs nothing: FTP has no fsync either; the server
+// closes the file before it confirms each transfer, and durability beyond
+// that is the server's own setting (globus-gridftp-server -sync-writes).
+// It only checks that the file exists.
+//
+// Paths are slash-separated and relative to the backend's root: the path
+// part of the base URL (the server's / if none; the path is absolute on
+// the server, not relative to the FTP user's home directory, as in
+// globus-url-copy's URLs). ".." is refused with backend.ErrInvalid, as
+// are NUL, CR and LF, which would let a name inject FTP commands, and
+// (unless Options.UTF8) non-ASCII bytes, which the Globus server silently
+// drops from names. Errors are wrapped as "gridftp: op path: ..." and
+// classified with backend's sentinels from the errno the Globus server
+// names in its replies, the system error text, or the FTP reply code
+// (550 not found, 552 no space, 530 permission); the rest (connection
+// failures, 4xx replies) stay unclassified, so the engine retries them.
+package gridftp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// Options tune a Backend. The zero value is one data stream, no
+// pipelining, one connection for multi-file operations, and
+// globus-url-copy found in PATH.
+type Options struct {
+	// Parallelism is the number of parallel TCP streams of each
+	// transfer (globus-url-copy -p); 0 or 1 means one stream. See the
+	// package comment for what it costs OpenRange.
+	Parallelism int
+	// Pipelining sends the commands of the next file of a multi-file
+	// operation (Download, Upload) before the current one has finished
+	// (globus-url-copy -pp): it hides the round trips that dominate
+	// small files.
+	Pipelining bool
+	// Concurrency is the number of files a multi-file operation moves
+	// at once, each over its own control connection (globus-url-copy
+	// -cc); 0 means 1.
+	Concurrency int
+	// Binary is the globus-url-copy to run; "" looks it up in PATH.
+	Binary string
+	// Env is added to globus-url-copy's environment, as KEY=VALUE (for
+	// instance X509_USER_PROXY for gsiftp://, GLOBUS_TCP_PORT_RANGE).
+	Env []string
+	// Args are extra globus-url-copy options given to every run (say
+	// -tcp-bs 16M, -nodcau). Not -p: OpenRange must know about parallel
+	// streams (use Parallelism).
+	Args []string
+	// TempDir is where OpenRange spools ranges when Parallelism > 1;
+	// "" means os.TempDir().
+	TempDir string
+	// UTF8 allows paths with non-ASCII bytes. They are refused by
+	// default because globus-gridftp-server (13.24, in FTP commands and
+	// in globus-url-copy's requests alike) silently drops those bytes:
+	// "ü.txt" would be written as ".txt", and "ä.txt" to the same file.
+	// Set it for servers known to keep UTF-8 names intact.
+	UTF8 bool
+}
+
+// Backend is one GridFTP (or FTP) server.
+type Backend struct {
+	scheme string // ftp or gsiftp
+	host   string // host:port
+	root   string // server path the backend's paths are below; "/" or "/a/b"
+	bin    string
+	opts   Options
+	ctl    *pool // nil for gsiftp
+
+	// dirs caches directories known to exist, so that WriteAt does not
+	// ask the server about a file's parent before every sub-write.
+	// Remove and Rename clear it.
+	dirsMu sync.Mutex
+	dirs   map[string]bool
+}
+
+// Default ports: GridFTP's registered port, and FTP's.
+const (
+	gsiftpPort = "2811"
+	ftpPort    = "21"
+)
+
+// New returns a backend for the server at baseURL: ftp://host[:port] or
+// gsiftp://host[:port] (default ports 21 and 2811), optionally with a
+// path that becomes the backend's root. Only anonymous FTP logins are
+// supported: a user name in the URL is refused rather than put on
+// globus-url-copy's command line, where any local user could read its
+// password. New fails if globus-url-copy cannot be found.
+func New(baseURL string, opts Options) (*Backend, error) {
+	base, root, err := ParseURL(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("gridftp: %w", err)
+	}
+	if opts.Parallelism < 0 || opts.Concurrency < 0 {
+		return nil, fmt.Errorf("gridftp: %w: negative parallelism or concurrency", backend.ErrInvalid)
+	}
+	bin := opts.Binary
+	if bin == "" {
+		bin = "globus-url-copy"
+	}
+	found, err := exec.LookPath(bin)
+	if err != nil {
+		if opts.Binary == "" {
+			return nil, fmt.Errorf("gridftp: globus-url-copy not found in PATH (install the globus-gass-copy-progs package, or set Options.Binary): %w", err)
+		}
+		return nil, fmt.Errorf("gridftp: globus-url-copy %q is not usable: %w", opts.Binary, err)
+	}
+	u, _ := url.Parse(base)
+	b := &Backend{
+		scheme: u.Scheme,
+		host:   u.Host,
+		root:   path.Clean(root),
+		bin:    found,
+		opts:   opts,
+		dirs:   map[string]bool{},
+	}
+	if b.scheme == "ftp" {
+		b.ctl = &pool{addr: u.Host}
+	}
+	return b, nil
+}
+
+// ParseURL splits an ftp:// or gsiftp:// URL into the server's base URL
+// (scheme://host:port, the default port filled in) and the path on it
+// (decoded: it is a file name). User names, queries and fragments are
+// refused.
+func ParseURL(s string) (base, path string, err error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", "", fmt.Errorf("gridftp URL: %w", err)
+	}
+	port := ""
+	switch u.Scheme {
+	case "ftp":
+		port = ftpPort
+	case "gsiftp":
+		port = gsiftpPort
+	default:
+		return "", "", fmt.Errorf("gridftp URL %q: scheme must be ftp or gsiftp", s)
+	}
+	if u.Opaque != "" || u.Hostname() == "" {
+		return "", "", fmt.Errorf("gridftp URL %q: want %s://host[:port]/path", s, u.Scheme)
+	}
+	if u.User != nil {
+		return "", "", fmt.Errorf("gridftp URL %q: user names are not supported (anonymous ftp:// or GSI gsiftp:// only)", s)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", "", fmt.Errorf("gridftp URL %q: query and fragment are not allowed (percent-encode ? and # in names)", s)
+	}
+	if u.Port() != "" {
+		port = u.Port()
+	}
+	if strings.ContainsAny(u.Path, "\x00\r\n") {
+		return "", "", fmt.Errorf("gridftp URL %q: NUL, CR or LF in the path", s)
+	}
+	path = u.Path
+	if path == "" {
+		path = "/"
+	}
+	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port), path, nil
+}
+
+// Close closes the idle control connections.
+func (b *Backend) Close() error {
+	if b.ctl != nil {
+		b.ctl.close()
+	}
+	return nil
+}
+
+// URL is the globus-url-copy URL of path p.
+func (b *Backend) URL(p string) (string, error) {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return "", err
+	}
+	return b.url(sp), nil
+}
+
+// clean turns a backend path into a slash path relative to the root,
+// without leading slash ("" for the root itself).
+func (b *Backend) clean(p string) (string, error) {
+	if strings.ContainsAny(p, "\x00\r\n") {
+		return "", fmt.Errorf("%w: NUL, CR or LF in path %q", backend.ErrInvalid, p)
+	}
+	if !b.opts.UTF8 {
+		for i := 0; i < len(p); i++ {
+			if p[i] >= 0x80 {
+				return "", fmt.Errorf("%w: non-ASCII path %q (globus-gridftp-server drops such bytes from names; set Options.UTF8 for a server that keeps them)", backend.ErrInvalid, p)
+			}
+		}
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return "", fmt.Errorf("%w: %q leaves the root", backend.ErrInvalid, p)
+		}
+	}
+	c := path.Clean("/" + p)
+	return strings.TrimPrefix(c, "/"), nil
+}
+
+// serverPath is the absolute path on the server of backend path p.
+func (b *Backend) serverPath(p string) (string, error) {
+	c, err := b.clean(p)
+	if err != nil {
+		return "", err
+	}
+	return path.Join(b.root, c), nil
+}
+
+// display is how p appears in FileInfo.Path: relative to the root, with
+// a leading slash, like backend/file.
+func display(c string) string { return "/" + c }
+
+// url is the globus-url-copy URL of a server path. Every byte but the
+// unreserved ones and "/" is percent-encoded (globus-url-copy decodes
+// them), so names with spaces, '#', '?', '%' or ';' arrive intact.
+func (b *Backend) url(spath string) string {
+	var sb strings.Builder
+	sb.WriteString(b.scheme + "://" + b.host)
+	for i := 0; i < len(spath); i++ {
+		c := spath[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-._~", c) >= 0 {
+			sb.WriteByte(c)
+		} else {
+			fmt.Fprintf(&sb, "%%%02X", c)
+		}
+	}
+	return sb.String()
+}
+
+func wrap(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("gridftp: %s %s: %w", op, p, err)
+}
+
+// control runs f on a pooled control connection bound to ctx.
+func (b *Backend) control(ctx context.Context, f func(c *conn) error) error {
+	if b.ctl == nil {
+		return ErrNoGSIControl
+	}
+	c, err := b.ctl.get(ctx)
+	if err != nil {
+		if cerr := ctxErr(ctx, err); cerr != nil {
+			return cerr
+		}
+		return err
+	}
+	return b.ctl.put(ctx, c, f(c))
+}
+
+// info is the FileInfo of an entry at backend path c (cleaned).
+func info(c string, e entry) backend.FileInfo {
+	return backend.FileInfo{Path: display(c), Size: max(e.size, 0), ModTime: e.mtime, IsDir: isDir(e.typ)}
+}
+
+func isDir(typ string) bool { return typ == "dir" || typ == "cdir" || typ == "pdir" }
+
+// Stat implements backend.Backend (MLST).
+func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
+	c, err := b.clean(p)
+	if err != nil {
+		return backend.FileInfo{}, wrap("stat", p, err)
+	}
+	var fi backend.FileInfo
+	err = b.control(ctx, func(cc *conn) error {
+		e, err := cc.mlst(path.Join(b.root, c))
+		if err == nil {
+			fi = info(c, e)
+		}
+		return err
+	})
+	return fi, wrap("stat", p, err)
+}
+
+// List implements backend.Backend: MLSC (the GridFTP listing over the
+// control channel) or MLSD per directory, breadth first.
+func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
+	c, err := b.clean(p)
+	if err != nil {
+		return nil, wrap("list", p, err)
+	}
+	var out []backend.FileInfo
+	err = b.control(ctx, func(cc *conn) error {
+		e, err := cc.mlst(path.Join(b.root, c))
+		if err != nil {
+			return err
+		}
+		if !isDir(e.typ) {
+			return fmt.Errorf("%w: not a directory", backend.ErrInvalid)
+		}
+		queue := []string{c}
+		for len(queue) > 0 {
+			dir := queue[0]
+			queue = queue[1:]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			es, err := cc.mlsd(ctx, path.Join(b.root, dir))
+			if err != nil {
+				return err
+			}
+			for _, e := range es {
+				if e.typ == "cdir" || e.typ == "pdir" || e.name == "." || e.name == ".." {
+					continue
+				}
+				// MLSD names are relative; MLSC may give full paths.
+				name := path.Base(e.name)
+				if strings.Contains(name, "\x00") || name == "/" {
+					continue
+				}
+				rel := path.Join(dir, name)
+				out = append(out, info(rel, e))
+				if isDir(e.typ) && recursive {
+					queue = append(queue, rel)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("list", p, err)
+	}
+	return out, nil
+}
+
+// OpenRange implements backend.Backend: globus-url-copy -off -len from
+// the file to stdout ("-"), or through a temporary file when Parallelism
+// > 1 (see the package comment). A failure to start the transfer (no
+// such file, say) is returned here, not on the first Read: OpenRange
+// waits for the first byte or the end of the run.
+func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return nil, wrap("read", p, err)
+	}
+	if off < 0 || (n > 0 && off > (1<<63-1)-n) {
+		return nil, wrap("read", p, fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n))
+	}
+	if b.opts.Parallelism > 1 && n != 0 {
+		return b.openSpooled(ctx, p, sp, off, n)
+	}
+	args := append(partial(off, n), b.url(sp), "-")
+	cmd, stderr := b.command(ctx, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, wrap("read", p, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, wrap("read", p, fmt.Errorf("starting globus-url-copy: %w", err))
+	}
+	r := &procReader{ctx: ctx, cmd: cmd, stderr: stderr, out: out, left: n, what: p}
+	if n == 0 {
+		// Nothing to read, but the run still says whether the file
+		// is there.
+		if _, err := r.Read(nil); err != nil && err != io.EOF {
+			return nil, err
+		}
+		return &peeked{r: r}, nil
+	}
+	// Wait for the first byte or the end of the run.
+	var first [1]byte
+	var k int
+	for k == 0 && err == nil {
+		k, err = r.Read(first[:])
+	}
+	if err != nil && err != io.EOF {
+		r.Close()
+		return nil, err
+	}
+	return &peeked{head: first[:k], r: r}, nil
+}
+
+// peeked gives back the byte OpenRange read ahead.
+type peeked struct {
+	head []byte
+	r    *procReader
+}
+
+func (p *peeked) Read(b []byte) (int, error) {
+	if len(p.head) > 0 && len(b) > 0 {
+		k := copy(b, p.head)
+		p.head = p.head[k:]
+		return k, nil
+	}
+	return p.r.Read(b)
+}
+
+func (p *peeked) Close() error { return p.r.Close() }
+
+// openSpooled is OpenRange with parallel streams: globus-url-copy writes
+// the range at its own offset of a sparse temporary file, unlinked as
+// soon as it is open again, and the range is read back from there.
+func (b *Backend) openSpooled(ctx context.Context, p, sp string, off, n int64) (io.ReadCloser, error) {
+	dir := b.opts.TempDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	tmp, err := os.MkdirTemp(dir, "sluice-gridftp-")
+	if err != nil {
+		return nil, wrap("read", p, fmt.Errorf("spool: %w", err))
+	}
+	defer os.RemoveAll(tmp)
+	spool := filepath.Join(tmp, "range")
+	args := append(append(b.parallel(), partial(off, n)...), b.url(sp), fileURL(spool))
+	if err := b.run(ctx, args...); err != nil {
+		return nil, wrap("read", p, err)
+	}
+	f, err := os.Open(spool)
+	if errors.Is(err, os.ErrNotExist) {
+		// Nothing was written: the range starts at or past the end.
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	if err != nil {
+		return nil, wrap("read", p, fmt.Errorf("spool: %w", err))
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, wrap("read", p, fmt.Errorf("spool: %w", err))
+	}
+	size := max(st.Size()-off, 0)
+	if n >= 0 {
+		size = min(size, n)
+	}
+	return spooled{io.NewSectionReader(f, off, size), f}, nil
+}
+
+// counter counts what is read through it, so WriteAt can tell a short
+// source from a failed upload.
+type counter struct {
+	r   io.Reader
+	n   int64
+	err error // the source's error, not EOF
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += int64(k)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return k, err
+}
+
+// WriteAt implements backend.Backend: globus-url-copy -off -len from
+// stdin to the file, which writes at off without truncating (see the
+// package comment). stdin is always a pipe this package feeds from r,
+// never r itself: given a regular file, globus-url-copy would seek it
+// to off. If ctx ends while r.Read blocks, WriteAt returns at once and
+// a goroutine finishes that Read and drops what it got.
+func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return wrap("write", p, err)
+	}
+	if off < 0 || n < 0 || off > (1<<63-1)-n {
+		return wrap("write", p, fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n))
+	}
+	if sp == b.root || strings.HasSuffix(p, "/") {
+		return wrap("write", p, fmt.Errorf("%w: not a file name", backend.ErrInvalid))
+	}
+	mk, err := b.parents(ctx, sp)
+	if err != nil {
+		return wrap("write", p, err)
+	}
+	var args []string
+	args = append(args, mk...)
+	if n == 0 {
+		// Creates the file if needed, and leaves it alone otherwise.
+		args = append(args, "-off", "0", "-len", "0", "file:///dev/null", b.url(sp))
+		return wrap("write", p, b.run(ctx, args...))
+	}
+	args = append(append(append(args, b.parallel()...), partial(off, n)...), "file:///dev/stdin", b.url(sp))
+	cmd, stderr := b.command(ctx, args...)
+	// Our own pipe and copier rather than cmd.Stdin = r: exec's Wait
+	// waits for its copier, which may be blocked in r.Read for as long
+	// as r likes, whereas a cancelled WriteAt must return at once.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return wrap("write", p, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return wrap("write", p, fmt.Errorf("starting globus-url-copy: %w", err))
+	}
+	c := &counter{r: io.LimitReader(r, n)}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(stdin, c)
+		stdin.Close() // EOF: a short source ends the transfer short
+	}()
+	err = runErr(ctx, cmd, stderr, cmd.Wait())
+	if err != nil {
+		// Wait closed the pipe, which ends the copier unless it is
+		// blocked reading r; it is not waited for. If it has ended
+		// and the source failed, that is the cause.
+		select {
+		case <-copied:
+			if c.err != nil && ctx.Err() == nil {
+				return wrap("write", p, fmt.Errorf("reading the source: %w", c.err))
+			}
+		default:
+		}
+		return wrap("write", p, err)
+	}
+	// globus-url-copy succeeded, so it read to the end of its stdin:
+	// the copier is done or about to be.
+	select {
+	case <-copied:
+	case <-ctx.Done():
+		return wrap("write", p, ctx.Err())
+	}
+	switch {
+	case c.err != nil:
+		return wrap("write", p, fmt.Errorf("reading the source: %w", c.err))
+	case c.n < n:
+		return wrap("write", p, fmt.Errorf("%w: source ended after %d of %d bytes", backend.ErrInvalid, c.n, n))
+	}
+	return nil
+}
+
+// parents makes sure the parent directory of server path sp exists
+// before a write: over ftp:// with the control connection (once per
+// directory, cached), over gsiftp:// by returning globus-url-copy's -cd
+// option, which makes it create them itself (at the cost of a few MKD
+// round trips each run).
+func (b *Backend) parents(ctx context.Context, sp string) ([]string, error) {
+	dir := path.Dir(sp)
+	if b.ctl == nil {
+		return []string{"-cd"}, nil
+	}
+	if dir == b.root || dir == "/" {
+		return nil, nil
+	}
+	b.dirsMu.Lock()
+	known := b.dirs[dir]
+	b.dirsMu.Unlock()
+	if known {
+		return nil, nil
+	}
+	err := b.control(ctx, func(c *conn) error { return b.mkdirAll(c, dir) })
+	return nil, err
+}
+
+// mkdirAll creates server directory sp and its parents, MLST first so
+// that the common case, the directory is there, is one round trip.
+func (b *Backend) mkdirAll(c *conn, sp string) error {
+	e, err := c.mlst(sp)
+	switch {
+	case err == nil && isDir(e.typ):
+		b.known(sp)
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: %s exists and is not a directory", backend.ErrInvalid, sp)
+	case !errors.Is(err, backend.ErrNotFound):
+		return err
+	}
+	if parent := path.Dir(sp); parent != sp && parent != "/" {
+		if err := b.mkdirAll(c, parent); err != nil {
+			return err
+		}
+	}
+	if _, err := c.expect(257, "MKD "+sp); err != nil {
+		// Lost a race with another creator? Fine if it is a directory.
+		if e, serr := c.mlst(sp); serr != nil || !isDir(e.typ) {
+			return err
+		}
+	}
+	b.known(sp)
+	return nil
+}
+
+func (b *Backend) known(dir string) {
+	b.dirsMu.Lock()
+	b.dirs[dir] = true
+	b.dirsMu.Unlock()
+}
+
+func (b *Backend) forgetDirs() {
+	b.dirsMu.Lock()
+	clear(b.dirs)
+	b.dirsMu.Unlock()
+}
+
+// Truncate implements backend.Backend. FTP has no truncate command: a
+// file grows by one zero byte written at size-1 (a partial write, which
+// leaves the bytes before it alone; the gap reads as zeros, as after a
+// truncate), and shrinks by a server-side partial copy of its first size
+// bytes to a temporary name renamed over it (O(size) work on the server;
+// the engine only ever truncates new files). Needs the control
+// connection: ErrNoGSIControl over gsiftp://.
+func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return wrap("truncate", p, err)
+	}
+	if size < 0 {
+		return wrap("truncate", p, fmt.Errorf("%w: size %d", backend.ErrInvalid, size))
+	}
+	if b.ctl == nil {
+		return wrap("truncate", p, ErrNoGSIControl)
+	}
+	cur := int64(-1)
+	err = b.control(ctx, func(c *conn) error {
+		e, err := c.mlst(sp)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case isDir(e.typ):
+			return fmt.Errorf("%w: is a directory", backend.ErrInvalid)
+		}
+		cur = e.size
+		return nil
+	})
+	if err != nil {
+		return wrap("truncate", p, err)
+	}
+	switch {
+	case size == cur:
+		return nil
+	case size > cur && size == 0:
+		return b.WriteAt(ctx, p, 0, strings.NewReader(""), 0)
+	case size > cur:
+		return b.WriteAt(ctx, p, size-1, strings.NewReader("\x00"), 1)
+	}
+	// Shrink: copy what stays, then rename over.
+	tmp := path.Join(path.Dir(sp), "."+path.Base(sp)+".sluice-truncate")
+	err = b.control(ctx, func(c *conn) error {
+		if _, err := c.expect(250, "DELE "+tmp); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		if size == 0 {
+			err = b.run(ctx, "-off", "0", "-len", "0", "file:///dev/null", b.url(tmp))
+		} else {
+			err = b.run(ctx, append(partial(0, size), b.url(sp), b.url(tmp))...)
+		}
+	}
+	if err == nil {
+		err = b.control(ctx, func(c *conn) error { return rename(c, tmp, sp) })
+	}
+	return wrap("truncate", p, err)
+}
+
+// Sync implements backend.Backend. FTP has no fsync: the server has
+// closed the file when it confirms a transfer, and whether it syncs is
+// its own setting (globus-gridftp-server -sync-writes), so Sync only
+// checks that the file exists (over ftp://; over gsiftp:// it does
+// nothing).
+func (b *Backend) Sync(ctx context.Context, p string) error {
+	if b.ctl == nil {
+		if _, err := b.clean(p); err != nil {
+			return wrap("sync", p, err)
+		}
+		return nil
+	}
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return wrap("sync", p, err)
+	}
+	err = b.control(ctx, func(c *conn) error { _, err := c.mlst(sp); return err })
+	return wrap("sync", p, err)
+}
+
+func rename(c *conn, from, to string) error {
+	if _, err := c.expect(350, "RNFR "+from); err != nil {
+		return err
+	}
+	_, err := c.expect(250, "RNTO "+to)
+	return err
+}
+
+// Rename implements backend.Backend (RNFR/RNTO), creating to's parent
+// directories first like backend/file.
+func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	what := from + " -> " + to
+	f, err := b.serverPath(from)
+	if err != nil {
+		return wrap("rename", what, err)
+	}
+	t, err := b.serverPath(to)
+	if err != nil {
+		return wrap("rename", what, err)
+	}
+	if f == b.root || t == b.root {
+		return wrap("rename", what, fmt.Errorf("%w: cannot rename the root", backend.ErrPermission))
+	}
+	err = b.control(ctx, func(c *conn) error {
+		if dir := path.Dir(t); dir != b.root && dir != "/" {
+			if err := b.mkdirAll(c, dir); err != nil {
+				return err
+			}
+		}
+		return rename(c, f, t)
+	})
+	b.forgetDirs()
+	return wrap("rename", what, err)
+}
+
+// Remove implements backend.Backend: DELE for a file, RMD for a
+// directory (a non-empty one is backend.ErrExist, as in backend/file).
+func (b *Backend) Remove(ctx context.Context, p string) error {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return wrap("remove", p, err)
+	}
+	if sp == b.root {
+		return wrap("remove", p, fmt.Errorf("%w: refusing to remove the root", backend.ErrPermission))
+	}
+	err = b.control(ctx, func(c *conn) error {
+		e, err := c.mlst(sp)
+		if err != nil {
+			return err
+		}
+		if isDir(e.typ) {
+			_, err = c.expect(250, "RMD "+sp)
+		} else {
+			_, err = c.expect(250, "DELE "+sp)
+		}
+		return err
+	})
+	b.forgetDirs()
+	return wrap("remove", p, err)
+}
+
+// Mkdir implements backend.Backend (MKD, parents first).
+func (b *Backend) Mkdir(ctx context.Context, p string) error {
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return wrap("mkdir", p, err)
+	}
+	err = b.control(ctx, func(c *conn) error { return b.mkdirAll(c, sp) })
+	return wrap("mkdir", p, err)
+}
+
+// cksmNames are the CKSM algorithm names of backend.Algorithms.
+var cksmNames = map[string]string{"adler32": "ADLER32", "md5": "MD5", "sha256": "SHA256", "crc32c": "CRC32C"}
+
+// Checksum implements backend.Backend. Over ftp:// the server computes
+// it (GridFTP CKSM) when its FEAT lists the algorithm; the Globus server
+// offers adler32, md5 and sha256, not crc32c. Otherwise, and always over
+// gsiftp://, the file is streamed through OpenRange and hashed here.
+func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) {
+	h, err := backend.NewHash(algo)
+	if err != nil {
+		return "", wrap("checksum", p, err)
+	}
+	sp, err := b.serverPath(p)
+	if err != nil {
+		return "", wrap("checksum", p, err)
+	}
+	if b.ctl != nil {
+		var sum string
+		served := false
+		err := b.control(ctx, func(c *conn) error {
+			if !offers(c.feat["CKSM"], cksmNames[algo]) {
+				return nil
+			}
+			msg, err := c.expect(213, "CKSM "+cksmNames[algo]+" 0 -1 "+sp)
+			if err != nil {
+				return err
+			}
+			sum, served = strings.ToLower(strings.TrimSpace(msg)), true
+			return nil
+		})
+		if err != nil {
+			return "", wrap("checksum", p, err)
+		}
+		if served {
+			// Some servers drop adler32's leading zeros.
+			if want := 2 * h.Size(); len(sum) < want {
+				sum = strings.Repeat("0", want-len(sum)) + sum
+			}
+			if len(sum) != 2*h.Size() || strings.Trim(sum, "0123456789abcdef") != "" {
+				return "", wrap("checksum", p, fmt.Errorf("server sent %q as %s checksum", sum, algo))
+			}
+			return sum, nil
+		}
+	}
+	rc, err := b.OpenRange(ctx, p, 0, -1)
+	if err != nil {
+		return "", fmt.Errorf("gridftp: checksum: %w", err)
+	}
+	defer rc.Close()
+	sum, err := backend.Sum(rc, algo)
+	if err == nil {
+		err = rc.Close()
+	}
+	if err != nil {
+		return "", fmt.Errorf("gridftp: checksum %s: %w", p, err)
+	}
+	return sum, nil
+}
+
+// offers reports whether a FEAT CKSM line ("MD5:10;ADLER32:10;...") lists
+// algo.
+func offers(feat, algo string) bool {
+	for _, a := range strings.Split(feat, ";") {
+		name, _, _ := strings.Cut(a, ":")
+		if strings.EqualFold(strings.TrimSpace(name), algo) {
+			return true
+		}
+	}
+	return false
+}
+
+var _ backend.Backend = (*Backend)(nil)

@@ -1,0 +1,264 @@
+// Package client is the Go client of the Sluice REST API (package api):
+// what the CLI (`sluice submit`, `status`, `watch`, ...) and the agents
+// (registration and heartbeats) use to talk to `sluice serve`.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/server"
+)
+
+// Client talks to one server.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client of the server at base (http(s)://host:port) that
+// presents token. A nil hc means a client with a 60 s timeout (the event
+// stream uses its own, without one).
+func New(base, token string, hc *http.Client) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: server URL %q: want http(s)://host:port", base)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	return &Client{base: strings.TrimSuffix(u.String(), "/"), token: token, http: hc}, nil
+}
+
+// Error is a problem document (RFC 9457) the server answered with.
+type Error struct {
+	Status int
+	Title  string `json:"title"`
+	Detail string `json:"detail"`
+	Errors []struct {
+		Message  string `json:"message"`
+		Location string `json:"location"`
+	} `json:"errors"`
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server: %d %s", e.Status, e.Title)
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	for _, d := range e.Errors {
+		fmt.Fprintf(&b, "; %s", d.Message)
+		if d.Location != "" {
+			fmt.Fprintf(&b, " (%s)", d.Location)
+		}
+	}
+	return b.String()
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("client: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return 0, fmt.Errorf("client: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		e := &Error{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, e) != nil && len(b) > 0 {
+			e.Detail = strings.TrimSpace(string(b))
+		}
+		e.Status = resp.StatusCode
+		return resp.StatusCode, e
+	}
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, fmt.Errorf("client: decoding the answer to %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Submit submits a job; created is false when the server returned an
+// earlier job with the same submission id.
+func (c *Client) Submit(ctx context.Context, job any) (j api.JobOut, created bool, err error) {
+	st, err := c.do(ctx, http.MethodPost, "/v1/jobs", job, &j)
+	return j, st == http.StatusCreated, err
+}
+
+// Jobs lists jobs (state "" for all).
+func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]api.JobOut, error) {
+	q := url.Values{}
+	if state != "" {
+		q.Set("state", state)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []api.JobOut
+	_, err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, id int64) (api.JobOut, error) {
+	var out api.JobOut
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d", id), nil, &out)
+	return out, err
+}
+
+// Files lists a job's files from index from (limit 0: the server's
+// default page).
+func (c *Client) Files(ctx context.Context, id int64, from, limit int) ([]api.FileOut, error) {
+	q := url.Values{"from": {strconv.Itoa(from)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out []api.FileOut
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/files?%s", id, q.Encode()), nil, &out)
+	return out, err
+}
+
+// AllFiles lists every file of a job, page by page.
+func (c *Client) AllFiles(ctx context.Context, id int64) ([]api.FileOut, error) {
+	var all []api.FileOut
+	for {
+		page, err := c.Files(ctx, id, len(all), 10000)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < 10000 {
+			return all, nil
+		}
+	}
+}
+
+// Cancel cancels a job.
+func (c *Client) Cancel(ctx context.Context, id int64) (api.JobOut, error) {
+	var out api.JobOut
+	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, &out)
+	return out, err
+}
+
+// Endpoints lists the endpoints.
+func (c *Client) Endpoints(ctx context.Context) ([]api.EndpointOut, error) {
+	var out []api.EndpointOut
+	_, err := c.do(ctx, http.MethodGet, "/v1/endpoints", nil, &out)
+	return out, err
+}
+
+// CreateToken creates an API token.
+func (c *Client) CreateToken(ctx context.Context, in api.TokenIn) (api.TokenOut, error) {
+	var out api.TokenOut
+	_, err := c.do(ctx, http.MethodPost, "/v1/tokens", in, &out)
+	return out, err
+}
+
+// Whoami returns the caller's user.
+func (c *Client) Whoami(ctx context.Context) (api.UserOut, error) {
+	var out api.UserOut
+	_, err := c.do(ctx, http.MethodGet, "/v1/whoami", nil, &out)
+	return out, err
+}
+
+// Register registers an agent (the client's token is the join token).
+func (c *Client) Register(ctx context.Context, in api.AgentIn) (api.JoinedOut, error) {
+	var out api.JoinedOut
+	_, err := c.do(ctx, http.MethodPost, "/v1/agents/register", in, &out)
+	return out, err
+}
+
+// Heartbeat tells the server the agent is alive.
+func (c *Client) Heartbeat(ctx context.Context, in api.AgentIn) error {
+	_, err := c.do(ctx, http.MethodPost, "/v1/agents/heartbeat", in, nil)
+	return err
+}
+
+// Events streams events (of one job, or all the caller may see if job is
+// 0) to f until ctx ends, f returns false, or the stream breaks.
+func (c *Client) Events(ctx context.Context, job int64, f func(server.Event) bool) error {
+	path := "/v1/events"
+	if job > 0 {
+		path += "?job=" + strconv.FormatInt(job, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	// The stream lasts as long as the caller wants: no client timeout.
+	hc := *c.http
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("client: events: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e := &Error{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e)
+		e.Status = resp.StatusCode
+		return e
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var e server.Event
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return fmt.Errorf("client: event %q: %w", data, err)
+		}
+		if e.Type == "error" {
+			return fmt.Errorf("client: events: %s", e.Detail)
+		}
+		if e.Type == "keepalive" {
+			continue
+		}
+		if !f(e) {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("client: events: %w", err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.New("client: the event stream ended")
+}

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// clientConfig is where the CLI finds the server: flags, then the
+// environment (SLUICE_SERVER, SLUICE_TOKEN), then the config file written
+// by `sluice login`.
+type clientConfig struct {
+	Server string `json:"server"`
+	Token  string `json:"token"`
+}
+
+func clientConfigFile() string {
+	if f := os.Getenv("SLUICE_CONFIG"); f != "" {
+		return f
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "sluice", "client.json")
+}
+
+// clientFlags adds --server and --token to a command.
+func clientFlags(cmd *cobra.Command) *clientConfig {
+	c := &clientConfig{}
+	cmd.Flags().StringVar(&c.Server, "server", "", "server URL (default $SLUICE_SERVER, then `sluice login`'s)")
+	cmd.Flags().StringVar(&c.Token, "token", "", "API token or @FILE (default $SLUICE_TOKEN, then `sluice login`'s)")
+	return c
+}
+
+func (c *clientConfig) client() (*client.Client, error) {
+	cfg := *c
+	var file clientConfig
+	if name := clientConfigFile(); name != "" {
+		if b, err := os.ReadFile(name); err == nil {
+			if err := json.Unmarshal(b, &file); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	if cfg.Server == "" {
+		cfg.Server = os.Getenv("SLUICE_SERVER")
+	}
+	if cfg.Server == "" {
+		cfg.Server = file.Server
+	}
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv("SLUICE_TOKEN")
+	}
+	if cfg.Token == "" {
+		cfg.Token = file.Token
+	}
+	if cfg.Server == "" {
+		return nil, errors.New("no server: give --server, set SLUICE_SERVER, or run `sluice login`")
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("no API token: give --token, set SLUICE_TOKEN, or run `sluice login`")
+	}
+	tok, err := secretArg(cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	return client.New(cfg.Server, tok, nil)
+}
+
+func newLoginCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "login",
+		Short: "Check a server URL and API token and save them for later commands",
+		Example: `  sluice login --server http://sched:8080 --token @~/.local/share/sluice/admin.token
+  sluice status`,
+		Args: cobra.NoArgs,
+	}
+	c := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if c.Server == "" || c.Token == "" {
+			return errors.New("login: --server and --token are required")
+		}
+		tok, err := secretArg(c.Token)
+		if err != nil {
+			return fmt.Errorf("login: --token: %w", err)
+		}
+		cl, err := client.New(c.Server, tok, nil)
+		if err != nil {
+			return err
+		}
+		u, err := cl.Whoami(cmd.Context())
+		if err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		name := clientConfigFile()
+		if name == "" {
+			return errors.New("login: no configuration directory")
+		}
+		b, _ := json.MarshalIndent(clientConfig{Server: c.Server, Token: tok}, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		if err := os.WriteFile(name, append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("login: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "logged in to %s as %s (VO %s); saved in %s\n", c.Server, u.Name, u.VO, name)
+		return nil
+	}
+	return cmd
+}
+
+func newSubmitCmd() *cobra.Command {
+	var file, label, class, checksum, subID string
+	var batch, asJSON, watch bool
+	cmd := &cobra.Command{
+		Use:   "submit [SRC DST | -f job.json]",
+		Short: "Submit a transfer job to the server (prints the job id)",
+		Long: `submit sends a job to the server. SRC and DST are sluice://ENDPOINT/path URLs
+(ENDPOINT: a registered agent's name). With -f, the job is read from a JSON
+file (- for stdin) in Sluice's shape ({"files":[{"source":..,"destination":..}]})
+or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}).`,
+		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
+  sluice submit --batch --label nightly -f job.json`,
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var job api.JobIn
+		switch {
+		case file != "" && len(args) > 0:
+			return errors.New("submit: give SRC DST or -f FILE, not both")
+		case file != "":
+			var r io.Reader = os.Stdin
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return fmt.Errorf("submit: %w", err)
+				}
+				defer f.Close()
+				r = f
+			}
+			dec := json.NewDecoder(r)
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&job); err != nil {
+				return fmt.Errorf("submit: %s: %w", file, err)
+			}
+		case len(args) == 2:
+			job.Files = []api.FileIn{{Source: args[0], Destination: args[1]}}
+		default:
+			return errors.New("submit: give SRC DST (sluice://ENDPOINT/path URLs) or -f job.json")
+		}
+		if batch {
+			class = store.ClassBatch
+		}
+		if class != "" {
+			job.Class = class
+		}
+		if label != "" {
+			job.Label = label
+		}
+		if checksum != "" {
+			job.Checksum = checksum
+		}
+		if subID != "" {
+			job.SubmissionID = subID
+		}
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+		j, created, err := cl.Submit(cmd.Context(), job)
+		if err != nil {
+			return fmt.Errorf("submit: %w", err)
+		}
+		out := cmd.OutOrStdout()
+		switch {
+		case asJSON:
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			enc.Encode(j)
+		case !created:
+			fmt.Fprintf(out, "%d (already submitted with this submission id)\n", j.ID)
+		default:
+			fmt.Fprintln(out, j.ID)
+		}
+		if watch {
+			return watchJob(cmd.Context(), cl, j.ID, cmd.ErrOrStderr())
+		}
+		return nil
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "job file (JSON; - for stdin)")
+	f.BoolVar(&batch, "batch", false, "submit as batch (background) class")
+	f.StringVar(&class, "class", "", "interactive or batch")
+	f.StringVar(&label, "label", "", "a label for the job")
+	f.StringVar(&checksum, "checksum", "", "checksum algorithm: adler32 (default), md5, sha256, crc32c or none")
+	f.StringVar(&subID, "submission-id", "", "idempotency key: resubmitting with it returns the first job")
+	f.BoolVar(&asJSON, "json", false, "print the job as JSON")
+	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
+	return cmd
+}
+
+func parseJobID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a job id", s)
+	}
+	return id, nil
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON, files bool
+	var state string
+	cmd := &cobra.Command{
+		Use:   "status [JOB]",
+		Short: "Show jobs, or one job (with --files, its files)",
+		Args:  cobra.MaximumNArgs(1),
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		ctx, out := cmd.Context(), cmd.OutOrStdout()
+		if len(args) == 0 {
+			js, err := cl.Jobs(ctx, state, 100)
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			if asJSON {
+				return writeJSON(out, js)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB\tOWNER\tCLASS\tSTATE\tFILES\tBYTES\tMB/S\tLABEL")
+			for _, j := range js {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%.1f\t%s\n", j.ID, j.Owner, j.Class, j.State,
+					j.FilesDone, j.Files, progressBytes(j), j.Throughput/1e6, j.Label)
+			}
+			return tw.Flush()
+		}
+		id, err := parseJobID(args[0])
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		j, err := cl.Job(ctx, id)
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		var fs []api.FileOut
+		if files {
+			if fs, err = cl.AllFiles(ctx, id); err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+		}
+		if asJSON {
+			return writeJSON(out, struct {
+				api.JobOut
+				FileList []api.FileOut `json:"file_list,omitempty"`
+			}{j, fs})
+		}
+		printJob(out, j)
+		if files {
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "#\tSTATE\tSIZE\tCC\tMB/S\tCHECKSUM\tDESTINATION\tERROR")
+			for _, f := range fs {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\n", f.Index, f.State, f.Size, f.CC, f.Throughput/1e6, f.Checksum, f.Destination, f.Error)
+			}
+			return tw.Flush()
+		}
+		return nil
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&files, "files", false, "list the job's files")
+	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
+	return cmd
+}
+
+func progressBytes(j api.JobOut) string {
+	return fmt.Sprintf("%.1f/%.1f MB", float64(j.BytesDone)/1e6, float64(j.Bytes)/1e6)
+}
+
+func printJob(w io.Writer, j api.JobOut) {
+	fmt.Fprintf(w, "job %d (%s, %s, owner %s)\n", j.ID, j.State, j.Class, j.Owner)
+	fmt.Fprintf(w, "  files  %d done, %d failed, %d canceled, of %d\n", j.FilesDone, j.FilesFailed, j.FilesCanceled, j.Files)
+	fmt.Fprintf(w, "  bytes  %s", progressBytes(j))
+	if j.Throughput > 0 {
+		fmt.Fprintf(w, " at %.1f MB/s", j.Throughput/1e6)
+	}
+	if j.ETA > 0 {
+		fmt.Fprintf(w, ", about %s left", (time.Duration(j.ETA) * time.Second).Round(time.Second))
+	}
+	fmt.Fprintln(w)
+	if j.VerifyChecksum {
+		fmt.Fprintf(w, "  checksums verified end to end (%s)\n", j.Checksum)
+	}
+	if j.Finished != nil {
+		fmt.Fprintf(w, "  took   %s\n", j.Finished.Sub(j.Created).Round(time.Millisecond))
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newWatchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "watch JOB",
+		Short: "Show a job's progress live (from the server's event stream) until it ends",
+		Args:  cobra.ExactArgs(1),
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, err := parseJobID(args[0])
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		if err := watchJob(cmd.Context(), cl, id, cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		j, err := cl.Job(cmd.Context(), id)
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		printJob(cmd.OutOrStdout(), j)
+		if j.State != store.StateDone {
+			return fmt.Errorf("job %d ended %s", id, j.State)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// watchJob shows progress bars (plain lines when not on a terminal) until
+// the job ends; a broken stream is reopened.
+func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) error {
+	v := newProgressView(w)
+	defer v.finish()
+	show := func(j api.JobOut) {
+		v.update(copyjob.Progress{Bytes: j.Bytes, Done: j.BytesDone, Rate: j.Throughput, Files: j.Files, FilesDone: j.FilesDone})
+	}
+	for {
+		j, err := cl.Job(ctx, id)
+		if err != nil {
+			return fmt.Errorf("watch: %w", err)
+		}
+		show(j)
+		if j.State != store.StateActive {
+			return nil
+		}
+		ended := false
+		err = cl.Events(ctx, id, func(e server.Event) bool {
+			switch e.Type {
+			case "progress":
+				j.BytesDone, j.Throughput, j.FilesDone = e.BytesDone, e.Throughput, e.FilesDone
+				if e.Bytes > 0 {
+					j.Bytes, j.Files = e.Bytes, e.Files
+				}
+				show(j)
+			case "task":
+				if e.State == store.StateDone {
+					j.FilesDone++
+					show(j)
+				}
+			case "job":
+				if e.State != store.StateActive {
+					ended = true
+					return false
+				}
+			}
+			return true
+		})
+		if ended {
+			if j, err := cl.Job(ctx, id); err == nil {
+				show(j)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil && strings.Contains(err.Error(), "401") {
+			return fmt.Errorf("watch: %w", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func newCancelCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel a job (files already done stay; partial copies are removed)",
+		Args:  cobra.ExactArgs(1),
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		id, err := parseJobID(args[0])
+		if err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+		j, err := cl.Cancel(cmd.Context(), id)
+		if err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "job %d %s: %d files done, %d canceled\n", j.ID, j.State, j.FilesDone, j.FilesCanceled)
+		return nil
+	}
+	return cmd
+}
+
+func newEndpointsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "endpoints",
+		Short: "List the endpoints (agents) and their live load",
+		Args:  cobra.NoArgs,
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("endpoints: %w", err)
+		}
+		es, err := cl.Endpoints(cmd.Context())
+		if err != nil {
+			return fmt.Errorf("endpoints: %w", err)
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), es)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tURL\tUP\tMB/S\tCC\tPEAK MB/S\tMAX MB/S\tMAX CC\tLAST SEEN")
+		for _, e := range es {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%.1f\t%d\t%.1f\t%.1f\t%d\t%s\n", e.Name, e.URL, e.Up, e.Throughput/1e6, e.CC,
+				e.Peak/1e6, e.MaxThroughput/1e6, e.MaxCC, e.LastSeen.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTokenCreateCmd() *cobra.Command {
+	var in api.TokenIn
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create an API token (for yourself, or as an admin for any user)",
+		Example: `  sluice token create --user alice --vo cms --ttl 720h
+  SLUICE_TOKEN=$(sluice token create --user alice) sluice status`,
+		Args: cobra.NoArgs,
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if ttl < 0 {
+			return errors.New("token create: --ttl must not be negative")
+		}
+		in.TTLSeconds = int64(ttl / time.Second)
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("token create: %w", err)
+		}
+		out, err := cl.CreateToken(cmd.Context(), in)
+		if err != nil {
+			return fmt.Errorf("token create: %w", err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), out.Token)
+		fmt.Fprintf(cmd.ErrOrStderr(), "token for %s (VO %s, admin %v)\n", out.User, out.VO, out.Admin)
+		return nil
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.User, "user", "", "user (default: yourself); created if new")
+	f.StringVar(&in.VO, "vo", "", "the new user's VO")
+	f.BoolVar(&in.Admin, "admin", false, "make the new user an admin")
+	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry)")
+	f.StringVar(&in.Label, "label", "", "a label for the token")
+	return cmd
+}

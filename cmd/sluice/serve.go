@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// serveConfig is the --config file of `sluice serve` (JSON); flags given
+// on the command line override it.
+type serveConfig struct {
+	Listen           string  `json:"listen"`
+	DB               string  `json:"db"`
+	DataDir          string  `json:"data_dir"`
+	Scheduler        string  `json:"scheduler"`
+	CycleSeconds     float64 `json:"cycle_seconds"`
+	HeartbeatTimeout float64 `json:"heartbeat_timeout_seconds"`
+	TotalMaxCC       int     `json:"total_max_cc"`
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "sluice")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "sluice")
+	}
+	return "sluice-data"
+}
+
+func newServeCmd() *cobra.Command {
+	var cfgFile string
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: "seal", CycleSeconds: 0.5, HeartbeatTimeout: 10}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
+		Long: `serve runs the Sluice service. It keeps its state in a store (SQLite in the
+data directory by default, PostgreSQL with --db postgres://...), accepts jobs
+over the REST API (OpenAPI at /openapi.json), registers agents that join with
+the join token, and every cycle asks the scheduler which transfers run with
+which concurrency; the agents move the bytes between themselves.
+
+On first start with an empty store it writes admin.token (an admin API token)
+and join.token (for agents) to the data directory and prints their paths.`,
+		Example: `  sluice serve --listen :8080 --scheduler seal
+  sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfgFile != "" {
+				if err := loadServeConfig(cfgFile, &c, cmd); err != nil {
+					return err
+				}
+			}
+			return runServe(cmd, c)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc")
+	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
+	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
+	f.StringVar(&c.DataDir, "data-dir", "", "directory for the SQLite store and first-start tokens (default "+defaultDataDir()+")")
+	f.StringVar(&c.Scheduler, "scheduler", c.Scheduler, fmt.Sprintf("scheduling algorithm: %v", sched.Names()))
+	f.Float64Var(&c.CycleSeconds, "cycle", c.CycleSeconds, "scheduling period in seconds")
+	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
+	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
+	return cmd
+}
+
+// loadServeConfig reads the config file into c, except for the settings
+// given as flags.
+func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return fmt.Errorf("serve: --config: %w", err)
+	}
+	var fc serveConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return fmt.Errorf("serve: --config %s: %w", name, err)
+	}
+	set := func(flag string, apply func()) {
+		if !cmd.Flags().Changed(flag) {
+			apply()
+		}
+	}
+	if fc.Listen != "" {
+		set("listen", func() { c.Listen = fc.Listen })
+	}
+	if fc.DB != "" {
+		set("db", func() { c.DB = fc.DB })
+	}
+	if fc.DataDir != "" {
+		set("data-dir", func() { c.DataDir = fc.DataDir })
+	}
+	if fc.Scheduler != "" {
+		set("scheduler", func() { c.Scheduler = fc.Scheduler })
+	}
+	if fc.CycleSeconds != 0 {
+		set("cycle", func() { c.CycleSeconds = fc.CycleSeconds })
+	}
+	if fc.HeartbeatTimeout != 0 {
+		set("heartbeat-timeout", func() { c.HeartbeatTimeout = fc.HeartbeatTimeout })
+	}
+	if fc.TotalMaxCC != 0 {
+		set("total-max-cc", func() { c.TotalMaxCC = fc.TotalMaxCC })
+	}
+	return nil
+}
+
+func runServe(cmd *cobra.Command, c serveConfig) error {
+	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 {
+		return errors.New("serve: --cycle and --heartbeat-timeout must be positive, --total-max-cc not negative")
+	}
+	if c.DataDir == "" {
+		c.DataDir = defaultDataDir()
+	}
+	if c.DB == "" {
+		c.DB = filepath.Join(c.DataDir, "sluice.db")
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	st, err := store.Open(ctx, c.DB)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer st.Close()
+	srv, err := server.New(ctx, server.Config{
+		Store: st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
+		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
+		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
+		TotalMaxCC:       c.TotalMaxCC,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "sluice serve: scheduler %s, store %s (%s), API http://%s/ (OpenAPI at /openapi.json)\n", srv.Scheduler(), st.Dialect(), redact(c.DB), ln.Addr())
+	if srv.AdminTokenFile != "" {
+		fmt.Fprintf(out, "first start: admin API token in %s\n", srv.AdminTokenFile)
+	}
+	if srv.JoinTokenFile != "" {
+		fmt.Fprintf(out, "first start: agents join with the token in %s\n", srv.JoinTokenFile)
+	}
+	hs := &http.Server{Handler: api.New(srv), ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Run(ctx) }()
+	go func() {
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serve: %w", err)
+		}
+	}()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		stop()
+		if err != nil {
+			log.Error("stopping", "err", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	// Run returns once the loop has stopped its transfers (their
+	// checkpoints are in the store).
+	select {
+	case <-errc:
+	case <-time.After(20 * time.Second):
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// redact hides a password in a database URL.
+func redact(db string) string {
+	if u, err := url.Parse(db); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return u.Redacted()
+		}
+	}
+	return db
+}

@@ -1,0 +1,685 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/store/storetest"
+)
+
+// stores are the stores the service tests run on: SQLite always, and
+// PostgreSQL when SLUICE_TEST_POSTGRES names a server (.ci/run starts one).
+func stores(t *testing.T) map[string]func(t *testing.T) string {
+	m := map[string]func(t *testing.T) string{"sqlite": func(*testing.T) string { return "" }}
+	if admin := os.Getenv(storetest.PostgresEnv); admin != "" {
+		m["postgres"] = func(t *testing.T) string { return storetest.FreshPostgres(t, admin) }
+	}
+	return m
+}
+
+// proc is a sluice subcommand running in a child process (this test
+// binary, see TestMain), so that tests can kill it with SIGKILL.
+type proc struct {
+	t    *testing.T
+	args []string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  bytes.Buffer
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.Write(b)
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func startProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, args: args}
+	p.start()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("output of sluice %s:\n%s", strings.Join(args, " "), p.output())
+		}
+	})
+	return p
+}
+
+func (p *proc) start() {
+	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	p.cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(p.args, "\x1f"))
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *proc) kill() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
+}
+
+func (p *proc) restart() {
+	p.kill()
+	p.start()
+}
+
+func waitListening(t *testing.T, addr string, p *proc) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s; output:\n%s", addr, p.output())
+}
+
+// cluster is a server and its agents, each in its own process.
+type cluster struct {
+	t       *testing.T
+	dir     string
+	addr    string
+	server  *proc
+	agents  map[string]*proc
+	roots   map[string]string
+	admin   *client.Client
+	db      string
+	adminTo string
+}
+
+// newCluster starts `sluice serve` (with extra flags) and agents named
+// a1..aN, each serving its own directory.
+func newCluster(t *testing.T, agents int, serveFlags ...string) *cluster {
+	return newClusterOn(t, "", agents, serveFlags...)
+}
+
+// newClusterOn is newCluster on the store db (a URL; "": SQLite in the
+// data directory).
+func newClusterOn(t *testing.T, db string, agents int, serveFlags ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, db: db}
+	c.addr = freeAddr(t)
+	args := append([]string{"serve", "--listen", c.addr, "--data-dir", filepath.Join(c.dir, "data"), "--heartbeat-timeout", "3"}, serveFlags...)
+	if c.db != "" {
+		args = append(args, "--db", c.db)
+	}
+	c.server = startProc(t, args...)
+	waitListening(t, c.addr, c.server)
+	tok, err := os.ReadFile(filepath.Join(c.dir, "data", "admin.token"))
+	if err != nil {
+		t.Fatalf("admin token: %v\n%s", err, c.server.output())
+	}
+	c.adminTo = strings.TrimSpace(string(tok))
+	if c.admin, err = client.New("http://"+c.addr, c.adminTo, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= agents; i++ {
+		c.addAgent(fmt.Sprintf("a%d", i))
+	}
+	c.waitEndpoints(agents)
+	return c
+}
+
+func (c *cluster) addAgent(name string, extra ...string) {
+	root := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	addr := freeAddr(c.t)
+	args := append([]string{"agent", "--listen", addr, "--root", root, "--name", name,
+		"--server", "http://" + c.addr, "--join-token", "@" + filepath.Join(c.dir, "data", "join.token")}, extra...)
+	c.agents[name] = startProc(c.t, args...)
+	c.roots[name] = root
+	waitListening(c.t, addr, c.agents[name])
+}
+
+func (c *cluster) waitEndpoints(n int) {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		es, err := c.admin.Endpoints(context.Background())
+		up := 0
+		for _, e := range es {
+			if e.Up {
+				up++
+			}
+		}
+		if err == nil && up >= n && len(es) >= n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("%d endpoints did not come up\n%s", n, c.server.output())
+}
+
+// file writes a random file of size bytes under an agent's root.
+func (c *cluster) file(agent, rel string, size int64, seed uint64) string {
+	p := filepath.Join(c.roots[agent], filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	fastRandom(c.t, p, size, seed)
+	return p
+}
+
+func (c *cluster) path(agent, rel string) string {
+	return filepath.Join(c.roots[agent], filepath.FromSlash(rel))
+}
+
+// waitJob waits until a job is no longer active.
+func (c *cluster) waitJob(cl *client.Client, id int64, timeout time.Duration) api.JobOut {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var j api.JobOut
+	var err error
+	for time.Now().Before(deadline) {
+		j, err = cl.Job(context.Background(), id)
+		if err == nil && j.State != store.StateActive {
+			return j
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("job %d still %s after %s (err %v): %+v\n%s", id, j.State, timeout, err, j, c.server.output())
+	return j
+}
+
+// mixedSize draws sizes like the SC'15 traces: mostly small files, a few
+// large ones.
+func mixedSize(r *rand.Rand) int64 {
+	switch x := r.IntN(100); {
+	case x < 50:
+		return 1 + r.Int64N(1<<20)
+	case x < 85:
+		return 1<<20 + r.Int64N(9<<20)
+	case x < 97:
+		return 10<<20 + r.Int64N(22<<20)
+	default:
+		return 64 << 20
+	}
+}
+
+// TestServiceEndToEnd: server and three agents in their own processes;
+// 200 files of mixed sizes across the pairs complete with checksums
+// verified and identical content; the audit shows each file done once.
+func TestServiceEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and moves ~1 GB")
+	}
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testEndToEnd(t, db(t)) })
+	}
+}
+
+func testEndToEnd(t *testing.T, db string) {
+	c := newClusterOn(t, db, 3)
+	r := rand.New(rand.NewPCG(7, 7))
+	names := []string{"a1", "a2", "a3"}
+	var job api.JobIn
+	type want struct{ src, dst string }
+	var wants []want
+	for i := 0; i < 200; i++ {
+		s, d := names[i%3], names[(i+1)%3]
+		rel := fmt.Sprintf("in/f%03d.dat", i)
+		size := mixedSize(r)
+		c.file(s, rel, size, uint64(i))
+		f := api.FileIn{Source: "sluice://" + s + "/" + rel, Destination: fmt.Sprintf("sluice://%s/out/%s/f%03d.dat", d, s, i)}
+		if i%2 == 0 {
+			f.Size = &size // half stat'ed by the service
+		}
+		job.Files = append(job.Files, f)
+		wants = append(wants, want{c.path(s, rel), c.path(d, fmt.Sprintf("out/%s/f%03d.dat", s, i))})
+	}
+	job.Label = "e2e"
+	ctx := context.Background()
+	j, created, err := c.admin.Submit(ctx, job)
+	if err != nil || !created {
+		t.Fatalf("submit: %v (created %v)", err, created)
+	}
+	start := time.Now()
+	j = c.waitJob(c.admin, j.ID, 3*time.Minute)
+	t.Logf("200 files, %.0f MB in %s", float64(j.Bytes)/1e6, time.Since(start).Round(time.Millisecond))
+	if j.State != store.StateDone || j.FilesDone != 200 {
+		t.Fatalf("job ended %s with %d/%d files done: %+v", j.State, j.FilesDone, j.Files, j)
+	}
+	files, err := c.admin.AllFiles(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range files {
+		if f.State != store.StateDone || !strings.HasPrefix(f.Checksum, "adler32:") {
+			t.Errorf("file %d: state %s checksum %q error %q", i, f.State, f.Checksum, f.Error)
+		}
+		if !sameContent(t, wants[i].src, wants[i].dst) {
+			t.Errorf("file %d: %s and %s differ", i, wants[i].src, wants[i].dst)
+		}
+	}
+	for _, n := range names {
+		matches, _ := filepath.Glob(filepath.Join(c.roots[n], "out", "*", ".*.sluice-part"))
+		if len(matches) > 0 {
+			t.Errorf("temporary files left on %s: %v", n, matches)
+		}
+	}
+	// Resubmitting with the same submission id returns the same job.
+	job.SubmissionID = "once"
+	j1, created1, err := c.admin.Submit(ctx, job)
+	if err != nil || !created1 {
+		t.Fatalf("submit with id: %v %v", err, created1)
+	}
+	j2, created2, err := c.admin.Submit(ctx, job)
+	if err != nil || created2 || j2.ID != j1.ID {
+		t.Fatalf("resubmission: job %d created %v err %v, want job %d not created", j2.ID, created2, err, j1.ID)
+	}
+	c.waitJob(c.admin, j1.ID, 3*time.Minute)
+}
+
+// TestServiceCancel: a canceled job stops, its state says so, and no
+// partial file is left at the destination.
+func TestServiceCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testCancel(t, db(t)) })
+	}
+}
+
+func testCancel(t *testing.T, db string) {
+	c := newClusterOn(t, db, 2)
+	var job api.JobIn
+	for i := 0; i < 40; i++ {
+		rel := fmt.Sprintf("big/%02d", i)
+		c.file("a1", rel, 32<<20, uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cj, err := c.admin.Cancel(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cj.State != store.StateCanceled {
+		t.Fatalf("after cancel the job is %s", cj.State)
+	}
+	if cj.FilesDone == 40 {
+		t.Fatalf("all files were done before the cancel; the test needs a slower job")
+	}
+	// Partial files go shortly after the runs stop.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		parts, _ := filepath.Glob(filepath.Join(c.roots["a2"], "big", ".*.sluice-part"))
+		if len(parts) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partial files left after cancel: %v", parts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A file that was being verified when the cancel came ends done.
+	var files []api.FileOut
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		busy := 0
+		for _, f := range files {
+			if !store.Terminal(f.State) {
+				busy++
+			}
+		}
+		if busy == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	canceled := 0
+	for _, f := range files {
+		switch f.State {
+		case store.StateCanceled:
+			canceled++
+			if _, err := os.Stat(c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))); err == nil {
+				// A run that completed between the cancel and its stop
+				// is reported done, never canceled with a file in place.
+				t.Errorf("canceled file %d exists at its destination", f.Index)
+			}
+		case store.StateDone:
+			if !sameContent(t, c.path("a1", strings.TrimPrefix(f.Source, "sluice://a1/")), c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))) {
+				t.Errorf("done file %d differs", f.Index)
+			}
+		default:
+			t.Errorf("file %d is %s after cancel", f.Index, f.State)
+		}
+	}
+	if canceled == 0 {
+		t.Error("no file was canceled")
+	}
+	// Canceling again is harmless.
+	if _, err := c.admin.Cancel(ctx, j.ID); err != nil {
+		t.Errorf("second cancel: %v", err)
+	}
+}
+
+// TestServiceAPIErrors: unauthenticated, cross-user and invalid requests
+// get the right statuses and clear problem documents.
+func TestServiceAPIErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	base := "http://" + c.addr
+	alice := userClient(t, c, "alice", "cms")
+	bob := userClient(t, c, "bob", "atlas")
+	c.file("a1", "x", 1000, 1)
+	j, _, err := alice.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/x", Destination: "sluice://a2/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.Job(ctx, j.ID); status(err) != http.StatusNotFound {
+		t.Errorf("bob reads alice's job: %v, want 404", err)
+	}
+	if _, err := bob.Cancel(ctx, j.ID); status(err) != http.StatusNotFound {
+		t.Errorf("bob cancels alice's job: %v, want 404", err)
+	}
+	if js, err := bob.Jobs(ctx, "", 0); err != nil || len(js) != 0 {
+		t.Errorf("bob lists %d jobs (err %v), want none", len(js), err)
+	}
+	if js, err := c.admin.Jobs(ctx, "", 0); err != nil || len(js) != 1 {
+		t.Errorf("admin lists %d jobs (err %v), want 1", len(js), err)
+	}
+	if _, err := bob.CreateToken(ctx, api.TokenIn{User: "alice"}); status(err) != http.StatusForbidden {
+		t.Errorf("bob mints alice's token: %v, want 403", err)
+	}
+	tests := []struct {
+		name, method, path, token, body string
+		want                            int
+	}{
+		{"no token", "GET", "/v1/jobs", "", "", 401},
+		{"forged token", "GET", "/v1/jobs", "sk_forged", "", 401},
+		{"events without token", "GET", "/v1/events", "", "", 401},
+		{"not JSON", "POST", "/v1/jobs", c.adminTo, "{", 400},
+		{"unknown field", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y"}],"colour":"red"}`, 422},
+		{"no files", "POST", "/v1/jobs", c.adminTo, `{"files":[]}`, 422},
+		{"bad class", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y"}],"class":"urgent"}`, 422},
+		{"unknown endpoint", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://nowhere/x","destination":"sluice://a2/y"}]}`, 422},
+		{"path escape", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/../etc/passwd","destination":"sluice://a2/y"}]}`, 422},
+		{"bad checksum", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y","checksum":"adler32:zz"}]}`, 422},
+		{"negative size", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y","size":-5}]}`, 422},
+		{"several replicas", "POST", "/v1/jobs", c.adminTo, `{"files":[{"sources":["sluice://a1/x","sluice://a2/x"],"destinations":["sluice://a2/y"]}]}`, 422},
+		{"missing job", "GET", "/v1/jobs/999999", c.adminTo, "", 404},
+		{"bad job id", "GET", "/v1/jobs/abc", c.adminTo, "", 422},
+		{"bad join token", "POST", "/v1/agents/register", "sj_nope", `{"name":"evil","url":"http://127.0.0.1:1"}`, 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, b.String())
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "problem+json") {
+				t.Errorf("content type %q, want a problem document", ct)
+			}
+			if !strings.Contains(b.String(), `"detail"`) && !strings.Contains(b.String(), `"errors"`) {
+				t.Errorf("no detail in %s", b.String())
+			}
+		})
+	}
+	// The FTS3 shape is accepted.
+	fts := `{"files":[{"sources":["sluice://a1/x"],"destinations":["sluice://a2/fts/x"],"filesize":1000}],"params":{"verify_checksum":"both","retry":2,"overwrite":true}}`
+	req, _ := http.NewRequest("POST", base+"/v1/jobs", strings.NewReader(fts))
+	req.Header.Set("Authorization", "Bearer "+c.adminTo)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("FTS3 job: status %d", resp.StatusCode)
+	}
+}
+
+func status(err error) int {
+	if e, ok := err.(*client.Error); ok {
+		return e.Status
+	}
+	return 0
+}
+
+func userClient(t *testing.T, c *cluster, name, vo string) *client.Client {
+	t.Helper()
+	tok, err := c.admin.CreateToken(context.Background(), api.TokenIn{User: name, VO: vo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New("http://"+c.addr, tok.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// TestServiceSurvivesCrashes: kill -9 the server five times, then the
+// destination agent five times, while a job runs. The job completes,
+// every file is whole and verified, and no file is put in place twice.
+func TestServiceSurvivesCrashes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills processes")
+	}
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testSurvivesCrashes(t, db(t)) })
+	}
+}
+
+func testSurvivesCrashes(t *testing.T, db string) {
+	c := newClusterOn(t, db, 2)
+	const n = 96
+	var job api.JobIn
+	for i := 0; i < n; i++ {
+		rel := fmt.Sprintf("d/%03d", i)
+		c.file("a1", rel, 16<<20+int64(i)*4099, uint64(100+i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/out/" + rel})
+	}
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Watch the destination: a file put in place twice shows up as a
+	// new inode under the same name.
+	replaced := make(chan string, n)
+	stopWatch := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		seen := map[string]uint64{}
+		for {
+			ents, _ := os.ReadDir(c.path("a2", "out/d"))
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".") {
+					continue
+				}
+				var st syscall.Stat_t
+				if syscall.Stat(c.path("a2", "out/d/"+e.Name()), &st) != nil {
+					continue
+				}
+				if ino, ok := seen[e.Name()]; ok && ino != st.Ino {
+					replaced <- e.Name()
+				}
+				seen[e.Name()] = st.Ino
+			}
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	progress := func() int64 {
+		for i := 0; i < 100; i++ {
+			if cur, err := c.admin.Job(ctx, j.ID); err == nil {
+				return cur.BytesDone
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("server does not answer\n%s", c.server.output())
+		return 0
+	}
+	for k := 1; k <= 5; k++ {
+		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		before := progress()
+		c.server.restart()
+		waitListening(t, c.addr, c.server)
+		t.Logf("server kill %d at %.0f MB", k, float64(before)/1e6)
+	}
+	for k := 1; k <= 5; k++ {
+		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		before := progress()
+		a := c.agents["a2"]
+		a.kill()
+		time.Sleep(300 * time.Millisecond)
+		a.start()
+		t.Logf("agent kill %d at %.0f MB", k, float64(before)/1e6)
+	}
+	j = c.waitJob(c.admin, j.ID, 4*time.Minute)
+	close(stopWatch)
+	<-watched
+	close(replaced)
+	if j.State != store.StateDone || j.FilesDone != n {
+		t.Fatalf("job ended %s with %d/%d files done", j.State, j.FilesDone, n)
+	}
+	for name := range replaced {
+		t.Errorf("file %s was put in place twice (its inode changed)", name)
+	}
+	files, err := c.admin.AllFiles(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renames := c.agents["a2"].output()
+	for _, f := range files {
+		rel := strings.TrimPrefix(f.Source, "sluice://a1/")
+		if f.State != store.StateDone || f.Checksum == "" {
+			t.Errorf("file %s: %s, checksum %q, error %q", rel, f.State, f.Checksum, f.Error)
+		}
+		if !sameContent(t, c.path("a1", rel), c.path("a2", "out/"+rel)) {
+			t.Errorf("file %s differs", rel)
+		}
+		// A kill between the rename and its log line loses the line,
+		// so the agent's log can only show too many renames.
+		if got := strings.Count(renames, "to=/out/"+rel+"\n"); got > 1 {
+			t.Errorf("file %s was put in place %d times", rel, got)
+		}
+	}
+	if parts, _ := filepath.Glob(filepath.Join(c.roots["a2"], "out", "d", ".*.sluice-part")); len(parts) > 0 {
+		t.Errorf("temporary files left: %v", parts)
+	}
+}
+
+// TestServiceStealBatchYields: under STEAL, a batch job running on an
+// endpoint pair gives way when interactive work arrives: the interactive
+// job finishes first, and batch files were preempted for it.
+func TestServiceStealBatchYields(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 0, "--scheduler", "steal")
+	// Declared capacities make the endpoints count as saturated, as they
+	// would be on a WAN; loopback is faster than what they declare.
+	c.addAgent("a1", "--max-mbps", "100")
+	c.addAgent("a2", "--max-mbps", "100")
+	c.waitEndpoints(2)
+	ctx := context.Background()
+	var batch, inter api.JobIn
+	for i := 0; i < 24; i++ {
+		rel := fmt.Sprintf("b/%02d", i)
+		c.file("a1", rel, 64<<20, uint64(i))
+		batch.Files = append(batch.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	for i := 0; i < 4; i++ {
+		rel := fmt.Sprintf("i/%02d", i)
+		c.file("a1", rel, 32<<20, uint64(50+i))
+		inter.Files = append(inter.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	batch.Class = store.ClassBatch
+	bj, _, err := c.admin.Submit(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until batch transfers hold the endpoints.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if j, err := c.admin.Job(ctx, bj.ID); err == nil && j.BytesDone > 64<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("batch job did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ij, _, err := c.admin.Submit(ctx, inter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ij = c.waitJob(c.admin, ij.ID, 2*time.Minute)
+	bjNow, _ := c.admin.Job(ctx, bj.ID)
+	bj = c.waitJob(c.admin, bj.ID, 3*time.Minute)
+	if ij.State != store.StateDone || bj.State != store.StateDone {
+		t.Fatalf("jobs ended %s and %s", ij.State, bj.State)
+	}
+	t.Logf("interactive job took %s; batch job %s, %d/%d files done when the interactive one ended",
+		ij.Finished.Sub(ij.Created).Round(time.Millisecond), bj.Finished.Sub(bj.Created).Round(time.Millisecond), bjNow.FilesDone, bjNow.Files)
+	if !ij.Finished.Before(*bj.Finished) {
+		t.Errorf("the interactive job did not finish before the batch job")
+	}
+	files, err := c.admin.AllFiles(ctx, bj.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := 0
+	for _, f := range files {
+		pre += f.Preemptions
+	}
+	t.Logf("batch preemptions: %d", pre)
+	if pre == 0 {
+		t.Errorf("no batch file was preempted for the interactive job")
+	}
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs and starts what the integration tests use, on a fresh Debian
+# machine: PostgreSQL (store and service tests against it), the Globus
+# GridFTP server and client (backend/gridftp), and the XRootD server
+# (backend/root). Tests that need a missing one skip with a message, so
+# this script warns rather than fails when it cannot install something.
+# Prints the environment the tests need (eval it).
+set -uo pipefail
+
+need=()
+command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
+command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
+command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
+command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
+if [ ${#need[@]} -gt 0 ]; then
+	SUDO=""
+	[ "$(id -u)" = 0 ] || SUDO="sudo -n"
+	if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"; } >&2; then
+		echo "ci-deps: could not install ${need[*]}; the tests that need them will skip" >&2
+	fi
+fi
+
+# PostgreSQL: start the default cluster and give this OS user a role that
+# may create the per-test databases.
+if command -v pg_ctlcluster >/dev/null 2>&1; then
+	ver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+	if [ -z "$ver" ]; then
+		ver=$(ls /usr/lib/postgresql | sort -V | tail -1)
+		pg_createcluster "$ver" main >&2 || true
+	fi
+	pg_ctlcluster "$ver" main start >&2 2>/dev/null || true
+	me=$(id -un)
+	for i in $(seq 50); do
+		su postgres -c "psql -qAtc 'select 1'" >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	su postgres -c "psql -qc \"do \\\$\\\$ begin if not exists (select from pg_roles where rolname = '$me') then create role \\\"$me\\\" login createdb; end if; end \\\$\\\$\"" >&2 || true
+	su postgres -c "psql -qAtc \"select 1 from pg_database where datname = 'sluice_test'\"" | grep -q 1 ||
+		su postgres -c "createdb -O '$me' sluice_test" >&2 || true
+	if psql "postgres:///sluice_test?host=/var/run/postgresql" -qAtc 'select 1' >/dev/null 2>&1; then
+		echo "export SLUICE_TEST_POSTGRES='postgres:///sluice_test?host=/var/run/postgresql'"
+	else
+		echo "ci-deps: PostgreSQL is not reachable; its tests will skip" >&2
+	fi
+fi

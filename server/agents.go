@@ -1,0 +1,124 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// agentState is the last heartbeat of an agent.
+type agentState struct {
+	ep   store.Endpoint
+	last time.Time
+}
+
+// AgentInfo is what an agent reports when it joins and at each heartbeat.
+type AgentInfo struct {
+	Name string
+	// URL is where the agent serves (http://host:port or https://...).
+	URL           string
+	MaxThroughput float64 // bytes/s, 0: unknown
+	MaxCC         int     // 0: no limit
+}
+
+// Joined is the server's answer to a registration.
+type Joined struct {
+	// Key is the data-token key: the agent accepts tokens the server
+	// mints with it for each transfer.
+	Key            []byte
+	HeartbeatEvery time.Duration
+}
+
+func (s *Server) checkJoin(token string) error {
+	if subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(s.join)) != 1 {
+		return fmt.Errorf("%w: not the join token (see join.token in the server's data directory)", ErrUnauthorized)
+	}
+	return nil
+}
+
+func (a AgentInfo) check() error {
+	if !validName(a.Name) {
+		return fmt.Errorf("%w: agent name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, a.Name)
+	}
+	u, err := url.Parse(a.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("%w: agent URL %q: want http(s)://host:port", ErrInvalid, a.URL)
+	}
+	if a.MaxThroughput < 0 || a.MaxCC < 0 {
+		return fmt.Errorf("%w: negative limits", ErrInvalid)
+	}
+	return nil
+}
+
+// Register records an agent (endpoint) that presents the join token, and
+// returns the data-token key it must accept.
+func (s *Server) Register(ctx context.Context, joinToken string, a AgentInfo) (Joined, error) {
+	if err := s.checkJoin(joinToken); err != nil {
+		return Joined{}, err
+	}
+	if err := s.beat(ctx, a, true); err != nil {
+		return Joined{}, err
+	}
+	s.log.Info("agent registered", "name", a.Name, "url", a.URL)
+	return Joined{Key: s.key, HeartbeatEvery: s.cfg.HeartbeatEvery}, nil
+}
+
+// Heartbeat records that an agent is alive (and its current limits).
+func (s *Server) Heartbeat(ctx context.Context, joinToken string, a AgentInfo) error {
+	if err := s.checkJoin(joinToken); err != nil {
+		return err
+	}
+	return s.beat(ctx, a, false)
+}
+
+func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
+	if err := a.check(); err != nil {
+		return err
+	}
+	u, _ := url.Parse(a.URL)
+	now := time.Now()
+	e := store.Endpoint{Name: a.Name, URL: u.Scheme + "://" + u.Host, MaxThroughput: a.MaxThroughput, MaxCC: a.MaxCC, Registered: now, LastSeen: now, Up: true}
+	s.mu.Lock()
+	prev := s.agents[a.Name]
+	changed := prev == nil || prev.ep.URL != e.URL || prev.ep.MaxThroughput != e.MaxThroughput || prev.ep.MaxCC != e.MaxCC
+	s.agents[a.Name] = &agentState{ep: e, last: now}
+	s.mu.Unlock()
+	// Heartbeats only touch the store when something changed (or at
+	// registration); the loop records up/down transitions itself.
+	if register || changed {
+		if err := s.st.UpsertEndpoint(ctx, e); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
+	return nil
+}
+
+// EndpointStatus is an endpoint with its live load.
+type EndpointStatus struct {
+	store.Endpoint
+	Throughput float64 // observed aggregate bytes/s now
+	CC         int     // concurrency the scheduler runs there now
+	Peak       float64 // highest aggregate observed
+}
+
+// Endpoints lists the endpoints.
+func (s *Server) Endpoints(ctx context.Context) ([]EndpointStatus, error) {
+	eps, err := s.st.Endpoints(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	out := make([]EndpointStatus, len(eps))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range eps {
+		out[i] = EndpointStatus{Endpoint: e}
+		if l, ok := s.epLive[e.Name]; ok {
+			out[i].Throughput, out[i].CC, out[i].Peak, out[i].Up = l.Throughput, l.CC, l.Peak, l.Up
+		}
+	}
+	return out, nil
+}

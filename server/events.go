@@ -1,0 +1,114 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Event is one change the API streams to clients (GET /v1/events).
+type Event struct {
+	Type   string    `json:"type"` // job, task, progress
+	At     time.Time `json:"at"`
+	Job    int64     `json:"job"`
+	Owner  int64     `json:"-"`
+	Task   int64     `json:"task,omitempty"`
+	State  string    `json:"state,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	// Progress events.
+	FilesDone  int     `json:"files_done,omitempty"`
+	Files      int     `json:"files,omitempty"`
+	BytesDone  int64   `json:"bytes_done,omitempty"`
+	Bytes      int64   `json:"bytes,omitempty"`
+	Throughput float64 `json:"throughput,omitempty"`
+}
+
+// broker fans events out to subscribers. A subscriber that does not keep
+// up loses events (and is told so by a gap in the sequence) rather than
+// slowing the scheduler down.
+type broker struct {
+	mu   sync.Mutex
+	subs map[chan Event]func(Event) bool
+}
+
+func newBroker() *broker { return &broker{subs: map[chan Event]func(Event) bool{}} }
+
+func (b *broker) publish(e Event) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch, want := range b.subs {
+		if !want(e) {
+			continue
+		}
+		select {
+		case ch <- e:
+		default:
+		}
+	}
+}
+
+// Subscribe returns a channel of the events the caller may see, and a
+// function to call when done.
+func (s *Server) Subscribe(c Caller, job int64) (<-chan Event, func()) {
+	ch := make(chan Event, 256)
+	want := func(e Event) bool {
+		return (c.User.Admin || e.Owner == c.User.ID) && (job == 0 || e.Job == job)
+	}
+	s.events.mu.Lock()
+	s.events.subs[ch] = want
+	s.events.mu.Unlock()
+	return ch, func() {
+		s.events.mu.Lock()
+		delete(s.events.subs, ch)
+		s.events.mu.Unlock()
+	}
+}
+
+// jobLive is a job's live figures, kept by the loop for status queries.
+type jobLive struct {
+	rate  float64
+	extra int64 // bytes written by running tasks beyond what the store has
+}
+
+// progressEvents publishes each active job's progress and refreshes the
+// live figures status queries read.
+func (w *world) progressEvents() {
+	live := make(map[int64]jobLive, len(w.jobs))
+	for _, t := range w.tasks {
+		if t.State != store.StateRunning || t.xfer == nil {
+			continue
+		}
+		l := live[t.JobID]
+		l.rate += t.rate
+		if d := t.xfer.Progress().Done - t.Done; d > 0 {
+			l.extra += d
+		}
+		live[t.JobID] = l
+	}
+	eps := make(map[string]EndpointStatus, len(w.eps))
+	for n, e := range w.eps {
+		eps[n] = EndpointStatus{Throughput: e.observed, CC: e.cc, Peak: e.peak, Endpoint: store.Endpoint{Up: e.Up}}
+	}
+	w.s.mu.Lock()
+	w.s.jobLive = live
+	w.s.epLive = eps
+	w.s.mu.Unlock()
+	for id, l := range live {
+		j := w.jobs[id]
+		if j == nil {
+			continue
+		}
+		done := j.completed
+		for _, t := range w.tasks {
+			if t.JobID == id && t.State == store.StateRunning {
+				done += t.Done
+			}
+		}
+		w.s.events.publish(Event{Type: "progress", Job: id, Owner: j.OwnerID, Throughput: l.rate,
+			BytesDone: done + l.extra, Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
+	}
+}

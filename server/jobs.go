@@ -1,0 +1,310 @@
+package server
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// MaxFilesPerJob bounds one submission.
+const MaxFilesPerJob = 1_000_000
+
+// FileSpec is one file of a submission.
+type FileSpec struct {
+	Source, Destination string
+	Size                int64  // -1: unknown, the service stats the source
+	Checksum            string // "algo:hex" the user expects, or ""
+}
+
+// JobSpec is a submission.
+type JobSpec struct {
+	Files          []FileSpec
+	Class          string // "interactive" (default) or "batch"
+	Priority       int
+	Label          string
+	Deadline       time.Time
+	VerifyChecksum *bool  // default true
+	Checksum       string // algorithm (default adler32)
+	Retry          *int   // transient failures tolerated per file (default 3)
+	SubmissionID   string
+}
+
+// JobStatus is a job with live figures.
+type JobStatus struct {
+	store.Job
+	Throughput float64 // bytes/s now
+	ETA        float64 // seconds, 0 if unknown
+}
+
+// endpointIndex resolves the host part of sluice:// URLs: an endpoint's
+// name, or the host:port it registered with.
+func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, error) {
+	eps, err := s.st.Endpoints(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	idx := make(map[string]store.Endpoint, 2*len(eps))
+	for _, e := range eps {
+		idx[e.Name] = e
+		if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
+			idx[u.Host] = e
+		}
+	}
+	return idx, nil
+}
+
+// parseFileURL checks a sluice://endpoint/path URL and returns the
+// endpoint and a clean absolute path.
+func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || (scheme != "sluice" && scheme != "sluices") {
+		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port)", raw)
+	}
+	host, p, _ := strings.Cut(rest, "/")
+	p = "/" + p
+	if strings.ContainsAny(p, "?#\x00") {
+		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path", raw)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return store.Endpoint{}, "", fmt.Errorf("%q: '..' in the path", raw)
+		}
+	}
+	e, ok := idx[host]
+	if !ok {
+		return store.Endpoint{}, "", fmt.Errorf("%q: no endpoint %q is registered (see `sluice endpoints`)", raw, host)
+	}
+	return e, path.Clean(p), nil
+}
+
+func parseChecksum(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	algo, sum, ok := strings.Cut(c, ":")
+	algo = strings.ToLower(strings.TrimSpace(algo))
+	sum = strings.ToLower(strings.TrimSpace(sum))
+	if !ok || sum == "" {
+		return "", fmt.Errorf("checksum %q: want ALGO:HEX (e.g. adler32:0a1b2c3d)", c)
+	}
+	h, err := backend.NewHash(algo)
+	if err != nil {
+		return "", fmt.Errorf("checksum %q: %w", c, err)
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != h.Size() {
+		return "", fmt.Errorf("checksum %q: not %d hex bytes of %s", c, h.Size(), algo)
+	}
+	return algo + ":" + sum, nil
+}
+
+// Submit validates and stores a job, and hands it to the scheduler.
+// created is false when SubmissionID named an earlier job of the caller,
+// which is returned instead.
+func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job, bool, error) {
+	bad := func(format string, a ...any) (store.Job, bool, error) {
+		return store.Job{}, false, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+	}
+	switch {
+	case len(spec.Files) == 0:
+		return bad("a job needs at least one file")
+	case len(spec.Files) > MaxFilesPerJob:
+		return bad("%d files in one job; the limit is %d", len(spec.Files), MaxFilesPerJob)
+	case len(spec.Label) > 256 || len(spec.SubmissionID) > 256:
+		return bad("label and submission_id are limited to 256 bytes")
+	}
+	class := spec.Class
+	if class == "" {
+		class = store.ClassInteractive
+	}
+	if class != store.ClassInteractive && class != store.ClassBatch {
+		return bad("class %q: want interactive or batch", spec.Class)
+	}
+	algo := strings.ToLower(spec.Checksum)
+	if algo == "" {
+		algo = "adler32"
+	}
+	if _, err := backend.NewHash(algo); err != nil && algo != "none" {
+		return bad("checksum algorithm %q: want one of %v or none", spec.Checksum, backend.Algorithms)
+	}
+	verify := spec.VerifyChecksum == nil || *spec.VerifyChecksum
+	if algo == "none" {
+		verify = false
+	}
+	retry := DefaultRetry
+	if spec.Retry != nil {
+		if *spec.Retry < 0 || *spec.Retry > 100 {
+			return bad("retry %d: want 0 to 100", *spec.Retry)
+		}
+		retry = *spec.Retry
+	}
+	idx, err := s.endpointIndex(ctx)
+	if err != nil {
+		return store.Job{}, false, err
+	}
+	now := time.Now()
+	tasks := make([]store.Task, len(spec.Files))
+	dsts := make(map[string]int, len(spec.Files))
+	for i, f := range spec.Files {
+		se, sp, err := parseFileURL(idx, f.Source)
+		if err != nil {
+			return bad("file %d: source %v", i, err)
+		}
+		de, dp, err := parseFileURL(idx, f.Destination)
+		if err != nil {
+			return bad("file %d: destination %v", i, err)
+		}
+		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
+			return bad("file %d: destination %q names a directory; give the file's full path", i, f.Destination)
+		}
+		key := de.Name + dp
+		if j, dup := dsts[key]; dup {
+			return bad("files %d and %d have the same destination %q", j, i, f.Destination)
+		}
+		dsts[key] = i
+		sum, err := parseChecksum(f.Checksum)
+		if err != nil {
+			return bad("file %d: %v", i, err)
+		}
+		if f.Size < -1 {
+			return bad("file %d: size %d", i, f.Size)
+		}
+		state := store.StateQueued
+		if f.Size < 0 {
+			state = store.StateResolving
+		}
+		tasks[i] = store.Task{
+			Index: i, Src: scheme(f.Source) + se.Name + sp, Dst: scheme(f.Destination) + de.Name + dp,
+			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum,
+			Batch: class == store.ClassBatch, State: state, Arrival: now,
+		}
+	}
+	j := store.Job{
+		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
+		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, State: store.StateActive, Created: now,
+	}
+	created, err := s.st.CreateJob(ctx, &j, tasks)
+	if err != nil {
+		return store.Job{}, false, fmt.Errorf("server: storing job: %w", err)
+	}
+	if !created {
+		return j, false, nil
+	}
+	j.Files = len(tasks)
+	for _, t := range tasks {
+		if t.Size > 0 {
+			j.Bytes += t.Size
+		}
+	}
+	// The job is durable now; if the loop is busy the submission still
+	// succeeds and the tasks are picked up at the next start at the latest.
+	s.do(context.WithoutCancel(ctx), func(w *world) { w.addJob(j, tasks) })
+	s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: j.State})
+	return j, true, nil
+}
+
+func scheme(u string) string {
+	if strings.HasPrefix(u, "sluices://") {
+		return "sluices://"
+	}
+	return "sluice://"
+}
+
+// visible returns the job if the caller may see it.
+func (s *Server) visible(ctx context.Context, c Caller, id int64) (store.Job, error) {
+	j, err := s.st.Job(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.User.Admin && j.OwnerID != c.User.ID) {
+		// Someone else's job is reported as missing, not as forbidden:
+		// ids are not secrets, but their existence is nobody's business.
+		return store.Job{}, fmt.Errorf("%w: job %d", ErrNotFound, id)
+	}
+	if err != nil {
+		return store.Job{}, fmt.Errorf("server: %w", err)
+	}
+	return j, nil
+}
+
+// Job returns one job's status.
+func (s *Server) Job(ctx context.Context, c Caller, id int64) (JobStatus, error) {
+	j, err := s.visible(ctx, c, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return s.status(j), nil
+}
+
+func (s *Server) status(j store.Job) JobStatus {
+	st := JobStatus{Job: j}
+	s.mu.Lock()
+	live, ok := s.jobLive[j.ID]
+	s.mu.Unlock()
+	if ok && j.State == store.StateActive {
+		st.Throughput = live.rate
+		st.BytesDone = min(st.BytesDone+live.extra, max(st.Bytes, st.BytesDone))
+		if st.Throughput > 0 && st.Bytes > st.BytesDone {
+			st.ETA = float64(st.Bytes-st.BytesDone) / st.Throughput
+		}
+	}
+	return st
+}
+
+// Jobs lists the caller's jobs (an admin's: everyone's, or one user's).
+func (s *Server) Jobs(ctx context.Context, c Caller, f store.JobFilter) ([]JobStatus, error) {
+	if !c.User.Admin {
+		f.OwnerID = c.User.ID
+	}
+	js, err := s.st.Jobs(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	out := make([]JobStatus, len(js))
+	for i, j := range js {
+		out[i] = s.status(j)
+	}
+	return out, nil
+}
+
+// Files lists a job's files.
+func (s *Server) Files(ctx context.Context, c Caller, id int64, from, limit int) ([]store.Task, error) {
+	if _, err := s.visible(ctx, c, id); err != nil {
+		return nil, err
+	}
+	ts, err := s.st.Tasks(ctx, id, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return ts, nil
+}
+
+// Cancel cancels a job: files not yet done are abandoned and their partial
+// copies removed. Files already done stay.
+func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, error) {
+	j, err := s.visible(ctx, c, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	ids, err := s.st.CancelJob(ctx, id, time.Now(), c.User.Name)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("server: %w", err)
+	}
+	if len(ids) > 0 || j.State == store.StateActive {
+		s.do(context.WithoutCancel(ctx), func(w *world) { w.canceled(id, ids) })
+	}
+	return s.Job(ctx, c, id)
+}
+
+// Audit returns a job's state changes.
+func (s *Server) Audit(ctx context.Context, c Caller, id int64) ([]store.AuditEntry, error) {
+	if _, err := s.visible(ctx, c, id); err != nil {
+		return nil, err
+	}
+	return s.st.Audit(ctx, id)
+}

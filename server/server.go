@@ -1,0 +1,318 @@
+// Package server owns the live service behind `sluice serve`: it accepts
+// jobs (lists of files), keeps them in the store, registers the agents
+// (endpoints) and watches their heartbeats, and runs the scheduling loop
+// that turns the same pure scheduler as the simulator (package sched) into
+// transfers between agents (package engine, third-party: the destination
+// agent pulls byte ranges from the source agent, so no data passes through
+// the server).
+//
+// One goroutine, the loop, owns every active task's in-memory state; API
+// calls, transfer goroutines and timers hand it closures (Server.do). Every
+// state change is written to the store before it is reported, and the
+// store is what a restarted server rebuilds from: running tasks become
+// queued again and resume from the checkpoints the engine keeps in the
+// store (engine.Journals).
+//
+// The HTTP API lives in package api; this package exposes plain methods.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultCycle            = 500 * time.Millisecond // SC'15 §4.4
+	DefaultHeartbeatTimeout = 10 * time.Second
+	DefaultHeartbeatEvery   = 2 * time.Second
+	DefaultRetry            = 3
+	DefaultDataTokenTTL     = 24 * time.Hour
+	DefaultEndpointMax      = 1.25e9 // 10 Gb/s: the prior until an endpoint's maximum is known
+)
+
+// Errors the API maps to statuses.
+var (
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrNotFound     = errors.New("not found")
+	ErrInvalid      = errors.New("invalid request")
+)
+
+// Config configures a Server.
+type Config struct {
+	Store store.Store
+	// Scheduler is the algorithm's name (sched.New): seal, steal, ...
+	Scheduler string
+	// Cycle is the scheduling period (default 0.5 s).
+	Cycle time.Duration
+	// HeartbeatTimeout: an agent silent this long is marked down and its
+	// running tasks are re-queued (default 10 s).
+	HeartbeatTimeout time.Duration
+	// HeartbeatEvery is what agents are told to use (default 2 s).
+	HeartbeatEvery time.Duration
+	// DataDir receives admin.token and join.token on first start.
+	DataDir string
+	// TotalMaxCC bounds the concurrency over all endpoints (0: none).
+	TotalMaxCC int
+	// Logger (nil: discard).
+	Logger *slog.Logger
+	// Client is used to reach agents (nil: a client with
+	// sluice.NewTransport).
+	Client *http.Client
+	// ChunkMin and SubWrite are passed to the engine (0: its defaults).
+	ChunkMin, SubWrite int64
+	// Registry receives the service's metrics (nil: a new one).
+	Registry *prometheus.Registry
+}
+
+// Server is the live service.
+type Server struct {
+	cfg    Config
+	st     store.Store
+	log    *slog.Logger
+	client *http.Client
+	sch    sched.Scheduler
+	key    []byte // data-token key, shared with agents at registration
+	join   string // SHA-256 of the join token
+	epoch  time.Time
+	inbox  chan func(*world)
+	events *broker
+	met    *metrics
+
+	mu      sync.Mutex
+	agents  map[string]*agentState    // by endpoint name; heartbeats (under mu)
+	jobLive map[int64]jobLive         // live figures of active jobs (under mu)
+	epLive  map[string]EndpointStatus // live load of endpoints (under mu)
+
+	// Files written on first start, for the CLI to print.
+	AdminTokenFile, JoinTokenFile string
+}
+
+// New opens the service on cfg.Store: it loads (or, on an empty store,
+// creates) the data-token key, the admin user and token, and the join
+// token.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: no store")
+	}
+	if cfg.Scheduler == "" {
+		cfg.Scheduler = "seal"
+	}
+	sch, err := sched.New(cfg.Scheduler, sched.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.Cycle <= 0 {
+		cfg.Cycle = DefaultCycle
+	}
+	if cfg.HeartbeatTimeout <= 0 {
+		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.HeartbeatEvery <= 0 {
+		cfg.HeartbeatEvery = DefaultHeartbeatEvery
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: sluice.NewTransport()}
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg: cfg, st: cfg.Store, log: cfg.Logger, client: cfg.Client, sch: sch,
+		epoch:  time.Now(),
+		inbox:  make(chan func(*world), 1024),
+		events: newBroker(),
+		agents: map[string]*agentState{},
+	}
+	s.met = newMetrics(cfg.Registry)
+	if err := s.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Scheduler is the name of the scheduling algorithm in use.
+func (s *Server) Scheduler() string { return s.sch.Name() }
+
+// Registry is where the service's metrics are registered.
+func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
+
+// bootstrap makes sure the store has a data key, a join token and an
+// admin. Secrets are created once, by whichever server gets there first
+// (InitSetting), and the plain tokens are written to files in DataDir only
+// by the server that created them.
+func (s *Server) bootstrap(ctx context.Context) error {
+	key, err := s.st.InitSetting(ctx, "data_key", base64.StdEncoding.EncodeToString(randomBytes(32)))
+	if err != nil {
+		return fmt.Errorf("server: data key: %w", err)
+	}
+	if s.key, err = base64.StdEncoding.DecodeString(key); err != nil || len(s.key) < 32 {
+		return fmt.Errorf("server: the stored data key is damaged")
+	}
+	joinTok := newToken("sj_")
+	joinHash, err := s.st.InitSetting(ctx, "join_token_sha256", hashToken(joinTok))
+	if err != nil {
+		return fmt.Errorf("server: join token: %w", err)
+	}
+	s.join = joinHash
+	n, err := s.st.CountUsers(ctx)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	if n > 0 {
+		return nil
+	}
+	admin, err := s.st.EnsureUser(ctx, "admin", "admin", true)
+	if err != nil {
+		return fmt.Errorf("server: admin user: %w", err)
+	}
+	adminTok := newToken("sk_")
+	if err := s.st.AddToken(ctx, store.Token{Hash: hashToken(adminTok), UserID: admin.ID, Label: "bootstrap", Created: time.Now()}); err != nil {
+		return fmt.Errorf("server: admin token: %w", err)
+	}
+	if s.cfg.DataDir == "" {
+		return errors.New("server: a data directory is needed to write the first admin token")
+	}
+	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("server: data directory: %w", err)
+	}
+	s.AdminTokenFile = filepath.Join(s.cfg.DataDir, "admin.token")
+	if err := writeSecret(s.AdminTokenFile, adminTok); err != nil {
+		return err
+	}
+	if joinHash == hashToken(joinTok) {
+		s.JoinTokenFile = filepath.Join(s.cfg.DataDir, "join.token")
+		if err := writeSecret(s.JoinTokenFile, joinTok); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSecret(name, value string) error {
+	if err := os.WriteFile(name, []byte(value+"\n"), 0o600); err != nil {
+		return fmt.Errorf("server: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error()) // never happens on Linux
+	}
+	return b
+}
+
+func newToken(prefix string) string {
+	return prefix + base64.RawURLEncoding.EncodeToString(randomBytes(24))
+}
+
+func hashToken(tok string) string {
+	h := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(h[:])
+}
+
+// Caller is an authenticated API user.
+type Caller struct {
+	User store.User
+}
+
+// Authenticate returns the user a bearer token belongs to.
+func (s *Server) Authenticate(ctx context.Context, bearer string) (Caller, error) {
+	bearer = strings.TrimSpace(bearer)
+	if bearer == "" {
+		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice token create`)", ErrUnauthorized)
+	}
+	u, err := s.st.UserByToken(ctx, hashToken(bearer), time.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return Caller{}, fmt.Errorf("%w: unknown or expired token", ErrUnauthorized)
+	}
+	if err != nil {
+		return Caller{}, fmt.Errorf("server: %w", err)
+	}
+	return Caller{User: u}, nil
+}
+
+// CreateToken creates an API token for the named user (creating the user
+// in vo if needed). Only admins may create tokens for others; anyone may
+// create one for themselves.
+func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, admin bool, ttl time.Duration, label string) (string, store.User, error) {
+	if user == "" {
+		user = c.User.Name
+	}
+	if !c.User.Admin && (user != c.User.Name || admin) {
+		return "", store.User{}, fmt.Errorf("%w: only an admin can create tokens for other users or admin tokens", ErrForbidden)
+	}
+	if !validName(user) {
+		return "", store.User{}, fmt.Errorf("%w: user name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, user)
+	}
+	if vo == "" {
+		vo = "default"
+	}
+	u, err := s.st.EnsureUser(ctx, user, vo, admin)
+	if err != nil {
+		return "", store.User{}, fmt.Errorf("server: %w", err)
+	}
+	tok := newToken("sk_")
+	t := store.Token{Hash: hashToken(tok), UserID: u.ID, Label: label, Created: time.Now()}
+	if ttl > 0 {
+		t.Expires = t.Created.Add(ttl)
+	}
+	if err := s.st.AddToken(ctx, t); err != nil {
+		return "", store.User{}, fmt.Errorf("server: %w", err)
+	}
+	return tok, u, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// do hands f to the loop; it returns false if ctx ends first.
+func (s *Server) do(ctx context.Context, f func(*world)) bool {
+	select {
+	case s.inbox <- f:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// post hands f to the loop from a transfer goroutine; it never blocks the
+// caller for long, as the loop drains the inbox every cycle.
+func (s *Server) post(f func(*world)) { s.inbox <- f }
+
+// since is a time in the scheduler's clock: seconds since the server
+// started.
+func (s *Server) since(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }

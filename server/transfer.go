@@ -1,0 +1,306 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// plan is everything a transfer goroutine needs, copied out of the loop.
+type plan struct {
+	task           store.Task
+	srcURL, dstURL string // agents' http(s)://host:port
+	srcAud, dstAud string // endpoint names (token audiences)
+	srcPath        string
+	dstPath        string
+	checksum       string // algorithm
+	expected       string // hex, or ""
+}
+
+func journalKey(id int64) string { return fmt.Sprintf("task/%d", id) }
+
+// storeJournals keeps the engine's checkpoint journals in the store, so
+// that a restarted server (or another one) resumes where a run stopped.
+type storeJournals struct{ st store.Store }
+
+func (j storeJournals) Load(ctx context.Context, key string) ([]byte, error) {
+	b, err := j.st.Checkpoint(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("checkpoint %s: %w", key, fs.ErrNotExist)
+	}
+	return b, err
+}
+
+func (j storeJournals) Save(ctx context.Context, key string, data []byte) error {
+	return j.st.PutCheckpoint(ctx, key, data)
+}
+
+func (j storeJournals) Delete(ctx context.Context, key string) error {
+	return j.st.DeleteCheckpoint(ctx, key)
+}
+
+// plan copies what a run of t needs.
+func (w *world) plan(t *task) plan {
+	p := plan{task: t.Task, checksum: t.job.Checksum}
+	if e := w.eps[t.SrcEndpoint]; e != nil {
+		p.srcURL, p.srcAud = e.URL, e.Name
+	}
+	if e := w.eps[t.DstEndpoint]; e != nil {
+		p.dstURL, p.dstAud = e.URL, e.Name
+	}
+	p.srcPath, p.dstPath = urlPath(t.Src), urlPath(t.Dst)
+	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
+		// The user's checksum decides the algorithm for this file.
+		p.checksum, p.expected = algo, hex
+	}
+	if !t.job.VerifyChecksum && p.expected == "" {
+		p.checksum = "none"
+	}
+	return p
+}
+
+// urlPath is the path of a sluice://endpoint/path URL.
+func urlPath(u string) string {
+	rest := u[strings.Index(u, "://")+3:]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:]
+	}
+	return "/"
+}
+
+// backends returns clients for the two agents, with data tokens scoped to
+// the file being read and to the destination's directory (the engine
+// writes a temporary file beside the destination and renames it).
+func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok string, err error) {
+	if p.srcURL == "" || p.dstURL == "" {
+		return nil, nil, "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
+	}
+	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
+	sub := fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index)
+	srcTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: p.srcPath, Aud: p.srcAud, Exp: exp})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if src, err = sluice.New(p.srcURL, srcTok, s.client); err != nil {
+		return nil, nil, "", err
+	}
+	if dst, err = sluice.New(p.dstURL, dstTok, s.client); err != nil {
+		return nil, nil, "", err
+	}
+	return src, dst, srcTok, nil
+}
+
+// pullBase turns an agent's http(s)://host:port into the sluice(s)://
+// form agents pull from.
+func pullBase(agentURL string) string {
+	if strings.HasPrefix(agentURL, "https://") {
+		return "sluices://" + strings.TrimPrefix(agentURL, "https://")
+	}
+	return "sluice://" + strings.TrimPrefix(agentURL, "http://")
+}
+
+// runTransfer runs one run of a task and reports to the loop. It is the
+// only place the service moves bytes: the destination agent pulls each
+// range from the source agent (engine.Spec.Pull).
+func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
+	id := p.task.ID
+	report := func(res engine.Result, err error) {
+		s.post(func(w *world) { w.finished(id, run, res, err) })
+	}
+	src, dst, srcTok, err := s.backends(p)
+	if err != nil {
+		report(engine.Result{}, err)
+		return
+	}
+	js := storeJournals{s.st}
+	key := journalKey(id)
+	// A complete checkpoint means an earlier run verified and (perhaps)
+	// renamed the file, and the server died before recording it: check
+	// the destination instead of copying the file a second time.
+	cp, ok, err := engine.ReadCheckpoint(ctx, js, key)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("unreadable checkpoint; the engine starts over", "task", id, "err", err)
+	}
+	if err == nil && ok && cp.Complete() && cp.Size == p.task.Size {
+		res, done, err := s.alreadyDone(ctx, src, dst, p)
+		if err != nil {
+			// Cannot tell now (an agent restarting, say): copying
+			// again could put the file in place twice. Try later.
+			report(engine.Result{}, fmt.Errorf("checking whether %s is already complete: %w", p.task.Dst, err))
+			return
+		}
+		if done {
+			report(res, nil)
+			return
+		}
+	}
+	spec := engine.Spec{
+		Src: src, SrcPath: p.srcPath, Dst: dst, DstPath: p.dstPath,
+		Size: p.task.Size, CC: max(p.task.CC, 1),
+		ChunkMin: s.cfg.ChunkMin, SubWrite: s.cfg.SubWrite,
+		Checksum: p.checksum, Expected: p.expected,
+		Journal: key, Journals: js, KeepJournal: true,
+	}
+	base := pullBase(p.srcURL)
+	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+		return dst.Pull(ctx, base+srcPath, srcTok, dstPath, off, n)
+	}
+	x, err := engine.Start(ctx, spec)
+	if err != nil {
+		report(engine.Result{}, err)
+		return
+	}
+	s.post(func(w *world) { w.started(id, run, x) })
+	select {
+	case <-x.Moving():
+		s.post(func(w *world) { w.moving(id, run) })
+	case <-x.Done():
+	}
+	res, err := x.Wait()
+	report(res, err)
+}
+
+// alreadyDone reports whether dst already holds the verified file. An
+// error means it could not tell.
+func (s *Server) alreadyDone(ctx context.Context, src, dst backend.Backend, p plan) (engine.Result, bool, error) {
+	fi, err := dst.Stat(ctx, p.dstPath)
+	if errors.Is(err, backend.ErrNotFound) {
+		return engine.Result{}, false, nil
+	}
+	if err != nil {
+		return engine.Result{}, false, err
+	}
+	if fi.IsDir || fi.Size != p.task.Size {
+		return engine.Result{}, false, nil
+	}
+	algo := p.checksum
+	if algo == "none" {
+		algo = engine.DefaultChecksum
+	}
+	a, err := src.Checksum(ctx, p.srcPath, algo)
+	if err != nil {
+		return engine.Result{}, false, err
+	}
+	b, err := dst.Checksum(ctx, p.dstPath, algo)
+	if err != nil {
+		return engine.Result{}, false, err
+	}
+	if a != b || (p.expected != "" && a != p.expected) {
+		return engine.Result{}, false, nil
+	}
+	s.log.Info("destination already complete and verified; not copied again", "task", p.task.ID, "dst", p.task.Dst)
+	return engine.Result{Size: fi.Size, Checksum: a, Algo: algo, Note: "already complete"}, true, nil
+}
+
+// cleanup removes a canceled task's partial file and checkpoint, in the
+// background.
+func (s *Server) cleanup(t store.Task) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s.mu.Lock()
+		a := s.agents[t.DstEndpoint]
+		s.mu.Unlock()
+		if a != nil {
+			p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
+			if _, dst, _, err := s.backends(p); err == nil {
+				if err := dst.Remove(ctx, engine.TempName(p.dstPath)); err != nil && !errors.Is(err, backend.ErrNotFound) {
+					s.log.Warn("removing partial file of a canceled task", "task", t.ID, "err", err)
+				}
+			}
+		}
+		if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
+			s.log.Warn("deleting checkpoint of a canceled task", "task", t.ID, "err", err)
+		}
+	}()
+}
+
+func backendPermanent(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false // the loop's own stops carry a reason; others are transient
+	}
+	return backend.Permanent(err)
+}
+
+// resolve stats the sources of tasks whose size is unknown, a few at a
+// time, and queues them.
+func (w *world) resolve() {
+	const parallel = 16
+	for _, t := range w.tasks {
+		if w.resolving >= parallel {
+			return
+		}
+		if t.State != store.StateResolving || t.pending || !w.up(t.SrcEndpoint) {
+			continue
+		}
+		t.pending = true
+		w.resolving++
+		p := w.plan(t)
+		id := t.ID
+		go func() {
+			size, err := w.s.statSource(w.ctx, p)
+			w.s.post(func(w *world) { w.resolved(id, size, err) })
+		}()
+	}
+}
+
+func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
+	src, _, _, err := s.backends(p)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	fi, err := src.Stat(ctx, p.srcPath)
+	if err != nil {
+		return 0, err
+	}
+	if fi.IsDir {
+		return 0, fmt.Errorf("%w: %s is a directory", backend.ErrInvalid, p.task.Src)
+	}
+	return fi.Size, nil
+}
+
+func (w *world) resolved(id int64, size int64, err error) {
+	w.resolving--
+	defer w.resolve() // keep the stats flowing
+	t := w.tasks[id]
+	if t == nil || t.State != store.StateResolving {
+		return
+	}
+	t.pending = false
+	now := time.Now()
+	switch {
+	case err == nil:
+		t.Size = size
+		t.job.Bytes += size
+		a := w.setState(t, store.StateQueued, fmt.Sprintf("size %d", size), now)
+		t.since = t.Arrival // the stat was part of the wait
+		w.persist([]*task{t}, []store.AuditEntry{a})
+		w.want, w.cycleWant = true, sched.Arrival
+	case permanent(err):
+		t.Error = err.Error()
+		a := w.setState(t, store.StateFailed, t.Error, now)
+		t.Finished = now
+		w.persist([]*task{t}, []store.AuditEntry{a})
+		t.job.failed++
+		w.drop(t)
+	default:
+		w.s.log.Warn("stat of source failed; will retry", "task", id, "err", err)
+	}
+}

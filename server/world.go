@@ -1,0 +1,770 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/model"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Reasons the loop stops a running transfer itself.
+const (
+	stopPreempted = "preempted"
+	stopCanceled  = "canceled"
+	stopDown      = "endpoint down"
+	stopShutdown  = "server shutdown"
+)
+
+// task is the loop's view of one active task.
+type task struct {
+	store.Task
+	job *jobState
+
+	run        int // generation of the current run: stale reports are ignored
+	xfer       *engine.Transfer
+	cancel     context.CancelFunc
+	pending    bool      // started but not yet moving bytes
+	stop       string    // why the loop is stopping the run ("" if it is not)
+	since      time.Time // when the current state began (Wait/Trans accounting)
+	notBefore  time.Time // back-off after a transient failure
+	preemptFor int64     // pause once this task moves (SC'15 §4.5)
+	srcLoad    int       // known loads when the run started (the observation's signature)
+	dstLoad    int
+	runStart   time.Time
+	runDone    int64 // Done when the run started
+	rate       float64
+	canceling  bool // its job was canceled (in the store) while it ran
+}
+
+// jobState is what the loop keeps of an active job.
+type jobState struct {
+	store.Job
+	active    int // tasks not yet terminal
+	failed    int
+	completed int64 // bytes of the files done
+}
+
+// endpoint is the loop's view of one endpoint.
+type endpoint struct {
+	store.Endpoint
+	peak     float64 // highest aggregate throughput observed
+	observed float64 // this cycle's aggregate
+	cc       int
+}
+
+// world is the live service as the scheduler sees it. Only the loop
+// goroutine touches it.
+type world struct {
+	s         *Server
+	ctx       context.Context // ends at shutdown; transfers derive from it
+	tasks     map[int64]*task
+	jobs      map[int64]*jobState
+	eps       map[string]*endpoint
+	est       *model.History
+	resolving int // stats in flight
+	cycleWant sched.Trigger
+	want      bool
+	lastSave  time.Time
+	lastEvent time.Time
+	inflight  int       // transfer goroutines not yet reported finished
+	begun     time.Time // when this loop started
+}
+
+// Run runs the scheduling loop until ctx ends. Transfers in flight are
+// stopped at shutdown; their checkpoints stay in the store and the next
+// start resumes them.
+func (s *Server) Run(ctx context.Context) error {
+	w, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(s.cfg.Cycle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.shutdown()
+			return nil
+		case f := <-s.inbox:
+			f(w)
+			// Drain what else is queued before deciding, so one cycle
+			// sees a burst of arrivals together.
+			for i := 0; i < 256; i++ {
+				select {
+				case f := <-s.inbox:
+					f(w)
+					continue
+				default:
+				}
+				break
+			}
+			if w.want {
+				w.cycle(w.cycleWant)
+			}
+		case now := <-tick.C:
+			w.tick(now)
+			w.cycle(sched.Tick)
+		}
+	}
+}
+
+// load rebuilds the loop's state from the store.
+func (s *Server) load(ctx context.Context) (*world, error) {
+	w := &world{
+		s: s, ctx: ctx,
+		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
+		est: model.NewHistory(), begun: time.Now(),
+	}
+	w.est.Fallback = w.prior
+	eps, err := s.st.Endpoints(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server: loading endpoints: %w", err)
+	}
+	for _, e := range eps {
+		w.eps[e.Name] = &endpoint{Endpoint: e}
+	}
+	obs, err := s.st.Observations(ctx, 20000)
+	if err != nil {
+		return nil, fmt.Errorf("server: loading observations: %w", err)
+	}
+	for _, o := range obs {
+		w.est.AddHistory(model.Obs{Time: s.since(o.At), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
+		for _, n := range []string{o.Src, o.Dst} {
+			if e := w.eps[n]; e != nil && o.Throughput > e.peak {
+				e.peak = o.Throughput
+			}
+		}
+	}
+	active, err := s.st.ActiveTasks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("server: loading tasks: %w", err)
+	}
+	now := time.Now()
+	var requeued []store.Task
+	var audit []store.AuditEntry
+	for _, st := range active {
+		j, err := w.job(ctx, st.JobID)
+		if err != nil {
+			return nil, err
+		}
+		t := &task{Task: st, job: j, since: now}
+		if t.State == store.StateRunning {
+			// The previous server died (or stopped) while this ran: it
+			// resumes from its checkpoint when the scheduler starts it
+			// again.
+			t.State, t.CC = store.StateQueued, 0
+			requeued = append(requeued, t.Task)
+			audit = append(audit, store.AuditEntry{At: now, JobID: t.JobID, TaskID: t.ID, Actor: "server", From: store.StateRunning, To: store.StateQueued, Detail: "server restarted"})
+		}
+		w.tasks[t.ID] = t
+		j.active++
+		j.completed -= t.Done // Job's BytesDone counts active tasks' partial bytes
+	}
+	if len(requeued) > 0 {
+		if err := s.st.UpdateTasks(ctx, requeued, audit); err != nil {
+			return nil, fmt.Errorf("server: re-queueing: %w", err)
+		}
+		s.log.Info("re-queued tasks that were running when the server stopped", "tasks", len(requeued))
+	}
+	// Jobs whose tasks all ended while no server was running to notice.
+	for _, j := range w.jobs {
+		w.maybeFinishJob(j)
+	}
+	return w, nil
+}
+
+// job returns the loop's state of a job, loading it if needed.
+func (w *world) job(ctx context.Context, id int64) (*jobState, error) {
+	if j := w.jobs[id]; j != nil {
+		return j, nil
+	}
+	sj, err := w.s.st.Job(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("server: loading job %d: %w", id, err)
+	}
+	j := &jobState{Job: sj, failed: sj.FilesFailed, completed: sj.BytesDone}
+	w.jobs[id] = j
+	return j, nil
+}
+
+// prior is the estimator's answer where it has no history at all: the
+// endpoints' capacity shared in proportion to connections, each
+// connection assumed to reach a quarter of it. Observations replace it as
+// soon as a pair has some.
+func (w *world) prior(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
+	capa := math.Min(w.maxThroughput(src), w.maxThroughput(dst))
+	load := max(srcLoad, dstLoad)
+	share := capa * float64(cc) / float64(cc+load)
+	return math.Min(share, capa/4*float64(cc))
+}
+
+func (w *world) maxThroughput(name string) float64 {
+	e := w.eps[name]
+	if e == nil {
+		return DefaultEndpointMax
+	}
+	if e.MaxThroughput > 0 {
+		return e.MaxThroughput
+	}
+	if e.peak > 0 {
+		return e.peak
+	}
+	return DefaultEndpointMax
+}
+
+// addJob takes a newly created job's tasks into the loop.
+func (w *world) addJob(j store.Job, tasks []store.Task) {
+	js := w.jobs[j.ID]
+	if js == nil {
+		js = &jobState{Job: j}
+		w.jobs[j.ID] = js
+	}
+	now := time.Now()
+	for _, st := range tasks {
+		if _, ok := w.tasks[st.ID]; ok || store.Terminal(st.State) {
+			continue
+		}
+		w.tasks[st.ID] = &task{Task: st, job: js, since: now}
+		js.active++
+	}
+	w.s.met.jobsSubmitted.Inc()
+	w.want, w.cycleWant = true, sched.Arrival
+	w.resolve()
+}
+
+// snapshot builds the scheduler's view of the world now.
+func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
+	t0 := w.s.since(now)
+	w.est.SetNow(t0)
+	snap := &sched.Snapshot{
+		Trigger: trig, Now: t0, Endpoints: map[string]*sched.Endpoint{},
+		TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
+		StartupCost: 0.5, Checkpoint: engine.DefaultCheckpointEvery.Seconds(),
+	}
+	for name, e := range w.eps {
+		e.observed, e.cc = 0, 0
+		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: w.maxThroughput(name), MaxCC: e.MaxCC}
+	}
+	for _, t := range w.tasks {
+		switch t.State {
+		case store.StateRunning:
+			st := w.schedTask(t, now)
+			snap.Running = append(snap.Running, st)
+			for _, n := range []string{t.SrcEndpoint, t.DstEndpoint} {
+				if e := snap.Endpoints[n]; e != nil {
+					e.Observed += t.rate
+					e.CC += t.CC
+				}
+			}
+		case store.StateQueued:
+			if t.Size < 0 || now.Before(t.notBefore) || !w.up(t.SrcEndpoint) || !w.up(t.DstEndpoint) {
+				continue
+			}
+			snap.Waiting = append(snap.Waiting, w.schedTask(t, now))
+		}
+	}
+	for name, e := range snap.Endpoints {
+		w.eps[name].observed, w.eps[name].cc = e.Observed, e.CC
+		if e.Observed > w.eps[name].peak {
+			w.eps[name].peak = e.Observed
+		}
+	}
+	// Map order must not leak into the decisions.
+	sort.Slice(snap.Waiting, func(i, j int) bool { return snap.Waiting[i].ID < snap.Waiting[j].ID })
+	sort.Slice(snap.Running, func(i, j int) bool { return snap.Running[i].ID < snap.Running[j].ID })
+	return snap
+}
+
+func (w *world) schedTask(t *task, now time.Time) *sched.Task {
+	st := &sched.Task{
+		ID: sched.TaskID(t.ID), Src: t.SrcEndpoint, Dst: t.DstEndpoint,
+		Size: t.Size, Left: t.Size - t.Done, Batch: t.Batch,
+		Arrival: w.s.since(t.Arrival), Wait: t.Wait, Trans: t.Trans,
+	}
+	if st.Left < 0 {
+		st.Left = 0
+	}
+	switch t.State {
+	case store.StateRunning:
+		st.Running, st.CC, st.Rate = true, t.CC, t.rate
+		st.Trans += now.Sub(t.since).Seconds()
+		st.Pending = t.pending || t.stop != "" || t.preemptFor != 0
+		if t.xfer != nil {
+			if p := t.xfer.Progress(); p.Done > t.Done {
+				st.Left = max(t.Size-p.Done, 0)
+			}
+		}
+	case store.StateQueued:
+		st.Wait += now.Sub(t.since).Seconds()
+	}
+	return st
+}
+
+func (w *world) up(name string) bool {
+	e := w.eps[name]
+	return e != nil && e.Up
+}
+
+// cycle runs one scheduling cycle and applies its decisions.
+func (w *world) cycle(trig sched.Trigger) {
+	w.want = false
+	now := time.Now()
+	snap := w.snapshot(now, trig)
+	if len(snap.Waiting) == 0 && trig != sched.Tick {
+		return
+	}
+	t0 := time.Now()
+	ds := w.s.sch.Schedule(snap)
+	w.s.met.cycleSeconds.Observe(time.Since(t0).Seconds())
+	for _, d := range ds {
+		t := w.tasks[int64(d.Task)]
+		if t == nil {
+			continue
+		}
+		switch d.Kind {
+		case sched.Start:
+			if t.State == store.StateQueued {
+				w.start(t, d.CC, now)
+			}
+		case sched.Preempt:
+			if t.State == store.StateRunning && t.stop == "" {
+				t.preemptFor = int64(d.For)
+				if f := w.tasks[t.preemptFor]; f == nil || f.State != store.StateRunning || !f.pending {
+					w.pause(t)
+				}
+			}
+		case sched.SetCC:
+			if t.State == store.StateRunning && t.xfer != nil && d.CC > 0 {
+				if err := t.xfer.SetCC(d.CC); err == nil {
+					t.CC = d.CC
+				}
+			}
+		}
+	}
+}
+
+// setState moves t to state, accounting wait and transfer time, and
+// returns the audit entry.
+func (w *world) setState(t *task, state, detail string, now time.Time) store.AuditEntry {
+	el := now.Sub(t.since).Seconds()
+	switch t.State {
+	case store.StateQueued:
+		t.Wait += el
+	case store.StateRunning:
+		t.Trans += el
+	}
+	a := store.AuditEntry{At: now, JobID: t.JobID, TaskID: t.ID, Actor: "scheduler", From: t.State, To: state, Detail: detail}
+	t.State, t.since = state, now
+	w.s.events.publish(Event{Type: "task", Job: t.JobID, Owner: t.job.OwnerID, Task: t.ID, State: state, Detail: detail})
+	return a
+}
+
+// persist writes tasks and audit entries; a failure is logged and retried
+// at the next progress save (the in-memory state stays authoritative
+// until the store agrees).
+func (w *world) persist(ts []*task, audit []store.AuditEntry) {
+	rows := make([]store.Task, len(ts))
+	for i, t := range ts {
+		rows[i] = t.Task
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	if err := w.s.st.UpdateTasks(ctx, rows, audit); err != nil {
+		w.s.log.Error("writing task state", "err", err)
+	}
+}
+
+// start launches a run of t with concurrency cc.
+func (w *world) start(t *task, cc int, now time.Time) {
+	a := w.setState(t, store.StateRunning, fmt.Sprintf("cc=%d", cc), now)
+	t.CC, t.pending, t.stop, t.preemptFor = cc, true, "", 0
+	t.run++
+	t.runStart, t.runDone, t.rate = now, t.Done, 0
+	if t.Started.IsZero() {
+		t.Started = now
+	}
+	if e := w.eps[t.SrcEndpoint]; e != nil {
+		t.srcLoad = e.cc
+		e.cc += cc
+	}
+	if e := w.eps[t.DstEndpoint]; e != nil {
+		t.dstLoad = e.cc
+		e.cc += cc
+	}
+	w.persist([]*task{t}, []store.AuditEntry{a})
+	ctx, cancel := context.WithCancel(w.ctx)
+	t.cancel = cancel
+	w.inflight++
+	go w.s.runTransfer(ctx, w.plan(t), t.run)
+}
+
+// pause preempts t: the engine stops at a sub-write boundary and writes
+// its checkpoint; then the run ends and t waits again.
+func (w *world) pause(t *task) {
+	if t.xfer == nil {
+		// Still starting: stop it outright (nothing moved yet).
+		w.stopRun(t, stopPreempted)
+		return
+	}
+	t.stop = stopPreempted
+	x, run, id := t.xfer, t.run, t.ID
+	go func() {
+		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+		defer cancel()
+		err := x.Pause(ctx)
+		w.s.post(func(w *world) {
+			t := w.tasks[id]
+			if t == nil || t.run != run || t.State != store.StateRunning {
+				return
+			}
+			if err != nil || x.Progress().State == engine.StateVerifying {
+				// It finished or is verifying: let it end on its own.
+				t.stop, t.preemptFor = "", 0
+				return
+			}
+			t.cancel()
+		})
+	}()
+}
+
+// stopRun ends t's run for a reason of the loop's own; the run's report
+// (finished) then sees t.stop.
+func (w *world) stopRun(t *task, why string) {
+	t.stop = why
+	if t.cancel != nil {
+		t.cancel()
+	}
+}
+
+// started records a run's engine transfer.
+func (w *world) started(id int64, run int, x *engine.Transfer) {
+	t := w.tasks[id]
+	if t == nil || t.run != run {
+		return
+	}
+	t.xfer = x
+	if t.CC > 0 && t.CC != x.Progress().CC {
+		x.SetCC(t.CC)
+	}
+}
+
+// moving records that a run moves bytes; tasks preempted in its favour
+// stop now (SC'15 §4.5: the old transfer runs until the new one moves).
+func (w *world) moving(id int64, run int) {
+	t := w.tasks[id]
+	if t == nil || t.run != run {
+		return
+	}
+	t.pending = false
+	w.releaseVictims(id)
+}
+
+func (w *world) releaseVictims(id int64) {
+	for _, v := range w.tasks {
+		if v.preemptFor == id && v.State == store.StateRunning && v.stop == "" {
+			w.pause(v)
+		}
+	}
+}
+
+// finished handles the end of a run.
+func (w *world) finished(id int64, run int, res engine.Result, err error) {
+	w.inflight--
+	t := w.tasks[id]
+	if t == nil || t.run != run || t.State != store.StateRunning {
+		return
+	}
+	now := time.Now()
+	if t.cancel != nil {
+		t.cancel()
+	}
+	x := t.xfer
+	t.xfer, t.cancel, t.pending = nil, nil, false
+	if x != nil {
+		if p := x.Progress(); p.Journaled > t.Done {
+			t.Done = p.Journaled
+		}
+	}
+	for _, n := range []string{t.SrcEndpoint, t.DstEndpoint} {
+		if e := w.eps[n]; e != nil {
+			e.cc = max(0, e.cc-t.CC)
+		}
+	}
+	stop := t.stop
+	t.stop, t.preemptFor = "", 0
+	if res.Note != "" {
+		w.s.log.Info("run ended", "task", t.ID, "run", run, "note", res.Note, "err", err)
+	}
+	switch {
+	case err == nil:
+		w.complete(t, res, now)
+	case stop == stopCanceled || t.canceling:
+		// CancelJob already wrote the canceled state; the partial file
+		// and checkpoint go.
+		t.State = store.StateCanceled
+		w.s.cleanup(t.Task)
+		w.drop(t)
+	case stop != "":
+		// Preempted, endpoint down or shutdown: wait again, resume from
+		// the checkpoint.
+		a := w.setState(t, store.StateQueued, stop, now)
+		if stop == stopPreempted {
+			t.Preemptions++
+			w.s.met.preemptions.Inc()
+		}
+		t.CC = 0
+		w.persist([]*task{t}, []store.AuditEntry{a})
+		w.releaseVictims(id)
+	case permanent(err):
+		t.Error = err.Error()
+		a := w.setState(t, store.StateFailed, t.Error, now)
+		t.Finished = now
+		w.persist([]*task{t}, []store.AuditEntry{a})
+		w.s.log.Warn("transfer failed", "task", t.ID, "src", t.Src, "dst", t.Dst, "err", err)
+		t.job.failed++
+		w.drop(t)
+		w.releaseVictims(id)
+	default:
+		t.Attempts++
+		t.Error = err.Error()
+		w.s.met.retries.Inc()
+		if t.Attempts > t.job.Retry {
+			a := w.setState(t, store.StateFailed, fmt.Sprintf("gave up after %d attempts: %v", t.Attempts, err), now)
+			t.Finished = now
+			w.persist([]*task{t}, []store.AuditEntry{a})
+			t.job.failed++
+			w.drop(t)
+		} else {
+			a := w.setState(t, store.StateQueued, "retry: "+t.Error, now)
+			t.CC = 0
+			t.notBefore = now.Add(time.Duration(min(60, 1<<min(t.Attempts, 6))) * time.Second)
+			w.persist([]*task{t}, []store.AuditEntry{a})
+		}
+		w.s.log.Warn("transfer interrupted", "task", t.ID, "attempt", t.Attempts, "err", err)
+		w.releaseVictims(id)
+	}
+	w.want = true
+	if w.cycleWant != sched.Arrival {
+		w.cycleWant = sched.Completion
+	}
+}
+
+// complete records a verified, renamed file.
+func (w *world) complete(t *task, res engine.Result, now time.Time) {
+	secs := now.Sub(t.runStart).Seconds()
+	moved := t.Size - t.runDone
+	if secs > 0 && moved > 0 {
+		t.Throughput = float64(moved) / secs
+	}
+	t.Done = t.Size
+	if res.Algo != "" && res.Checksum != "" {
+		t.Checksum = res.Algo + ":" + res.Checksum
+	}
+	t.Error = ""
+	a := w.setState(t, store.StateDone, t.Checksum, now)
+	t.Finished = now
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	// Done first, checkpoint second: a crash in between leaves a stale
+	// checkpoint of a finished task, which nothing reads.
+	w.persist([]*task{t}, []store.AuditEntry{a})
+	if err := w.s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
+		w.s.log.Warn("deleting checkpoint", "task", t.ID, "err", err)
+	}
+	if t.Throughput > 0 && moved == t.Size {
+		o := store.Observation{Src: t.SrcEndpoint, Dst: t.DstEndpoint, CC: max(t.CC, 1), SrcLoad: t.srcLoad, DstLoad: t.dstLoad, Size: t.Size, Throughput: t.Throughput, At: now}
+		w.est.Observe(model.Obs{Time: w.s.since(now), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
+		if err := w.s.st.AddObservation(ctx, o); err != nil {
+			w.s.log.Warn("recording observation", "err", err)
+		}
+	}
+	w.s.met.finished(t)
+	t.job.FilesDone++
+	t.job.completed += t.Size
+	w.drop(t)
+}
+
+// drop removes a terminal task from the loop.
+func (w *world) drop(t *task) {
+	delete(w.tasks, t.ID)
+	t.job.active--
+	w.maybeFinishJob(t.job)
+}
+
+func (w *world) maybeFinishJob(j *jobState) {
+	if j.active > 0 {
+		return
+	}
+	if j.State != store.StateActive {
+		delete(w.jobs, j.ID)
+		return
+	}
+	state := store.StateDone
+	if j.failed > 0 {
+		state = store.StateFailed
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	now := time.Now()
+	if err := w.s.st.FinishJob(ctx, j.ID, state, now, "scheduler"); errors.Is(err, store.ErrConflict) {
+		// Canceled meanwhile: the store has the final word.
+		delete(w.jobs, j.ID)
+		return
+	} else if err != nil {
+		w.s.log.Error("finishing job", "job", j.ID, "err", err)
+		return
+	}
+	j.State, j.Finished = state, now
+	delete(w.jobs, j.ID)
+	w.s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: state})
+}
+
+// canceled stops the tasks CancelJob marked canceled (in the store).
+func (w *world) canceled(jobID int64, ids []int64) {
+	for _, id := range ids {
+		t := w.tasks[id]
+		if t == nil {
+			continue
+		}
+		w.s.events.publish(Event{Type: "task", Job: t.JobID, Owner: t.job.OwnerID, Task: t.ID, State: store.StateCanceled})
+		if t.State == store.StateRunning {
+			t.canceling = true // no progress write may undo the cancel
+			if t.xfer != nil && t.xfer.Progress().State == engine.StateVerifying {
+				// Every byte is there: interrupting the checksum or
+				// the rename would only risk a renamed file reported
+				// as canceled. It ends done.
+				continue
+			}
+			// finished() drops it and removes its partial file once
+			// the run has stopped writing.
+			w.stopRun(t, stopCanceled)
+			continue
+		}
+		if !t.Started.IsZero() {
+			w.s.cleanup(t.Task)
+		}
+		delete(w.tasks, id)
+		t.job.active--
+	}
+	if j := w.jobs[jobID]; j != nil {
+		j.State = store.StateCanceled
+		if j.active <= 0 {
+			delete(w.jobs, jobID)
+		}
+		w.s.events.publish(Event{Type: "job", Job: jobID, Owner: j.OwnerID, State: store.StateCanceled})
+	}
+}
+
+// tick does the periodic work: heartbeats, progress, events.
+func (w *world) tick(now time.Time) {
+	w.heartbeats(now)
+	for _, t := range w.tasks {
+		if t.State == store.StateRunning && t.xfer != nil {
+			p := t.xfer.Progress()
+			t.rate = p.Rate
+		}
+	}
+	if now.Sub(w.lastSave) >= 2*time.Second {
+		w.lastSave = now
+		w.saveProgress(now)
+	}
+	if now.Sub(w.lastEvent) >= time.Second {
+		w.lastEvent = now
+		w.progressEvents()
+	}
+	w.resolve()
+	w.s.met.observe(w)
+}
+
+// saveProgress writes the checkpointed bytes of running tasks.
+func (w *world) saveProgress(now time.Time) {
+	var ts []*task
+	for _, t := range w.tasks {
+		if t.State != store.StateRunning || t.xfer == nil || t.canceling {
+			continue
+		}
+		if j := t.xfer.Progress().Journaled; j > t.Done {
+			t.Done = j
+			ts = append(ts, t)
+		}
+	}
+	if len(ts) > 0 {
+		w.persist(ts, nil)
+	}
+}
+
+// heartbeats marks endpoints up or down from the agents' last beats.
+func (w *world) heartbeats(now time.Time) {
+	w.s.mu.Lock()
+	beats := make(map[string]agentState, len(w.s.agents))
+	for n, a := range w.s.agents {
+		beats[n] = *a
+	}
+	w.s.mu.Unlock()
+	for name, b := range beats {
+		if w.eps[name] == nil {
+			w.eps[name] = &endpoint{}
+		}
+		w.eps[name].Endpoint = b.ep
+	}
+	for name, e := range w.eps {
+		// An endpoint not heard from since this server started gets
+		// the timeout counted from the start.
+		last := w.begun
+		if b, ok := beats[name]; ok {
+			last = b.last
+		}
+		alive := now.Sub(last) < w.s.cfg.HeartbeatTimeout
+		if alive == e.Up {
+			continue
+		}
+		e.Up = alive
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
+		if err := w.s.st.SetEndpointUp(ctx, name, alive, last); err != nil {
+			w.s.log.Warn("recording endpoint state", "endpoint", name, "err", err)
+		}
+		cancel()
+		if alive {
+			w.s.log.Info("endpoint up", "endpoint", name)
+			w.want, w.cycleWant = true, sched.Arrival
+			continue
+		}
+		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))
+		for _, t := range w.tasks {
+			if t.State == store.StateRunning && (t.SrcEndpoint == name || t.DstEndpoint == name) {
+				w.stopRun(t, stopDown)
+			}
+		}
+	}
+}
+
+// shutdown stops every run and waits (briefly) for their reports, so that
+// their last checkpoints are written.
+func (w *world) shutdown() {
+	for _, t := range w.tasks {
+		if t.State == store.StateRunning {
+			w.stopRun(t, stopShutdown)
+		}
+	}
+	deadline := time.After(15 * time.Second)
+	for w.inflight > 0 {
+		select {
+		case f := <-w.s.inbox:
+			f(w)
+		case <-deadline:
+			w.s.log.Warn("shutdown: transfers still stopping", "count", w.inflight)
+			return
+		}
+	}
+}
+
+func permanent(err error) bool {
+	return errors.Is(err, engine.ErrChecksum) || errors.Is(err, engine.ErrSourceChanged) || backendPermanent(err)
+}

@@ -1,0 +1,256 @@
+// Package store owns the service's durable state: users and their API
+// tokens, jobs and their tasks (one task per file), endpoints (the agents
+// that registered), checkpoints (the transfer engine's journals of
+// completed byte ranges), observations (the throughput model's history),
+// settings, and an audit log of state changes.
+//
+// Store is an interface with one implementation over database/sql and two
+// dialects: embedded SQLite (modernc.org/sqlite, the default: one file in
+// the data directory, WAL, one writer connection) and PostgreSQL (pgx,
+// for several servers). Open picks the dialect from the URL and runs that
+// dialect's goose migrations before returning, so a server never runs
+// against a schema it does not know.
+//
+// Nothing the service needs after a restart lives only in memory: the
+// scheduler's in-memory view of active tasks is rebuilt from ActiveTasks at
+// start, and every state change is written here before it is acted upon or
+// reported.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers act on (test with errors.Is).
+var (
+	// ErrNotFound: no such row (or an expired token).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the change contradicts the stored state (for example a
+	// task that is no longer in the state the caller expected).
+	ErrConflict = errors.New("conflict")
+)
+
+// Task and job states.
+const (
+	// StateResolving: the task's size is not known yet; the service stats
+	// the source before the task can be scheduled.
+	StateResolving = "resolving"
+	// StateQueued: waiting for the scheduler (also after a preemption or
+	// a transient failure).
+	StateQueued = "queued"
+	// StateRunning: bytes are moving (or about to).
+	StateRunning = "running"
+	// Terminal states.
+	StateDone     = "done"
+	StateFailed   = "failed"
+	StateCanceled = "canceled"
+
+	// Job-only states: a job is active until every task is terminal, then
+	// done (all done), failed (some failed) or canceled.
+	StateActive = "active"
+)
+
+// Terminal reports whether a task state is final.
+func Terminal(state string) bool {
+	return state == StateDone || state == StateFailed || state == StateCanceled
+}
+
+// Transfer classes (STEAL).
+const (
+	ClassInteractive = "interactive"
+	ClassBatch       = "batch"
+)
+
+// User is an account of the API. Users belong to a virtual organisation.
+type User struct {
+	ID      int64
+	Name    string
+	VO      string
+	Admin   bool
+	Created time.Time
+}
+
+// Token is an API bearer token. Only its SHA-256 (hex) is stored.
+type Token struct {
+	Hash    string
+	UserID  int64
+	Label   string
+	Expires time.Time // zero: never
+	Created time.Time
+}
+
+// Job is one submission: a list of files moved under one id.
+type Job struct {
+	ID      int64
+	OwnerID int64
+	Owner   string // the owner's name (filled by reads)
+	VO      string // the owner's VO at submission
+	// SubmissionID, if set, makes submission idempotent per owner: a
+	// second CreateJob with the same owner and SubmissionID returns the
+	// first job.
+	SubmissionID   string
+	Label          string
+	Class          string // ClassInteractive or ClassBatch
+	Priority       int
+	Deadline       time.Time // zero: none
+	VerifyChecksum bool
+	// Checksum is the algorithm used to verify files ("adler32", ...,
+	// "none").
+	Checksum string
+	Retry    int // transient failures tolerated per file
+	State    string
+	Created  time.Time
+	Finished time.Time // zero while active
+
+	// Counters, filled by Job and Jobs from the job's tasks.
+	Files, FilesDone, FilesFailed, FilesCanceled int
+	Bytes, BytesDone                             int64 // BytesDone counts partial progress
+}
+
+// Task is one file of a job: the unit the scheduler schedules.
+type Task struct {
+	ID    int64
+	JobID int64
+	Index int // position in the job's file list
+	// Src and Dst are URLs (sluice://endpoint/path); SrcEndpoint and
+	// DstEndpoint the names of the endpoints they resolve to.
+	Src, Dst                 string
+	SrcEndpoint, DstEndpoint string
+	Size                     int64  // -1 while unknown (StateResolving)
+	Expected                 string // user's checksum of the file, "algo:hex", or ""
+	Batch                    bool
+	State                    string
+	CC                       int   // concurrency of the current or last run
+	Done                     int64 // bytes known to be written (checkpointed)
+	Attempts                 int   // transient failures so far
+	Preemptions              int
+	Arrival                  time.Time
+	Started                  time.Time // first start; zero if never
+	Finished                 time.Time // zero unless terminal
+	Wait                     float64   // seconds queued so far (SEAL's WT)
+	Trans                    float64   // seconds running so far (TT_trans)
+	Checksum                 string    // verified checksum "algo:hex" when done
+	Throughput               float64   // average bytes/s of the final run
+	Error                    string    // why it failed (or last transient error)
+}
+
+// Endpoint is an agent known to the service.
+type Endpoint struct {
+	Name string
+	URL  string // where the agent serves: http(s)://host:port
+	// MaxThroughput (bytes/s) and MaxCC are what the operator configured
+	// on the agent (0: unknown / no limit).
+	MaxThroughput float64
+	MaxCC         int
+	Registered    time.Time
+	LastSeen      time.Time
+	Up            bool
+}
+
+// Observation is one measured transfer, the throughput model's history
+// (model.Obs plus when it was made).
+type Observation struct {
+	Src, Dst         string
+	CC               int
+	SrcLoad, DstLoad int
+	Size             int64
+	Throughput       float64
+	At               time.Time
+}
+
+// AuditEntry records one state change.
+type AuditEntry struct {
+	At     time.Time
+	JobID  int64
+	TaskID int64 // 0 for job-level entries
+	Actor  string
+	From   string
+	To     string
+	Detail string
+}
+
+// JobFilter selects jobs.
+type JobFilter struct {
+	OwnerID int64  // 0: any owner
+	State   string // "": any state
+	Limit   int    // 0: a default of 100
+	// Before, if non-zero, returns jobs with ID < Before (paging, newest
+	// first).
+	Before int64
+}
+
+// Store is the service's durable state. Implementations are safe for
+// concurrent use.
+type Store interface {
+	// Dialect is "sqlite" or "postgres".
+	Dialect() string
+	Close() error
+
+	// Setting returns a server setting (ErrNotFound if unset).
+	Setting(ctx context.Context, key string) (string, error)
+	// InitSetting stores value under key unless the key is set already,
+	// and returns what is stored (so that racing servers agree).
+	InitSetting(ctx context.Context, key, value string) (string, error)
+
+	// EnsureUser returns the user with this name, creating it with vo
+	// and admin if it does not exist.
+	EnsureUser(ctx context.Context, name, vo string, admin bool) (User, error)
+	// AddToken stores a token (by hash) for a user.
+	AddToken(ctx context.Context, t Token) error
+	// UserByToken returns the user of an unexpired token (ErrNotFound).
+	UserByToken(ctx context.Context, hash string, now time.Time) (User, error)
+	// CountUsers is the number of users (zero on a fresh store).
+	CountUsers(ctx context.Context) (int, error)
+
+	// CreateJob inserts a job and its tasks in one transaction, setting
+	// their IDs (task JobID and ID fields are filled). If the owner
+	// already has a job with j.SubmissionID (non-empty), nothing is
+	// inserted, *j is set to that job and created is false.
+	CreateJob(ctx context.Context, j *Job, tasks []Task) (created bool, err error)
+	// Job returns one job with its counters.
+	Job(ctx context.Context, id int64) (Job, error)
+	// Jobs lists jobs with their counters, newest first.
+	Jobs(ctx context.Context, f JobFilter) ([]Job, error)
+	// Tasks lists a job's tasks by index, from index >= from, at most
+	// limit (0: all).
+	Tasks(ctx context.Context, jobID int64, from, limit int) ([]Task, error)
+	// ActiveTasks returns every task that is not terminal, by ID.
+	ActiveTasks(ctx context.Context) ([]Task, error)
+	// UpdateTasks writes the mutable fields of tasks (State, Size,
+	// SrcEndpoint, DstEndpoint, CC, Done, Attempts, Preemptions, Started,
+	// Finished, Wait, Trans, Checksum, Throughput, Error) and appends the
+	// audit entries, all in one transaction.
+	UpdateTasks(ctx context.Context, tasks []Task, audit []AuditEntry) error
+	// FinishJob sets a job's terminal state and finish time, with an audit
+	// entry.
+	FinishJob(ctx context.Context, id int64, state string, at time.Time, actor string) error
+	// CancelJob marks the job and all its non-terminal tasks canceled and
+	// returns the IDs of the tasks it canceled. Canceling a terminal job
+	// is a no-op (nil, nil).
+	CancelJob(ctx context.Context, id int64, at time.Time, actor string) ([]int64, error)
+	// Audit returns a job's audit entries, oldest first.
+	Audit(ctx context.Context, jobID int64) ([]AuditEntry, error)
+
+	// UpsertEndpoint registers an endpoint or updates its URL, limits,
+	// LastSeen and Up (Registered is kept from the first registration).
+	UpsertEndpoint(ctx context.Context, e Endpoint) error
+	// SetEndpointUp records a heartbeat (up=true, LastSeen=at) or marks an
+	// endpoint down (LastSeen unchanged).
+	SetEndpointUp(ctx context.Context, name string, up bool, at time.Time) error
+	// Endpoints lists endpoints by name.
+	Endpoints(ctx context.Context) ([]Endpoint, error)
+
+	// PutCheckpoint stores an engine journal under key, replacing it.
+	PutCheckpoint(ctx context.Context, key string, data []byte) error
+	// Checkpoint returns the journal stored under key (ErrNotFound).
+	Checkpoint(ctx context.Context, key string) ([]byte, error)
+	// DeleteCheckpoint removes it (no error if absent).
+	DeleteCheckpoint(ctx context.Context, key string) error
+
+	// AddObservation appends one observation.
+	AddObservation(ctx context.Context, o Observation) error
+	// Observations returns the newest limit observations, oldest first.
+	Observations(ctx context.Context, limit int) ([]Observation, error)
+}
