@@ -198,12 +198,6 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if !created {
 		return j, false, nil
 	}
-	j.Files = len(tasks)
-	for _, t := range tasks {
-		if t.Size > 0 {
-			j.Bytes += t.Size
-		}
-	}
 	// The job is durable now; if the loop is busy the submission still
 	// succeeds and the tasks are picked up at the next start at the latest.
 	s.do(context.WithoutCancel(ctx), func(w *world) { w.addJob(j, tasks) })
@@ -291,12 +285,27 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	if err != nil {
 		return JobStatus{}, err
 	}
-	ids, err := s.st.CancelJob(ctx, id, time.Now(), c.User.Name)
-	if err != nil {
-		return JobStatus{}, fmt.Errorf("server: %w", err)
+	// The store's cancel runs in the loop, between its own writes, so
+	// that no write of a run that is ending can undo it; the answer then
+	// shows the job as it now is.
+	type result struct{ err error }
+	done := make(chan result, 1)
+	if !s.do(ctx, func(w *world) {
+		ids, err := s.st.CancelJob(context.WithoutCancel(ctx), id, time.Now(), c.User.Name)
+		if err == nil && (len(ids) > 0 || j.State == store.StateActive) {
+			w.canceled(id, ids)
+		}
+		done <- result{err}
+	}) {
+		return JobStatus{}, ctx.Err()
 	}
-	if len(ids) > 0 || j.State == store.StateActive {
-		s.do(context.WithoutCancel(ctx), func(w *world) { w.canceled(id, ids) })
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return JobStatus{}, fmt.Errorf("server: %w", r.err)
+		}
+	case <-ctx.Done():
+		return JobStatus{}, ctx.Err()
 	}
 	return s.Job(ctx, c, id)
 }

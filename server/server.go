@@ -47,6 +47,11 @@ const (
 	DefaultRetry            = 3
 	DefaultDataTokenTTL     = 24 * time.Hour
 	DefaultEndpointMax      = 1.25e9 // 10 Gb/s: the prior until an endpoint's maximum is known
+	// DefaultEndpointMaxCC bounds the concurrent transfers at an
+	// endpoint whose agent declares no --max-cc: SEAL starts small files
+	// without a saturation test, and a job of a million small files must
+	// not open a million connections.
+	DefaultEndpointMaxCC = 32
 )
 
 // Errors the API maps to statuses.

@@ -73,8 +73,9 @@ type world struct {
 	want      bool
 	lastSave  time.Time
 	lastEvent time.Time
-	inflight  int       // transfer goroutines not yet reported finished
-	begun     time.Time // when this loop started
+	inflight  int               // transfer goroutines not yet reported finished
+	begun     time.Time         // when this loop started
+	victims   map[int64][]int64 // tasks to pause once the key task moves
 }
 
 // Run runs the scheduling loop until ctx ends. Transfers in flight are
@@ -120,7 +121,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: model.NewHistory(), begun: time.Now(),
+		est: model.NewHistory(), begun: time.Now(), victims: map[int64][]int64{},
 	}
 	w.est.Fallback = w.prior
 	eps, err := s.st.Endpoints(ctx)
@@ -250,7 +251,11 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	}
 	for name, e := range w.eps {
 		e.observed, e.cc = 0, 0
-		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: w.maxThroughput(name), MaxCC: e.MaxCC}
+		maxCC := e.MaxCC
+		if maxCC <= 0 {
+			maxCC = DefaultEndpointMaxCC
+		}
+		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: w.maxThroughput(name), MaxCC: maxCC}
 	}
 	for _, t := range w.tasks {
 		switch t.State {
@@ -323,6 +328,8 @@ func (w *world) cycle(trig sched.Trigger) {
 	t0 := time.Now()
 	ds := w.s.sch.Schedule(snap)
 	w.s.met.cycleSeconds.Observe(time.Since(t0).Seconds())
+	var starts []*task
+	var audit []store.AuditEntry
 	for _, d := range ds {
 		t := w.tasks[int64(d.Task)]
 		if t == nil {
@@ -331,13 +338,16 @@ func (w *world) cycle(trig sched.Trigger) {
 		switch d.Kind {
 		case sched.Start:
 			if t.State == store.StateQueued {
-				w.start(t, d.CC, now)
+				audit = append(audit, w.start(t, d.CC, now))
+				starts = append(starts, t)
 			}
 		case sched.Preempt:
 			if t.State == store.StateRunning && t.stop == "" {
 				t.preemptFor = int64(d.For)
 				if f := w.tasks[t.preemptFor]; f == nil || f.State != store.StateRunning || !f.pending {
 					w.pause(t)
+				} else {
+					w.victims[t.preemptFor] = append(w.victims[t.preemptFor], t.ID)
 				}
 			}
 		case sched.SetCC:
@@ -346,6 +356,25 @@ func (w *world) cycle(trig sched.Trigger) {
 					t.CC = d.CC
 				}
 			}
+		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	// One write for the cycle's starts, then the runs begin: the store
+	// says running before any byte moves.
+	w.persist(starts, audit)
+	for _, t := range starts {
+		if t.State == store.StateRunning && t.cancel == nil {
+			ctx, cancel := context.WithCancel(w.ctx)
+			t.cancel = cancel
+			if t.stop != "" {
+				// Stopped in the same cycle: the run ends at once and
+				// its report requeues the task.
+				cancel()
+			}
+			w.inflight++
+			go w.s.runTransfer(ctx, w.plan(t), t.run)
 		}
 	}
 }
@@ -381,8 +410,9 @@ func (w *world) persist(ts []*task, audit []store.AuditEntry) {
 	}
 }
 
-// start launches a run of t with concurrency cc.
-func (w *world) start(t *task, cc int, now time.Time) {
+// start makes t a running task with concurrency cc and returns the audit
+// entry; cycle writes the starts and then launches the runs.
+func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	a := w.setState(t, store.StateRunning, fmt.Sprintf("cc=%d", cc), now)
 	t.CC, t.pending, t.stop, t.preemptFor = cc, true, "", 0
 	t.run++
@@ -398,11 +428,7 @@ func (w *world) start(t *task, cc int, now time.Time) {
 		t.dstLoad = e.cc
 		e.cc += cc
 	}
-	w.persist([]*task{t}, []store.AuditEntry{a})
-	ctx, cancel := context.WithCancel(w.ctx)
-	t.cancel = cancel
-	w.inflight++
-	go w.s.runTransfer(ctx, w.plan(t), t.run)
+	return a
 }
 
 // pause preempts t: the engine stops at a sub-write boundary and writes
@@ -467,8 +493,10 @@ func (w *world) moving(id int64, run int) {
 }
 
 func (w *world) releaseVictims(id int64) {
-	for _, v := range w.tasks {
-		if v.preemptFor == id && v.State == store.StateRunning && v.stop == "" {
+	vs := w.victims[id]
+	delete(w.victims, id)
+	for _, vid := range vs {
+		if v := w.tasks[vid]; v != nil && v.preemptFor == id && v.State == store.StateRunning && v.stop == "" {
 			w.pause(v)
 		}
 	}
@@ -626,7 +654,8 @@ func (w *world) maybeFinishJob(j *jobState) {
 	w.s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: state})
 }
 
-// canceled stops the tasks CancelJob marked canceled (in the store).
+// canceled stops the tasks CancelJob marked canceled (in the store; the
+// loop called it, so no write of the loop's came in between).
 func (w *world) canceled(jobID int64, ids []int64) {
 	for _, id := range ids {
 		t := w.tasks[id]

@@ -683,3 +683,74 @@ func TestServiceStealBatchYields(t *testing.T) {
 		t.Errorf("no batch file was preempted for the interactive job")
 	}
 }
+
+// TestServiceHugeJob: one job of 100,000 files is accepted whole (its
+// speed is measured by bench/submit.sh), listed page by page, and can be
+// canceled.
+func TestServiceHugeJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	const n = 100_000
+	job := api.JobIn{Files: make([]api.FileIn, n)}
+	size := int64(1 << 20)
+	for i := range job.Files {
+		// Sources that do not exist: the job is canceled before they
+		// could be tried, and would fail cleanly if they were.
+		job.Files[i] = api.FileIn{Source: fmt.Sprintf("sluice://a1/huge/%06d", i), Destination: fmt.Sprintf("sluice://a2/huge/%06d", i), Size: &size}
+	}
+	start := time.Now()
+	j, created, err := c.admin.Submit(ctx, job)
+	if err != nil || !created {
+		t.Fatalf("submit: %v", err)
+	}
+	t.Logf("100,000 files accepted in %s", time.Since(start).Round(time.Millisecond))
+	if j.Files != n || j.Bytes != n<<20 {
+		t.Errorf("job has %d files and %d bytes", j.Files, j.Bytes)
+	}
+	start = time.Now()
+	if _, err := c.admin.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("canceled in %s", time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	files, err := c.admin.AllFiles(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("listed in %s", time.Since(start).Round(time.Millisecond))
+	if len(files) != n || files[n-1].Index != n-1 {
+		t.Fatalf("listed %d files", len(files))
+	}
+	done, canceled := 0, 0
+	for _, f := range files {
+		switch f.State {
+		case store.StateCanceled:
+			canceled++
+		case store.StateFailed, store.StateDone:
+			done++
+		default:
+			t.Fatalf("file %d is %s after cancel", f.Index, f.State)
+		}
+	}
+	t.Logf("after cancel: %d canceled, %d ended before it", canceled, done)
+	// The server stays responsive.
+	if _, err := c.admin.Endpoints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// And exports its metrics.
+	resp, err := http.Get("http://" + c.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"sluice_tasks_queued", "sluice_scheduler_cycle_seconds", "sluice_jobs_submitted_total"} {
+		if !strings.Contains(b.String(), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
