@@ -24,14 +24,16 @@ sim: build
 	$(BIN) sim fig2
 	$(BIN) sim compare --trace 25,45,60 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+
 
-test:
+test: build
 	gofmt -l . | tee /dev/stderr | (! read -r _)
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	BIN=$(BIN) bash scripts/api-fuzz.sh
 
-bench:
+bench: build
 	bash bench/sim.sh
 	bash bench/transfer.sh
+	BIN=$(BIN) bash bench/submit.sh
 
 clean:
 	rm -rf bin

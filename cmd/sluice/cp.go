@@ -20,6 +20,8 @@ import (
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend/file"
+	"github.com/sluice-dtn/sluice/backend/gridftp"
+	"github.com/sluice-dtn/sluice/backend/root"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
 )
@@ -35,6 +37,7 @@ type cpFlags struct {
 	noThirdParty bool
 	chunkMin     int64
 	subWrite     int64
+	closers      []func() error // backends to close when the copy ends
 }
 
 func newCpCmd() *cobra.Command {
@@ -46,8 +49,9 @@ func newCpCmd() *cobra.Command {
 end-to-end checksum, and writes every file under a temporary name that is renamed
 only after verification: the destination never holds a partial file.
 
-SRC and DST are local paths (or file:///abs/path) or agent URLs
-(sluice://host:port/path, sluices:// for TLS). Between two agents the destination
+SRC and DST are local paths (or file:///abs/path), agent URLs
+(sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, gsiftp://,
+through globus-url-copy; --p sets its streams) or XRootD URLs (root://host//path). Between two agents the destination
 pulls the data from the source itself (third-party copy). Interrupted and run again,
 cp resumes large files from their checkpoint journal and skips files already copied.
 
@@ -79,7 +83,7 @@ tokens from the key the agents were started with.`,
 }
 
 // endpoint turns a command-line location into a copyjob endpoint.
-func (f *cpFlags) endpoint(loc string, write bool, client *http.Client) (copyjob.Endpoint, error) {
+func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *http.Client) (copyjob.Endpoint, error) {
 	if strings.HasPrefix(loc, "sluice://") || strings.HasPrefix(loc, "sluices://") {
 		base, p, err := sluice.ParseURL(loc)
 		if err != nil {
@@ -101,9 +105,33 @@ func (f *cpFlags) endpoint(loc string, write bool, client *http.Client) (copyjob
 		}
 		return ep, nil
 	}
+	if strings.HasPrefix(loc, "ftp://") || strings.HasPrefix(loc, "gsiftp://") {
+		base, p, err := gridftp.ParseURL(loc)
+		if err != nil {
+			return copyjob.Endpoint{}, err
+		}
+		b, err := gridftp.New(base, gridftp.Options{Parallelism: f.p})
+		if err != nil {
+			return copyjob.Endpoint{}, err
+		}
+		f.closers = append(f.closers, b.Close)
+		return copyjob.Endpoint{Backend: b, Path: p, URL: loc}, nil
+	}
+	if strings.HasPrefix(loc, "root://") || strings.HasPrefix(loc, "xroot://") {
+		addr, p, err := root.ParseURL(loc)
+		if err != nil {
+			return copyjob.Endpoint{}, err
+		}
+		b, err := root.New(ctx, addr, root.Options{})
+		if err != nil {
+			return copyjob.Endpoint{}, err
+		}
+		f.closers = append(f.closers, b.Close)
+		return copyjob.Endpoint{Backend: b, Path: p, URL: loc}, nil
+	}
 	p := strings.TrimPrefix(loc, "file://")
 	if strings.Contains(p, "://") {
-		return copyjob.Endpoint{}, fmt.Errorf("%s: unsupported URL scheme (local paths, file://, sluice://, sluices://)", loc)
+		return copyjob.Endpoint{}, fmt.Errorf("%s: unsupported URL scheme (local paths, file://, sluice://, sluices://, ftp://, gsiftp://, root://)", loc)
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {
@@ -166,15 +194,20 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		return errors.New("--cc, --p and --pp must be at least 1")
 	}
 	client := &http.Client{Transport: sluice.NewTransport()}
+	defer func() {
+		for _, c := range f.closers {
+			c()
+		}
+	}()
 	var srcs []copyjob.Endpoint
 	for _, a := range args[:len(args)-1] {
-		ep, err := f.endpoint(a, false, client)
+		ep, err := f.endpoint(ctx, a, false, client)
 		if err != nil {
 			return err
 		}
 		srcs = append(srcs, ep)
 	}
-	dst, err := f.endpoint(args[len(args)-1], true, client)
+	dst, err := f.endpoint(ctx, args[len(args)-1], true, client)
 	if err != nil {
 		return err
 	}

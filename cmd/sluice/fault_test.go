@@ -243,7 +243,7 @@ func TestKillDestinationAgent(t *testing.T) {
 }
 
 func localEndpoint(t *testing.T, p string) copyjob.Endpoint {
-	ep, err := (&cpFlags{}).endpoint(p, false, nil)
+	ep, err := (&cpFlags{}).endpoint(context.Background(), p, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
