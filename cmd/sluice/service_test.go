@@ -623,10 +623,11 @@ func TestServiceStealBatchYields(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, 0, "--scheduler", "steal")
-	// Declared capacities make the endpoints count as saturated, as they
-	// would be on a WAN; loopback is faster than what they declare.
-	c.addAgent("a1", "--max-mbps", "100")
-	c.addAgent("a2", "--max-mbps", "100")
+	// A concurrency limit the batch job fills, and a declared capacity
+	// loopback exceeds: the endpoints are saturated, so interactive work
+	// can only start if batch work yields.
+	c.addAgent("a1", "--max-mbps", "100", "--max-cc", "4")
+	c.addAgent("a2", "--max-mbps", "100", "--max-cc", "4")
 	c.waitEndpoints(2)
 	ctx := context.Background()
 	var batch, inter api.JobIn
