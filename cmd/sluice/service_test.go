@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -756,6 +757,138 @@ func TestServiceHugeJob(t *testing.T) {
 	for _, m := range []string{"sluice_tasks_queued", "sluice_scheduler_cycle_seconds", "sluice_jobs_submitted_total"} {
 		if !strings.Contains(b.String(), m) {
 			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+// TestServiceCLI: the commands a scientist uses, against a live server:
+// submit (plain and from a file), watch, status, endpoints, cancel, and a
+// token for a second user who cannot see the first one's jobs.
+func TestServiceCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
+	t.Setenv("SLUICE_TOKEN", "@"+filepath.Join(c.dir, "data", "admin.token"))
+	t.Setenv("SLUICE_CONFIG", filepath.Join(c.dir, "client.json"))
+	c.file("a1", "cli/one", 3<<20, 1)
+	out, err := run(t, "submit", "sluice://a1/cli/one", "sluice://a2/cli/one", "--label", "cli", "--watch")
+	if err != nil {
+		t.Fatalf("submit --watch: %v\n%s", err, out)
+	}
+	id := strings.Fields(out)[0]
+	if !sameContent(t, c.path("a1", "cli/one"), c.path("a2", "cli/one")) {
+		t.Fatal("copy differs")
+	}
+	out, err = run(t, "status", id, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st api.JobOut
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.State != store.StateDone || st.Label != "cli" {
+		t.Fatalf("status --json: %v %+v\n%s", err, st, out)
+	}
+	if out, err = run(t, "status", id, "--files"); err != nil || !strings.Contains(out, "adler32:") {
+		t.Errorf("status --files: %v\n%s", err, out)
+	}
+	if out, err = run(t, "watch", id); err != nil || !strings.Contains(out, "1 done") {
+		t.Errorf("watch of a finished job: %v\n%s", err, out)
+	}
+	if out, err = run(t, "endpoints"); err != nil || !strings.Contains(out, "a1") || !strings.Contains(out, "a2") {
+		t.Errorf("endpoints: %v\n%s", err, out)
+	}
+	// A job file in the FTS3 shape, then cancel.
+	c.file("a1", "cli/two", 1<<20, 2)
+	job := filepath.Join(c.dir, "job.json")
+	os.WriteFile(job, []byte(`{"files":[{"sources":["sluice://a1/cli/two"],"destinations":["sluice://a2/cli/two"]}],"params":{"verify_checksum":true}}`), 0o644)
+	if out, err = run(t, "submit", "-f", job); err != nil {
+		t.Fatalf("submit -f: %v\n%s", err, out)
+	}
+	id2 := strings.TrimSpace(out)
+	if out, err = run(t, "cancel", id2); err != nil || !strings.Contains(out, "job "+id2) {
+		t.Errorf("cancel: %v\n%s", err, out)
+	}
+	// Bad input is refused with a clear message.
+	if out, err = run(t, "submit", "sluice://nowhere/x", "sluice://a2/x"); err == nil || !strings.Contains(err.Error(), "no endpoint") {
+		t.Errorf("submit to an unknown endpoint: %v\n%s", err, out)
+	}
+	// A second user sees none of the admin's jobs.
+	out, err = run(t, "token", "create", "--user", "carol", "--vo", "lhcb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.Fields(out)[0]
+	t.Setenv("SLUICE_TOKEN", tok)
+	if out, err = run(t, "status", id); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("carol reads the admin's job: %v\n%s", err, out)
+	}
+	if out, err = run(t, "login"); err == nil {
+		t.Errorf("login without --server and --token succeeded")
+	}
+	if out, err = run(t, "login", "--server", "http://"+c.addr, "--token", tok); err != nil || !strings.Contains(out, "carol") {
+		t.Errorf("login: %v\n%s", err, out)
+	}
+}
+
+// TestServiceEndpointDown: an agent that stops heartbeating is marked
+// down, its running transfers go back to the queue, and when it returns
+// the job completes.
+func TestServiceEndpointDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	var job api.JobIn
+	for i := 0; i < 24; i++ {
+		rel := fmt.Sprintf("down/%02d", i)
+		c.file("a1", rel, 32<<20, uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	a2 := c.agents["a2"]
+	a2.kill()
+	// Marked down within the heartbeat timeout (3 s here) and a cycle.
+	down := false
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline) && !down; time.Sleep(100 * time.Millisecond) {
+		es, err := c.admin.Endpoints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.Name == "a2" && !e.Up {
+				down = true
+			}
+		}
+	}
+	if !down {
+		t.Fatal("a2 was not marked down")
+	}
+	// Nothing runs towards it now.
+	time.Sleep(500 * time.Millisecond)
+	files, err := c.admin.AllFiles(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.State == store.StateRunning {
+			t.Errorf("file %d still running towards a down endpoint", f.Index)
+		}
+	}
+	a2.start()
+	j = c.waitJob(c.admin, j.ID, 2*time.Minute)
+	if j.State != store.StateDone || j.FilesDone != 24 {
+		t.Fatalf("job ended %s with %d/24 done", j.State, j.FilesDone)
+	}
+	for i := 0; i < 24; i++ {
+		rel := fmt.Sprintf("down/%02d", i)
+		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
+			t.Errorf("%s differs", rel)
 		}
 	}
 }
