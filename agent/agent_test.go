@@ -456,6 +456,14 @@ func pullSetup(t *testing.T, size int) (src, dst *env, data []byte, dstTok, srcT
 func TestPull(t *testing.T) {
 	src, dst, data, dstTok, srcTok := pullSetup(t, 3<<20+17)
 	source := "sluice://" + src.addr() + "/data/big"
+	// A pull writes into an allocated destination, never creates one
+	// (a pull arriving after its transfer was canceled must not bring a
+	// removed file back).
+	body := jsonBody(map[string]any{"source": source, "token": srcTok, "dst": "/in/copy", "offset": 0, "length": 10})
+	if r := dst.raw("POST", "/v1/pull", dstTok, nil, body); r.status != 404 {
+		t.Fatalf("pull into a missing file: %v, want 404", r)
+	}
+	dst.write("in/copy", "")
 	// Two ranges, the second first, as concurrent streams would write them.
 	half := int64(len(data) / 2)
 	for _, rg := range [][2]int64{{half, int64(len(data)) - half}, {0, half}} {
@@ -480,6 +488,7 @@ func TestPull(t *testing.T) {
 	}
 
 	// The source's refusals come back as the destination's answer.
+	dst.write("in/x", "")
 	for _, tc := range []struct {
 		name   string
 		source string
@@ -517,6 +526,7 @@ func TestPullTLS(t *testing.T) {
 	defer srcAgent.Close()
 	ts := newTLSServer(t, srcAgent.Handler())
 	dst := newEnv(t, "dst", ts.Client())
+	dst.write("f", "")
 	srcTok := (&env{t: t, key: key}).tokenFor(claimsFor("src", "read"))
 	body := jsonBody(map[string]any{"source": "sluices://" + ts.Listener.Addr().String() + "/f", "token": srcTok, "dst": "/f", "offset": 0, "length": 8})
 	if r := dst.raw("POST", "/v1/pull", dst.token("write", "/"), nil, body); r.status != 204 {

@@ -524,17 +524,18 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if in.Offset < 0 || in.Length < 0 || in.Offset > (1<<63-1)-in.Length {
 		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, in.Offset, in.Length)
 	}
-	// Refuse a destination that cannot be written (one through a link
-	// out of the root, say) before asking the source for anything.
-	if _, err := s.fs.Stat(r.Context(), dst); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return err
-	}
 	base, src, err := sluice.ParseURL(in.Source)
 	if err != nil {
 		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	if in.Token == "" {
 		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
+	}
+	// The destination must exist (the engine allocates it before it
+	// pulls): refuse a missing or unwritable one before asking the source
+	// for anything.
+	if _, err := s.fs.Stat(r.Context(), dst); err != nil {
+		return err
 	}
 	from, err := sluice.New(base, in.Token, s.client)
 	if err != nil {
@@ -549,7 +550,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 		return fmt.Errorf("pull from %s: %w", in.Source, err)
 	}
 	defer rc.Close()
-	if err := s.fs.WriteAt(r.Context(), dst, in.Offset, rc, in.Length); err != nil {
+	if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, rc, in.Length); err != nil {
 		return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 	}
 	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,

@@ -183,6 +183,18 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 
 // WriteAt implements backend.Backend.
 func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	return b.writeAt(p, off, r, n, true)
+}
+
+// WriteAtExisting is WriteAt into a file that must exist already
+// (backend.ErrNotFound otherwise). Third-party pulls write into a
+// destination the engine allocated: a pull that arrives after the file was
+// removed (its transfer canceled) must not bring it back.
+func (b *Backend) WriteAtExisting(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	return b.writeAt(p, off, r, n, false)
+}
+
+func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool) error {
 	name, err := clean(p)
 	if err != nil {
 		return err
@@ -190,7 +202,12 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 	if off < 0 || n < 0 {
 		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n)
 	}
-	f, err := b.openForWrite(name)
+	var f *os.File
+	if create {
+		f, err = b.openForWrite(name)
+	} else if f, err = b.root.OpenFile(name, os.O_WRONLY, 0); err != nil {
+		err = classify(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -467,8 +467,9 @@ func TestPull(t *testing.T) {
 		name, source, tok, dst string
 		want                   error
 	}{
-		{"missing source", src.url("/data/nope"), srcTok, "/in/g", backend.ErrNotFound},
-		{"source refuses the token", src.url("/data/f"), "bad.token", "/in/g", backend.ErrPermission},
+		{"missing source", src.url("/data/nope"), srcTok, "/in/f", backend.ErrNotFound},
+		{"missing destination", src.url("/data/f"), srcTok, "/in/g", backend.ErrNotFound},
+		{"source refuses the token", src.url("/data/f"), "bad.token", "/in/f", backend.ErrPermission},
 		{"dst outside the prefix", src.url("/data/f"), srcTok, "/out/g", backend.ErrPermission},
 		{"not a sluice URL", "http://x:1/f", srcTok, "/in/g", backend.ErrInvalid},
 	} {
