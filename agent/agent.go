@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/emul"
 )
 
 // Version is the protocol version the agent speaks, reported by /v1/info.
@@ -42,6 +43,13 @@ type Config struct {
 	Key    []byte       // the token key (auth.LoadKey)
 	Logger *slog.Logger // nil: discard
 	Client *http.Client // for pulls from other agents; nil: a plain client
+	// Emulation, a test facility, limits the agent's data path to behave
+	// like a WAN DTN (package emul): GET and batch data sent, PUT bodies
+	// and pulled data received, one stream per request, and start-up
+	// latency on connections Serve accepts; External steps count from New.
+	// nil (always, in production) leaves the data path alone, sendfile
+	// included.
+	Emulation *emul.Config
 }
 
 // Server is one agent.
@@ -52,6 +60,7 @@ type Server struct {
 	log    *slog.Logger
 	client *http.Client
 	now    func() time.Time // the clock tokens are checked against
+	shape  *emul.Shaper     // nil unless emulating
 }
 
 // New checks cfg and opens the root.
@@ -90,6 +99,16 @@ func New(cfg Config) (*Server, error) {
 	if s.client == nil {
 		s.client = &http.Client{Transport: sluice.NewTransport()}
 	}
+	if cfg.Emulation != nil {
+		if s.shape, err = emul.New(*cfg.Emulation); err != nil {
+			fs.Close()
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		e := cfg.Emulation
+		s.log.Warn("emulating a WAN DTN: the data path is throttled (a test facility)",
+			"capacity_bps", e.CapacityBps, "conn_bps", e.ConnBps, "knee", e.Knee, "decline", e.Decline,
+			"external_steps", len(e.External), "startup_ms", e.StartupMs)
+	}
 	return s, nil
 }
 
@@ -119,6 +138,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCert, tlsKey str
 			return fmt.Errorf("agent: TLS: %w", err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	// Start-up latency goes under TLS, so the handshake pays it as a
+	// real connection's would. A nil shape returns ln.
+	ln = s.shape.Listener(ln)
+	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	stop := make(chan struct{})

@@ -231,7 +231,19 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	w.Header().Set("Content-Type", "application/octet-stream")
 	// ServeContent does Range (206, 416), HEAD and conditional requests,
 	// and copies *os.File to the connection with sendfile.
-	http.ServeContent(w, r, "", fi.ModTime(), f)
+	var content io.ReadSeeker = f
+	if s.shape != nil {
+		// Emulating: what is read goes at the endpoint's pace (and so
+		// without sendfile). The shaped reader buffers nothing between
+		// Reads, so seeking the file underneath it is seeking it.
+		rc := s.shape.Reader(r.Context(), f)
+		defer rc.Close()
+		content = struct {
+			io.Reader
+			io.Seeker
+		}{rc, f}
+	}
+	http.ServeContent(w, r, "", fi.ModTime(), content)
 	return nil
 }
 
@@ -256,7 +268,13 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	case n < 0:
 		return fmt.Errorf("%w: PUT needs a Content-Length", backend.ErrInvalid)
 	}
-	if err := s.fs.WriteAt(r.Context(), p, off, r.Body, n); err != nil {
+	var body io.Reader = r.Body
+	if s.shape != nil { // emulating: the body arrives at the endpoint's pace
+		sr := s.shape.Reader(r.Context(), r.Body)
+		defer sr.Close()
+		body = sr
+	}
+	if err := s.fs.WriteAt(r.Context(), p, off, body, n); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -441,11 +459,19 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 	}
 	w.Header().Set("Content-Type", "application/x-sluice-batch")
 	w.WriteHeader(http.StatusOK)
+	// When emulating, the whole response (frames too: they are small) is
+	// one stream.
+	out := io.Writer(w)
+	if s.shape != nil {
+		sw := s.shape.Writer(r.Context(), w)
+		defer sw.Close()
+		out = sw
+	}
 	for _, name := range in.Paths {
 		if err := r.Context().Err(); err != nil {
 			return nil
 		}
-		if err := s.batchFile(w, r, c, name); err != nil {
+		if err := s.batchFile(out, r, c, name); err != nil {
 			// The response has started: all that can be done for the
 			// client is to end it, mid-frame, which it detects.
 			s.log.Warn("batch response cut short", "remote", r.RemoteAddr, "path", name, "err", err)
@@ -458,7 +484,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 // batchFile sends one frame. It returns an error only if the stream can
 // no longer be framed (a write failed, or the file shrank while read);
 // a file that cannot be sent gets an error frame.
-func (s *Server) batchFile(w http.ResponseWriter, r *http.Request, c auth.Claims, name string) error {
+func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name string) error {
 	frame := func(f batchFrame) error {
 		js, err := json.Marshal(f)
 		if err != nil {
@@ -550,7 +576,15 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 		return fmt.Errorf("pull from %s: %w", in.Source, err)
 	}
 	defer rc.Close()
-	if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, rc, in.Length); err != nil {
+	var data io.Reader = rc
+	if s.shape != nil {
+		// Emulating: the pulled bytes are a stream of this endpoint too
+		// (the source paces its side of them as well).
+		sr := s.shape.Reader(r.Context(), rc)
+		defer sr.Close()
+		data = sr
+	}
+	if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length); err != nil {
 		return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 	}
 	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/emul"
 )
 
 // syncBuffer collects log output from concurrent handlers.
@@ -53,6 +54,12 @@ type env struct {
 
 func newEnv(t *testing.T, name string, client *http.Client) *env {
 	t.Helper()
+	return newEmulEnv(t, name, client, nil)
+}
+
+// newEmulEnv is newEnv with the agent's data path emulated (emu nil: not).
+func newEmulEnv(t *testing.T, name string, client *http.Client, emu *emul.Config) *env {
+	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, name: name, key: bytes.Repeat([]byte(name[:1]), 32),
 		root: filepath.Join(dir, "root"), outside: filepath.Join(dir, "outside"), logs: &syncBuffer{}}
@@ -61,7 +68,7 @@ func newEnv(t *testing.T, name string, client *http.Client) *env {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(Config{Name: name, Root: e.root, Key: e.key, Client: client,
+	s, err := New(Config{Name: name, Root: e.root, Key: e.key, Client: client, Emulation: emu,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 	if err != nil {
 		t.Fatal(err)

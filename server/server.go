@@ -35,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -87,6 +88,11 @@ type Config struct {
 	ChunkMin, SubWrite int64
 	// Registry receives the service's metrics (nil: a new one).
 	Registry *prometheus.Registry
+	// Estimator, if set, is the throughput model to start from (for
+	// example one trained on a calibration campaign, as SC'15 §4.2
+	// assumes); the store's observations are added to it. Nil: an empty
+	// history with a capacity-based prior.
+	Estimator *model.History
 }
 
 // Server is the live service.

@@ -13,7 +13,6 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/engine"
-	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -292,7 +291,7 @@ func (w *world) resolved(id int64, size int64, err error) {
 		a := w.setState(t, store.StateQueued, fmt.Sprintf("size %d", size), now)
 		t.since = t.Arrival // the stat was part of the wait
 		w.persist([]*task{t}, []store.AuditEntry{a})
-		w.want, w.cycleWant = true, sched.Arrival
+		w.arrival()
 	case permanent(err):
 		t.Error = err.Error()
 		a := w.setState(t, store.StateFailed, t.Error, now)

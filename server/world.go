@@ -121,9 +121,12 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: model.NewHistory(), begun: time.Now(), victims: map[int64][]int64{},
+		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{},
 	}
-	w.est.Fallback = w.prior
+	if w.est == nil {
+		w.est = model.NewHistory()
+		w.est.Fallback = w.prior
+	}
 	eps, err := s.st.Endpoints(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("server: loading endpoints: %w", err)
@@ -236,8 +239,17 @@ func (w *world) addJob(j store.Job, tasks []store.Task) {
 		js.active++
 	}
 	w.s.met.jobsSubmitted.Inc()
-	w.want, w.cycleWant = true, sched.Arrival
+	w.arrival()
 	w.resolve()
+}
+
+// arrival asks for a cycle now if the scheduler admits on arrival (as the
+// simulator does for it); others see new work at the next periodic cycle,
+// as SEAL's Listing 1 has it.
+func (w *world) arrival() {
+	if a, ok := w.s.sch.(sched.ArrivalAdmitter); ok && a.AdmitsOnArrival() {
+		w.want, w.cycleWant = true, sched.Arrival
+	}
 }
 
 // snapshot builds the scheduler's view of the world now.
@@ -762,7 +774,7 @@ func (w *world) heartbeats(now time.Time) {
 		cancel()
 		if alive {
 			w.s.log.Info("endpoint up", "endpoint", name)
-			w.want, w.cycleWant = true, sched.Arrival
+			w.arrival()
 			continue
 		}
 		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))

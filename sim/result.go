@@ -125,3 +125,44 @@ func (w *World) result(traceName string) *Result {
 	}
 	return r
 }
+
+// Summarize computes the statistics of a Result from its tasks'
+// outcomes (Slowdown and Turnaround set), reporting each task in the size
+// class of Size/classScale (1: its own size). The testbed's runs on real
+// bytes and their simulated predictions go through it, so their figures
+// compare; a trace scaled down for replay is reported in the classes of
+// the trace it was scaled from.
+func Summarize(testbed, traceName, scheduler string, tasks []TaskResult, classScale float64) *Result {
+	if classScale <= 0 {
+		classScale = 1
+	}
+	r := &Result{Testbed: testbed, Trace: traceName, Scheduler: scheduler, ByClass: map[string]Stats{}, Tasks: tasks}
+	var cls [5]Stats
+	for i := range tasks {
+		t := &tasks[i]
+		r.Makespan = math.Max(r.Makespan, t.Finish)
+		r.Preemptions += t.Preempted
+		if t.Batch {
+			r.Batch.add(t)
+			continue
+		}
+		r.Interactive.add(t)
+		cls[model.SizeClass(int64(float64(t.Size)/classScale))].add(t)
+	}
+	r.Interactive.close()
+	r.Batch.close()
+	for i := range cls {
+		if cls[i].N > 0 {
+			cls[i].close()
+			r.ByClass[ClassNames[i]] = cls[i]
+		}
+	}
+	return r
+}
+
+// BoundedSlowdown is SC'15 eq. 2: (wait + max(run, bound)) / max(ideal,
+// bound), with bound the interactive threshold (Bound; a replay compressed
+// in time compresses it too).
+func BoundedSlowdown(wait, run, ideal, bound float64) float64 {
+	return (wait + math.Max(run, bound)) / math.Max(ideal, bound)
+}

@@ -665,9 +665,14 @@ func (w *World) apply(ds []sched.Decision) {
 	}
 }
 
-// idealTT is the ground-truth TT_ideal used by the metrics: start-up plus
+// IdealTT is the ground-truth TT_ideal used by the metrics: start-up plus
 // the time at the best concurrency on idle endpoints. It is the same for
-// every scheduler, so slowdowns compare.
+// every scheduler, so slowdowns compare; the testbed uses it for runs on
+// real bytes too.
+func (tb *Testbed) IdealTT(src, dst string, size int64, startup float64) float64 {
+	return tb.idealTT(src, dst, size, startup)
+}
+
 func (tb *Testbed) idealTT(src, dst string, size int64, startup float64) float64 {
 	best := 0.0
 	maxCC := 16

@@ -39,6 +39,19 @@ type EndpointSpec struct {
 	ExternalLoad []LoadStep `json:"external_load,omitempty"`
 }
 
+// ReplaySpec scales traces for a testbed emulated on one machine: a trace
+// generated for the full-scale testbed (capacities divided by
+// SizeScale×TimeScale) has its sizes multiplied by SizeScale and its
+// arrivals divided by TimeScale, so every transfer keeps its share of the
+// (scaled) capacity and a run takes 1/TimeScale of the trace's time.
+type ReplaySpec struct {
+	SizeScale float64 `json:"size_scale"`
+	TimeScale float64 `json:"time_scale"`
+	// StartupSeconds is the emulated cost of opening a connection, and the
+	// simulator's start-up cost when it predicts a replay.
+	StartupSeconds float64 `json:"startup_seconds,omitempty"`
+}
+
 // LoadStep says that from time At (seconds) on, Fraction of the
 // endpoint's capacity is used by external traffic.
 type LoadStep struct {
@@ -93,6 +106,15 @@ type Testbed struct {
 	// ChunkOverhead (bytes) is the per-piece cost of splitting a file; see
 	// demand. Zero means splitting is free.
 	ChunkOverhead float64 `json:"chunk_overhead_bytes,omitempty"`
+	// ConnGbps, if positive, replaces the curve by a per-connection cap:
+	// a task with concurrency cc reaches at most cc×ConnGbps on its path
+	// (a TCP window/RTT limit), and a path carries what its endpoints (and
+	// LinkGbps) allow. This is the model of the emulated testbed (package
+	// emul), so the simulator predicts it.
+	ConnGbps float64 `json:"conn_gbps,omitempty"`
+	// Replay, on profiles of the emulated testbed (package testbed), says
+	// how traces are scaled for runs on real bytes.
+	Replay *ReplaySpec `json:"replay,omitempty"`
 
 	byName map[string]int
 }
@@ -172,6 +194,12 @@ func (tb *Testbed) init() error {
 		c := DefaultCurve
 		tb.Curve = &c
 	}
+	if tb.ConnGbps < 0 || math.IsInf(tb.ConnGbps, 0) || math.IsNaN(tb.ConnGbps) {
+		return fmt.Errorf("conn_gbps must not be negative")
+	}
+	if r := tb.Replay; r != nil && (!(r.SizeScale > 0 && r.SizeScale <= 1) || !(r.TimeScale >= 1) || r.StartupSeconds < 0) {
+		return fmt.Errorf("replay: size_scale must be in (0, 1], time_scale at least 1, startup_seconds not negative")
+	}
 	return nil
 }
 
@@ -231,6 +259,9 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 		return tb.SingleTaskFraction * p
 	}
 	d := tb.Curve.At(cc) * p
+	if tb.ConnGbps > 0 {
+		d = math.Min(float64(cc)*Gbps(tb.ConnGbps), p)
+	}
 	if tb.ChunkOverhead > 0 && size > 0 {
 		chunk := float64(size) / float64(cc)
 		d *= chunk / (chunk + tb.ChunkOverhead)
@@ -244,7 +275,7 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 // path's capacity. Zero means the path adds no limit of its own (the
 // idealised single-task-fraction model).
 func (tb *Testbed) pathCapacity(src, dst string, n int) float64 {
-	if tb.SingleTaskFraction > 0 {
+	if tb.SingleTaskFraction > 0 || tb.ConnGbps > 0 {
 		if tb.LinkGbps > 0 {
 			return Gbps(tb.LinkGbps)
 		}

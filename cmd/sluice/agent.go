@@ -16,11 +16,13 @@ import (
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/emul"
 )
 
 func newAgentCmd() *cobra.Command {
 	var listen, root, name, keyFile, tlsCert, tlsKey string
 	var serverURL, joinToken, advertise string
+	var emulate string
 	var maxMBps float64
 	var maxCC int
 	cmd := &cobra.Command{
@@ -86,7 +88,13 @@ func newAgentCmd() *cobra.Command {
 				go j.heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
 				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, serverURL, joined.Scheduler, j.info.URL)
 			}
-			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log})
+			var emulation *emul.Config
+			if emulate != "" {
+				if emulation, err = emul.Load(emulate); err != nil {
+					return fmt.Errorf("agent: --emulate: %w", err)
+				}
+			}
+			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation})
 			if err != nil {
 				return err
 			}
@@ -115,6 +123,8 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&advertise, "advertise", "", "URL the server and other agents reach this agent at (default: from --listen)")
 	f.Float64Var(&maxMBps, "max-mbps", 0, "this endpoint's maximum aggregate throughput in MB/s, for the scheduler (0: learn it)")
 	f.IntVar(&maxCC, "max-cc", 0, "most concurrent transfers the scheduler may run here (0: no limit)")
+	f.StringVar(&emulate, "emulate", "", "TEST FACILITY, never in production: throttle this agent's data path like a WAN DTN "+
+		"as the JSON emul.Config in `FILE` says (capacity_bps, conn_bps, knee, decline, external, startup_ms)")
 	return cmd
 }
 

@@ -27,6 +27,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newSimCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newLoginCmd())
+		newEndpointsCmd(), newLoginCmd(), newTestbedCmd())
 	return root
 }

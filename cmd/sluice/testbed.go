@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/testbed"
+)
+
+func newTestbedCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "testbed",
+		Short: "An emulated multi-DTN testbed on this machine: real server, real agents, real bytes",
+		Long: `testbed starts a server and one agent per endpoint of a profile, with an
+emulation layer on each agent's data path (capacity, per-connection cap,
+contention knee, external load, connection start-up; a test facility, not a
+production feature), and replays traces through the live API.
+
+Profiles: sc15-mini (the SC'15 testbed scaled down), xsede-sg (one path
+calibrated to SGData.csv), or a JSON file (sim/testbeds/ shows the format).`,
+	}
+	cmd.AddCommand(newTestbedUp(), newTestbedReplay(), newTestbedCompare())
+	return cmd
+}
+
+func newTestbedUp() *cobra.Command {
+	var profile, dir, scheduler string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the profile's server and emulated agents and keep them running",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := testbed.Load(profile)
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				if dir, err = os.MkdirTemp("", "sluice-testbed-"); err != nil {
+					return err
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c, err := testbed.Up(ctx, tb, dir, scheduler, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "testbed %s up (scheduler %s) in %s\n  server %s\n", tb.Name, scheduler, dir, c.URL)
+			names := make([]string, 0, len(c.Agents))
+			for n := range c.Agents {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				fmt.Fprintf(out, "  agent %-12s %s serving %s\n", n, c.Agents[n], c.Roots[n])
+			}
+			fmt.Fprintf(out, "try:\n  export SLUICE_SERVER=%s SLUICE_TOKEN=@%s\n  sluice endpoints\nCtrl-C stops it.\n",
+				c.URL, filepath.Join(c.DataDir, "admin.token"))
+			<-ctx.Done()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&profile, "profile", "sc15-mini", "testbed profile")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory for the server's store and the agents' roots (default: a new temporary one)")
+	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
+	return cmd
+}
+
+// testbedFlags are the flags replay and compare share.
+type testbedFlags struct {
+	profile, trace string
+	seed           int64
+	timeScale      float64
+	predict        bool
+	jsonOut        bool
+	dir            string
+}
+
+func (f *testbedFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.profile, "profile", "sc15-mini", "testbed profile (sc15-mini, xsede-sg, or a JSON file)")
+	fl.StringVar(&f.trace, "trace", "45", "trace: smoke, 25, 45, 60, 45-4x, 60-hv, or a load such as 0.3")
+	fl.Int64Var(&f.seed, "seed", 1, "trace seed")
+	fl.Float64Var(&f.timeScale, "time-scale", 0, "compress time (and sizes) by this factor instead of the profile's")
+	fl.BoolVar(&f.predict, "predict", false, "also run the simulator on the same profile and trace, and print both with the relative error")
+	fl.BoolVar(&f.jsonOut, "json", false, "print JSON")
+	fl.StringVar(&f.dir, "dir", "", "work directory (default: temporary, removed afterwards)")
+}
+
+func (f *testbedFlags) load() (*sim.Testbed, error) {
+	tb, err := testbed.Load(f.profile)
+	if err != nil {
+		return nil, err
+	}
+	if f.timeScale != 0 {
+		if f.timeScale < 1 {
+			return nil, errors.New("--time-scale must be at least 1")
+		}
+		// The same capacities with a different compression: sizes shrink
+		// with time so that every transfer keeps its share.
+		r := *tb.Replay
+		r.SizeScale *= r.TimeScale / f.timeScale
+		r.TimeScale = f.timeScale
+		tb.Replay = &r
+	}
+	return tb, nil
+}
+
+// runOne is one scheduler's measured (and, with --predict, simulated)
+// figures.
+type runOne struct {
+	Scheduler string      `json:"scheduler"`
+	Rep       int         `json:"rep"`
+	Measured  *sim.Result `json:"measured"`
+	Verified  int         `json:"verified"`
+	Files     int         `json:"files"`
+	Seconds   float64     `json:"seconds"`
+	Predicted *sim.Result `json:"predicted,omitempty"`
+}
+
+func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler string, rep int, log io.Writer) (*runOne, error) {
+	tr, err := testbed.Trace(tb, f.trace, f.seed+int64(rep))
+	if err != nil {
+		return nil, err
+	}
+	run, err := testbed.Replay(ctx, tb, tr, testbed.Options{Scheduler: scheduler, Dir: f.dir, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", scheduler, err)
+	}
+	out := &runOne{Scheduler: scheduler, Rep: rep, Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds}
+	if f.predict {
+		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func newTestbedReplay() *cobra.Command {
+	var f testbedFlags
+	var scheduler string
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay a trace on the emulated testbed under one scheduler, on real bytes",
+		Example: `  sluice testbed replay --profile sc15-mini --trace 45 --scheduler seal --predict
+  sluice testbed replay --trace smoke --scheduler basecc2 --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := f.load()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			r, err := replayOne(ctx, &f, tb, scheduler, 0, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), r)
+			}
+			printRun(cmd.OutOrStdout(), r)
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
+	return cmd
+}
+
+func printRun(out io.Writer, r *runOne) {
+	m := r.Measured
+	fmt.Fprintf(out, "testbed %s, trace %s (%d files, %d verified), scheduler %s, %.1f s\n", m.Testbed, m.Trace, r.Files, r.Verified, r.Scheduler, r.Seconds)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	head := "class\ttasks\tavg slowdown\tavg turnaround s\tmax slowdown\tmax turnaround s\t"
+	if r.Predicted != nil {
+		head += "sim avg slowdown\terr\tsim avg turnaround s\terr\t"
+	}
+	fmt.Fprintln(w, head)
+	row := func(name string, s sim.Stats, p *sim.Stats) {
+		fmt.Fprintf(w, "%s\t%d\t%.3f\t%.2f\t%.2f\t%.1f\t", name, s.N, s.AvgSlowdown, s.AvgTurnaround, s.MaxSlowdown, s.MaxTurnaround)
+		if p != nil {
+			fmt.Fprintf(w, "%.3f\t%+.0f%%\t%.2f\t%+.0f%%\t", p.AvgSlowdown, relErr(p.AvgSlowdown, s.AvgSlowdown), p.AvgTurnaround, relErr(p.AvgTurnaround, s.AvgTurnaround))
+		}
+		fmt.Fprintln(w)
+	}
+	pred := func(get func(*sim.Result) (sim.Stats, bool)) *sim.Stats {
+		if r.Predicted == nil {
+			return nil
+		}
+		if s, ok := get(r.Predicted); ok {
+			return &s
+		}
+		return &sim.Stats{}
+	}
+	for _, c := range sim.ClassNames {
+		if s, ok := m.ByClass[c]; ok {
+			row(c, s, pred(func(p *sim.Result) (sim.Stats, bool) { s, ok := p.ByClass[c]; return s, ok }))
+		}
+	}
+	row("all", m.Interactive, pred(func(p *sim.Result) (sim.Stats, bool) { return p.Interactive, true }))
+	if m.Batch.N > 0 {
+		row("batch", m.Batch, pred(func(p *sim.Result) (sim.Stats, bool) { return p.Batch, true }))
+	}
+	w.Flush()
+	fmt.Fprintf(out, "preemptions %d", m.Preemptions)
+	if r.Predicted != nil {
+		fmt.Fprintf(out, " (simulated %d)", r.Predicted.Preemptions)
+	}
+	fmt.Fprintln(out)
+}
+
+// relErr is the simulator's error relative to the measurement, in percent.
+func relErr(predicted, measured float64) float64 {
+	if measured == 0 {
+		return 0
+	}
+	return 100 * (predicted - measured) / measured
+}
+
+func newTestbedCompare() *cobra.Command {
+	var f testbedFlags
+	var schedulers string
+	var reps int
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Replay one trace under several schedulers, back to back, on real bytes",
+		Example: `  sluice testbed compare --profile sc15-mini --trace smoke --schedulers basecc2,seal --json
+  sluice testbed compare --trace 45 --schedulers basecc1,basecc2,basecc4,basevary,seal --reps 3 --predict`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tb, err := f.load()
+			if err != nil {
+				return err
+			}
+			names := splitList(schedulers)
+			for _, n := range names {
+				if _, err := sched.New(n, sched.Options{}); err != nil {
+					return err
+				}
+			}
+			if reps < 1 {
+				return errors.New("--reps must be at least 1")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res := &compareResult{Profile: tb.Name, Trace: f.trace, Reps: reps, Date: time.Now().UTC().Format(time.RFC3339)}
+			for rep := 0; rep < reps; rep++ {
+				for _, n := range names {
+					r, err := replayOne(ctx, &f, tb, n, rep, cmd.ErrOrStderr())
+					if err != nil {
+						return err
+					}
+					res.Runs = append(res.Runs, r)
+					if !f.jsonOut {
+						printRun(cmd.OutOrStdout(), r)
+						fmt.Fprintln(cmd.OutOrStdout())
+					}
+				}
+			}
+			res.summarise(names)
+			if f.jsonOut {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			res.print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
+	cmd.Flags().IntVar(&reps, "reps", 1, "repetitions (each with its own trace seed)")
+	return cmd
+}
+
+// compareResult is a comparison on real bytes: every run, and per
+// scheduler the medians over repetitions.
+type compareResult struct {
+	Profile string            `json:"profile"`
+	Trace   string            `json:"trace"`
+	Reps    int               `json:"reps"`
+	Date    string            `json:"date"`
+	Runs    []*runOne         `json:"runs"`
+	Median  []schedulerMedian `json:"median"`
+	// SubjectVsBest compares the first non-baseline scheduler with the
+	// best baseline (lowest median average turnaround): % change,
+	// negative is better.
+	Subject       string  `json:"subject,omitempty"`
+	Best          string  `json:"best_baseline,omitempty"`
+	TurnaroundPct float64 `json:"turnaround_vs_best_pct,omitempty"`
+	SlowdownPct   float64 `json:"slowdown_vs_best_pct,omitempty"`
+	// SameRanking says whether the simulator ranks the schedulers (by
+	// median average turnaround) as the measurements do.
+	SameRanking *bool `json:"same_ranking,omitempty"`
+}
+
+type schedulerMedian struct {
+	Scheduler     string   `json:"scheduler"`
+	AvgSlowdown   float64  `json:"avg_slowdown"`
+	AvgTurnaround float64  `json:"avg_turnaround"`
+	SimSlowdown   *float64 `json:"sim_avg_slowdown,omitempty"`
+	SimTurnaround *float64 `json:"sim_avg_turnaround,omitempty"`
+	AllVerified   bool     `json:"all_verified"`
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (c *compareResult) summarise(names []string) {
+	for _, n := range names {
+		var sd, ta, psd, pta []float64
+		m := schedulerMedian{Scheduler: n, AllVerified: true}
+		for _, r := range c.Runs {
+			if r.Scheduler != n {
+				continue
+			}
+			sd = append(sd, r.Measured.Interactive.AvgSlowdown)
+			ta = append(ta, r.Measured.Interactive.AvgTurnaround)
+			m.AllVerified = m.AllVerified && r.Verified == r.Files
+			if r.Predicted != nil {
+				psd = append(psd, r.Predicted.Interactive.AvgSlowdown)
+				pta = append(pta, r.Predicted.Interactive.AvgTurnaround)
+			}
+		}
+		m.AvgSlowdown, m.AvgTurnaround = median(sd), median(ta)
+		if len(psd) > 0 {
+			a, b := median(psd), median(pta)
+			m.SimSlowdown, m.SimTurnaround = &a, &b
+		}
+		c.Median = append(c.Median, m)
+	}
+	best := -1
+	for i, m := range c.Median {
+		if strings.HasPrefix(m.Scheduler, "base") && (best < 0 || m.AvgTurnaround < c.Median[best].AvgTurnaround) {
+			best = i
+		}
+	}
+	for _, m := range c.Median {
+		if !strings.HasPrefix(m.Scheduler, "base") && best >= 0 {
+			b := c.Median[best]
+			c.Subject, c.Best = m.Scheduler, b.Scheduler
+			c.TurnaroundPct = 100 * (m.AvgTurnaround - b.AvgTurnaround) / b.AvgTurnaround
+			c.SlowdownPct = 100 * (m.AvgSlowdown - b.AvgSlowdown) / b.AvgSlowdown
+			break
+		}
+	}
+	if len(c.Median) > 1 && c.Median[0].SimTurnaround != nil {
+		measured := append([]schedulerMedian(nil), c.Median...)
+		simulated := append([]schedulerMedian(nil), c.Median...)
+		sort.SliceStable(measured, func(i, j int) bool { return measured[i].AvgTurnaround < measured[j].AvgTurnaround })
+		sort.SliceStable(simulated, func(i, j int) bool { return *simulated[i].SimTurnaround < *simulated[j].SimTurnaround })
+		same := true
+		for i := range measured {
+			same = same && measured[i].Scheduler == simulated[i].Scheduler
+		}
+		c.SameRanking = &same
+	}
+}
+
+func (c *compareResult) print(out io.Writer) {
+	fmt.Fprintf(out, "testbed %s, trace %s, %d repetition(s): medians of interactive averages\n", c.Profile, c.Trace, c.Reps)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "scheduler\tavg slowdown\tavg turnaround s\tsim slowdown\terr\tsim turnaround s\terr\tverified\t")
+	for _, m := range c.Median {
+		fmt.Fprintf(w, "%s\t%.3f\t%.2f\t", m.Scheduler, m.AvgSlowdown, m.AvgTurnaround)
+		if m.SimSlowdown != nil {
+			fmt.Fprintf(w, "%.3f\t%+.0f%%\t%.2f\t%+.0f%%\t", *m.SimSlowdown, relErr(*m.SimSlowdown, m.AvgSlowdown), *m.SimTurnaround, relErr(*m.SimTurnaround, m.AvgTurnaround))
+		} else {
+			fmt.Fprint(w, "-\t-\t-\t-\t")
+		}
+		fmt.Fprintf(w, "%v\t\n", m.AllVerified)
+	}
+	w.Flush()
+	if c.Subject != "" {
+		fmt.Fprintf(out, "%s vs best baseline (%s): average turnaround %+.1f%%, slowdown %+.1f%%\n", c.Subject, c.Best, c.TurnaroundPct, c.SlowdownPct)
+	}
+	if c.SameRanking != nil {
+		fmt.Fprintf(out, "simulator ranks the schedulers as measured: %v\n", *c.SameRanking)
+	}
+}

@@ -1,0 +1,478 @@
+// Package testbed owns the emulated multi-DTN testbed: it starts a real
+// server and one real agent per endpoint of a profile, each agent with the
+// emulation layer of package emul on its data path (the endpoint's
+// capacity, a per-connection cap, the contention knee, external load,
+// connection start-up), replays a scaled trace through the live REST API,
+// verifies every file, and measures what the simulator measures, so that
+// SEAL and STEAL are judged on real bytes and the simulator is judged
+// against them (Predict runs the simulator on the same profile and trace).
+//
+// A profile is a simulator testbed (sim.Testbed JSON, in sim/testbeds/)
+// with a "replay" section: how traces are scaled down (sizes and time)
+// and the emulated start-up latency. The same file drives the simulator,
+// so a prediction and a measurement describe one system.
+package testbed
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/trace"
+)
+
+// Load returns a profile: a built-in testbed name (sc15-mini, xsede-sg) or
+// a JSON file, which must have a replay section.
+func Load(nameOrPath string) (*sim.Testbed, error) {
+	tb, err := sim.LoadTestbed(nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	if tb.Replay == nil {
+		return nil, fmt.Errorf("testbed %s has no replay section: not a profile for real-bytes runs (try sc15-mini or xsede-sg)", nameOrPath)
+	}
+	return tb, nil
+}
+
+// Trace returns the named trace scaled for the profile: "smoke" (a two
+// minute trace at 45% load, for CI), the SC'15 names (25, 45, 60, 45-4x,
+// 60-hv), or a load ("0.3"). It is generated at the full-scale capacity
+// the profile stands for (its source capacity divided by size_scale ×
+// time_scale), then sizes are multiplied by size_scale and arrivals
+// divided by time_scale: every transfer keeps its share of the source,
+// and the run takes 1/time_scale of the trace's time.
+func Trace(tb *sim.Testbed, name string, seed int64) (*trace.Trace, error) {
+	r := tb.Replay
+	full := sim.Gbps(tb.Endpoint(tb.Source).CapacityGbps) / (r.SizeScale * r.TimeScale)
+	spec := trace.GenSpec{Minutes: 15, Seed: seed, Source: tb.Source, Destinations: tb.Destinations(), SourceCapacity: full}
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "%")
+	switch n {
+	case "smoke":
+		spec.Load, spec.Minutes = 0.45, 2
+	case "25", "45", "60":
+		fmt.Sscanf(n, "%g", &spec.Load)
+		spec.Load /= 100
+	case "45-4x":
+		spec.Load, spec.Variant = 0.45, "4x"
+	case "60-hv":
+		spec.Load, spec.Variant = 0.60, "hv"
+	default:
+		if _, err := fmt.Sscanf(n, "%g", &spec.Load); err != nil || spec.Load <= 0 {
+			return nil, fmt.Errorf("trace %q: want smoke, 25, 45, 60, 45-4x, 60-hv or a load such as 0.3", name)
+		}
+		if spec.Load > 2 {
+			spec.Load /= 100
+		}
+	}
+	tr, err := trace.Generate(spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Variant == "hv" {
+		// §6.4: the high-variance trace carries batch transfers too.
+		if err := trace.AddBatch(tr, trace.BatchCountFor(spec.Load, full), 0, tb.Source, tb.Destinations(), 0, seed); err != nil {
+			return nil, err
+		}
+	}
+	out := &trace.Trace{Name: name}
+	for _, x := range tr.Transfers {
+		x.Arrival /= r.TimeScale
+		x.Size = max(1, int64(math.Round(float64(x.Size)*r.SizeScale)))
+		out.Transfers = append(out.Transfers, x)
+	}
+	return out, nil
+}
+
+// Options tunes a replay.
+type Options struct {
+	// Scheduler is the live service's scheduler (sched.Names).
+	Scheduler string
+	// Dir holds the run's files (default: a temporary directory, removed
+	// afterwards).
+	Dir string
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+	// Timeout bounds the run after the last arrival (default 10 minutes).
+	Timeout time.Duration
+}
+
+// Run is what a replay measured.
+type Run struct {
+	Result   *sim.Result `json:"result"`
+	Files    int         `json:"files"`
+	Verified int         `json:"verified"` // files done with an end-to-end checksum
+	Bytes    int64       `json:"bytes"`
+	Seconds  float64     `json:"seconds"` // wall time from the first arrival to the last completion
+}
+
+// Replay starts the profile's server and agents, replays tr through the
+// API in real time, waits for every transfer, and measures.
+func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*Run, error) {
+	if _, err := sched.New(o.Scheduler, sched.Options{}); err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	logf := func(format string, a ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", a...)
+		}
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sluice-testbed-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := Up(ctx, tb, dir, o.Scheduler, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	logf("testbed %s up: server %s, %d agents; creating source files", tb.Name, c.URL, len(c.Agents))
+	var total int64
+	for _, x := range tr.Transfers {
+		if err := makeFile(filepath.Join(c.Roots[x.Src], "t", fmt.Sprint(x.ID)), x.Size, x.ID); err != nil {
+			return nil, err
+		}
+		total += x.Size
+	}
+	logf("replaying %d transfers (%.2f GB) under %s", len(tr.Transfers), float64(total)/1e9, o.Scheduler)
+	jobs := make(map[int64]trace.Transfer, len(tr.Transfers))
+	submitted := make(map[int64]time.Time, len(tr.Transfers))
+	start := time.Now()
+	for _, x := range tr.Transfers {
+		if d := time.Until(start.Add(time.Duration(x.Arrival * float64(time.Second)))); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		size := x.Size
+		in := api.JobIn{Files: []api.FileIn{{
+			Source:      fmt.Sprintf("sluice://%s/t/%d", x.Src, x.ID),
+			Destination: fmt.Sprintf("sluice://%s/t/%d", x.Dst, x.ID),
+			Size:        &size,
+		}}, Label: fmt.Sprintf("trace %s transfer %d", tr.Name, x.ID)}
+		if x.Batch {
+			in.Class = store.ClassBatch
+		}
+		at := time.Now()
+		j, _, err := c.Admin.Submit(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("submitting transfer %d: %w", x.ID, err)
+		}
+		jobs[j.ID] = x
+		submitted[j.ID] = at
+	}
+	logf("all %d transfers submitted after %.1f s; waiting", len(jobs), time.Since(start).Seconds())
+	deadline := time.Now().Add(o.Timeout)
+	last := time.Now()
+	for {
+		active, err := c.Admin.Jobs(ctx, store.StateActive, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(active) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("transfers still running %s after the last arrival", o.Timeout)
+		}
+		if time.Since(last) > 15*time.Second {
+			last = time.Now()
+			logf("  %.0f s: still running", time.Since(start).Seconds())
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	run := &Run{Files: len(jobs), Bytes: total}
+	var tasks []sim.TaskResult
+	startup := tb.Replay.StartupSeconds
+	ids := make([]int64, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var failed []string
+	for _, id := range ids {
+		x := jobs[id]
+		fs, err := c.Admin.Files(ctx, id, 0, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(fs) != 1 {
+			return nil, fmt.Errorf("job %d has %d files", id, len(fs))
+		}
+		f := fs[0]
+		if f.State != store.StateDone {
+			failed = append(failed, fmt.Sprintf("transfer %d: %s %s", x.ID, f.State, f.Error))
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(c.Roots[x.Dst], "t", fmt.Sprint(x.ID)))
+		if err != nil || fi.Size() != x.Size || f.Checksum == "" {
+			failed = append(failed, fmt.Sprintf("transfer %d: destination missing, of the wrong size or unverified", x.ID))
+			continue
+		}
+		run.Verified++
+		arr := submitted[id].Sub(start).Seconds()
+		fin := f.Finished.Sub(start).Seconds()
+		t := sim.TaskResult{ID: x.ID, Size: x.Size, Batch: x.Batch, Arrival: arr, Finish: fin,
+			Wait: f.Wait, Run: f.Transfer, IdealTT: tb.IdealTT(x.Src, x.Dst, x.Size, startup),
+			Turnaround: fin - arr, Preempted: f.Preemptions}
+		t.Slowdown = sim.BoundedSlowdown(t.Wait, t.Run, t.IdealTT, bound(tb))
+		tasks = append(tasks, t)
+		run.Seconds = math.Max(run.Seconds, fin)
+	}
+	if len(failed) > 0 {
+		return run, fmt.Errorf("%d of %d transfers not verified: %s", len(failed), len(jobs), strings.Join(failed[:min(5, len(failed))], "; "))
+	}
+	run.Result = sim.Summarize(tb.Name, tr.Name, o.Scheduler, tasks, tb.Replay.SizeScale)
+	logf("done: %d files verified in %.1f s", run.Verified, run.Seconds)
+	return run, nil
+}
+
+// Predict runs the simulator on the same profile and trace: what the
+// simulator says the replay will measure.
+func Predict(tb *sim.Testbed, tr *trace.Trace, scheduler string) (*sim.Result, error) {
+	s, err := sched.New(scheduler, sched.Options{})
+	if err != nil {
+		return nil, err
+	}
+	opt := sim.Options{Startup: tb.Replay.StartupSeconds, NoStartup: tb.Replay.StartupSeconds == 0, Cycle: cycle(tb).Seconds()}
+	r, err := sim.Run(tb, tr, s, opt)
+	if err != nil {
+		return nil, err
+	}
+	for i := range r.Tasks {
+		t := &r.Tasks[i]
+		t.Slowdown = sim.BoundedSlowdown(t.Wait, t.Run, t.IdealTT, bound(tb))
+	}
+	out := sim.Summarize(tb.Name, tr.Name, scheduler, r.Tasks, tb.Replay.SizeScale)
+	out.Starts, out.Resizes, out.SpareUsed, out.Window = r.Starts, r.Resizes, r.SpareUsed, r.Window
+	return out, nil
+}
+
+// cycle is the scheduling period in replay time.
+func cycle(tb *sim.Testbed) time.Duration {
+	if tb.Replay == nil {
+		return server.DefaultCycle
+	}
+	return time.Duration(float64(server.DefaultCycle) / tb.Replay.TimeScale)
+}
+
+// bound is the slowdown's interactive threshold in replay time: SC'15's
+// one second of the trace, compressed with it.
+func bound(tb *sim.Testbed) float64 { return sim.Bound / tb.Replay.TimeScale }
+
+// Cluster is a running testbed: a server and its agents in this process,
+// talking over loopback HTTP as separate hosts would.
+type Cluster struct {
+	URL        string            // the server's API
+	AdminToken string            // an admin API token
+	Admin      *client.Client    // a client with it
+	Roots      map[string]string // each endpoint's directory
+	Agents     map[string]string // each endpoint's agent URL
+	DataDir    string
+
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	st    store.Store
+	close sync.Once
+}
+
+// Up starts the server (SQLite in dir) and one emulated agent per
+// endpoint of tb. Logs go to logw (nil: discarded).
+func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Writer) (*Cluster, error) {
+	log := slog.New(slog.DiscardHandler)
+	if logw != nil {
+		log = slog.New(slog.NewTextHandler(logw, nil))
+	}
+	ctx, stop := context.WithCancel(ctx)
+	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, DataDir: filepath.Join(dir, "server"), stop: stop}
+	fail := func(err error) (*Cluster, error) {
+		c.Close()
+		return nil, err
+	}
+	st, err := store.Open(ctx, filepath.Join(c.DataDir, "sluice.db"))
+	if err != nil {
+		return fail(err)
+	}
+	c.st = st
+	srv, err := server.New(ctx, server.Config{
+		Store: st, Scheduler: scheduler, DataDir: c.DataDir, Logger: log,
+		TotalMaxCC: tb.TotalMaxCC,
+		// SC'15's 0.5 s cycle, compressed with the trace.
+		Cycle: cycle(tb),
+		// The history an operator would bring (SC'15 §4.2): the profile's
+		// own model, as the simulator's estimator starts from.
+		Estimator: sim.Train(tb),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	hs := &http.Server{Handler: api.New(srv), ReadHeaderTimeout: 30 * time.Second}
+	c.URL = "http://" + ln.Addr().String()
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); hs.Serve(ln) }()
+	go func() {
+		defer c.wg.Done()
+		srv.Run(ctx)
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	tok, err := os.ReadFile(filepath.Join(c.DataDir, "admin.token"))
+	if err != nil {
+		return fail(fmt.Errorf("testbed: the server wrote no admin token: %w", err))
+	}
+	c.AdminToken = strings.TrimSpace(string(tok))
+	if c.Admin, err = client.New(c.URL, c.AdminToken, nil); err != nil {
+		return fail(err)
+	}
+	jt, err := os.ReadFile(filepath.Join(c.DataDir, "join.token"))
+	if err != nil {
+		return fail(fmt.Errorf("testbed: the server wrote no join token: %w", err))
+	}
+	join := strings.TrimSpace(string(jt))
+	for _, e := range tb.Endpoints {
+		root := filepath.Join(dir, "dtn", e.Name)
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return fail(err)
+		}
+		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fail(err)
+		}
+		info := server.AgentInfo{Name: e.Name, URL: "http://" + aln.Addr().String(), MaxThroughput: sim.Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
+		joined, err := srv.Register(ctx, join, info)
+		if err != nil {
+			aln.Close()
+			return fail(err)
+		}
+		em := Emulation(tb, e.Name)
+		a, err := agent.New(agent.Config{Name: e.Name, Root: root, Key: joined.Key, Logger: log, Emulation: &em})
+		if err != nil {
+			aln.Close()
+			return fail(err)
+		}
+		c.Roots[e.Name], c.Agents[e.Name] = root, info.URL
+		c.wg.Add(2)
+		go func() { defer c.wg.Done(); defer a.Close(); a.Serve(ctx, aln, "", "") }()
+		go func() {
+			defer c.wg.Done()
+			t := time.NewTicker(joined.HeartbeatEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					srv.Heartbeat(ctx, join, info)
+				}
+			}
+		}()
+	}
+	// Ready when the scheduler sees every endpoint up.
+	for i := 0; i < 100; i++ {
+		es, err := c.Admin.Endpoints(ctx)
+		up := 0
+		for _, e := range es {
+			if e.Up {
+				up++
+			}
+		}
+		if err == nil && up == len(tb.Endpoints) {
+			return c, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fail(errors.New("testbed: the agents did not come up"))
+}
+
+// Close stops the server and the agents.
+func (c *Cluster) Close() {
+	c.close.Do(func() {
+		c.stop()
+		c.wg.Wait()
+		if c.st != nil {
+			c.st.Close()
+		}
+	})
+}
+
+// Emulation is the emul configuration of one endpoint of a profile: its
+// capacity, knee and external load as the simulator models them, the
+// profile's per-connection cap and start-up latency.
+func Emulation(tb *sim.Testbed, name string) emul.Config {
+	e := tb.Endpoint(name)
+	cfg := emul.Config{
+		CapacityBps: sim.Gbps(e.CapacityGbps), ConnBps: sim.Gbps(tb.ConnGbps),
+		Knee: e.Knee, Decline: e.Decline,
+	}
+	if tb.Replay != nil {
+		cfg.StartupMs = tb.Replay.StartupSeconds * 1000
+	}
+	for _, s := range e.ExternalLoad {
+		cfg.External = append(cfg.External, emul.Step{At: s.At, Fraction: s.Fraction})
+	}
+	return cfg
+}
+
+// makeFile writes size bytes that differ between files (so that a mix-up
+// fails verification) without paying for random generation per byte: a
+// random block, stamped with the file's id at every block.
+func makeFile(name string, size, id int64) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	block := make([]byte, 1<<20)
+	rand.Read(block)
+	for off := int64(0); off < size; off += int64(len(block)) {
+		n := min(int64(len(block)), size-off)
+		copy(block, fmt.Sprintf("%d@%d;", id, off))
+		if _, err := f.Write(block[:n]); err != nil {
+			f.Close()
+			return fmt.Errorf("testbed: creating %s: %w", name, err)
+		}
+	}
+	return f.Close()
+}
