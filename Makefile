@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run stop sim test vet bench clean
+.PHONY: build run stop sim test smoke eval vet bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
@@ -29,6 +29,16 @@ test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	BIN=$(BIN) bash scripts/api-fuzz.sh
+	$(MAKE) smoke
+
+# The emulated testbed's smoke run: a small trace under two schedulers on
+# real bytes (every file verified, or it fails).
+smoke: build
+	$(BIN) testbed compare --profile sc15-mini --trace smoke --schedulers basecc2,seal --json >/dev/null
+
+# The full comparison on real bytes, written to docs/results/testbed/.
+eval: build
+	BIN=$(BIN) bash scripts/eval.sh
 
 bench: build
 	bash bench/sim.sh

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dtn/sluice/store"
@@ -101,5 +99,4 @@ func (m *metrics) finished(t *task) {
 		turnaround := t.Finished.Sub(t.Arrival)
 		m.slowdown.WithLabelValues(c).Observe(turnaround.Seconds() / t.Trans)
 	}
-	_ = time.Second
 }

@@ -445,9 +445,10 @@ func (w *World) rates() {
 			t.rate = 0
 			continue
 		}
-		w.conns[t.si] += t.cc
-		w.conns[t.di] += t.cc
-		w.pathConns[t.pi] += t.cc
+		k := w.tb.streams(t.cc, t.st.Size)
+		w.conns[t.si] += k
+		w.conns[t.di] += k
+		w.pathConns[t.pi] += k
 	}
 	w.capacity = w.capacity[:0]
 	for i := range w.tb.Endpoints {
@@ -465,7 +466,7 @@ func (w *World) rates() {
 			f.res[2] = n + t.pi
 			w.capacity[n+t.pi] = c
 		}
-		f.weight = float64(t.cc)
+		f.weight = float64(w.tb.streams(t.cc, t.st.Size))
 		if w.tb.EqualShare {
 			f.weight = 1
 		}

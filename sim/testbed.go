@@ -112,6 +112,11 @@ type Testbed struct {
 	// LinkGbps) allow. This is the model of the emulated testbed (package
 	// emul), so the simulator predicts it.
 	ConnGbps float64 `json:"conn_gbps,omitempty"`
+	// ChunkMinBytes, if positive, is the smallest partial transfer, as in
+	// the transfer engine (engine.DefaultChunkMin): a file of size s opens
+	// at most ceil(s/ChunkMinBytes) connections whatever its concurrency,
+	// so a small file takes one connection's share, not cc of them.
+	ChunkMinBytes int64 `json:"chunk_min_bytes,omitempty"`
 	// Replay, on profiles of the emulated testbed (package testbed), says
 	// how traces are scaled for runs on real bytes.
 	Replay *ReplaySpec `json:"replay,omitempty"`
@@ -254,6 +259,7 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 	if cc <= 0 {
 		return 0
 	}
+	cc = tb.streams(cc, size)
 	p := tb.pathCap(src, dst)
 	if tb.SingleTaskFraction > 0 {
 		return tb.SingleTaskFraction * p
@@ -267,6 +273,15 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 		d *= chunk / (chunk + tb.ChunkOverhead)
 	}
 	return d
+}
+
+// streams is how many connections a task of size bytes with concurrency
+// cc really opens (see ChunkMinBytes).
+func (tb *Testbed) streams(cc int, size int64) int {
+	if tb.ChunkMinBytes <= 0 || size <= 0 || cc <= 1 {
+		return cc
+	}
+	return int(min(int64(cc), (size+tb.ChunkMinBytes-1)/tb.ChunkMinBytes))
 }
 
 // pathCapacity is what the path between src and dst carries with n

@@ -52,7 +52,7 @@ func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int, size int64) 
 		}
 		return float64(c)
 	}
-	flows := []*flow{{res: [3]int{resSrc, resDst, path}, weight: w(cc), cap: tb.demand(src, dst, cc, size)}}
+	flows := []*flow{{res: [3]int{resSrc, resDst, path}, weight: w(tb.streams(cc, size)), cap: tb.demand(src, dst, cc, size)}}
 	// Background load as single-connection tasks of large files, the
 	// kind that stays long enough to be load.
 	big := classSize[4]
