@@ -66,6 +66,12 @@ func newAgentCmd() *cobra.Command {
 					return errors.New("agent: --name is required (the host name is unknown)")
 				}
 			}
+			var emulation *emul.Config
+			if emulate != "" {
+				if emulation, err = emul.Load(emulate); err != nil {
+					return fmt.Errorf("agent: --emulate: %w", err)
+				}
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -87,12 +93,6 @@ func newAgentCmd() *cobra.Command {
 				key = joined.Key
 				go j.heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
 				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, serverURL, joined.Scheduler, j.info.URL)
-			}
-			var emulation *emul.Config
-			if emulate != "" {
-				if emulation, err = emul.Load(emulate); err != nil {
-					return fmt.Errorf("agent: --emulate: %w", err)
-				}
 			}
 			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation})
 			if err != nil {
