@@ -17,8 +17,12 @@ mkdir -p "$OUT"
 } >"$OUT/machine.txt"
 for tr in 45 60; do
 	"$BIN" testbed compare --profile sc15-mini --trace "$tr" --reps "$REPS" --predict \
-		--schedulers basecc1,basecc2,basecc4,basevary,seal --json >"$OUT/compare-$tr.json"
+		--schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ --json >"$OUT/compare-$tr.json"
 done
 "$BIN" testbed compare --profile sc15-mini --trace 60-hv --reps "$REPS" --predict \
 	--schedulers seal,steal --json >"$OUT/steal-60-hv.json"
+for tr in 45 60; do
+	"$BIN" testbed compare --profile sc15-mini --trace "$tr+batch" --reps "$REPS" --predict \
+		--schedulers seal,steal --json >"$OUT/steal-$tr.json"
+done
 echo "wrote $OUT"

@@ -56,7 +56,8 @@ func Load(nameOrPath string) (*sim.Testbed, error) {
 
 // Trace returns the named trace scaled for the profile: "smoke" (a two
 // minute trace at 45% load, for CI), the SC'15 names (25, 45, 60, 45-4x,
-// 60-hv), or a load ("0.3"). It is generated at the full-scale capacity
+// 60-hv), or a load ("0.3"); a "+batch" suffix adds SC'15 §6.4's 50 GB
+// batch transfers at the start (60-hv has them already). It is generated at the full-scale capacity
 // the profile stands for (its source capacity divided by size_scale ×
 // time_scale), then sizes are multiplied by size_scale and arrivals
 // divided by time_scale: every transfer keeps its share of the source,
@@ -66,6 +67,7 @@ func Trace(tb *sim.Testbed, name string, seed int64) (*trace.Trace, error) {
 	full := sim.Gbps(tb.Endpoint(tb.Source).CapacityGbps) / (r.SizeScale * r.TimeScale)
 	spec := trace.GenSpec{Minutes: 15, Seed: seed, Source: tb.Source, Destinations: tb.Destinations(), SourceCapacity: full}
 	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "%")
+	n, withBatch := strings.CutSuffix(n, "+batch")
 	switch n {
 	case "smoke":
 		spec.Load, spec.Minutes = 0.45, 2
@@ -88,9 +90,10 @@ func Trace(tb *sim.Testbed, name string, seed int64) (*trace.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec.Variant == "hv" {
-		// §6.4: the high-variance trace carries batch transfers too.
-		if err := trace.AddBatch(tr, trace.BatchCountFor(spec.Load, full), 0, tb.Source, tb.Destinations(), 0, seed); err != nil {
+	if withBatch || spec.Variant == "hv" {
+		// §6.4: 50 GB batch tasks that fill the capacity the
+		// interactive load leaves, arriving at the start.
+		if err := trace.AddBatch(tr, trace.BatchCountFor(spec.Load, full), sim.BatchSize, tb.Source, tb.Destinations(), 0, seed); err != nil {
 			return nil, err
 		}
 	}

@@ -80,10 +80,21 @@ func TestTraceScaling(t *testing.T) {
 	for _, x := range hv.Transfers {
 		if x.Batch {
 			batch++
+			// 50 GB at full scale.
+			if want := int64(math.Round(sim.BatchSize * tb.Replay.SizeScale)); x.Size != want {
+				t.Errorf("batch transfer of %d bytes, want %d", x.Size, want)
+			}
 		}
 	}
-	if batch == 0 {
-		t.Error("60-hv has no batch transfers")
+	if batch != 10 {
+		t.Errorf("60-hv has %d batch transfers, want SC'15's 10", batch)
+	}
+	b45, err := Trace(tb, "45+batch", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b45.Transfers) - len(tr.Transfers); n != 13 {
+		t.Errorf("45+batch adds %d transfers, want SC'15's 13", n)
 	}
 }
 
