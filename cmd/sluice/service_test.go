@@ -396,7 +396,13 @@ func TestServiceAPIErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 2)
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testAPIErrors(t, db(t)) })
+	}
+}
+
+func testAPIErrors(t *testing.T, db string) {
+	c := newClusterOn(t, db, 2)
 	ctx := context.Background()
 	base := "http://" + c.addr
 	alice := userClient(t, c, "alice", "cms")
@@ -623,7 +629,13 @@ func TestServiceStealBatchYields(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 0, "--scheduler", "steal")
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testStealBatchYields(t, db(t)) })
+	}
+}
+
+func testStealBatchYields(t *testing.T, db string) {
+	c := newClusterOn(t, db, 0, "--scheduler", "steal")
 	// A concurrency limit the batch job fills, and a declared capacity
 	// loopback exceeds: the endpoints are saturated, so interactive work
 	// can only start if batch work yields.
@@ -697,7 +709,13 @@ func TestServiceHugeJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 2)
+	for name, db := range stores(t) {
+		t.Run(name, func(t *testing.T) { testHugeJob(t, db(t)) })
+	}
+}
+
+func testHugeJob(t *testing.T, db string) {
+	c := newClusterOn(t, db, 2)
 	ctx := context.Background()
 	const n = 100_000
 	job := api.JobIn{Files: make([]api.FileIn, n)}
