@@ -10,20 +10,7 @@ if ! command -v schemathesis >/dev/null 2>&1; then
 	echo "api-fuzz: schemathesis not installed (pip install schemathesis); skipped" >&2
 	exit 0
 fi
-D=$(mktemp -d)
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; rm -rf "$D"' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$BIN" serve --listen 127.0.0.1:"$port" --data-dir "$D/srv" >"$D/server.log" 2>&1 &
-pids+=($!)
-for i in $(seq 100); do [ -f "$D/srv/admin.token" ] && (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
-mkdir -p "$D/a1" "$D/a2"
-for n in a1 a2; do
-	"$BIN" agent --listen 127.0.0.1:0 --root "$D/$n" --name "$n" --server http://127.0.0.1:"$port" \
-		--join-token @"$D/srv/join.token" >"$D/$n.log" 2>&1 &
-	pids+=($!)
-done
-sleep 1
+source "$(dirname "$0")/../scripts/local-service.sh"
 # Operations that would change the service's trust (agent registration with
 # the join token, token creation) are fuzzed too: with the admin token they
 # must still answer with documented statuses.

@@ -78,8 +78,13 @@ type jobLive struct {
 // live figures status queries read.
 func (w *world) progressEvents() {
 	live := make(map[int64]jobLive, len(w.jobs))
+	running := make(map[int64]int64) // checkpointed bytes of running tasks, per job
 	for _, t := range w.tasks {
-		if t.State != store.StateRunning || t.xfer == nil {
+		if t.State != store.StateRunning {
+			continue
+		}
+		running[t.JobID] += t.Done
+		if t.xfer == nil {
 			continue
 		}
 		l := live[t.JobID]
@@ -102,12 +107,7 @@ func (w *world) progressEvents() {
 		if j == nil {
 			continue
 		}
-		done := j.completed
-		for _, t := range w.tasks {
-			if t.JobID == id && t.State == store.StateRunning {
-				done += t.Done
-			}
-		}
+		done := j.completed + running[id]
 		w.s.events.publish(Event{Type: "progress", Job: id, Owner: j.OwnerID, Throughput: l.rate,
 			BytesDone: done + l.extra, Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
 	}

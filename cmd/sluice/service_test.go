@@ -23,14 +23,14 @@ import (
 	"github.com/sluice-dtn/sluice/store/storetest"
 )
 
-// stores are the stores the service tests run on: SQLite always, and
-// PostgreSQL when SLUICE_TEST_POSTGRES names a server (.ci/run starts one).
-func stores(t *testing.T) map[string]func(t *testing.T) string {
-	m := map[string]func(t *testing.T) string{"sqlite": func(*testing.T) string { return "" }}
+// eachStore runs test as a subtest on each store the service tests use:
+// SQLite always ("" for the data directory's file), and a fresh PostgreSQL
+// database when SLUICE_TEST_POSTGRES names a server (.ci/run starts one).
+func eachStore(t *testing.T, test func(t *testing.T, db string)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, "") })
 	if admin := os.Getenv(storetest.PostgresEnv); admin != "" {
-		m["postgres"] = func(t *testing.T) string { return storetest.FreshPostgres(t, admin) }
+		t.Run("postgres", func(t *testing.T) { test(t, storetest.FreshPostgres(t, admin)) })
 	}
-	return m
 }
 
 // proc is a sluice subcommand running in a child process (this test
@@ -232,9 +232,7 @@ func TestServiceEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and moves ~1 GB")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testEndToEnd(t, db(t)) })
-	}
+	eachStore(t, testEndToEnd)
 }
 
 func testEndToEnd(t *testing.T, db string) {
@@ -305,9 +303,7 @@ func TestServiceCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testCancel(t, db(t)) })
-	}
+	eachStore(t, testCancel)
 }
 
 func testCancel(t *testing.T, db string) {
@@ -396,9 +392,7 @@ func TestServiceAPIErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testAPIErrors(t, db(t)) })
-	}
+	eachStore(t, testAPIErrors)
 }
 
 func testAPIErrors(t *testing.T, db string) {
@@ -513,9 +507,7 @@ func TestServiceSurvivesCrashes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills processes")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testSurvivesCrashes(t, db(t)) })
-	}
+	eachStore(t, testSurvivesCrashes)
 }
 
 func testSurvivesCrashes(t *testing.T, db string) {
@@ -629,9 +621,7 @@ func TestServiceStealBatchYields(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testStealBatchYields(t, db(t)) })
-	}
+	eachStore(t, testStealBatchYields)
 }
 
 func testStealBatchYields(t *testing.T, db string) {
@@ -709,9 +699,7 @@ func TestServiceHugeJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for name, db := range stores(t) {
-		t.Run(name, func(t *testing.T) { testHugeJob(t, db(t)) })
-	}
+	eachStore(t, testHugeJob)
 }
 
 func testHugeJob(t *testing.T, db string) {
