@@ -374,3 +374,42 @@ func (s *sqlStore) Observations(ctx context.Context, limit int) ([]Observation, 
 	}
 	return out, nil
 }
+
+// --- optimizations ---
+
+func (s *sqlStore) AddOptimization(ctx context.Context, o *Optimization) error {
+	if o.At.IsZero() {
+		o.At = time.Now()
+	}
+	if o.Samples == "" {
+		o.Samples = "[]"
+	}
+	err := s.w.QueryRowContext(ctx,
+		`INSERT INTO optimizations (src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		o.Src, o.Dst, o.Streams, o.Throughput, o.SampleBytes, o.Samples, o.Model, o.Cost, o.CostBytes, toNanos(o.At),
+	).Scan(&o.ID)
+	if err != nil {
+		return fmt.Errorf("store: add optimization %s->%s: %w", o.Src, o.Dst, err)
+	}
+	return nil
+}
+
+// LatestOptimization reads the pair's newest row through the
+// optimizations_pair index.
+func (s *sqlStore) LatestOptimization(ctx context.Context, src, dst string) (Optimization, error) {
+	var o Optimization
+	var at int64
+	err := s.r.QueryRowContext(ctx,
+		`SELECT id, src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at
+		FROM optimizations WHERE src = $1 AND dst = $2 ORDER BY id DESC LIMIT 1`, src, dst,
+	).Scan(&o.ID, &o.Src, &o.Dst, &o.Streams, &o.Throughput, &o.SampleBytes, &o.Samples, &o.Model, &o.Cost, &o.CostBytes, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Optimization{}, fmt.Errorf("store: optimization %s->%s: %w", src, dst, ErrNotFound)
+	}
+	if err != nil {
+		return Optimization{}, fmt.Errorf("store: optimization %s->%s: %w", src, dst, err)
+	}
+	o.At = fromNanos(at)
+	return o, nil
+}

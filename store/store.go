@@ -100,6 +100,13 @@ type Job struct {
 	// "none").
 	Checksum string
 	Retry    int // transient failures tolerated per file
+	// Optimize asks the service to estimate each endpoint pair's best
+	// concurrency before the job's files start (from a fresh stored
+	// Optimization, or by sampling the path) and to run them with it.
+	Optimize bool
+	// Streams, if > 0, fixes the concurrency of the job's files (FTS3's
+	// nostreams); the scheduler still decides when they start.
+	Streams  int
 	State    string
 	Created  time.Time
 	Finished time.Time // zero while active
@@ -158,6 +165,28 @@ type Observation struct {
 	Size             int64
 	Throughput       float64
 	At               time.Time
+}
+
+// Optimization is one answer of the estimation service for an endpoint
+// pair: the concurrency that maximises throughput, what it predicts, and
+// what finding out cost. Stored so that later requests with use_history
+// (and jobs with Optimize) can answer without sampling again.
+type Optimization struct {
+	ID         int64
+	Src, Dst   string // endpoint names
+	Streams    int
+	Throughput float64 // predicted bytes/s at Streams
+	// SampleBytes is the size of each sample transfer; Samples the
+	// measured (streams, bytes/s) points, as JSON.
+	SampleBytes int64
+	Samples     string
+	// Model says how Streams was chosen (the fit, or why a fallback
+	// was used).
+	Model string
+	// Cost is the seconds spent sampling and CostBytes the bytes moved.
+	Cost      float64
+	CostBytes int64
+	At        time.Time
 }
 
 // AuditEntry records one state change.
@@ -253,4 +282,10 @@ type Store interface {
 	AddObservation(ctx context.Context, o Observation) error
 	// Observations returns the newest limit observations, oldest first.
 	Observations(ctx context.Context, limit int) ([]Observation, error)
+
+	// AddOptimization stores an estimate (setting its ID).
+	AddOptimization(ctx context.Context, o *Optimization) error
+	// LatestOptimization returns the newest estimate for the pair
+	// (ErrNotFound if there is none).
+	LatestOptimization(ctx context.Context, src, dst string) (Optimization, error)
 }

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -125,8 +126,13 @@ func TestMigrationsTwice(t *testing.T) {
 		if err := rawDB(t, db).QueryRow(`SELECT COUNT(*) FROM goose_db_version WHERE version_id > 0`).Scan(&versions); err != nil {
 			t.Fatal(err)
 		}
-		if versions != 1 {
-			t.Fatalf("%d migrations recorded, want 1", versions)
+		// Each migration applied once, though three stores opened.
+		files, err := fs.Glob(migrations, "migrations/sqlite/*.sql")
+		if err != nil || len(files) == 0 {
+			t.Fatalf("embedded migrations: %v, %v", files, err)
+		}
+		if versions != len(files) {
+			t.Fatalf("%d migrations recorded, want %d", versions, len(files))
 		}
 	})
 }
@@ -272,7 +278,7 @@ func TestCreateJob(t *testing.T) {
 		j := Job{
 			OwnerID: alice.ID, VO: "cms", SubmissionID: "sub-1", Label: "run 1", Class: ClassInteractive,
 			Priority: 3, Deadline: ts(3600, 123), VerifyChecksum: true, Checksum: "adler32", Retry: 2,
-			Created: ts(0, 5),
+			Optimize: true, Streams: 6, Created: ts(0, 5),
 		}
 		created, err := s.CreateJob(ctx, &j, tasks)
 		if err != nil || !created {
@@ -921,6 +927,43 @@ func TestObservations(t *testing.T) {
 				t.Fatal(err)
 			}
 			same(t, fmt.Sprint("Observations(", tc.limit, ")"), got, tc.want)
+		}
+	})
+}
+
+// TestOptimizations: the newest estimate of a pair is returned, pairs do
+// not mix, and a pair never estimated is ErrNotFound.
+func TestOptimizations(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		if _, err := s.LatestOptimization(ctx, "a", "b"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("LatestOptimization on a fresh store: %v, want ErrNotFound", err)
+		}
+		rows := []Optimization{
+			{Src: "a", Dst: "b", Streams: 4, Throughput: 5e7, SampleBytes: 20 << 20, Samples: `[[1,1e7],[2,2e7],[4,5e7]]`, Model: "second order", Cost: 2.5, CostBytes: 60 << 20, At: ts(10, 0)},
+			{Src: "a", Dst: "c", Streams: 2, Throughput: 1e7, At: ts(11, 0)},
+			{Src: "a", Dst: "b", Streams: 8, Throughput: 6e7, At: ts(5, 0)}, // newer row, older clock
+		}
+		for i := range rows {
+			if err := s.AddOptimization(ctx, &rows[i]); err != nil {
+				t.Fatal(err)
+			}
+			if rows[i].ID == 0 {
+				t.Fatalf("row %d: no ID", i)
+			}
+		}
+		rows[1].Samples = "[]" // the default written back
+		for _, tc := range []struct {
+			src, dst string
+			want     Optimization
+		}{{"a", "b", rows[2]}, {"a", "c", rows[1]}} {
+			got, err := s.LatestOptimization(ctx, tc.src, tc.dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same(t, "LatestOptimization "+tc.src+"->"+tc.dst, got, tc.want)
+		}
+		if _, err := s.LatestOptimization(ctx, "b", "a"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("reverse pair: %v, want ErrNotFound", err)
 		}
 	})
 }
