@@ -55,12 +55,18 @@ func lightTrace(t *rapid.T, tb *Testbed) *trace.Trace {
 // finished, after it arrived; bytes conserved; no task faster than its
 // ideal (slowdown >= 1); turnaround = wait + run; no task starved.
 func checkRun(t *rapid.T, tb *Testbed, tr *trace.Trace, name string, so sched.Options) {
+	checkRunWith(t, tb, tr, name, so, Options{})
+}
+
+// checkRunWith is checkRun with the world's options opt (its Observer is
+// replaced).
+func checkRunWith(t *rapid.T, tb *Testbed, tr *trace.Trace, name string, so sched.Options, opt Options) {
 	s, err := sched.New(name, so)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cycles := 0
-	opt := Options{Observer: func(w *World, ds []sched.Decision) {
+	opt.Observer = func(w *World, ds []sched.Decision) {
 		cycles++
 		per, total := w.Concurrency()
 		if tb.TotalMaxCC > 0 && total > tb.TotalMaxCC {
@@ -71,7 +77,7 @@ func checkRun(t *rapid.T, tb *Testbed, tr *trace.Trace, name string, so sched.Op
 				t.Fatalf("t=%.3f: concurrency %d at %s > its max_cc %d after %v", w.Now(), cc, ep, m, ds)
 			}
 		}
-	}}
+	}
 	res, err := Run(tb, tr, s, opt)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -157,5 +163,24 @@ func TestPropertyLimits(t *testing.T) {
 			PromoteAfter: rapid.SampledFrom([]float64{0, 30}).Draw(t, "promote"),
 		}
 		checkRun(t, tb, tr, name, so)
+	})
+}
+
+// TestPropertyLive does the same in the live service's view (Options.Live):
+// the scheduler sees lagging rates and pending tasks and victims pause at
+// sub-write boundaries, and still every limit holds, every task finishes
+// and no byte is lost or counted twice.
+func TestPropertyLive(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tb, err := LoadTestbed("sc15")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.TotalMaxCC = rapid.IntRange(16, 80).Draw(t, "total_max_cc")
+		tr := lightTrace(t, tb)
+		name := rapid.SampledFrom(sched.Names()).Draw(t, "scheduler")
+		live := LiveDefaults()
+		live.SubWrite = rapid.SampledFrom([]int64{1 << 20, 4 << 20, 64 << 20}).Draw(t, "sub_write")
+		checkRunWith(t, tb, tr, name, sched.Options{}, Options{Live: live})
 	})
 }

@@ -55,6 +55,14 @@ type Options struct {
 	// Observer, if set, is called after every cycle (for tests and
 	// invariant checks).
 	Observer func(w *World, decisions []sched.Decision)
+	// Live, if set, presents the world to the scheduler as the live
+	// service does (rates from the engine's meter read at ticks, pending
+	// until the first sub-write, pauses at sub-write boundaries, the
+	// model fed only by completions; see LiveService) instead of the
+	// paper's idealised observer. ObsWindow and Checkpoint do not apply
+	// then (a pause loses nothing). Zero fields take LiveDefaults'
+	// values.
+	Live *LiveService
 }
 
 func (o Options) withDefaults() Options {
@@ -71,6 +79,20 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ObsWindow == 0 {
 		o.ObsWindow = 5
+	}
+	if o.Live != nil {
+		// A copy: the caller's settings stay as they were.
+		l, d := *o.Live, LiveDefaults()
+		if l.SubWrite <= 0 {
+			l.SubWrite = d.SubWrite
+		}
+		if l.StartupCost == 0 {
+			l.StartupCost = d.StartupCost
+		}
+		if l.Checkpoint == 0 {
+			l.Checkpoint = d.Checkpoint
+		}
+		o.Live = &l
 	}
 	return o
 }
@@ -111,6 +133,9 @@ type simTask struct {
 	si, di, pi int
 	// Bytes moved inside the accounting window.
 	windowBytes float64
+	// lv is the live service's view of the run (nil unless
+	// Options.Live).
+	lv *liveTask
 }
 
 type sample struct{ t, left float64 }
@@ -146,6 +171,8 @@ type World struct {
 	// admitsOnArrival: the scheduler wants a cycle at every arrival.
 	admitsOnArrival bool
 	preemptLog      []PreemptEvent
+	// liveLoad is the live view's known load per endpoint during apply.
+	liveLoad []int
 }
 
 // Now is the simulated time.
@@ -158,7 +185,7 @@ func (w *World) Concurrency() (map[string]int, int) {
 	m := map[string]int{}
 	total := 0
 	for _, t := range w.live {
-		if t.state == waiting || t.stopAt > 0 {
+		if t.state == waiting || t.stopAt > 0 || t.pausing() {
 			continue
 		}
 		m[t.st.Src] += t.target
@@ -199,6 +226,9 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 			return nil, fmt.Errorf("sim: transfer id %d appears twice", x.ID)
 		}
 		t := &simTask{st: sched.Task{ID: sched.TaskID(x.ID), Src: x.Src, Dst: x.Dst, Size: x.Size, Left: x.Size, Batch: x.Batch, Arrival: x.Arrival}, left: float64(x.Size)}
+		if opt.Live != nil {
+			t.lv = &liveTask{}
+		}
 		t.ideal = tb.idealTT(x.Src, x.Dst, x.Size, opt.Startup)
 		t.si, t.di = w.epIdx[x.Src], w.epIdx[x.Dst]
 		pk := [2]string{x.Src, x.Dst}
@@ -255,6 +285,9 @@ func (w *World) loop() error {
 				if t.stopAt > 0 {
 					tn = math.Min(tn, t.stopAt)
 				}
+				if t.pausing() {
+					tn = math.Min(tn, w.pauseDue(t))
+				}
 			}
 		}
 		for _, e := range w.tb.Endpoints {
@@ -289,6 +322,9 @@ func (w *World) loop() error {
 				t.runStart = w.now
 				t.samples = t.samples[:0]
 				t.samples = append(t.samples, sample{w.now, t.left})
+				if w.opt.Live != nil {
+					w.liveBegin(t)
+				}
 				w.ratesDirty = true
 			case t.state == running && t.readyAt > 0 && t.readyAt <= w.now+eps:
 				t.cc = t.target
@@ -299,6 +335,17 @@ func (w *World) loop() error {
 		for _, t := range w.live {
 			if t.state == running && t.stopAt > 0 && t.stopAt <= w.now+eps {
 				w.stop(t)
+			}
+			if t.state == running && t.pausing() && w.pauseDue(t) <= w.now+eps {
+				if t.lv.pauseAt >= t.lv.runLeft-0.5 {
+					// Its last sub-write: it completes (the
+					// service lets a verifying transfer end).
+					w.finish(t)
+				} else {
+					w.livePaused(t)
+				}
+				// The service runs a cycle at the end of any run.
+				completed = true
 			}
 		}
 		if w.liveDirty {
@@ -363,6 +410,9 @@ func (w *World) advance(tn float64) {
 			continue
 		}
 		b := math.Min(t.rate*dt, t.left)
+		if w.opt.Live != nil {
+			w.liveCredit(t, w.now, t.lv.runLeft-t.left, b)
+		}
 		t.left -= b
 		w.moved += b
 		if w.now < win {
@@ -392,7 +442,12 @@ func (w *World) finish(t *simTask) {
 	t.left = 0
 	t.finish = w.now
 	t.rate = 0
-	w.observe(t)
+	if w.opt.Live != nil {
+		t.lv.pausing = false
+		w.liveObserve(t)
+	} else {
+		w.observe(t)
+	}
 	w.liveDirty = true
 	w.ratesDirty = true
 }
@@ -537,6 +592,10 @@ func (w *World) cycle(trigger sched.Trigger) {
 	for _, e := range w.eps {
 		e.Observed, e.CC = 0, 0
 	}
+	if w.opt.Live != nil {
+		w.decide(w.liveSnapshot(trigger))
+		return
+	}
 	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup, Checkpoint: max(w.opt.Checkpoint, 0)}
 	for _, t := range w.live {
 		st := &t.st
@@ -586,6 +645,11 @@ func (w *World) cycle(trigger sched.Trigger) {
 			w.observe(t)
 		}
 	}
+	w.decide(snap)
+}
+
+// decide runs the scheduler on snap and applies its decisions.
+func (w *World) decide(snap *sched.Snapshot) {
 	ds := w.sch.Schedule(snap)
 	w.apply(ds)
 	if w.opt.Observer != nil {
@@ -593,7 +657,55 @@ func (w *World) cycle(trigger sched.Trigger) {
 	}
 }
 
+// liveSnapshot builds the snapshot the live service would build now
+// (server/world.go snapshot and schedTask); see LiveService.
+func (w *World) liveSnapshot(trigger sched.Trigger) *sched.Snapshot {
+	l := w.opt.Live
+	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: l.StartupCost, Checkpoint: l.Checkpoint}
+	for _, t := range w.live {
+		st := &t.st
+		st.Left = int64(math.Ceil(t.left))
+		st.Wait, st.Trans = t.wait, t.trans
+		if t.state == waiting {
+			st.Wait += w.now - t.since
+			st.Running, st.CC, st.Rate, st.Pending = false, 0, 0, false
+			snap.Waiting = append(snap.Waiting, st)
+			continue
+		}
+		if trigger == sched.Tick && t.state == running {
+			// The service reads the meters at its tick, just before
+			// the periodic cycle; other cycles see the last reading.
+			t.lv.rate = t.lv.meter.rate(w.now)
+		}
+		st.Trans += w.now - t.since
+		st.Running, st.CC, st.Rate = true, t.target, t.lv.rate
+		moving := t.state == running && t.lv.credited > 0
+		st.Pending = !moving || t.lv.pausing
+		if t.state == running {
+			// Progress is what the completed sub-writes recorded.
+			st.Left = int64(math.Ceil(t.lv.runLeft - t.lv.credited))
+		}
+		// A pausing victim keeps its place and its connections until
+		// its run ends, as in the service.
+		snap.Running = append(snap.Running, st)
+		for _, n := range [2]string{st.Src, st.Dst} {
+			w.eps[n].Observed += st.Rate
+			w.eps[n].CC += st.CC
+		}
+	}
+	return snap
+}
+
 func (w *World) apply(ds []sched.Decision) {
+	if w.opt.Live != nil {
+		// The service's known loads, as its starts update them
+		// (server/world.go start): the snapshot's, plus the cycle's
+		// earlier starts.
+		w.liveLoad = resize(w.liveLoad, len(w.tb.Endpoints))
+		for name, e := range w.eps {
+			w.liveLoad[w.epIdx[name]] = e.CC
+		}
+	}
 	for _, d := range ds {
 		t := w.byID[d.Task]
 		if t == nil || t.state == done {
@@ -610,10 +722,18 @@ func (w *World) apply(ds []sched.Decision) {
 			t.target = d.CC
 			t.readyAt = w.now + w.opt.Startup
 			w.starts++
+			if w.opt.Live != nil {
+				*t.lv = liveTask{startAt: w.now, fromZero: t.left >= float64(t.st.Size)-0.5, srcLoad: w.liveLoad[t.si], dstLoad: w.liveLoad[t.di]}
+				w.liveLoad[t.si] += d.CC
+				w.liveLoad[t.di] += d.CC
+			}
 			if w.opt.Startup == 0 {
 				w.setState(t, running)
 				t.cc, t.readyAt, t.runStart = t.target, 0, w.now
 				t.samples = append(t.samples[:0], sample{w.now, t.left})
+				if w.opt.Live != nil {
+					w.liveBegin(t)
+				}
 				w.ratesDirty = true
 			}
 		case sched.Preempt:
@@ -627,6 +747,13 @@ func (w *World) apply(ds []sched.Decision) {
 				t.cc, t.target, t.readyAt = 0, 0, 0
 				t.preempted++
 				w.setState(t, waiting)
+				continue
+			}
+			if w.opt.Live != nil {
+				// The service pauses the victim at once (the
+				// replacement's Start comes after this decision):
+				// it stops when its sub-writes in flight complete.
+				w.livePause(t)
 				continue
 			}
 			// Keep the victim running until its replacement moves data

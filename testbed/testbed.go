@@ -266,13 +266,18 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 }
 
 // Predict runs the simulator on the same profile and trace: what the
-// simulator says the replay will measure.
+// simulator says the replay will measure. It is a prediction of the live
+// service, so the simulator shows the scheduler the world as the service
+// does (sim.Options.Live: rates from the engine's meter read at ticks,
+// tasks pending until their first sub-write, victims paused at once, the
+// model fed by completions, the service's stated start-up cost), not the
+// paper's idealised view that `sluice sim` keeps.
 func Predict(tb *sim.Testbed, tr *trace.Trace, scheduler string) (*sim.Result, error) {
 	s, err := sched.New(scheduler, sched.Options{})
 	if err != nil {
 		return nil, err
 	}
-	opt := sim.Options{Startup: tb.Replay.StartupSeconds, NoStartup: tb.Replay.StartupSeconds == 0, Cycle: cycle(tb).Seconds()}
+	opt := sim.Options{Startup: tb.Replay.StartupSeconds, NoStartup: tb.Replay.StartupSeconds == 0, Cycle: cycle(tb).Seconds(), Live: sim.LiveDefaults()}
 	r, err := sim.Run(tb, tr, s, opt)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,132 @@
+package testbed
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/sim"
+)
+
+// TestLiveDefaultsMatchEngine: the live view Predict uses states the
+// engine's constants (the server's 0.5 s start-up cost is a literal in
+// server/world.go's snapshot, which a test here cannot read).
+func TestLiveDefaultsMatchEngine(t *testing.T) {
+	l := sim.LiveDefaults()
+	if l.SubWrite != engine.DefaultSubWrite {
+		t.Errorf("sim.LiveDefaults().SubWrite = %d, engine.DefaultSubWrite = %d", l.SubWrite, engine.DefaultSubWrite)
+	}
+	if l.Checkpoint != engine.DefaultCheckpointEvery.Seconds() {
+		t.Errorf("sim.LiveDefaults().Checkpoint = %v, engine.DefaultCheckpointEvery = %v", l.Checkpoint, engine.DefaultCheckpointEvery)
+	}
+}
+
+// measuredFile is the part of a `sluice testbed compare --json` file this
+// test reads.
+type measuredFile struct {
+	Profile string `json:"profile"`
+	Trace   string `json:"trace"`
+	Runs    []struct {
+		Scheduler string      `json:"scheduler"`
+		Rep       int         `json:"rep"`
+		Measured  *sim.Result `json:"measured"`
+	} `json:"runs"`
+}
+
+// acceptance is issue 5's bound on the simulator's relative error in
+// average slowdown and turnaround.
+const acceptance = 0.20
+
+// knownGaps are the runs where the simulator is known to miss the bound,
+// and why (docs/results/testbed/README.md).
+var knownGaps = map[string]string{
+	"60/basecc4": "a static baseline, so not the scheduler's view but the physical model (contention with many connections)",
+}
+
+// TestPredictionsAgainstMeasured recomputes Predict for every committed run
+// on real bytes (docs/results/testbed/*.json, seed 1 + repetition, as
+// `sluice testbed compare` drew them) and holds the simulator to issue 5's
+// bound. With -v it prints the table of docs/results/testbed/README.md. A
+// failure means the simulator, a scheduler or the measurements changed:
+// re-validate, and update the README.
+func TestPredictionsAgainstMeasured(t *testing.T) {
+	files, err := filepath.Glob("../docs/results/testbed/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no committed measurements: %v", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m measuredFile
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tb, err := Load(m.Profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: profile %s, trace %s", filepath.Base(f), m.Profile, m.Trace)
+		t.Logf("  %-8s %9s %9s %6s %9s %9s %6s %9s", "", "slowdown", "simulated", "err", "turnaround", "simulated", "err", "preempts")
+		type row struct {
+			name         string
+			msd, mtt     float64
+			psd, ptt     float64
+			mpre, ppre   int
+			batch, pbtch float64
+		}
+		var rows []row
+		for _, r := range m.Runs {
+			tr, err := Trace(tb, m.Trace, 1+int64(r.Rep))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Predict(tb, tr, r.Scheduler)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mi, pi := r.Measured.Interactive, p.Interactive
+			rows = append(rows, row{r.Scheduler, mi.AvgSlowdown, mi.AvgTurnaround, pi.AvgSlowdown, pi.AvgTurnaround, r.Measured.Preemptions, p.Preemptions, r.Measured.Batch.AvgTurnaround, p.Batch.AvgTurnaround})
+			esd, ett := pi.AvgSlowdown/mi.AvgSlowdown-1, pi.AvgTurnaround/mi.AvgTurnaround-1
+			line := fmt.Sprintf("  %-8s %9.3f %9.3f %+5.0f%% %9.3f %9.3f %+5.0f%% %4d/%-4d", r.Scheduler, mi.AvgSlowdown, pi.AvgSlowdown, 100*esd, mi.AvgTurnaround, pi.AvgTurnaround, 100*ett, r.Measured.Preemptions, p.Preemptions)
+			if r.Measured.Batch.N > 0 {
+				line += fmt.Sprintf("  batch turnaround %.1f, simulated %.1f", r.Measured.Batch.AvgTurnaround, p.Batch.AvgTurnaround)
+			}
+			t.Log(line)
+			key := m.Trace + "/" + r.Scheduler
+			off := math.Abs(esd) > acceptance || math.Abs(ett) > acceptance
+			switch why, known := knownGaps[key]; {
+			case off && known:
+				t.Logf("    known gap: %s", why)
+			case off:
+				t.Errorf("%s, trace %s, %s: simulated slowdown %+.0f%%, turnaround %+.0f%% off the measured (bound %.0f%%)", filepath.Base(f), m.Trace, r.Scheduler, 100*esd, 100*ett, 100*acceptance)
+			case known:
+				t.Logf("    the known gap (%s) closed: remove it from knownGaps", key)
+			}
+		}
+		for _, by := range []struct {
+			name      string
+			meas, sim func(row) float64
+		}{{"turnaround", func(r row) float64 { return r.mtt }, func(r row) float64 { return r.ptt }},
+			{"slowdown", func(r row) float64 { return r.msd }, func(r row) float64 { return r.psd }}} {
+			order := func(v func(row) float64) string {
+				rs := append([]row(nil), rows...)
+				sort.SliceStable(rs, func(i, j int) bool { return v(rs[i]) < v(rs[j]) })
+				var names []string
+				for _, r := range rs {
+					names = append(names, r.name)
+				}
+				return strings.Join(names, " < ")
+			}
+			t.Logf("  by %s: measured %s; simulated %s", by.name, order(by.meas), order(by.sim))
+		}
+	}
+}
