@@ -6,6 +6,16 @@
 //
 // Estimators are fed observations by whoever runs transfers (the simulator
 // or the live engine) and are read by the pure schedulers of package sched.
+//
+// The curve fits follow seed paper 003 (Yin, Yildirim et al.): the
+// second-order model Th(n) = n/sqrt(a n² + b n + c) (SecondOrder) and the
+// dynamic-order model n²/Th² = a n^c + b (DynamicOrder, c by Newton's
+// iteration), both over any knob that behaves like parallelism (streams,
+// concurrency, pipelining). Predict is the entry point: it fits, checks
+// the fit, falls back, and says why in words users can read; Sampler is
+// the paper's Algorithm 2 for choosing the sampled levels; EvalTuning
+// measures all of it against a measured tuning campaign (ReadTuningCSV).
+// Everything here is pure: no I/O, no clocks, no global state.
 package model
 
 import (

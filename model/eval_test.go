@@ -1,0 +1,169 @@
+package model_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/model"
+)
+
+const tuningHeader = "FileSize,FileCount,Bandwidth,RTT,BufferSize,Parallelism,Concurrency,Pipelining,Fast,Throughput,Duration,Date,Time,Source,Destination\n"
+
+// syntheticCampaign is a tuning campaign with a known answer: dataset
+// 100 MB × 10 follows `peaked` at cc 1 and `saturating` at cc 2; dataset
+// 3 MB × 500 is flat at 500 Mb/s. Each point is measured three times
+// (0.9x, x, 1.1x: the median is x), and one row is a measurement error
+// above the 10 Gb/s link.
+func syntheticCampaign() string {
+	var b strings.Builder
+	b.WriteString(tuningHeader)
+	row := func(size, count, p, cc int, th float64) {
+		fmt.Fprintf(&b, "%d,%d,10000000000,0.04,33554432,%d,%d,1,0,%g,10,2015-04-08,15:56:00,A,B\n", size, count, p, cc, th)
+	}
+	for _, p := range grid {
+		for cc, m := range map[int]model.SecondOrder{1: peaked, 2: saturating} {
+			for _, f := range []float64{0.9, 1, 1.1} {
+				row(100e6, 10, int(p), cc, f*m.At(p))
+			}
+		}
+		for _, f := range []float64{0.9, 1, 1.1} {
+			row(3e6, 500, int(p), 1, f*500)
+		}
+	}
+	row(100e6, 10, 8, 1, 20000) // above the link: dropped
+	return b.String()
+}
+
+func TestEvalTuningSynthetic(t *testing.T) {
+	rows, err := model.ReadTuningCSV(strings.NewReader(syntheticCampaign()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []model.EvalOptions{
+		{},               // 1, 2, 4
+		{Span: true},     // 1, 4, 32
+		{Adaptive: true}, // Algorithm 2
+		{Samples: []int{2, 8, 32}},
+	} {
+		opt.Detail = true
+		r, err := model.EvalTuning(rows, opt)
+		if err != nil {
+			t.Fatalf("%+v: %v", opt, err)
+		}
+		name := r.Sampling
+		if r.Axis != model.AxisParallelism || r.Curves != 3 || r.Skipped != 0 || r.DroppedRows != 1 {
+			t.Errorf("%s: axis %s, %d curves, %d skipped, %d dropped rows; want p, 3, 0, 1", name, r.Axis, r.Curves, r.Skipped, r.DroppedRows)
+		}
+		if r.MedianAPE > 1e-9 || r.P90APE > 1e-9 {
+			t.Errorf("%s: median APE %g, p90 %g; want 0 (exact models)", name, r.MedianAPE, r.P90APE)
+		}
+		if r.OptimumWithinOne != 1 || r.OptimumExact != 1 || r.OptimumEfficiency != 1 {
+			t.Errorf("%s: optimum within one %g, exact %g, efficiency %g; want 1", name, r.OptimumWithinOne, r.OptimumExact, r.OptimumEfficiency)
+		}
+		if len(r.ByDataset) != 2 || r.ByDataset[0].FileSize != 3e6 || r.ByDataset[1].Curves != 2 {
+			t.Errorf("%s: by dataset %+v", name, r.ByDataset)
+		}
+		want := map[int]int{1: 8, 2: 32} // measured optimum by cc, dataset 100 MB
+		for _, c := range r.Detail {
+			if c.FileSize == 100e6 && c.MeasuredOpt != want[c.Fixed[model.AxisConcurrency]] {
+				t.Errorf("%s: cc %d: measured optimum %d, want %d", name, c.Fixed[model.AxisConcurrency], c.MeasuredOpt, want[c.Fixed[model.AxisConcurrency]])
+			}
+			if c.FileSize == 3e6 && c.PredictedOpt != 1 {
+				t.Errorf("%s: flat curve: predicted optimum %d, want 1 (%s)", name, c.PredictedOpt, c.Reason)
+			}
+		}
+		if h := r.SplitHalf; h == nil || h.Curves != 3 || h.MedianAPE > 1e-12 || h.OptimumWithinOne != 1 {
+			t.Errorf("%s: split-half repeatability %+v; want 3 curves, 0 error, 1 (halves 0.9x,1.1x and x have the same median)", name, h)
+		}
+		if !opt.Adaptive && r.Points != 3*(6-3) {
+			t.Errorf("%s: %d predicted points, want 9", name, r.Points)
+		}
+	}
+
+	// Over concurrency the campaign has levels 1 and 2 only: no curve has
+	// the sample levels, which is an error, not a zero score.
+	if _, err := model.EvalTuning(rows, model.EvalOptions{Axis: model.AxisConcurrency}); err == nil || !strings.Contains(err.Error(), "no curve") {
+		t.Errorf("cc axis without sample levels: error %v", err)
+	}
+	for _, opt := range []model.EvalOptions{
+		{Axis: "bandwidth"},
+		{Samples: []int{1, 2, 2}},
+		{Samples: []int{0, 2, 4}},
+		{Span: true, Adaptive: true},
+	} {
+		if _, err := model.EvalTuning(rows, opt); err == nil {
+			t.Errorf("%+v: no error", opt)
+		}
+	}
+}
+
+func TestReadTuningCSVErrors(t *testing.T) {
+	cases := map[string]string{
+		"empty":          "",
+		"no rows":        tuningHeader,
+		"missing column": "FileSize,FileCount\n1,2\n",
+		"bad number":     tuningHeader + "3150088,3409,1e10,0.04,33554432,1,1,1,0,fast,1,d,t,A,B\n",
+	}
+	for name, in := range cases {
+		if _, err := model.ReadTuningCSV(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestEvalTuningSGData runs the evaluation on the real XSEDE campaign (if
+// the shared data is present) and checks that the result is sane; the
+// figures themselves are reported in docs/results/model-eval.md, not
+// asserted here.
+func TestEvalTuningSGData(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "data", "xsede-gridftp-tuning", "SGData.csv")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("real data not available: %v", err)
+	}
+	defer f.Close()
+	rows, err := model.ReadTuningCSV(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, axis := range []model.Axis{model.AxisParallelism, model.AxisConcurrency, model.AxisPipelining} {
+		for _, opt := range []model.EvalOptions{{}, {Adaptive: true}, {Span: true}, {Methods: []model.Method{model.MethodBestSample}}} {
+			opt.Axis = axis
+			r, err := model.EvalTuning(rows, opt)
+			if err != nil {
+				t.Fatalf("axis %s, %s: %v", axis, r.Sampling, err)
+			}
+			name := string(axis) + " " + r.Sampling + " " + r.Methods
+			if r.Curves == 0 || r.Skipped != 0 || r.DroppedRows == 0 {
+				t.Errorf("%s: %d curves, %d skipped, %d dropped rows", name, r.Curves, r.Skipped, r.DroppedRows)
+			}
+			for what, v := range map[string]float64{"median APE": r.MedianAPE, "p90 APE": r.P90APE} {
+				if math.IsNaN(v) || v < 0 || v > 10 {
+					t.Errorf("%s: %s %g", name, what, v)
+				}
+			}
+			for what, v := range map[string]float64{"within one": r.OptimumWithinOne, "exact": r.OptimumExact, "efficiency": r.OptimumEfficiency} {
+				if !(v >= 0 && v <= 1) {
+					t.Errorf("%s: %s %g not a fraction", name, what, v)
+				}
+			}
+			if r.OptimumExact > r.OptimumWithinOne {
+				t.Errorf("%s: exact %g above within-one %g", name, r.OptimumExact, r.OptimumWithinOne)
+			}
+			used := 0
+			for _, n := range r.Used {
+				used += n
+			}
+			if used != r.Curves || len(r.ByDataset) == 0 {
+				t.Errorf("%s: methods used %v for %d curves, %d datasets", name, r.Used, r.Curves, len(r.ByDataset))
+			}
+			if opt.Adaptive && r.MeanSamples < 3 {
+				t.Errorf("%s: %.1f samples per curve", name, r.MeanSamples)
+			}
+		}
+	}
+}
