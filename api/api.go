@@ -149,6 +149,7 @@ type ParamsIn struct {
 	VerifyChecksum any      `json:"verify_checksum,omitempty" doc:"true/false, or FTS3's both/source/target/none."`
 	Priority       *int     `json:"priority,omitempty" minimum:"1" maximum:"5"`
 	Retry          *int     `json:"retry,omitempty" minimum:"0" maximum:"100"`
+	NoStreams      *int     `json:"nostreams,omitempty" minimum:"0" maximum:"1024" doc:"FTS3 form of streams."`
 }
 
 // JobIn is a submission.
@@ -163,6 +164,8 @@ type JobIn struct {
 	Retry          *int       `json:"retry,omitempty" minimum:"0" maximum:"100" doc:"Transient failures tolerated per file (default 3)."`
 	SubmissionID   string     `json:"submission_id,omitempty" maxLength:"256" doc:"Makes submission idempotent: the same id returns the first job."`
 	Params         *ParamsIn  `json:"params,omitempty" doc:"FTS3 job parameters."`
+	Streams        int        `json:"streams,omitempty" minimum:"0" maximum:"1024" doc:"Fix each file's concurrency (partial transfers at once); 0: the scheduler chooses."`
+	Optimization   bool       `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
 }
 
 // JobOut is a job's status.
@@ -180,6 +183,8 @@ type JobOut struct {
 	Deadline       *time.Time `json:"deadline,omitempty"`
 	VerifyChecksum bool       `json:"verify_checksum"`
 	Checksum       string     `json:"checksum_algorithm"`
+	Optimization   bool       `json:"optimization,omitempty"`
+	Streams        int        `json:"streams,omitempty"`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`
 	FilesFailed    int        `json:"files_failed"`
@@ -202,7 +207,7 @@ func jobOut(j server.JobStatus) JobOut {
 		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
-		Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Optimization: j.Optimize, Streams: j.Streams, Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
 		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
 	}
 }

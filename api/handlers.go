@@ -50,6 +50,12 @@ func (h *handlers) register(api huma.API) {
 		Summary: "A job's state changes", Security: bearer,
 	}, h.audit)
 	huma.Register(api, huma.Operation{
+		OperationID: "estimate", Method: http.MethodPost, Path: "/v1/estimate", Tags: []string{"estimation"},
+		Summary:     "Estimate the best streams, throughput and time of a transfer",
+		Description: "Samples the path with 1, 2, 4, ... streams (seed paper 003, Algorithm 2), fits the parallel-stream model and returns the optimal streams, the predicted throughput and transfer time, the samples and what sampling cost. With use_history, a fresh stored answer for the endpoint pair is returned without sampling. Requests for different pairs run in parallel; one pair is sampled by one request at a time.",
+		Security:    bearer,
+	}, h.estimate)
+	huma.Register(api, huma.Operation{
 		OperationID: "list-endpoints", Method: http.MethodGet, Path: "/v1/endpoints", Tags: []string{"endpoints"},
 		Summary: "List endpoints (agents) with their live load", Security: bearer,
 	}, h.endpoints)
@@ -93,6 +99,7 @@ func (in JobIn) spec() (server.JobSpec, error) {
 	s := server.JobSpec{
 		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
+		Optimize: in.Optimization, Streams: in.Streams,
 	}
 	if in.Priority != nil {
 		s.Priority = *in.Priority
@@ -106,6 +113,9 @@ func (in JobIn) spec() (server.JobSpec, error) {
 		}
 		if p.Retry != nil && in.Retry == nil {
 			s.Retry = p.Retry
+		}
+		if p.NoStreams != nil && in.Streams == 0 {
+			s.Streams = *p.NoStreams
 		}
 		if p.VerifyChecksum != nil && in.VerifyChecksum == nil {
 			v, err := fts3Verify(p.VerifyChecksum)
@@ -440,4 +450,58 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 			}
 		}
 	}
+}
+
+// EstimateIn is an estimation request.
+type EstimateIn struct {
+	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`
+	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it under a hidden temporary name and removed."`
+	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
+	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MB, 64 KiB to 1 GiB)."`
+	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
+	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32)."`
+	UseHistory  bool   `json:"use_history,omitempty" doc:"Answer from the pair's stored optimisation when fresh, without sampling."`
+}
+
+// EstimateOut is the answer.
+type EstimateOut struct {
+	Source      string                  `json:"source" doc:"Source endpoint."`
+	Destination string                  `json:"destination" doc:"Destination endpoint."`
+	Streams     int                     `json:"streams" doc:"Optimal number of streams (concurrent partial transfers)."`
+	Throughput  float64                 `json:"throughput" doc:"Predicted bytes per second with that many streams."`
+	Seconds     float64                 `json:"seconds" doc:"Predicted transfer time of size bytes."`
+	Size        int64                   `json:"size"`
+	SampleSize  int64                   `json:"sample_size" doc:"Bytes per sample transfer."`
+	Samples     []server.EstimateSample `json:"samples" doc:"The sample transfers (streams, bytes/s, seconds)."`
+	Model       string                  `json:"model" doc:"How streams was chosen: the fitted model, or why it fell back to the best sample."`
+	Cost        float64                 `json:"cost_seconds" doc:"Wall-clock seconds spent sampling for this answer (0 from history)."`
+	CostBytes   int64                   `json:"cost_bytes" doc:"Bytes moved by sampling for this answer (0 from history)."`
+	FromHistory bool                    `json:"from_history"`
+	At          time.Time               `json:"measured_at" doc:"When the samples were taken."`
+}
+
+type estimateIn struct{ Body EstimateIn }
+type estimateOut struct{ Body EstimateOut }
+
+func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := in.Body
+	e, err := h.s.Estimate(ctx, c, server.EstimateRequest{
+		Source: b.Source, Destination: b.Destination, Size: b.Size, SampleBytes: b.SampleSize,
+		UseHistory: b.UseHistory, MaxStreams: b.MaxStreams,
+	})
+	if err != nil {
+		return nil, problem(err)
+	}
+	if e.Samples == nil {
+		e.Samples = []server.EstimateSample{}
+	}
+	return &estimateOut{Body: EstimateOut{
+		Source: e.Source, Destination: e.Destination, Streams: e.Streams, Throughput: e.Throughput,
+		Seconds: e.Seconds, Size: e.Size, SampleSize: e.SampleBytes, Samples: e.Samples, Model: e.Model,
+		Cost: e.Cost, CostBytes: e.CostBytes, FromHistory: e.FromHistory, At: e.At,
+	}}, nil
 }

@@ -116,6 +116,20 @@ func (c *Client) Submit(ctx context.Context, job any) (j api.JobOut, created boo
 	return j, st == http.StatusCreated, err
 }
 
+// Audit returns a job's state changes, oldest first.
+func (c *Client) Audit(ctx context.Context, id int64) ([]api.AuditOut, error) {
+	var out []api.AuditOut
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/audit", id), nil, &out)
+	return out, err
+}
+
+// Estimate asks the estimation service how a transfer should run.
+func (c *Client) Estimate(ctx context.Context, in api.EstimateIn) (api.EstimateOut, error) {
+	var out api.EstimateOut
+	_, err := c.do(ctx, http.MethodPost, "/v1/estimate", in, &out)
+	return out, err
+}
+
 // Jobs lists jobs (state "" for all).
 func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]api.JobOut, error) {
 	q := url.Values{}

@@ -35,6 +35,11 @@ type JobSpec struct {
 	Checksum       string // algorithm (default adler32)
 	Retry          *int   // transient failures tolerated per file (default 3)
 	SubmissionID   string
+	// Optimize runs the job's files with the estimated best concurrency
+	// of their endpoint pair (see Estimate).
+	Optimize bool
+	// Streams, if > 0, fixes the files' concurrency (FTS3 nostreams).
+	Streams int
 }
 
 // JobStatus is a job with live figures.
@@ -119,6 +124,10 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		return bad("%d files in one job; the limit is %d", len(spec.Files), MaxFilesPerJob)
 	case len(spec.Label) > 256 || len(spec.SubmissionID) > 256:
 		return bad("label and submission_id are limited to 256 bytes")
+	case spec.Streams < 0 || spec.Streams > MaxStreams:
+		return bad("streams %d: want 0 (the service chooses) to %d", spec.Streams, MaxStreams)
+	case spec.Streams > 0 && spec.Optimize:
+		return bad("give streams or optimization, not both")
 	}
 	class := spec.Class
 	if class == "" {
@@ -189,7 +198,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, State: store.StateActive, Created: now,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

@@ -53,6 +53,10 @@ const (
 	// without a saturation test, and a job of a million small files must
 	// not open a million connections.
 	DefaultEndpointMaxCC = 32
+	// DefaultStartupCost is what the scheduler is told a transfer's
+	// start costs when the operator does not say (SC'15's figure for
+	// GridFTP on a WAN: connections and authentication).
+	DefaultStartupCost = 500 * time.Millisecond
 )
 
 // Errors the API maps to statuses.
@@ -93,6 +97,14 @@ type Config struct {
 	// assumes); the store's observations are added to it. Nil: an empty
 	// history with a capacity-based prior.
 	Estimator *model.History
+	// StartupCost is the cost of starting a transfer (opening and
+	// authenticating its connections) on these endpoints' paths, as told
+	// to the scheduler, which weighs it against the gain of a start or a
+	// preemption (default DefaultStartupCost).
+	StartupCost time.Duration
+	// HistoryTTL is how long a stored optimisation answers estimate
+	// requests with use_history, and jobs with optimization (default 1 h).
+	HistoryTTL time.Duration
 }
 
 // Server is the live service.
@@ -113,6 +125,8 @@ type Server struct {
 	agents  map[string]*agentState    // by endpoint name; heartbeats (under mu)
 	jobLive map[int64]jobLive         // live figures of active jobs (under mu)
 	epLive  map[string]EndpointStatus // live load of endpoints (under mu)
+
+	estimating pairLocks // one sampling per endpoint pair at a time
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string
@@ -140,6 +154,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.HeartbeatEvery <= 0 {
 		cfg.HeartbeatEvery = DefaultHeartbeatEvery
+	}
+	if cfg.StartupCost <= 0 {
+		cfg.StartupCost = DefaultStartupCost
+	}
+	if cfg.HistoryTTL <= 0 {
+		cfg.HistoryTTL = DefaultHistoryTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

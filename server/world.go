@@ -76,6 +76,16 @@ type world struct {
 	inflight  int               // transfer goroutines not yet reported finished
 	begun     time.Time         // when this loop started
 	victims   map[int64][]int64 // tasks to pause once the key task moves
+	// optimal holds, per endpoint pair, the streams that optimize jobs
+	// run with (0: the estimate failed and the scheduler chooses); a
+	// pair being estimated is present with -1.
+	optimal map[[2]string]optimum
+}
+
+// optimum is a pair's estimated streams and when the estimate was made.
+type optimum struct {
+	streams int
+	at      time.Time
 }
 
 // Run runs the scheduling loop until ctx ends. Transfers in flight are
@@ -121,7 +131,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{},
+		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -259,7 +269,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	snap := &sched.Snapshot{
 		Trigger: trig, Now: t0, Endpoints: map[string]*sched.Endpoint{},
 		TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
-		StartupCost: 0.5, Checkpoint: engine.DefaultCheckpointEvery.Seconds(),
+		StartupCost: w.s.cfg.StartupCost.Seconds(), Checkpoint: engine.DefaultCheckpointEvery.Seconds(),
 	}
 	for name, e := range w.eps {
 		e.observed, e.cc = 0, 0
@@ -283,6 +293,9 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		case store.StateQueued:
 			if t.Size < 0 || now.Before(t.notBefore) || !w.up(t.SrcEndpoint) || !w.up(t.DstEndpoint) {
 				continue
+			}
+			if w.fixedCC(t) < 0 {
+				continue // waits for its pair's estimate
 			}
 			snap.Waiting = append(snap.Waiting, w.schedTask(t, now))
 		}
@@ -350,7 +363,11 @@ func (w *world) cycle(trig sched.Trigger) {
 		switch d.Kind {
 		case sched.Start:
 			if t.State == store.StateQueued {
-				audit = append(audit, w.start(t, d.CC, now))
+				cc := d.CC
+				if n := w.fixedCC(t); n > 0 {
+					cc = n
+				}
+				audit = append(audit, w.start(t, cc, now))
 				starts = append(starts, t)
 			}
 		case sched.Preempt:
@@ -363,6 +380,9 @@ func (w *world) cycle(trig sched.Trigger) {
 				}
 			}
 		case sched.SetCC:
+			if w.fixedCC(t) > 0 {
+				continue // runs with the concurrency its job fixed
+			}
 			if t.State == store.StateRunning && t.xfer != nil && d.CC > 0 {
 				if err := t.xfer.SetCC(d.CC); err == nil {
 					t.CC = d.CC

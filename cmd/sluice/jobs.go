@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -128,14 +129,21 @@ func newLoginCmd() *cobra.Command {
 
 func newSubmitCmd() *cobra.Command {
 	var file, label, class, checksum, subID string
-	var batch, asJSON, watch bool
+	var batch, asJSON, watch, optimize bool
+	var streams int
 	cmd := &cobra.Command{
-		Use:   "submit [SRC DST | -f job.json]",
+		Use:   "submit [SRC DST | -f job.json | -f job.classad]",
 		Short: "Submit a transfer job to the server (prints the job id)",
 		Long: `submit sends a job to the server. SRC and DST are sluice://ENDPOINT/path URLs
 (ENDPOINT: a registered agent's name). With -f, the job is read from a JSON
 file (- for stdin) in Sluice's shape ({"files":[{"source":..,"destination":..}]})
-or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}).`,
+or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}),
+or a Stork submit file of ClassAds ([ dap_type = "transfer"; src_url = ..;
+dest_url = ..; optimization = "YES"; ]; dap_type = "estimation" ads are
+answered by the estimation service, and need size = "BYTES").
+With --optimize (optimization in the job), the service first estimates each
+endpoint pair's best concurrency (from a fresh stored estimate, or by
+sampling the path with the job's first file) and runs the files with it.`,
 		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
   sluice submit --batch --label nightly -f job.json`,
 	}
@@ -155,7 +163,23 @@ or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}).`,
 				defer f.Close()
 				r = f
 			}
-			dec := json.NewDecoder(r)
+			br := bufio.NewReader(r)
+			if isClassAd(br) {
+				// A Stork submit file: each ad is a job or an estimate.
+				ads, err := parseClassAds(br)
+				if err != nil {
+					return fmt.Errorf("submit: %s: %w", file, err)
+				}
+				cl, err := cc.client()
+				if err != nil {
+					return fmt.Errorf("submit: %w", err)
+				}
+				if err := runClassAds(cmd.Context(), cl, ads, cmd.OutOrStdout(), asJSON); err != nil {
+					return fmt.Errorf("submit: %s: %w", file, err)
+				}
+				return nil
+			}
+			dec := json.NewDecoder(br)
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&job); err != nil {
 				return fmt.Errorf("submit: %s: %w", file, err)
@@ -179,6 +203,12 @@ or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}).`,
 		}
 		if subID != "" {
 			job.SubmissionID = subID
+		}
+		if optimize {
+			job.Optimization = true
+		}
+		if streams > 0 {
+			job.Streams = streams
 		}
 		cl, err := cc.client()
 		if err != nil {
@@ -205,7 +235,9 @@ or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}).`,
 		return nil
 	}
 	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "", "job file (JSON; - for stdin)")
+	f.StringVarP(&file, "file", "f", "", "job file (JSON or Stork ClassAd; - for stdin)")
+	f.BoolVar(&optimize, "optimize", false, "estimate each endpoint pair's best concurrency first and run with it")
+	f.IntVar(&streams, "streams", 0, "fix each file's concurrency (partial transfers at once; default: the scheduler chooses)")
 	f.BoolVar(&batch, "batch", false, "submit as batch (background) class")
 	f.StringVar(&class, "class", "", "interactive or batch")
 	f.StringVar(&label, "label", "", "a label for the job")
@@ -501,4 +533,23 @@ func newTokenCreateCmd() *cobra.Command {
 	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry)")
 	f.StringVar(&in.Label, "label", "", "a label for the token")
 	return cmd
+}
+
+// isClassAd reports whether the input is a ClassAd (opens with '[') rather
+// than JSON, without consuming it.
+func isClassAd(r *bufio.Reader) bool {
+	for i := 1; ; i++ {
+		b, err := r.Peek(i)
+		if err != nil || len(b) < i {
+			return false
+		}
+		switch c := b[i-1]; c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '#', '/':
+			return true // JSON has no comments; ClassAds do
+		default:
+			return c == '['
+		}
+	}
 }

@@ -24,9 +24,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newTraceCmd(), newSimCmd())
+	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newLoginCmd(), newTestbedCmd())
+		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd())
 	return root
 }

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/client"
+)
+
+// Stork submit files (seed paper 003, §3) are Condor ClassAds:
+//
+//	[
+//	dap_type = "transfer";
+//	src_url = "gsiftp://eric1.loni.org/default/scratch/test.dat";
+//	dest_url = "gsiftp://qbl1.loni.org/default/scratch/dest.dat";
+//	optimization = "YES";
+//	arguments = "-b 128K -s 10M";
+//	]
+//
+// Sluice reads the subset Stork data-placement jobs use: one or more ads of
+// `name = value;` attributes, values quoted strings, numbers or barewords
+// (TRUE/FALSE), comments starting with // or #. Attribute names are
+// case-insensitive, as in ClassAds. A full ClassAd expression language is
+// not needed for these files and no Go library implements one.
+
+// classAd is one ad's attributes, by lower-case name.
+type classAd map[string]string
+
+// parseClassAds reads every ad in r.
+func parseClassAds(r io.Reader) ([]classAd, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	p := &adParser{s: stripComments(string(b)), line: 1}
+	var ads []classAd
+	for {
+		p.space()
+		if p.eof() {
+			break
+		}
+		if !p.take('[') {
+			return nil, p.errorf("want '[' to open an ad")
+		}
+		ad := classAd{}
+		for {
+			p.space()
+			if p.take(']') {
+				break
+			}
+			if p.eof() {
+				return nil, p.errorf("ad not closed with ']'")
+			}
+			name := p.word()
+			if name == "" {
+				return nil, p.errorf("want an attribute name")
+			}
+			p.space()
+			if !p.take('=') {
+				return nil, p.errorf("want '=' after %s", name)
+			}
+			p.space()
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			key := strings.ToLower(name)
+			if _, dup := ad[key]; dup {
+				return nil, p.errorf("attribute %s given twice", name)
+			}
+			ad[key] = v
+			p.space()
+			if !p.take(';') && !p.peek(']') {
+				return nil, p.errorf("want ';' after %s", name)
+			}
+		}
+		ads = append(ads, ad)
+	}
+	if len(ads) == 0 {
+		return nil, errors.New("no ClassAd ([ ... ]) found")
+	}
+	return ads, nil
+}
+
+// stripComments blanks // and # comments outside quoted strings, keeping
+// newlines so that line numbers stay right.
+func stripComments(s string) string {
+	var b strings.Builder
+	inStr, esc := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inStr:
+			b.WriteByte(c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		case c == '"':
+			inStr = true
+		case c == '#' || (c == '/' && i+1 < len(s) && s[i+1] == '/'):
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			if i < len(s) {
+				b.WriteByte('\n')
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+type adParser struct {
+	s    string
+	i    int
+	line int
+}
+
+func (p *adParser) eof() bool { return p.i >= len(p.s) }
+
+func (p *adParser) errorf(format string, a ...any) error {
+	return fmt.Errorf("ClassAd line %d: %s", p.line, fmt.Sprintf(format, a...))
+}
+
+func (p *adParser) space() {
+	for !p.eof() && unicode.IsSpace(rune(p.s[p.i])) {
+		if p.s[p.i] == '\n' {
+			p.line++
+		}
+		p.i++
+	}
+}
+
+func (p *adParser) peek(c byte) bool { return !p.eof() && p.s[p.i] == c }
+
+func (p *adParser) take(c byte) bool {
+	if p.peek(c) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *adParser) word() string {
+	start := p.i
+	for !p.eof() {
+		c := rune(p.s[p.i])
+		if !(unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '.' || c == '-' || c == '+') {
+			break
+		}
+		p.i++
+	}
+	return p.s[start:p.i]
+}
+
+func (p *adParser) value() (string, error) {
+	if !p.take('"') {
+		v := p.word()
+		if v == "" {
+			return "", p.errorf("want a value")
+		}
+		return v, nil
+	}
+	var b strings.Builder
+	for {
+		if p.eof() {
+			return "", p.errorf("string not closed")
+		}
+		c := p.s[p.i]
+		p.i++
+		switch c {
+		case '"':
+			return b.String(), nil
+		case '\n':
+			return "", p.errorf("newline in a string")
+		case '\\':
+			if p.eof() {
+				return "", p.errorf("string not closed")
+			}
+			b.WriteByte(p.s[p.i])
+			p.i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// yes reads a ClassAd boolean: "YES"/TRUE/1 (any case).
+func yes(ad classAd, key string) (bool, error) {
+	v, ok := ad[key]
+	if !ok {
+		return false, nil
+	}
+	switch strings.ToLower(v) {
+	case "yes", "true", "1", "y":
+		return true, nil
+	case "no", "false", "0", "n", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s = %q: want YES or NO", key, v)
+}
+
+// storkURL turns a Stork URL into Sluice's: sluice:// and sluices:// are
+// kept; another scheme's host is taken as the endpoint name, since the
+// Sluice agents replace the GridFTP servers Stork talked to.
+func storkURL(u string) (string, error) {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok || rest == "" {
+		return "", fmt.Errorf("%q is not a URL", u)
+	}
+	switch scheme {
+	case "sluice", "sluices":
+		return u, nil
+	case "gsiftp", "ftp", "http", "https", "root":
+		return "sluice://" + rest, nil
+	}
+	return "", fmt.Errorf("%q: scheme %s is not supported (want sluice://, or gsiftp:// naming a Sluice endpoint)", u, scheme)
+}
+
+// storkArgs reads Stork's arguments: -s sample size, -b TCP buffer
+// (accepted; agents use kernel autotuning), -p streams (ignored: the
+// service chooses).
+func storkArgs(s string) (sample, buffer int64, err error) {
+	f := strings.Fields(s)
+	for i := 0; i < len(f); i++ {
+		switch f[i] {
+		case "-s", "-b", "-p":
+			if i+1 >= len(f) {
+				return 0, 0, fmt.Errorf("arguments %q: %s needs a value", s, f[i])
+			}
+			i++
+			if f[i-1] == "-p" {
+				continue
+			}
+			n, err := parseSize(f[i-1], f[i])
+			if err != nil {
+				return 0, 0, fmt.Errorf("arguments %q: %w", s, err)
+			}
+			if f[i-1] == "-s" {
+				sample = n
+			} else {
+				buffer = n
+			}
+		default:
+			// Other globus-url-copy style options (-dbg, -vb, ...)
+			// do not apply to the service.
+		}
+	}
+	return sample, buffer, nil
+}
+
+// runClassAds submits the transfer ads (one job each) and answers the
+// estimation ads, printing one line per ad.
+func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w io.Writer, asJSON bool) error {
+	for i, ad := range ads {
+		if err := runClassAd(ctx, cl, ad, w, asJSON); err != nil {
+			return fmt.Errorf("ad %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func runClassAd(ctx context.Context, cl *client.Client, ad classAd, w io.Writer, asJSON bool) error {
+	src, err := storkURL(ad["src_url"])
+	if err != nil {
+		return fmt.Errorf("src_url: %w", err)
+	}
+	dst, err := storkURL(ad["dest_url"])
+	if err != nil {
+		return fmt.Errorf("dest_url: %w", err)
+	}
+	sample, buffer, err := storkArgs(ad["arguments"])
+	if err != nil {
+		return err
+	}
+	hist, err := yes(ad, "use_history")
+	if err != nil {
+		return err
+	}
+	switch typ := strings.ToLower(ad["dap_type"]); typ {
+	case "transfer", "":
+		opt, err := yes(ad, "optimization")
+		if err != nil {
+			return err
+		}
+		job := api.JobIn{Files: []api.FileIn{{Source: src, Destination: dst}}, Optimization: opt}
+		j, _, err := cl.Submit(ctx, job)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return jsonLine(w, j)
+		}
+		fmt.Fprintln(w, j.ID)
+		return nil
+	case "estimation":
+		in := api.EstimateIn{Source: src, Destination: dst, SampleSize: sample, Buffer: buffer, UseHistory: hist}
+		sz, ok := ad["size"]
+		if !ok {
+			return errors.New(`an estimation ad needs size = "BYTES" (e.g. "5G"): Sluice predicts the time of a given size`)
+		}
+		if in.Size, err = parseSize("size", sz); err != nil {
+			return err
+		}
+		out, err := cl.Estimate(ctx, in)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return jsonLine(w, out)
+		}
+		printEstimate(w, out)
+		return nil
+	default:
+		return fmt.Errorf("dap_type %q: want transfer or estimation", typ)
+	}
+}
+
+func jsonLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

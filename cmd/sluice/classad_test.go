@@ -1,0 +1,97 @@
+package main
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseClassAds(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []classAd
+		err  string
+	}{
+		{
+			name: "paper's example",
+			in: `[
+dap_type = "transfer";
+stork_server = "oliver1.loni.org";
+src_url = "gsiftp://eric1.loni.org/default/scratch/test.dat";
+dest_url = "gsiftp://qbl1.loni.org/default/scratch/dest.dat";
+optimization = "YES";
+arguments = "-b 128K -s 10M";
+x509proxy = "default";
+]`,
+			want: []classAd{{
+				"dap_type": "transfer", "stork_server": "oliver1.loni.org",
+				"src_url":      "gsiftp://eric1.loni.org/default/scratch/test.dat",
+				"dest_url":     "gsiftp://qbl1.loni.org/default/scratch/dest.dat",
+				"optimization": "YES", "arguments": "-b 128K -s 10M", "x509proxy": "default",
+			}},
+		},
+		{
+			name: "two ads, comments, barewords, no final semicolon, case",
+			in:   "# a comment\n[ Dap_Type = \"estimation\"; // trailing\n use_history = TRUE; size = 5000 ]\n[dap_type=\"transfer\";src_url=\"a\\\"b#c\"]",
+			want: []classAd{
+				{"dap_type": "estimation", "use_history": "TRUE", "size": "5000"},
+				{"dap_type": "transfer", "src_url": `a"b#c`},
+			},
+		},
+		{name: "empty", in: "  \n# nothing\n", err: "no ClassAd"},
+		{name: "unclosed ad", in: `[ a = "b";`, err: "line 1: ad not closed"},
+		{name: "unclosed string", in: "[ a = \"b;\n]", err: "newline in a string"},
+		{name: "missing equals", in: "[\n a \"b\"; ]", err: "line 2: want '='"},
+		{name: "missing semicolon", in: `[ a = "b" c = "d" ]`, err: "want ';' after a"},
+		{name: "duplicate", in: `[ a = 1; A = 2; ]`, err: "given twice"},
+		{name: "JSON is not an ad", in: `{"files":[]}`, err: "want '['"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseClassAds(strings.NewReader(tt.in))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStorkArgsAndURLs(t *testing.T) {
+	for _, tt := range []struct {
+		args           string
+		sample, buffer int64
+		err            bool
+	}{
+		{"-b 128K -s 10M", 10e6, 128e3, false},
+		{"-s 20MiB -p 4 -dbg", 20 << 20, 0, false},
+		{"", 0, 0, false},
+		{"-s", 0, 0, true},
+		{"-s lots", 0, 0, true},
+	} {
+		s, b, err := storkArgs(tt.args)
+		if (err != nil) != tt.err || s != tt.sample || b != tt.buffer {
+			t.Errorf("storkArgs(%q) = %d, %d, %v; want %d, %d, error %v", tt.args, s, b, err, tt.sample, tt.buffer, tt.err)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"gsiftp://dtn1/data/x", "sluice://dtn1/data/x"},
+		{"sluices://dtn1:8443/x", "sluices://dtn1:8443/x"},
+		{"file:///etc/passwd", ""},
+		{"dtn1/x", ""},
+	} {
+		got, err := storkURL(tt.in)
+		if got != tt.want || (err != nil) != (tt.want == "") {
+			t.Errorf("storkURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/model"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Estimation service defaults (seed paper 003: Stork samples 20 MB by
+// default; Algorithm 2 doubles the streams from 1).
+const (
+	DefaultSampleBytes = 20 << 20
+	// MaxSampleBytes bounds one sample transfer: sampling is meant to
+	// be a small fraction of the transfer it tunes.
+	MaxSampleBytes = 1 << 30
+	// DefaultHistoryTTL is how long a stored optimisation answers
+	// use_history requests for its pair (paths change over hours).
+	DefaultHistoryTTL = time.Hour
+	// DefaultMaxStreams caps the streams sampled and chosen when the
+	// endpoints declare no --max-cc (SGData's largest level).
+	DefaultMaxStreams = 32
+	// MaxStreams bounds any stream count a request or job asks for.
+	MaxStreams = 1024
+)
+
+// EstimateRequest asks how a transfer between two endpoints should run:
+// how many streams (concurrent partial transfers), at what throughput, in
+// how long.
+type EstimateRequest struct {
+	// Source is a sluice://endpoint/path URL of a file to sample from
+	// (its first SampleBytes). Destination is a sluice://endpoint/path
+	// URL whose directory the samples are written to (under a hidden
+	// temporary name, removed afterwards).
+	Source, Destination string
+	// Size is the transfer to predict, in bytes (> 0).
+	Size int64
+	// SampleBytes is the size of each sample transfer (default
+	// DefaultSampleBytes; at most MaxSampleBytes; a smaller source file
+	// is sampled whole).
+	SampleBytes int64
+	// UseHistory answers from the pair's newest stored optimisation if
+	// it is younger than the history TTL, without sampling.
+	UseHistory bool
+	// MaxStreams caps the streams (0: the endpoints' limits, or
+	// DefaultMaxStreams).
+	MaxStreams int
+}
+
+// EstimateSample is one sample transfer.
+type EstimateSample struct {
+	Streams    int     `json:"streams"`
+	Throughput float64 `json:"throughput"` // bytes/s
+	Seconds    float64 `json:"seconds"`
+}
+
+// Estimate is the answer.
+type Estimate struct {
+	Source, Destination string // endpoint names
+	Streams             int
+	Throughput          float64 // predicted bytes/s at Streams
+	Seconds             float64 // predicted time for the request's Size
+	Size                int64
+	SampleBytes         int64
+	Samples             []EstimateSample
+	// Model says how Streams was chosen (the fitted model, or why it
+	// fell back to the best sample).
+	Model string
+	// Cost is what sampling took (zero when answered from history):
+	// wall-clock seconds and bytes moved.
+	Cost      float64
+	CostBytes int64
+	// FromHistory is set when a stored optimisation answered; At is when
+	// it (or this) was measured.
+	FromHistory bool
+	At          time.Time
+}
+
+// pairLocks serialises sampling per endpoint pair, so that two requests
+// never sample one path at once (they would measure each other); the
+// second then finds the first's answer in the store.
+type pairLocks struct {
+	mu sync.Mutex
+	m  map[[2]string]*sync.Mutex
+}
+
+func (p *pairLocks) lock(src, dst string) func() {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[[2]string]*sync.Mutex{}
+	}
+	l := p.m[[2]string{src, dst}]
+	if l == nil {
+		l = new(sync.Mutex)
+		p.m[[2]string{src, dst}] = l
+	}
+	p.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Estimate answers an estimation request: from the pair's stored
+// optimisation when use_history allows, else by sampling the path
+// (Algorithm 2 of seed paper 003) and fitting the parallel-stream model.
+// Requests for different pairs run in parallel.
+func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (Estimate, error) {
+	if req.Size <= 0 {
+		return Estimate{}, fmt.Errorf("%w: size must be positive (got %d)", ErrInvalid, req.Size)
+	}
+	if req.SampleBytes == 0 {
+		req.SampleBytes = DefaultSampleBytes
+	}
+	if req.SampleBytes < 64<<10 || req.SampleBytes > MaxSampleBytes {
+		return Estimate{}, fmt.Errorf("%w: sample size %d bytes is outside [64 KiB, %d MiB]", ErrInvalid, req.SampleBytes, MaxSampleBytes>>20)
+	}
+	if req.MaxStreams < 0 || req.MaxStreams > MaxStreams {
+		return Estimate{}, fmt.Errorf("%w: max streams %d is outside [0, %d]", ErrInvalid, req.MaxStreams, MaxStreams)
+	}
+	idx, err := s.endpointIndex(ctx)
+	if err != nil {
+		return Estimate{}, err
+	}
+	src, srcPath, err := parseFileURL(idx, req.Source)
+	if err != nil {
+		return Estimate{}, fmt.Errorf("%w: source: %w", ErrInvalid, err)
+	}
+	dst, dstPath, err := parseFileURL(idx, req.Destination)
+	if err != nil {
+		return Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
+	}
+	maxStreams := req.MaxStreams
+	if maxStreams == 0 {
+		maxStreams = DefaultMaxStreams
+		for _, e := range []store.Endpoint{src, dst} {
+			if e.MaxCC > 0 {
+				maxStreams = min(maxStreams, e.MaxCC)
+			}
+		}
+	}
+	answer := func(o store.Optimization, fromHistory bool) Estimate {
+		e := Estimate{
+			Source: o.Src, Destination: o.Dst, Streams: o.Streams, Throughput: o.Throughput,
+			Size: req.Size, SampleBytes: o.SampleBytes, Model: o.Model, FromHistory: fromHistory, At: o.At,
+		}
+		if !fromHistory {
+			e.Cost, e.CostBytes = o.Cost, o.CostBytes
+		}
+		_ = json.Unmarshal([]byte(o.Samples), &e.Samples)
+		if o.Throughput > 0 {
+			e.Seconds = float64(req.Size) / o.Throughput
+		}
+		return e
+	}
+	fresh := func() (store.Optimization, bool, error) {
+		o, err := s.st.LatestOptimization(ctx, src.Name, dst.Name)
+		if errors.Is(err, store.ErrNotFound) {
+			return o, false, nil
+		}
+		if err != nil {
+			return o, false, err
+		}
+		return o, time.Since(o.At) < s.cfg.HistoryTTL && o.Streams <= maxStreams, nil
+	}
+	if req.UseHistory {
+		if o, ok, err := fresh(); err != nil || ok {
+			return answer(o, true), err
+		}
+	}
+	unlock := s.estimating.lock(src.Name, dst.Name)
+	defer unlock()
+	if req.UseHistory {
+		// Someone may have sampled the pair while this request waited.
+		if o, ok, err := fresh(); err != nil || ok {
+			return answer(o, true), err
+		}
+	}
+	o, err := s.sample(ctx, c, src, srcPath, dst, dstPath, req.SampleBytes, maxStreams)
+	if err != nil {
+		return Estimate{}, err
+	}
+	if err := s.st.AddOptimization(ctx, &o); err != nil {
+		return Estimate{}, err
+	}
+	return answer(o, false), nil
+}
+
+// sample runs Algorithm 2 on the path: sample transfers with 1, 2, 4, ...
+// streams until throughput stops rising fast enough, then fits the model.
+func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPath string, dst store.Endpoint, dstPath string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
+	if !src.Up || !dst.Up {
+		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
+	}
+	exp := time.Now().Add(10 * time.Minute).Unix()
+	sub := "estimate by " + c.User.Name
+	srcTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Aud: src.Name, Exp: exp})
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	dir := path.Dir(dstPath)
+	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	sb, err := sluice.New(src.URL, srcTok, s.client)
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	db, err := sluice.New(dst.URL, dstTok, s.client)
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	fi, err := sb.Stat(ctx, srcPath)
+	if err != nil {
+		return store.Optimization{}, fmt.Errorf("%w: source to sample: %w", ErrInvalid, err)
+	}
+	if fi.IsDir || fi.Size == 0 {
+		return store.Optimization{}, fmt.Errorf("%w: source %s is not a non-empty file to sample", ErrInvalid, srcPath)
+	}
+	n := min(sampleBytes, fi.Size)
+	tmp := path.Join(dir, fmt.Sprintf(".sluice-sample-%x", randomBytes(6)))
+	base := pullBase(src.URL)
+	start := time.Now()
+	var samples []EstimateSample
+	var moved int64
+	// Algorithm 2: double the streams until the gain per added stream
+	// falls below a tenth of one stream's throughput, or throughput falls.
+	sp := &model.Sampler{Max: maxStreams}
+	for {
+		streams, ok := sp.Next()
+		if !ok {
+			break
+		}
+		sec, err := sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
+		moved += n
+		if err != nil {
+			return store.Optimization{}, fmt.Errorf("sampling %s -> %s with %d streams: %w", src.Name, dst.Name, streams, err)
+		}
+		th := float64(n) / sec
+		samples = append(samples, EstimateSample{Streams: streams, Throughput: th, Seconds: sec})
+		if err := sp.Add(streams, th); err != nil {
+			return store.Optimization{}, fmt.Errorf("sampling %s -> %s: %w", src.Name, dst.Name, err)
+		}
+	}
+	cost := time.Since(start).Seconds()
+	ns, ths := sp.Samples()
+	pred, err := model.Predict(ns, ths, model.PredictOptions{Lo: 1, Hi: maxStreams})
+	if err != nil {
+		return store.Optimization{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
+	}
+	streams := pred.Optimum()
+	th := pred.At(float64(streams))
+	how := pred.Reason + "; sampling stopped: " + sp.Stopped()
+	js, err := json.Marshal(samples)
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", th/1e6, "samples", len(samples), "cost_s", cost, "model", how)
+	return store.Optimization{
+		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: th,
+		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
+	}, nil
+}
+
+// sampleOnce moves the first n bytes of srcPath into tmp at the
+// destination with the given number of concurrent partial transfers, the
+// way the engine moves a file (the destination agent pulls each range),
+// and returns the seconds it took. tmp is removed afterwards.
+func sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcPath, srcTok, tmp string, n int64, streams int) (float64, error) {
+	if err := dst.Truncate(ctx, tmp, n); err != nil {
+		return 0, err
+	}
+	defer func() {
+		// A fresh context: the sample file must go even if ctx ended.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = dst.Remove(rctx, tmp)
+	}()
+	part := int64(math.Ceil(float64(n) / float64(streams)))
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for off := int64(0); off < n; off += part {
+		l := min(part, n-off)
+		g.Go(func() error { return dst.Pull(gctx, base+srcPath, srcTok, tmp, off, l) })
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return max(time.Since(start).Seconds(), 1e-6), nil
+}
+
+// fixedCC returns the concurrency a task's job imposes: its streams, or
+// its pair's estimate for an optimize job (0: the scheduler's choice; -1:
+// not startable yet, the estimate is being made).
+func (w *world) fixedCC(t *task) int {
+	switch {
+	case t.job.Streams > 0:
+		return t.job.Streams
+	case t.job.Optimize:
+		return w.optimalFor(t)
+	}
+	return 0
+}
+
+// optimalFor returns the streams an optimize job's task runs with on its
+// endpoint pair: > 0 once estimated, 0 if estimation failed (the
+// scheduler then chooses, as for any job), -1 while the estimate is
+// being made. The first call for a pair (and the first after the history
+// TTL, so a long-running service follows the path) starts the estimate, sampling
+// from this task's file when history has no fresh answer.
+func (w *world) optimalFor(t *task) int {
+	pair := [2]string{t.SrcEndpoint, t.DstEndpoint}
+	if o, ok := w.optimal[pair]; ok && (o.streams < 0 || time.Since(o.at) < w.s.cfg.HistoryTTL) {
+		return o.streams
+	}
+	w.optimal[pair] = optimum{streams: -1}
+	req := EstimateRequest{Source: t.Src, Destination: t.Dst, Size: max(t.Size, 1), UseHistory: true}
+	c := Caller{User: store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}}
+	go func() {
+		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
+		defer cancel()
+		e, err := w.s.Estimate(ctx, c, req)
+		w.s.post(func(w *world) {
+			if err != nil {
+				w.s.log.Warn("estimate for optimization failed; the scheduler chooses the concurrency",
+					"src", pair[0], "dst", pair[1], "err", err)
+				w.optimal[pair] = optimum{streams: 0, at: time.Now()}
+			} else {
+				w.optimal[pair] = optimum{streams: e.Streams, at: time.Now()}
+			}
+			w.want = true
+		})
+	}()
+	return -1
+}
