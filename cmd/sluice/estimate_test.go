@@ -82,6 +82,38 @@ func TestServiceEstimate(t *testing.T) {
 		t.Errorf("history seconds %.1f, want %.1f", h.Seconds, want)
 	}
 
+	// Two requests for a new pair at once: one samples, the other waits
+	// for it and answers from history (never two samplings of one path
+	// at once); a request for another pair is not held up by them.
+	c.file("a1", "back/big.dat", 16<<20, 5)
+	type answer struct {
+		e   api.EstimateOut
+		err error
+	}
+	results := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			e, err := alice.Estimate(ctx, api.EstimateIn{Source: "sluice://a1/back/big.dat", Destination: "sluice://src/back/big.dat",
+				Size: 1e9, SampleSize: 1 << 20, UseHistory: true})
+			results <- answer{e, err}
+		}()
+	}
+	sampled, fromHistory := 0, 0
+	for range 2 {
+		a := <-results
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if a.e.FromHistory {
+			fromHistory++
+		} else {
+			sampled++
+		}
+	}
+	if sampled != 1 || fromHistory != 1 {
+		t.Errorf("concurrent requests for one pair: %d sampled, %d from history; want 1 and 1", sampled, fromHistory)
+	}
+
 	// Bad requests: 4xx with a problem document, nothing sampled.
 	base := "http://" + c.addr
 	for _, tt := range []struct {
