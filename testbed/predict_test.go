@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/sim"
 )
 
@@ -36,6 +38,9 @@ type measuredFile struct {
 		Scheduler string      `json:"scheduler"`
 		Rep       int         `json:"rep"`
 		Measured  *sim.Result `json:"measured"`
+		// StartupCost is what the server told its scheduler; runs
+		// recorded before it was written told it the server default.
+		StartupCost *float64 `json:"startup_cost_seconds"`
 	} `json:"runs"`
 }
 
@@ -89,7 +94,11 @@ func TestPredictionsAgainstMeasured(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Predict(tb, tr, r.Scheduler)
+			told := server.DefaultStartupCost
+			if r.StartupCost != nil {
+				told = time.Duration(*r.StartupCost * float64(time.Second))
+			}
+			p, err := PredictTold(tb, tr, r.Scheduler, told)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -126,6 +126,8 @@ type Run struct {
 	Verified int         `json:"verified"` // files done with an end-to-end checksum
 	Bytes    int64       `json:"bytes"`
 	Seconds  float64     `json:"seconds"` // wall time from the first arrival to the last completion
+	// StartupCost is the start-up cost the server told its scheduler, s.
+	StartupCost float64 `json:"startup_cost_seconds"`
 }
 
 // Replay starts the profile's server and agents, replays tr through the
@@ -219,7 +221,7 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 			return nil, ctx.Err()
 		}
 	}
-	run := &Run{Files: len(jobs), Bytes: total}
+	run := &Run{Files: len(jobs), Bytes: total, StartupCost: ServerStartupCost(tb).Seconds()}
 	var tasks []sim.TaskResult
 	startup := tb.Replay.StartupSeconds
 	ids := make([]int64, 0, len(jobs))
@@ -273,11 +275,20 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 // model fed by completions, the service's stated start-up cost), not the
 // paper's idealised view that `sluice sim` keeps.
 func Predict(tb *sim.Testbed, tr *trace.Trace, scheduler string) (*sim.Result, error) {
+	return PredictTold(tb, tr, scheduler, ServerStartupCost(tb))
+}
+
+// PredictTold is Predict for a server that told its scheduler the given
+// start-up cost (runs recorded by an earlier version of Up, which always
+// told it the server's default).
+func PredictTold(tb *sim.Testbed, tr *trace.Trace, scheduler string, told time.Duration) (*sim.Result, error) {
 	s, err := sched.New(scheduler, sched.Options{})
 	if err != nil {
 		return nil, err
 	}
-	opt := sim.Options{Startup: tb.Replay.StartupSeconds, NoStartup: tb.Replay.StartupSeconds == 0, Cycle: cycle(tb).Seconds(), Live: sim.LiveDefaults()}
+	live := sim.LiveDefaults()
+	live.StartupCost = told.Seconds()
+	opt := sim.Options{Startup: tb.Replay.StartupSeconds, NoStartup: tb.Replay.StartupSeconds == 0, Cycle: cycle(tb).Seconds(), Live: live}
 	r, err := sim.Run(tb, tr, s, opt)
 	if err != nil {
 		return nil, err
@@ -302,6 +313,17 @@ func cycle(tb *sim.Testbed) time.Duration {
 // bound is the slowdown's interactive threshold in replay time: SC'15's
 // one second of the trace, compressed with it.
 func bound(tb *sim.Testbed) float64 { return sim.Bound / tb.Replay.TimeScale }
+
+// ServerStartupCost is the start-up cost the testbed's server tells its
+// scheduler: the profile's emulated connection start-up, which an
+// operator would measure on their paths (the server's default when the
+// profile has none).
+func ServerStartupCost(tb *sim.Testbed) time.Duration {
+	if tb.Replay == nil || tb.Replay.StartupSeconds <= 0 {
+		return server.DefaultStartupCost
+	}
+	return time.Duration(tb.Replay.StartupSeconds * float64(time.Second))
+}
 
 // Cluster is a running testbed: a server and its agents in this process,
 // talking over loopback HTTP as separate hosts would.
@@ -345,6 +367,9 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		// The history an operator would bring (SC'15 §4.2): the profile's
 		// own model, as the simulator's estimator starts from.
 		Estimator: sim.Train(tb),
+		// The operator knows the cost of a start on these paths: the
+		// emulation's connection start-up.
+		StartupCost: ServerStartupCost(tb),
 	})
 	if err != nil {
 		return fail(err)

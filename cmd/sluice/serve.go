@@ -34,6 +34,7 @@ type serveConfig struct {
 	CycleSeconds     float64 `json:"cycle_seconds"`
 	HeartbeatTimeout float64 `json:"heartbeat_timeout_seconds"`
 	TotalMaxCC       int     `json:"total_max_cc"`
+	StartupCost      float64 `json:"startup_cost_seconds"`
 }
 
 func defaultDataDir() string {
@@ -73,7 +74,7 @@ and join.token (for agents) to the data directory and prints their paths.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds")
 	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
 	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
 	f.StringVar(&c.DataDir, "data-dir", "", "directory for the SQLite store and first-start tokens (default "+defaultDataDir()+")")
@@ -81,6 +82,7 @@ and join.token (for agents) to the data directory and prints their paths.`,
 	f.Float64Var(&c.CycleSeconds, "cycle", c.CycleSeconds, "scheduling period in seconds")
 	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
+	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
 	return cmd
 }
 
@@ -123,12 +125,15 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.TotalMaxCC != 0 {
 		set("total-max-cc", func() { c.TotalMaxCC = fc.TotalMaxCC })
 	}
+	if fc.StartupCost != 0 {
+		set("startup-cost", func() { c.StartupCost = fc.StartupCost })
+	}
 	return nil
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
-	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 {
-		return errors.New("serve: --cycle and --heartbeat-timeout must be positive, --total-max-cc not negative")
+	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 {
+		return errors.New("serve: --cycle, --heartbeat-timeout and --startup-cost must be positive, --total-max-cc not negative")
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()
@@ -149,6 +154,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
+		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
 	})
 	if err != nil {
 		return err

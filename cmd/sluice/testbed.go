@@ -132,7 +132,9 @@ type runOne struct {
 	Verified  int         `json:"verified"`
 	Files     int         `json:"files"`
 	Seconds   float64     `json:"seconds"`
-	Predicted *sim.Result `json:"predicted,omitempty"`
+	// StartupCost is the start-up cost the server told its scheduler.
+	StartupCost float64     `json:"startup_cost_seconds"`
+	Predicted   *sim.Result `json:"predicted,omitempty"`
 }
 
 func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler string, rep int, log io.Writer) (*runOne, error) {
@@ -144,7 +146,7 @@ func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scheduler, err)
 	}
-	out := &runOne{Scheduler: scheduler, Rep: rep, Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds}
+	out := &runOne{Scheduler: scheduler, Rep: rep, Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost}
 	if f.predict {
 		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
 			return nil, err
