@@ -27,6 +27,7 @@ type simFlags struct {
 	cycle   float64
 	startup float64
 	ownCC   bool
+	live    bool
 }
 
 func (f *simFlags) register(cmd *cobra.Command) {
@@ -39,11 +40,19 @@ func (f *simFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.maxCC, "max-cc", 16, "largest concurrency of one task")
 	cmd.Flags().Float64Var(&f.cycle, "cycle", 0.5, "scheduling cycle in seconds")
 	cmd.Flags().Float64Var(&f.startup, "startup", 0.5, "start-up cost of a (re)start in seconds")
+	cmd.Flags().BoolVar(&f.live, "live", false, "show the scheduler the world as the live service does (rates from the engine's meter read at ticks, tasks pending until their first sub-write, victims paused at once, the model fed by completions), told --startup as its start-up cost; default: the paper's idealised view")
 	cmd.Flags().BoolVar(&f.ownCC, "own-throughput-cc", false, "SEAL/STEAL: choose concurrency on the task's own predicted throughput (Listing 2 read literally) instead of on its endpoints' aggregate")
 }
 
 func (f *simFlags) options() (sched.Options, sim.Options) {
-	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
+	o := sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
+	if f.live {
+		o.Live = sim.LiveDefaults()
+		if f.startup > 0 {
+			o.Live.StartupCost = f.startup
+		}
+	}
+	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, o
 }
 
 func (f *simFlags) traces(list string) []sim.TraceSpec {
