@@ -413,3 +413,58 @@ func (s *sqlStore) LatestOptimization(ctx context.Context, src, dst string) (Opt
 	o.At = fromNanos(at)
 	return o, nil
 }
+
+// --- allocations ---
+
+func (s *sqlStore) SaveAllocations(ctx context.Context, put []Allocation, del []string) error {
+	if len(put) == 0 && len(del) == 0 {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, id := range del {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM allocations WHERE id = $1`, id); err != nil {
+				return err
+			}
+		}
+		for _, a := range put {
+			_, err := tx.ExecContext(ctx,
+				`INSERT INTO allocations (id, src, dst, client, vo, streams, want, draining, reason, created, expires)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+				ON CONFLICT (id) DO UPDATE SET src = excluded.src, dst = excluded.dst, client = excluded.client,
+					vo = excluded.vo, streams = excluded.streams, want = excluded.want, draining = excluded.draining,
+					reason = excluded.reason, created = excluded.created, expires = excluded.expires`,
+				a.ID, a.Src, a.Dst, a.Client, a.VO, a.Streams, a.Want, a.Draining, a.Reason, toNanos(a.Created), toNanos(a.Expires))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: save allocations: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Allocations(ctx context.Context) ([]Allocation, error) {
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT id, src, dst, client, vo, streams, want, draining, reason, created, expires FROM allocations ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: allocations: %w", err)
+	}
+	defer rows.Close()
+	var out []Allocation
+	for rows.Next() {
+		var a Allocation
+		var created, expires int64
+		if err := rows.Scan(&a.ID, &a.Src, &a.Dst, &a.Client, &a.VO, &a.Streams, &a.Want, &a.Draining, &a.Reason, &created, &expires); err != nil {
+			return nil, fmt.Errorf("store: allocations: %w", err)
+		}
+		a.Created, a.Expires = fromNanos(created), fromNanos(expires)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: allocations: %w", err)
+	}
+	return out, nil
+}

@@ -2,7 +2,8 @@
 // tokens, jobs and their tasks (one task per file), endpoints (the agents
 // that registered), checkpoints (the transfer engine's journals of
 // completed byte ranges), observations (the throughput model's history),
-// settings, and an audit log of state changes.
+// the estimation service's optimisations, the Policy Service's stream
+// allocations, settings, and an audit log of state changes.
 //
 // Store is an interface with one implementation over database/sql and two
 // dialects: embedded SQLite (modernc.org/sqlite, the default: one file in
@@ -189,6 +190,19 @@ type Optimization struct {
 	At        time.Time
 }
 
+// Allocation is a Policy Service grant of streams on an endpoint pair to
+// one client (package policy owns the rules; the store keeps the leases
+// so that a restarted server still honours them).
+type Allocation struct {
+	ID               string
+	Src, Dst         string
+	Client, VO       string
+	Streams, Want    int
+	Draining         int
+	Reason           string
+	Created, Expires time.Time
+}
+
 // AuditEntry records one state change.
 type AuditEntry struct {
 	At     time.Time
@@ -288,4 +302,10 @@ type Store interface {
 	// LatestOptimization returns the newest estimate for the pair
 	// (ErrNotFound if there is none).
 	LatestOptimization(ctx context.Context, src, dst string) (Optimization, error)
+
+	// SaveAllocations writes put (inserted or replaced by ID) and
+	// deletes the allocations with IDs in del, in one transaction.
+	SaveAllocations(ctx context.Context, put []Allocation, del []string) error
+	// Allocations returns every stored allocation, by ID.
+	Allocations(ctx context.Context) ([]Allocation, error)
 }

@@ -968,6 +968,30 @@ func TestOptimizations(t *testing.T) {
 	})
 }
 
+// TestAllocations: put inserts or replaces by ID, del removes, both in one
+// call; times round-trip.
+func TestAllocations(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		if as, err := s.Allocations(ctx); err != nil || len(as) != 0 {
+			t.Fatalf("Allocations on a fresh store = %v, %v", as, err)
+		}
+		a := Allocation{ID: "a1", Src: "x", Dst: "y", Client: "alice", VO: "cms", Streams: 16, Want: 0, Created: ts(1, 0), Expires: ts(301, 5)}
+		b := Allocation{ID: "b2", Src: "x", Dst: "y", Client: "bob", VO: "atlas", Streams: 8, Want: 8, Draining: 4, Reason: "higher-priority VO", Created: ts(2, 0), Expires: ts(302, 0)}
+		if err := s.SaveAllocations(ctx, []Allocation{a, b}, nil); err != nil {
+			t.Fatal(err)
+		}
+		a.Streams, a.Expires = 20, ts(400, 0) // renewed
+		if err := s.SaveAllocations(ctx, []Allocation{a}, []string{"b2", "never-stored"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Allocations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, "Allocations", got, []Allocation{a})
+	})
+}
+
 func TestAuditOrder(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		alice := mustUser(t, s, "alice")
