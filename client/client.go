@@ -123,6 +123,66 @@ func (c *Client) Audit(ctx context.Context, id int64) ([]api.AuditOut, error) {
 	return out, err
 }
 
+// RequestAllocation asks the Policy Service for streams on a pair.
+func (c *Client) RequestAllocation(ctx context.Context, in api.AllocationIn) (api.AllocationOut, error) {
+	var out api.AllocationOut
+	_, err := c.do(ctx, http.MethodPost, "/v1/allocations", in, &out)
+	return out, err
+}
+
+// UpdateAllocation renews an allocation and asks for more streams
+// (streams 0) or a given number.
+func (c *Client) UpdateAllocation(ctx context.Context, id string, in api.AllocationUpdateIn) (api.AllocationOut, error) {
+	var out api.AllocationOut
+	_, err := c.do(ctx, http.MethodPut, "/v1/allocations/"+url.PathEscape(id), in, &out)
+	return out, err
+}
+
+// ReleaseAllocation gives an allocation's streams back.
+func (c *Client) ReleaseAllocation(ctx context.Context, id, client string) error {
+	p := "/v1/allocations/" + url.PathEscape(id)
+	if client != "" {
+		p += "?client=" + url.QueryEscape(client)
+	}
+	_, err := c.do(ctx, http.MethodDelete, p, nil, nil)
+	return err
+}
+
+// Allocations lists the caller's allocations (admins: all).
+func (c *Client) Allocations(ctx context.Context) ([]api.AllocationOut, error) {
+	var out []api.AllocationOut
+	_, err := c.do(ctx, http.MethodGet, "/v1/allocations", nil, &out)
+	return out, err
+}
+
+// Allocation returns one allocation.
+func (c *Client) Allocation(ctx context.Context, id string) (api.AllocationOut, error) {
+	var out api.AllocationOut
+	_, err := c.do(ctx, http.MethodGet, "/v1/allocations/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Policy returns the Policy Service's configuration.
+func (c *Client) Policy(ctx context.Context) (server.PolicyConfig, error) {
+	var out server.PolicyConfig
+	_, err := c.do(ctx, http.MethodGet, "/v1/policy", nil, &out)
+	return out, err
+}
+
+// SetPolicy changes it (admins).
+func (c *Client) SetPolicy(ctx context.Context, cfg server.PolicyConfig) (server.PolicyConfig, error) {
+	var out server.PolicyConfig
+	_, err := c.do(ctx, http.MethodPut, "/v1/policy", cfg, &out)
+	return out, err
+}
+
+// PolicyUsage returns the streams allocated per pair and VO (admins).
+func (c *Client) PolicyUsage(ctx context.Context) ([]server.PairUsage, error) {
+	var out []server.PairUsage
+	_, err := c.do(ctx, http.MethodGet, "/v1/policy/usage", nil, &out)
+	return out, err
+}
+
 // Estimate asks the estimation service how a transfer should run.
 func (c *Client) Estimate(ctx context.Context, in api.EstimateIn) (api.EstimateOut, error) {
 	var out api.EstimateOut

@@ -36,6 +36,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/model"
+	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -102,6 +103,11 @@ type Config struct {
 	// to the scheduler, which weighs it against the gain of a start or a
 	// preemption (default DefaultStartupCost).
 	StartupCost time.Duration
+	// Policy is the Policy Service's policy: "greedy" (default),
+	// "weighted-shares" or "starlark:PATH" (a module checked at start).
+	// Admins change parameters and weights through the API; a Starlark
+	// policy only here.
+	Policy string
 	// HistoryTTL is how long a stored optimisation answers estimate
 	// requests with use_history, and jobs with optimization (default 1 h).
 	HistoryTTL time.Duration
@@ -127,6 +133,13 @@ type Server struct {
 	epLive  map[string]EndpointStatus // live load of endpoints (under mu)
 
 	estimating pairLocks // one sampling per endpoint pair at a time
+
+	// The Policy Service (policy.go): held for reading by each operation,
+	// for writing while SetPolicy swaps it.
+	polMu   sync.RWMutex
+	pol     *policy.Service
+	polCfg  PolicyConfig
+	polStar policy.Policy // the server's own Starlark policy, or nil
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string
@@ -179,6 +192,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadPolicy(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -80,6 +80,9 @@ type world struct {
 	// run with (0: the estimate failed and the scheduler chooses); a
 	// pair being estimated is present with -1.
 	optimal map[[2]string]optimum
+	// vallocs are the Policy Service allocations the loop holds for its
+	// VOs' jobs (voalloc.go).
+	vallocs map[voKey]*voAlloc
 }
 
 // optimum is a pair's estimated streams and when the estimate was made.
@@ -131,7 +134,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{},
+		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -191,6 +194,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	for _, j := range w.jobs {
 		w.maybeFinishJob(j)
 	}
+	w.adoptVOAllocs(time.Now())
 	return w, nil
 }
 
@@ -355,6 +359,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	w.s.met.cycleSeconds.Observe(time.Since(t0).Seconds())
 	var starts []*task
 	var audit []store.AuditEntry
+	used := w.voUsage()
 	for _, d := range ds {
 		t := w.tasks[int64(d.Task)]
 		if t == nil {
@@ -367,6 +372,10 @@ func (w *world) cycle(trig sched.Trigger) {
 				if n := w.fixedCC(t); n > 0 {
 					cc = n
 				}
+				if cc = w.admitStreams(t, cc, used, now); cc == 0 {
+					continue // its VO has no streams left on the pair
+				}
+				used[keyOf(t)] += cc
 				audit = append(audit, w.start(t, cc, now))
 				starts = append(starts, t)
 			}
@@ -384,8 +393,16 @@ func (w *world) cycle(trig sched.Trigger) {
 				continue // runs with the concurrency its job fixed
 			}
 			if t.State == store.StateRunning && t.xfer != nil && d.CC > 0 {
-				if err := t.xfer.SetCC(d.CC); err == nil {
-					t.CC = d.CC
+				cc := d.CC
+				if cc > t.CC {
+					cc = t.CC + w.admitStreams(t, cc-t.CC, used, now)
+				}
+				if cc == t.CC {
+					continue
+				}
+				if err := t.xfer.SetCC(cc); err == nil {
+					used[keyOf(t)] += cc - t.CC
+					t.CC = cc
 				}
 			}
 		}
@@ -741,6 +758,7 @@ func (w *world) tick(now time.Time) {
 		w.progressEvents()
 	}
 	w.resolve()
+	w.tendVOAllocs(now)
 	w.s.met.observe(w)
 }
 
@@ -821,9 +839,11 @@ func (w *world) shutdown() {
 			f(w)
 		case <-deadline:
 			w.s.log.Warn("shutdown: transfers still stopping", "count", w.inflight)
+			w.releaseVOAllocs()
 			return
 		}
 	}
+	w.releaseVOAllocs()
 }
 
 func permanent(err error) bool {

@@ -133,6 +133,15 @@ func (s *sqlStore) InitSetting(ctx context.Context, key, value string) (string, 
 	return v, nil
 }
 
+func (s *sqlStore) PutSetting(ctx context.Context, key, value string) error {
+	if _, err := s.w.ExecContext(ctx,
+		`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		key, value); err != nil {
+		return fmt.Errorf("store: put setting %q: %w", key, err)
+	}
+	return nil
+}
+
 // --- users and tokens ---
 
 const userCols = `id, name, vo, admin, created`

@@ -236,6 +236,8 @@ type Store interface {
 	// InitSetting stores value under key unless the key is set already,
 	// and returns what is stored (so that racing servers agree).
 	InitSetting(ctx context.Context, key, value string) (string, error)
+	// PutSetting stores value under key, replacing what was there.
+	PutSetting(ctx context.Context, key, value string) error
 
 	// EnsureUser returns the user with this name, creating it with vo
 	// and admin if it does not exist.

@@ -194,6 +194,15 @@ func TestSettings(t *testing.T) {
 				t.Errorf("racer %d got %q, stored is %q", i, v, stored)
 			}
 		}
+		// PutSetting replaces.
+		for _, v := range []string{"one", "two"} {
+			if err := s.PutSetting(ctx, "policy", v); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Setting(ctx, "policy"); err != nil || got != v {
+				t.Fatalf("after PutSetting(%q): %q, %v", v, got, err)
+			}
+		}
 	})
 }
 

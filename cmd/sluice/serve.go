@@ -35,6 +35,7 @@ type serveConfig struct {
 	HeartbeatTimeout float64 `json:"heartbeat_timeout_seconds"`
 	TotalMaxCC       int     `json:"total_max_cc"`
 	StartupCost      float64 `json:"startup_cost_seconds"`
+	Policy           string  `json:"policy"`
 }
 
 func defaultDataDir() string {
@@ -74,7 +75,7 @@ and join.token (for agents) to the data directory and prints their paths.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy")
 	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
 	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
 	f.StringVar(&c.DataDir, "data-dir", "", "directory for the SQLite store and first-start tokens (default "+defaultDataDir()+")")
@@ -82,6 +83,7 @@ and join.token (for agents) to the data directory and prints their paths.`,
 	f.Float64Var(&c.CycleSeconds, "cycle", c.CycleSeconds, "scheduling period in seconds")
 	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
+	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
 	return cmd
 }
@@ -125,6 +127,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.TotalMaxCC != 0 {
 		set("total-max-cc", func() { c.TotalMaxCC = fc.TotalMaxCC })
 	}
+	if fc.Policy != "" {
+		set("policy", func() { c.Policy = fc.Policy })
+	}
 	if fc.StartupCost != 0 {
 		set("startup-cost", func() { c.StartupCost = fc.StartupCost })
 	}
@@ -155,6 +160,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
 		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
+		Policy:           c.Policy,
 	})
 	if err != nil {
 		return err

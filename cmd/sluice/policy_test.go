@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// TestServicePolicy: the Policy Service through the API, on both stores.
+func TestServicePolicy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	eachStore(t, testPolicy)
+}
+
+func testPolicy(t *testing.T, db string) {
+	c := newClusterOn(t, db, 2)
+	ctx := context.Background()
+	alice := userClient(t, c, "alice", "cms")
+	bob := userClient(t, c, "bob", "atlas")
+
+	// The paper's greedy policy with Table III/VII defaults: 16 streams
+	// first, 4 more per update.
+	a, err := alice.RequestAllocation(ctx, api.AllocationIn{Source: "a1", Destination: "a2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Streams != 16 || a.VO != "cms" || a.Client != "alice" || !a.Expires.After(time.Now()) {
+		t.Fatalf("first allocation %+v, want 16 streams for alice of cms with a lease", a)
+	}
+	if a, err = alice.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{}); err != nil || a.Streams != 20 {
+		t.Fatalf("update: %+v, %v; want 20 streams", a, err)
+	}
+
+	// Other users neither see nor touch it; bad input changes nothing.
+	if _, err := bob.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{}); status(err) != http.StatusNotFound {
+		t.Errorf("bob updates alice's allocation: %v, want 404", err)
+	}
+	if err := bob.ReleaseAllocation(ctx, a.ID, ""); status(err) != http.StatusNotFound {
+		t.Errorf("bob releases alice's allocation: %v, want 404", err)
+	}
+	if _, err := bob.Allocation(ctx, a.ID); status(err) != http.StatusNotFound {
+		t.Errorf("bob reads alice's allocation: %v, want 404", err)
+	}
+	if as, err := bob.Allocations(ctx); err != nil || len(as) != 0 {
+		t.Errorf("bob lists %v (%v), want none", as, err)
+	}
+	for _, tt := range []struct {
+		name string
+		in   api.AllocationIn
+		want int
+	}{
+		{"unknown endpoint", api.AllocationIn{Source: "a1", Destination: "nowhere"}, 422},
+		{"no destination", api.AllocationIn{Source: "a1"}, 422},
+		{"negative streams", api.AllocationIn{Source: "a1", Destination: "a2", Streams: -1}, 422},
+		{"absurd streams", api.AllocationIn{Source: "a1", Destination: "a2", Streams: 1 << 30}, 422},
+	} {
+		if _, err := bob.RequestAllocation(ctx, tt.in); status(err) != tt.want {
+			t.Errorf("%s: %v, want %d", tt.name, err, tt.want)
+		}
+	}
+	if _, err := alice.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{Streams: -3}); status(err) != 422 {
+		t.Errorf("negative update: %v, want 422", err)
+	}
+	if got, err := alice.Allocation(ctx, a.ID); err != nil || got.Streams != 20 {
+		t.Errorf("after refused requests alice holds %+v (%v), want 20 streams", got, err)
+	}
+
+	// Admins change the rules at run time; users may not.
+	cfg, err := c.admin.Policy(ctx)
+	if err != nil || cfg.Policy != "greedy" || cfg.Defaults.PairMax != 128 {
+		t.Fatalf("default policy %+v (%v)", cfg, err)
+	}
+	cfg.Pairs = []server.PairPolicy{{Source: "a2", Destination: "a1",
+		Params: server.PolicyParams{Initial: 2, Update: 1, PairMax: 3, ClientMax: 2, LeaseSeconds: 60}}}
+	if _, err := alice.SetPolicy(ctx, cfg); status(err) != http.StatusForbidden {
+		t.Errorf("alice sets the policy: %v, want 403", err)
+	}
+	bad := cfg
+	bad.Defaults.LeaseSeconds = 0
+	if _, err := c.admin.SetPolicy(ctx, bad); status(err) != 422 {
+		t.Errorf("zero lease: %v, want 422", err)
+	}
+	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	b1, err := bob.RequestAllocation(ctx, api.AllocationIn{Source: "a2", Destination: "a1", Client: "dtn-x"})
+	if err != nil || b1.Streams != 2 {
+		t.Fatalf("bob's first on a2->a1: %+v %v, want 2 (s_i)", b1, err)
+	}
+	b2, err := bob.RequestAllocation(ctx, api.AllocationIn{Source: "a2", Destination: "a1", Client: "dtn-y"})
+	if err != nil || b2.Streams != 1 {
+		t.Fatalf("bob's second on a2->a1: %+v %v, want the 1 left of s_pmax 3", b2, err)
+	}
+	if u, err := c.admin.PolicyUsage(ctx); err != nil || !hasUsage(u, "a2", "a1", 3, "atlas") {
+		t.Errorf("usage %+v (%v): want 3 streams of atlas on a2->a1", u, err)
+	}
+	if err := bob.ReleaseAllocation(ctx, b1.ID, "dtn-x"); err != nil {
+		t.Fatal(err)
+	}
+	if b2, err = bob.UpdateAllocation(ctx, b2.ID, api.AllocationUpdateIn{Client: "dtn-y"}); err != nil || b2.Streams != 2 {
+		t.Fatalf("after bob released 2: %+v %v, want 2 (its client max)", b2, err)
+	}
+
+	// A VO's jobs never run more streams on a pair than its allocation:
+	// atlas has 1 stream left on a2->a1 while bob holds 2.
+	var job api.JobIn
+	for i := range 4 {
+		rel := fmt.Sprintf("out/f%d.dat", i)
+		c.file("a2", rel, 24<<20, uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a2/" + rel, Destination: "sluice://a1/in/" + rel})
+	}
+	j, _, err := bob.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = c.waitJob(bob, j.ID, 2*time.Minute)
+	if j.State != store.StateDone {
+		t.Fatalf("atlas job ended %s", j.State)
+	}
+	audit, err := bob.Audit(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range audit {
+		if e.To == store.StateRunning && e.Detail != "cc=1" {
+			t.Errorf("an atlas transfer started with %s; its VO had 1 stream left", e.Detail)
+		}
+	}
+	// The scheduler gives its allocation back once the VO's work is done.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		as, err := c.admin.Allocations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := false
+		for _, x := range as {
+			held = held || strings.HasPrefix(x.Client, "sluice-scheduler:")
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler still holds allocations after its jobs ended: %+v", as)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Leases and the configuration survive a restart of the server.
+	c.server.restart()
+	waitListening(t, c.addr, c.server)
+	if got, err := alice.Allocation(ctx, a.ID); err != nil || got.Streams != 20 {
+		t.Errorf("after a restart alice's allocation is %+v (%v), want 20 streams", got, err)
+	}
+	if cfg, err := c.admin.Policy(ctx); err != nil || len(cfg.Pairs) != 1 || cfg.Pairs[0].Params.PairMax != 3 {
+		t.Errorf("after a restart the policy is %+v (%v)", cfg, err)
+	}
+	if err := alice.ReleaseAllocation(ctx, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Allocation(ctx, a.ID); status(err) != http.StatusNotFound {
+		t.Errorf("released allocation: %v, want 404", err)
+	}
+}
+
+func hasUsage(us []server.PairUsage, src, dst string, used int, vo string) bool {
+	for _, u := range us {
+		if u.Source == src && u.Destination == dst {
+			return u.Used == used && u.PerVO[vo] == used
+		}
+	}
+	return false
+}

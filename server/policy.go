@@ -1,0 +1,419 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// The Policy Service (seed paper 001) runs inside the server: clients
+// (outside transfer tools, `sluice cp --policy-server`, and the
+// scheduling loop itself for the service's own jobs) ask for streams on an
+// endpoint pair and get an allocation, a lease they renew by updating it.
+// Package policy owns the rules; this file checks callers, persists every
+// change in the store (a restarted server honours the leases it granted)
+// and keeps the configuration, which admins change without a restart.
+
+// policySetting is the store setting holding the PolicyConfig as JSON.
+const policySetting = "policy.config"
+
+// PolicyConfig is the Policy Service's configuration.
+type PolicyConfig struct {
+	// Policy is "greedy" (the paper's, default) or "weighted-shares";
+	// a Starlark policy ("starlark:PATH") is loaded from the server's
+	// own configuration (`sluice serve --policy`), never through the API.
+	Policy string `json:"policy"`
+	// Defaults apply to pairs without their own Params.
+	Defaults PolicyParams `json:"defaults"`
+	// Pairs override Defaults per endpoint pair.
+	Pairs []PairPolicy `json:"pairs,omitempty"`
+	// Weights are VO weights on every pair (weighted-shares).
+	Weights map[string]float64 `json:"weights,omitempty"`
+}
+
+// PolicyParams are the paper's parameters (Table I).
+type PolicyParams struct {
+	Initial      int     `json:"initial" doc:"s_i: streams of a new allocation."`
+	Update       int     `json:"update" doc:"s_u: streams added by an update."`
+	PairMax      int     `json:"pair_max" doc:"s_pmax: most streams between the pair."`
+	ClientMax    int     `json:"client_max" doc:"s_cmax: most streams of one allocation."`
+	LeaseSeconds float64 `json:"lease_seconds" doc:"An allocation not updated for this long is released."`
+}
+
+// PairPolicy is one pair's parameters, and optionally its own VO weights.
+type PairPolicy struct {
+	Source      string             `json:"source"`
+	Destination string             `json:"destination"`
+	Params      PolicyParams       `json:"params"`
+	Weights     map[string]float64 `json:"weights,omitempty"`
+}
+
+func toParams(p PolicyParams) policy.Params {
+	return policy.Params{Initial: p.Initial, Update: p.Update, PairMax: p.PairMax, ClientMax: p.ClientMax,
+		Lease: time.Duration(p.LeaseSeconds * float64(time.Second))}
+}
+
+func fromParams(p policy.Params) PolicyParams {
+	return PolicyParams{Initial: p.Initial, Update: p.Update, PairMax: p.PairMax, ClientMax: p.ClientMax,
+		LeaseSeconds: p.Lease.Seconds()}
+}
+
+// defaultPolicyConfig is the paper's Table III/VII setting.
+func defaultPolicyConfig() PolicyConfig {
+	return PolicyConfig{Policy: "greedy", Defaults: fromParams(policy.DefaultParams())}
+}
+
+// newPolicyService builds the service from cfg; starlark, if set, is the
+// server's own Starlark policy, which wins over cfg.Policy.
+func newPolicyService(cfg PolicyConfig, starlark policy.Policy, onErr func(error)) (*policy.Service, error) {
+	pc := policy.Config{Defaults: toParams(cfg.Defaults), Pairs: map[policy.Pair]policy.Params{},
+		AnyPair: true, Weights: cfg.Weights, PairWeights: map[policy.Pair]map[string]float64{}, OnPolicyError: onErr}
+	for _, p := range cfg.Pairs {
+		pair := policy.Pair{Src: p.Source, Dst: p.Destination}
+		pc.Pairs[pair] = toParams(p.Params)
+		if p.Weights != nil {
+			pc.PairWeights[pair] = p.Weights
+		}
+	}
+	switch {
+	case starlark != nil:
+		pc.Policy = starlark
+	case cfg.Policy == "" || cfg.Policy == "greedy":
+		pc.Policy = policy.Greedy{}
+	case cfg.Policy == "weighted-shares":
+		pc.Policy = policy.WeightedShares{}
+	default:
+		return nil, fmt.Errorf("%w: policy %q: want greedy or weighted-shares (Starlark policies come from the server's --policy)", ErrInvalid, cfg.Policy)
+	}
+	svc, err := policy.New(pc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return svc, nil
+}
+
+// loadPolicy builds the Policy Service from the stored configuration and
+// allocations.
+func (s *Server) loadPolicy(ctx context.Context) error {
+	cfg := defaultPolicyConfig()
+	raw, err := s.st.Setting(ctx, policySetting)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			return fmt.Errorf("server: stored policy configuration: %w", err)
+		}
+	}
+	var star policy.Policy
+	if s.cfg.Policy != "" && s.cfg.Policy != "greedy" {
+		if star, err = policy.Load(s.cfg.Policy, policy.StarlarkOptions{}); err != nil {
+			return fmt.Errorf("server: --policy: %w", err)
+		}
+		if _, ok := star.(*policy.Starlark); !ok {
+			cfg.Policy, star = s.cfg.Policy, nil
+		}
+	}
+	svc, err := newPolicyService(cfg, star, func(err error) { s.log.Warn("policy error", "err", err) })
+	if err != nil {
+		return err
+	}
+	stored, err := s.st.Allocations(ctx)
+	if err != nil {
+		return err
+	}
+	as := make([]policy.Allocation, len(stored))
+	for i, a := range stored {
+		as[i] = policy.Allocation{ID: a.ID, Pair: policy.Pair{Src: a.Src, Dst: a.Dst}, Client: a.Client, VO: a.VO,
+			Streams: a.Streams, Want: a.Want, Draining: a.Draining, Reason: a.Reason, Created: a.Created, Expires: a.Expires}
+	}
+	if err := svc.Restore(as); err != nil {
+		return fmt.Errorf("server: restoring allocations: %w", err)
+	}
+	s.polMu.Lock()
+	s.pol, s.polCfg, s.polStar = svc, cfg, star
+	s.polMu.Unlock()
+	return nil
+}
+
+// AllocationRequest asks for streams on a pair.
+type AllocationRequest struct {
+	Source, Destination string // endpoint names
+	// Client names the caller's transfer client; allocations belong to
+	// the user and this name (default: the user's name).
+	Client string
+	Want   int // total streams wanted; 0: as many as the policy gives
+}
+
+// clientOf is the policy identity of a caller: its user (so one user
+// cannot touch another's allocations) and VO.
+func clientOf(c Caller, client string) policy.Caller {
+	id := c.User.Name
+	if client != "" {
+		id += "/" + client
+	}
+	return policy.Caller{Client: id, VO: c.User.VO}
+}
+
+// policyErr maps the policy package's errors to the server's.
+func policyErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, policy.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, policy.ErrForbidden):
+		// Another user's allocation is not shown to exist.
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, policy.ErrInvalid):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return err
+}
+
+// policyService returns the Policy Service and a function to call when
+// the operation on it is over: SetPolicy swaps the service, and waits
+// for operations on the old one to end so that none is lost.
+func (s *Server) policyService() (*policy.Service, func()) {
+	s.polMu.RLock()
+	return s.pol, s.polMu.RUnlock
+}
+
+// persistAllocations writes what an operation changed: put, and the
+// allocations that expired (or were released) since.
+func (s *Server) persistAllocations(ctx context.Context, put []policy.Allocation, del []string) error {
+	sa := make([]store.Allocation, 0, len(put))
+	for _, a := range put {
+		sa = append(sa, store.Allocation{ID: a.ID, Src: a.Pair.Src, Dst: a.Pair.Dst, Client: a.Client, VO: a.VO,
+			Streams: a.Streams, Want: a.Want, Draining: a.Draining, Reason: a.Reason, Created: a.Created, Expires: a.Expires})
+	}
+	return s.st.SaveAllocations(ctx, sa, del)
+}
+
+// expired collects the IDs of allocations whose leases ran out, so that
+// the store forgets them with the next write.
+func expiredIDs(svc *policy.Service, now time.Time) []string {
+	var ids []string
+	for _, a := range svc.Expire(now) {
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// RequestAllocation grants an allocation on a pair of registered
+// endpoints (the paper's initial PROVISION).
+func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRequest) (policy.Allocation, error) {
+	idx, err := s.endpointIndex(ctx)
+	if err != nil {
+		return policy.Allocation{}, err
+	}
+	for _, e := range []string{r.Source, r.Destination} {
+		if _, ok := idx[e]; !ok {
+			return policy.Allocation{}, fmt.Errorf("%w: no endpoint %q is registered (see `sluice endpoints`)", ErrInvalid, e)
+		}
+	}
+	if len(r.Client) > 128 {
+		return policy.Allocation{}, fmt.Errorf("%w: client name longer than 128 bytes", ErrInvalid)
+	}
+	svc, done := s.policyService()
+	defer done()
+	now := time.Now()
+	del := expiredIDs(svc, now)
+	cl := clientOf(c, r.Client)
+	a, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: idx[r.Source].Name, Dst: idx[r.Destination].Name},
+		Client: cl.Client, VO: cl.VO, Want: r.Want})
+	if err != nil {
+		return policy.Allocation{}, policyErr(err)
+	}
+	if err := s.persistAllocations(ctx, []policy.Allocation{a}, del); err != nil {
+		// Not durable: take it back rather than grant a lease a
+		// restart would forget.
+		_ = svc.Release(now, a.ID, cl)
+		return policy.Allocation{}, err
+	}
+	return a, nil
+}
+
+// UpdateAllocation is the paper's update PROVISION: it renews the lease
+// and may grow (or, told by want, shrink) the allocation; Shrunk reports
+// what the service took back since the last update.
+func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client string, want int) (policy.Allocation, error) {
+	svc, done := s.policyService()
+	defer done()
+	now := time.Now()
+	del := expiredIDs(svc, now)
+	a, err := svc.Update(now, id, s.ownerFor(svc, now, c, id, client), want)
+	if err != nil {
+		_ = s.persistAllocations(ctx, nil, del)
+		return policy.Allocation{}, policyErr(err)
+	}
+	return a, s.persistAllocations(ctx, []policy.Allocation{a}, del)
+}
+
+// ReleaseAllocation returns an allocation's streams to the pair.
+func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client string) error {
+	svc, done := s.policyService()
+	defer done()
+	now := time.Now()
+	del := expiredIDs(svc, now)
+	if err := svc.Release(now, id, s.ownerFor(svc, now, c, id, client)); err != nil {
+		_ = s.persistAllocations(ctx, nil, del)
+		return policyErr(err)
+	}
+	return s.persistAllocations(ctx, nil, append(del, id))
+}
+
+// ownerFor is the policy identity c acts as on allocation id: admins act
+// for its owner; users as themselves (with the client name they give, or
+// the allocation's own when it is theirs).
+func (s *Server) ownerFor(svc *policy.Service, now time.Time, c Caller, id, client string) policy.Caller {
+	a, err := svc.Get(now, id)
+	if err != nil {
+		return clientOf(c, client)
+	}
+	if c.User.Admin {
+		return a.Owner()
+	}
+	if client == "" && (a.Client == c.User.Name || len(a.Client) > len(c.User.Name) && a.Client[:len(c.User.Name)+1] == c.User.Name+"/") {
+		return policy.Caller{Client: a.Client, VO: c.User.VO}
+	}
+	return clientOf(c, client)
+}
+
+// Allocation returns one allocation the caller may see.
+func (s *Server) Allocation(ctx context.Context, c Caller, id string) (policy.Allocation, error) {
+	svc, done := s.policyService()
+	defer done()
+	a, err := svc.Get(time.Now(), id)
+	if err != nil {
+		return a, policyErr(err)
+	}
+	if !c.User.Admin && !ownedBy(a, c) {
+		return policy.Allocation{}, fmt.Errorf("%w: allocation %q", ErrNotFound, id)
+	}
+	return a, nil
+}
+
+func ownedBy(a policy.Allocation, c Caller) bool {
+	n := c.User.Name
+	return a.VO == c.User.VO && (a.Client == n || len(a.Client) > len(n) && a.Client[:len(n)+1] == n+"/")
+}
+
+// Allocations lists the live allocations the caller may see (admins: all),
+// by pair then ID.
+func (s *Server) Allocations(ctx context.Context, c Caller) []policy.Allocation {
+	svc, done := s.policyService()
+	defer done()
+	var out []policy.Allocation
+	for _, a := range svc.List(time.Now(), policy.Filter{}) {
+		if c.User.Admin || ownedBy(a, c) {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pair != out[j].Pair {
+			return out[i].Pair.String() < out[j].Pair.String()
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// PairUsage is one pair's allocated streams, in all and per VO.
+type PairUsage struct {
+	Source      string         `json:"source"`
+	Destination string         `json:"destination"`
+	PairMax     int            `json:"pair_max"`
+	Used        int            `json:"used" doc:"Streams allocated (those being taken back included)."`
+	Draining    int            `json:"draining" doc:"Streams taken back that clients have not yet heard of."`
+	Allocations int            `json:"allocations"`
+	PerVO       map[string]int `json:"per_vo" doc:"Streams allocated per VO."`
+}
+
+// PolicyUsage is every pair's allocated streams, per VO (admins).
+func (s *Server) PolicyUsage(ctx context.Context, c Caller) ([]PairUsage, error) {
+	if !c.User.Admin {
+		return nil, fmt.Errorf("%w: only admins see every pair's allocations", ErrForbidden)
+	}
+	svc, done := s.policyService()
+	defer done()
+	now := time.Now()
+	perVO := map[policy.Pair]map[string]int{}
+	for _, a := range svc.List(now, policy.Filter{}) {
+		if perVO[a.Pair] == nil {
+			perVO[a.Pair] = map[string]int{}
+		}
+		perVO[a.Pair][a.VO] += a.Streams + a.Draining
+	}
+	out := []PairUsage{}
+	for _, u := range svc.Usage(now) {
+		v := perVO[u.Pair]
+		if v == nil {
+			v = map[string]int{}
+		}
+		out = append(out, PairUsage{Source: u.Pair.Src, Destination: u.Pair.Dst, PairMax: u.Params.PairMax,
+			Used: u.Used, Draining: u.Draining, Allocations: u.Allocations, PerVO: v})
+	}
+	return out, nil
+}
+
+// Policy returns the configuration (any user may read the rules).
+func (s *Server) Policy(ctx context.Context, c Caller) PolicyConfig {
+	s.polMu.RLock()
+	defer s.polMu.RUnlock()
+	cfg := s.polCfg
+	if s.polStar != nil {
+		cfg.Policy = s.cfg.Policy
+	}
+	return cfg
+}
+
+// SetPolicy replaces the configuration at run time (admins): parameters
+// per pair and per VO apply from the next operation; allocations already
+// granted keep their streams (lowered limits bind as they are updated).
+func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (PolicyConfig, error) {
+	if !c.User.Admin {
+		return PolicyConfig{}, fmt.Errorf("%w: only admins change the policy", ErrForbidden)
+	}
+	if err := toParams(cfg.Defaults).Validate(); err != nil {
+		return PolicyConfig{}, fmt.Errorf("%w: defaults: %w", ErrInvalid, err)
+	}
+	for _, p := range cfg.Pairs {
+		if p.Source == "" || p.Destination == "" {
+			return PolicyConfig{}, fmt.Errorf("%w: a pair needs a source and a destination", ErrInvalid)
+		}
+		if err := toParams(p.Params).Validate(); err != nil {
+			return PolicyConfig{}, fmt.Errorf("%w: pair %s->%s: %w", ErrInvalid, p.Source, p.Destination, err)
+		}
+	}
+	s.polMu.Lock()
+	defer s.polMu.Unlock()
+	if s.polStar != nil && cfg.Policy != "" && cfg.Policy != s.cfg.Policy {
+		return PolicyConfig{}, fmt.Errorf("%w: the server runs the Starlark policy %s (--policy); change it there", ErrInvalid, s.cfg.Policy)
+	}
+	// A new service with the new rules and the current allocations:
+	// checked in full before anything changes.
+	svc, err := newPolicyService(cfg, s.polStar, func(err error) { s.log.Warn("policy error", "err", err) })
+	if err != nil {
+		return PolicyConfig{}, err
+	}
+	if err := svc.Restore(s.pol.State()); err != nil {
+		return PolicyConfig{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return PolicyConfig{}, err
+	}
+	if err := s.st.PutSetting(ctx, policySetting, string(raw)); err != nil {
+		return PolicyConfig{}, err
+	}
+	s.pol, s.polCfg = svc, cfg
+	return cfg, nil
+}

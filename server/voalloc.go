@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// The scheduling loop is a client of the Policy Service like any other:
+// for each VO with active jobs on an endpoint pair it holds one
+// allocation, and the concurrency of that VO's running transfers on the
+// pair never exceeds it. The scheduler (pure, shared with the simulator)
+// decides what to start; the loop asks the Policy Service for more (an
+// update) when a start would exceed the allocation, then trims the start
+// to what is left, or holds it back when nothing is.
+
+// voKey names one VO's traffic on one pair.
+type voKey struct{ src, dst, vo string }
+
+// voAlloc is the loop's allocation for a voKey.
+type voAlloc struct {
+	id      string
+	streams int
+	renewed time.Time
+}
+
+// serviceClient is the policy identity of the loop acting for a VO.
+func serviceClient(vo string) policy.Caller {
+	return policy.Caller{Client: "sluice-scheduler:" + vo, VO: vo}
+}
+
+func keyOf(t *task) voKey { return voKey{t.SrcEndpoint, t.DstEndpoint, t.job.VO} }
+
+// voUsage sums the concurrency of running tasks per voKey.
+func (w *world) voUsage() map[voKey]int {
+	used := map[voKey]int{}
+	for _, t := range w.tasks {
+		if t.State == store.StateRunning {
+			used[keyOf(t)] += t.CC
+		}
+	}
+	return used
+}
+
+// admitStreams trims a start (or a concurrency increase) of cc streams
+// for t to what its VO's allocation on the pair leaves, used being what
+// already runs; 0 means t must wait.
+func (w *world) admitStreams(t *task, cc int, used map[voKey]int, now time.Time) int {
+	k := keyOf(t)
+	a := w.voAlloc(k, now)
+	if a == nil {
+		return cc // no Policy Service answer: do not block transfers on it
+	}
+	if used[k]+cc > a.streams {
+		// Ask for more now: the policy grows the allocation by its
+		// update step (s_u under greedy) if the pair has streams left.
+		w.updateVOAlloc(k, a, 0, now)
+		if a = w.vallocs[k]; a == nil {
+			return cc
+		}
+	}
+	return max(0, min(cc, a.streams-used[k]))
+}
+
+// voAlloc returns k's allocation, requesting one if the loop holds none.
+func (w *world) voAlloc(k voKey, now time.Time) *voAlloc {
+	if a := w.vallocs[k]; a != nil {
+		return a
+	}
+	svc, done := w.s.policyService()
+	defer done()
+	cl := serviceClient(k.vo)
+	pa, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: cl.Client, VO: cl.VO})
+	if err != nil {
+		w.s.log.Warn("policy service refused the scheduler an allocation; not limiting", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
+		return nil
+	}
+	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
+		w.s.log.Warn("storing an allocation", "err", err)
+	}
+	a := &voAlloc{id: pa.ID, streams: pa.Streams, renewed: now}
+	w.vallocs[k] = a
+	return a
+}
+
+// updateVOAlloc renews k's allocation, asking for want streams (0: as
+// many as the policy gives); a lost allocation (expired) is forgotten and
+// requested again at the next start.
+func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
+	svc, done := w.s.policyService()
+	defer done()
+	pa, err := svc.Update(now, a.id, serviceClient(k.vo), want)
+	if err != nil {
+		w.s.log.Warn("policy update failed; requesting again", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
+		delete(w.vallocs, k)
+		return
+	}
+	if pa.Shrunk > 0 {
+		w.s.log.Info("policy service shrank the scheduler's allocation", "pair", k.src+"->"+k.dst, "vo", k.vo, "streams", pa.Streams, "reason", pa.Reason)
+	}
+	a.streams, a.renewed = pa.Streams, now
+	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
+		w.s.log.Warn("storing an allocation", "err", err)
+	}
+}
+
+// tendVOAllocs renews the allocations of pairs and VOs with active tasks
+// (a third of the lease, as leases want) and releases the others.
+func (w *world) tendVOAllocs(now time.Time) {
+	if len(w.vallocs) == 0 {
+		return
+	}
+	active := map[voKey]bool{}
+	for _, t := range w.tasks {
+		if t.State == store.StateQueued || t.State == store.StateRunning {
+			active[keyOf(t)] = true
+		}
+	}
+	used := w.voUsage()
+	for k, a := range w.vallocs {
+		if !active[k] {
+			svc, done := w.s.policyService()
+			err := svc.Release(now, a.id, serviceClient(k.vo))
+			done()
+			if err == nil {
+				err = w.s.persistAllocations(w.ctx, nil, []string{a.id})
+			}
+			if err != nil {
+				w.s.log.Debug("releasing an allocation", "err", err)
+			}
+			delete(w.vallocs, k)
+			continue
+		}
+		svc, done := w.s.policyService()
+		params, err := svc.PairParams(policy.Pair{Src: k.src, Dst: k.dst})
+		done()
+		if err != nil {
+			params = policy.DefaultParams()
+		}
+		if now.Sub(a.renewed) >= params.Lease/3 {
+			// Renew without growing: keep what is in use or held.
+			w.updateVOAlloc(k, a, max(a.streams, used[k], 1), now)
+		}
+	}
+}
+
+// adoptVOAllocs takes over the allocations an earlier run of the loop
+// held (they are in the store, restored with the Policy Service), so a
+// restarted server neither strands their streams until the leases expire
+// nor holds two allocations for one VO and pair.
+func (w *world) adoptVOAllocs(now time.Time) {
+	svc, done := w.s.policyService()
+	defer done()
+	for _, a := range svc.List(now, policy.Filter{}) {
+		if vo, ok := strings.CutPrefix(a.Client, "sluice-scheduler:"); ok && vo == a.VO {
+			w.vallocs[voKey{a.Pair.Src, a.Pair.Dst, vo}] = &voAlloc{id: a.ID, streams: a.Streams, renewed: now}
+		}
+	}
+}
+
+// releaseVOAllocs gives every allocation back at shutdown, so that other
+// clients need not wait for the leases to expire.
+func (w *world) releaseVOAllocs() {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
+	defer cancel()
+	var ids []string
+	now := time.Now()
+	for k, a := range w.vallocs {
+		svc, done := w.s.policyService()
+		if svc.Release(now, a.id, serviceClient(k.vo)) == nil {
+			ids = append(ids, a.id)
+		}
+		done()
+	}
+	if len(ids) > 0 {
+		_ = w.s.persistAllocations(ctx, nil, ids)
+	}
+	w.vallocs = map[voKey]*voAlloc{}
+}
