@@ -76,8 +76,8 @@ type usageOut struct{ Body []server.PairUsage }
 func (h *handlers) registerPolicy(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "request-allocation", Method: http.MethodPost, Path: "/v1/allocations", Tags: []string{"policy"},
-		Summary:     "Request streams between two endpoints",
-		Description: "The Policy Service's PROVISION for a new transfer (seed paper 001, Fig. 2). The allocation is a lease: renew it with an update before it expires, release it when done.",
+		Summary:       "Request streams between two endpoints",
+		Description:   "The Policy Service's PROVISION for a new transfer (seed paper 001, Fig. 2). The allocation is a lease: renew it with an update before it expires, release it when done.",
 		DefaultStatus: http.StatusCreated, Security: bearer,
 	}, h.requestAllocation)
 	huma.Register(api, huma.Operation{
