@@ -154,18 +154,20 @@ type ParamsIn struct {
 
 // JobIn is a submission.
 type JobIn struct {
-	Files          []FileIn   `json:"files" minItems:"1" maxItems:"1000000"`
-	Class          string     `json:"class,omitempty" enum:"interactive,batch" doc:"interactive (default) or batch (STEAL's background class)."`
-	Priority       *int       `json:"priority,omitempty" minimum:"1" maximum:"5"`
-	Label          string     `json:"label,omitempty" maxLength:"256"`
-	Deadline       *time.Time `json:"deadline,omitempty"`
-	VerifyChecksum *bool      `json:"verify_checksum,omitempty" doc:"Verify each file end to end (default true)."`
-	Checksum       string     `json:"checksum_algorithm,omitempty" enum:"adler32,md5,sha256,crc32c,none" doc:"Algorithm used to verify (default adler32)."`
-	Retry          *int       `json:"retry,omitempty" minimum:"0" maximum:"100" doc:"Transient failures tolerated per file (default 3)."`
-	SubmissionID   string     `json:"submission_id,omitempty" maxLength:"256" doc:"Makes submission idempotent: the same id returns the first job."`
-	Params         *ParamsIn  `json:"params,omitempty" doc:"FTS3 job parameters."`
-	Streams        int        `json:"streams,omitempty" minimum:"0" maximum:"1024" doc:"Fix each file's concurrency (partial transfers at once); 0: the scheduler chooses."`
-	Optimization   bool       `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
+	Files          []FileIn             `json:"files" minItems:"1" maxItems:"1000000"`
+	Class          string               `json:"class,omitempty" enum:"interactive,batch" doc:"interactive (default) or batch (STEAL's background class)."`
+	Priority       *int                 `json:"priority,omitempty" minimum:"1" maximum:"5"`
+	Label          string               `json:"label,omitempty" maxLength:"256"`
+	Deadline       *time.Time           `json:"deadline,omitempty"`
+	VerifyChecksum *bool                `json:"verify_checksum,omitempty" doc:"Verify each file end to end (default true)."`
+	Checksum       string               `json:"checksum_algorithm,omitempty" enum:"adler32,md5,sha256,crc32c,none" doc:"Algorithm used to verify (default adler32)."`
+	Retry          *int                 `json:"retry,omitempty" minimum:"0" maximum:"100" doc:"Transient failures tolerated per file (default 3)."`
+	SubmissionID   string               `json:"submission_id,omitempty" maxLength:"256" doc:"Makes submission idempotent: the same id returns the first job."`
+	Params         *ParamsIn            `json:"params,omitempty" doc:"FTS3 job parameters."`
+	Streams        int                  `json:"streams,omitempty" minimum:"0" maximum:"1024" doc:"Fix each file's concurrency (partial transfers at once); 0: the scheduler chooses."`
+	Adaptive       bool                 `json:"adaptive,omitempty" doc:"Run as an adaptive client of the Policy Service (seed paper 001, Fig. 3): request streams per pair, keep min(c_i, streams/p) files in flight, adapt every d files."`
+	AdaptiveParams *server.AdaptiveSpec `json:"adaptive_params,omitempty" doc:"The adaptive client's parameters (defaults: ci 4, cmax 8, delta 2, d 4, p 4, t 0.1)."`
+	Optimization   bool                 `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
 }
 
 // JobOut is a job's status.
@@ -185,6 +187,7 @@ type JobOut struct {
 	Checksum       string     `json:"checksum_algorithm"`
 	Optimization   bool       `json:"optimization,omitempty"`
 	Streams        int        `json:"streams,omitempty"`
+	Adaptive       bool       `json:"adaptive,omitempty"`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`
 	FilesFailed    int        `json:"files_failed"`
@@ -207,7 +210,7 @@ func jobOut(j server.JobStatus) JobOut {
 		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
-		Optimization: j.Optimize, Streams: j.Streams, Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
 		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
 	}
 }

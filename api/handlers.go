@@ -102,6 +102,12 @@ func (in JobIn) spec() (server.JobSpec, error) {
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
 		Optimize: in.Optimization, Streams: in.Streams,
 	}
+	if in.Adaptive || in.AdaptiveParams != nil {
+		s.Adaptive = &server.AdaptiveSpec{}
+		if in.AdaptiveParams != nil {
+			s.Adaptive = in.AdaptiveParams
+		}
+	}
 	if in.Priority != nil {
 		s.Priority = *in.Priority
 	}

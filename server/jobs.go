@@ -40,6 +40,8 @@ type JobSpec struct {
 	Optimize bool
 	// Streams, if > 0, fixes the files' concurrency (FTS3 nostreams).
 	Streams int
+	// Adaptive makes the job an adaptive client of the Policy Service.
+	Adaptive *AdaptiveSpec
 }
 
 // JobStatus is a job with live figures.
@@ -128,6 +130,12 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		return bad("streams %d: want 0 (the service chooses) to %d", spec.Streams, MaxStreams)
 	case spec.Streams > 0 && spec.Optimize:
 		return bad("give streams or optimization, not both")
+	case spec.Adaptive != nil && (spec.Streams > 0 || spec.Optimize):
+		return bad("an adaptive job chooses its own streams: give adaptive, streams or optimization, not several")
+	}
+	adaptive, err := adaptiveJSON(spec.Adaptive)
+	if err != nil {
+		return store.Job{}, false, err
 	}
 	class := spec.Class
 	if class == "" {
@@ -198,7 +206,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, State: store.StateActive, Created: now,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

@@ -161,22 +161,29 @@ func (w *world) adoptVOAllocs(now time.Time) {
 	}
 }
 
-// releaseVOAllocs gives every allocation back at shutdown, so that other
+// releaseVOAllocs gives every allocation the loop holds (its VOs' and
+// its adaptive jobs') back at shutdown, so that other
 // clients need not wait for the leases to expire.
 func (w *world) releaseVOAllocs() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
 	defer cancel()
 	var ids []string
 	now := time.Now()
+	svc, done := w.s.policyService()
 	for k, a := range w.vallocs {
-		svc, done := w.s.policyService()
 		if svc.Release(now, a.id, serviceClient(k.vo)) == nil {
 			ids = append(ids, a.id)
 		}
-		done()
 	}
+	for _, st := range w.adapts {
+		if svc.Release(now, st.allocID, st.owner) == nil {
+			ids = append(ids, st.allocID)
+		}
+	}
+	done()
 	if len(ids) > 0 {
 		_ = w.s.persistAllocations(ctx, nil, ids)
 	}
 	w.vallocs = map[voKey]*voAlloc{}
+	w.adapts = map[adaptKey]*adaptState{}
 }

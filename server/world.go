@@ -83,6 +83,8 @@ type world struct {
 	// vallocs are the Policy Service allocations the loop holds for its
 	// VOs' jobs (voalloc.go).
 	vallocs map[voKey]*voAlloc
+	// adapts are the adaptive jobs' clients (adaptive.go).
+	adapts map[adaptKey]*adaptState
 }
 
 // optimum is a pair's estimated streams and when the estimate was made.
@@ -134,7 +136,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{},
+		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -195,6 +197,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 		w.maybeFinishJob(j)
 	}
 	w.adoptVOAllocs(time.Now())
+	w.dropStaleJobAllocs(time.Now())
 	return w, nil
 }
 
@@ -360,6 +363,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	var starts []*task
 	var audit []store.AuditEntry
 	used := w.voUsage()
+	inFlight := w.adaptRunning()
 	for _, d := range ds {
 		t := w.tasks[int64(d.Task)]
 		if t == nil {
@@ -372,7 +376,16 @@ func (w *world) cycle(trig sched.Trigger) {
 				if n := w.fixedCC(t); n > 0 {
 					cc = n
 				}
-				if cc = w.admitStreams(t, cc, used, now); cc == 0 {
+				if st := w.adaptiveOf(t, now); st != nil {
+					// An adaptive job: p streams per file, at most
+					// its concurrency of files in flight.
+					k := adaptKeyOf(t)
+					if inFlight[k] >= st.cl.Concurrency() {
+						continue
+					}
+					inFlight[k]++
+					cc = st.cl.Params().P
+				} else if cc = w.admitStreams(t, cc, used, now); cc == 0 {
 					continue // its VO has no streams left on the pair
 				}
 				used[keyOf(t)] += cc
@@ -389,7 +402,7 @@ func (w *world) cycle(trig sched.Trigger) {
 				}
 			}
 		case sched.SetCC:
-			if w.fixedCC(t) > 0 {
+			if w.fixedCC(t) > 0 || t.job.Adaptive != "" {
 				continue // runs with the concurrency its job fixed
 			}
 			if t.State == store.StateRunning && t.xfer != nil && d.CC > 0 {
@@ -647,6 +660,7 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	t.Error = ""
 	a := w.setState(t, store.StateDone, t.Checksum, now)
 	t.Finished = now
+	w.adaptiveDone(t, now)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
 	// Done first, checkpoint second: a crash in between leaves a stale
@@ -759,6 +773,7 @@ func (w *world) tick(now time.Time) {
 	}
 	w.resolve()
 	w.tendVOAllocs(now)
+	w.tendAdaptive(now)
 	w.s.met.observe(w)
 }
 

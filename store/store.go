@@ -107,7 +107,10 @@ type Job struct {
 	Optimize bool
 	// Streams, if > 0, fixes the concurrency of the job's files (FTS3's
 	// nostreams); the scheduler still decides when they start.
-	Streams  int
+	Streams int
+	// Adaptive, if set, makes the job an adaptive client of the Policy
+	// Service (seed paper 001, Fig. 3): its parameters as JSON.
+	Adaptive string
 	State    string
 	Created  time.Time
 	Finished time.Time // zero while active

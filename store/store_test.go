@@ -287,7 +287,7 @@ func TestCreateJob(t *testing.T) {
 		j := Job{
 			OwnerID: alice.ID, VO: "cms", SubmissionID: "sub-1", Label: "run 1", Class: ClassInteractive,
 			Priority: 3, Deadline: ts(3600, 123), VerifyChecksum: true, Checksum: "adler32", Retry: 2,
-			Optimize: true, Streams: 6, Created: ts(0, 5),
+			Optimize: true, Streams: 6, Adaptive: `{"p":4}`, Created: ts(0, 5),
 		}
 		created, err := s.CreateJob(ctx, &j, tasks)
 		if err != nil || !created {

@@ -136,24 +136,37 @@ func testPolicy(t *testing.T, db string) {
 		}
 	}
 	// The scheduler gives its allocation back once the VO's work is done.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		as, err := c.admin.Allocations(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held := false
-		for _, x := range as {
-			held = held || strings.HasPrefix(x.Client, "sluice-scheduler:")
-		}
-		if !held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the scheduler still holds allocations after its jobs ended: %+v", as)
-		}
-		time.Sleep(200 * time.Millisecond)
+	waitNoAllocs(t, c, "sluice-scheduler:")
+
+	// An adaptive job (Fig. 3): every file runs with p streams, and its
+	// allocation is given back when it ends.
+	var ajob api.JobIn
+	for i := range 6 {
+		rel := fmt.Sprintf("ad/f%d.dat", i)
+		c.file("a1", rel, 12<<20, uint64(10+i))
+		ajob.Files = append(ajob.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
 	}
+	ajob.AdaptiveParams = &server.AdaptiveSpec{Ci: 1, Cmax: 3, Delta: 1, D: 1, P: 2, T: 0.05}
+	aj, _, err := alice.Submit(ctx, ajob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aj = c.waitJob(alice, aj.ID, 2*time.Minute); aj.State != store.StateDone || !aj.Adaptive {
+		t.Fatalf("adaptive job: %+v", aj)
+	}
+	if audit, err := alice.Audit(ctx, aj.ID); err != nil || !startedWith(audit, "cc=2") {
+		t.Errorf("adaptive job's starts: %+v (%v), want p = 2 streams each", audit, err)
+	}
+	for _, bad := range []api.JobIn{
+		{Files: ajob.Files[:1], Adaptive: true, Streams: 2},
+		{Files: ajob.Files[:1], AdaptiveParams: &server.AdaptiveSpec{P: -1}},
+		{Files: ajob.Files[:1], AdaptiveParams: &server.AdaptiveSpec{Ci: 9, Cmax: 3}},
+	} {
+		if _, _, err := alice.Submit(ctx, bad); status(err) != 422 {
+			t.Errorf("bad adaptive job %+v: %v, want 422", bad.AdaptiveParams, err)
+		}
+	}
+	waitNoAllocs(t, c, "sluice-job:")
 
 	// Leases and the configuration survive a restart of the server.
 	c.server.restart()
@@ -179,4 +192,27 @@ func hasUsage(us []server.PairUsage, src, dst string, used int, vo string) bool 
 		}
 	}
 	return false
+}
+
+// waitNoAllocs waits until no allocation's client starts with prefix.
+func waitNoAllocs(t *testing.T, c *cluster, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		as, err := c.admin.Allocations(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := false
+		for _, x := range as {
+			held = held || strings.HasPrefix(x.Client, prefix)
+		}
+		if !held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("allocations of %s* still held after their jobs ended: %+v", prefix, as)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -1,0 +1,240 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// Adaptive jobs (seed paper 001, Fig. 3): a job that asks for `adaptive`
+// is an Adaptive Transfer Client of the Policy Service on each endpoint
+// pair it uses. The loop requests an allocation for it, keeps
+// min(c_i, streams/p) of its files in flight with p streams each, and
+// every d completed files updates the allocation and moves the number of
+// files in flight by Δ when the rate changed by more than T. The
+// scheduler still chooses which waiting files start and when; an adaptive
+// job's files start only while the job is under its concurrency.
+
+// AdaptiveSpec are the adaptive client's parameters (the paper's Table
+// II); zero fields take DefaultAdaptive's.
+type AdaptiveSpec struct {
+	Ci    int     `json:"ci,omitempty" doc:"Initial concurrency (files in flight)."`
+	Cmax  int     `json:"cmax,omitempty" doc:"Largest concurrency."`
+	Delta int     `json:"delta,omitempty" doc:"Concurrency step up or down."`
+	D     int     `json:"d,omitempty" doc:"Files completed between adaptations."`
+	P     int     `json:"p,omitempty" doc:"Parallel streams per file."`
+	T     float64 `json:"t,omitempty" doc:"Rate change (fraction of the last rate) that triggers adaptation."`
+}
+
+// DefaultAdaptive: start with 4 files of 4 streams (a pair's initial
+// allocation of 16 under the default greedy policy), adapt every 4 files
+// by 2 when the rate moved more than 10%, up to 8 files (32 streams, the
+// default per-allocation maximum).
+var DefaultAdaptive = AdaptiveSpec{Ci: 4, Cmax: 8, Delta: 2, D: 4, P: 4, T: 0.1}
+
+func (a AdaptiveSpec) withDefaults() AdaptiveSpec {
+	d := DefaultAdaptive
+	if a.Ci == 0 {
+		a.Ci = min(d.Ci, max(a.Cmax, 1))
+		if a.Cmax == 0 {
+			a.Ci = d.Ci
+		}
+	}
+	if a.Cmax == 0 {
+		a.Cmax = max(d.Cmax, a.Ci)
+	}
+	if a.Delta == 0 {
+		a.Delta = d.Delta
+	}
+	if a.D == 0 {
+		a.D = d.D
+	}
+	if a.P == 0 {
+		a.P = d.P
+	}
+	if a.T == 0 {
+		a.T = d.T
+	}
+	return a
+}
+
+func (a AdaptiveSpec) params() policy.AdaptiveParams {
+	return policy.AdaptiveParams{Ci: a.Ci, Cmax: a.Cmax, Delta: a.Delta, D: a.D, P: a.P, T: a.T, Relative: true}
+}
+
+// adaptiveJSON validates a job's adaptive spec and returns what the
+// store keeps ("" for none).
+func adaptiveJSON(a *AdaptiveSpec) (string, error) {
+	if a == nil {
+		return "", nil
+	}
+	full := a.withDefaults()
+	if err := full.params().Validate(); err != nil {
+		return "", fmt.Errorf("%w: adaptive: %w", ErrInvalid, err)
+	}
+	b, err := json.Marshal(full)
+	return string(b), err
+}
+
+// adaptKey is one adaptive job's traffic on one pair.
+type adaptKey struct {
+	job      int64
+	src, dst string
+}
+
+// adaptState is the loop's adaptive client for an adaptKey.
+type adaptState struct {
+	cl      *policy.Adaptive
+	owner   policy.Caller
+	allocID string
+	streams int
+	renewed time.Time
+	since   time.Time // start of the current rate measurement
+	bytes   int64     // bytes of files completed since
+}
+
+func adaptKeyOf(t *task) adaptKey { return adaptKey{t.JobID, t.SrcEndpoint, t.DstEndpoint} }
+
+func jobClient(id int64) string { return fmt.Sprintf("sluice-job:%d", id) }
+
+// adaptiveOf returns t's adaptive client, creating it (and requesting its
+// allocation) on first use; nil if the job is not adaptive or the Policy
+// Service refused (the job then runs like any other).
+func (w *world) adaptiveOf(t *task, now time.Time) *adaptState {
+	if t.job.Adaptive == "" {
+		return nil
+	}
+	k := adaptKeyOf(t)
+	if st := w.adapts[k]; st != nil {
+		return st
+	}
+	var spec AdaptiveSpec
+	if err := json.Unmarshal([]byte(t.job.Adaptive), &spec); err != nil {
+		w.s.log.Warn("adaptive job with unreadable parameters; runs as a plain job", "job", t.JobID, "err", err)
+		return nil
+	}
+	cl, err := policy.NewAdaptive(spec.withDefaults().params())
+	if err != nil {
+		w.s.log.Warn("adaptive job with bad parameters; runs as a plain job", "job", t.JobID, "err", err)
+		return nil
+	}
+	svc, done := w.s.policyService()
+	pa, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: jobClient(k.job), VO: t.job.VO, Want: cl.Want()})
+	done()
+	if err != nil {
+		w.s.log.Warn("policy service refused an adaptive job; it runs as a plain job", "job", t.JobID, "err", err)
+		return nil
+	}
+	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
+		w.s.log.Warn("storing an allocation", "err", err)
+	}
+	st := &adaptState{cl: cl, owner: pa.Owner(), allocID: pa.ID, streams: pa.Streams, renewed: now, since: now}
+	cl.Start(pa.Streams)
+	w.adapts[k] = st
+	return st
+}
+
+// adaptRunning counts running files per adaptive job and pair.
+func (w *world) adaptRunning() map[adaptKey]int {
+	n := map[adaptKey]int{}
+	for _, t := range w.tasks {
+		if t.State == store.StateRunning && t.job.Adaptive != "" {
+			n[adaptKeyOf(t)]++
+		}
+	}
+	return n
+}
+
+// adaptiveDone counts a completed file of an adaptive job and, when d
+// files have completed, updates the allocation and adapts (Fig. 3 lines
+// 7-11).
+func (w *world) adaptiveDone(t *task, now time.Time) {
+	st := w.adapts[adaptKeyOf(t)]
+	if st == nil {
+		return
+	}
+	st.bytes += t.Size
+	st.cl.Completed(1)
+	if st.cl.Due() {
+		w.adaptNow(adaptKeyOf(t), st, now)
+	}
+}
+
+func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
+	svc, done := w.s.policyService()
+	pa, err := svc.Update(now, st.allocID, st.owner, st.cl.Want())
+	done()
+	if err != nil {
+		// Lost (expired): start over with a new request.
+		w.s.log.Warn("adaptive job's allocation lost; requesting again", "job", k.job, "err", err)
+		delete(w.adapts, k)
+		return
+	}
+	rate := 0.0
+	if el := now.Sub(st.since).Seconds(); el > 0 {
+		rate = float64(st.bytes) / el
+	}
+	st.streams, st.renewed, st.since, st.bytes = pa.Streams, now, now, 0
+	c := st.cl.Adapt(pa.Streams, rate)
+	w.s.log.Debug("adapted", "job", k.job, "pair", k.src+"->"+k.dst, "streams", pa.Streams, "concurrency", c, "rate", rate)
+	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
+		w.s.log.Warn("storing an allocation", "err", err)
+	}
+}
+
+// tendAdaptive renews adaptive jobs' allocations at a third of the lease,
+// adapts a client stuck at concurrency 0 (waiting for streams), and
+// releases the allocations of jobs with no active files on the pair.
+func (w *world) tendAdaptive(now time.Time) {
+	if len(w.adapts) == 0 {
+		return
+	}
+	active := map[adaptKey]bool{}
+	for _, t := range w.tasks {
+		if t.job.Adaptive != "" && (t.State == store.StateQueued || t.State == store.StateRunning) {
+			active[adaptKeyOf(t)] = true
+		}
+	}
+	for k, st := range w.adapts {
+		if !active[k] {
+			svc, done := w.s.policyService()
+			err := svc.Release(now, st.allocID, st.owner)
+			done()
+			if err == nil {
+				_ = w.s.persistAllocations(w.ctx, nil, []string{st.allocID})
+			}
+			delete(w.adapts, k)
+			continue
+		}
+		svc, done := w.s.policyService()
+		params, err := svc.PairParams(policy.Pair{Src: k.src, Dst: k.dst})
+		done()
+		if err != nil {
+			params = policy.DefaultParams()
+		}
+		if st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second || now.Sub(st.renewed) >= params.Lease/3 {
+			w.adaptNow(k, st, now)
+		}
+	}
+}
+
+// dropStaleJobAllocs releases, at start, the allocations of adaptive jobs an
+// earlier run held: the new run requests afresh (a client's adaptation
+// state is not kept), so the old leases go now rather than expire.
+func (w *world) dropStaleJobAllocs(now time.Time) {
+	svc, done := w.s.policyService()
+	defer done()
+	var ids []string
+	for _, a := range svc.List(now, policy.Filter{}) {
+		if strings.HasPrefix(a.Client, "sluice-job:") && svc.Release(now, a.ID, a.Owner()) == nil {
+			ids = append(ids, a.ID)
+		}
+	}
+	if len(ids) > 0 {
+		_ = w.s.persistAllocations(w.ctx, nil, ids)
+	}
+}
