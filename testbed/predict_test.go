@@ -37,6 +37,7 @@ type measuredFile struct {
 	Runs    []struct {
 		Scheduler string      `json:"scheduler"`
 		Rep       int         `json:"rep"`
+		Seed      *int64      `json:"seed"` // runs recorded before it was written used 1 + Rep
 		Measured  *sim.Result `json:"measured"`
 		// StartupCost is what the server told its scheduler; runs
 		// recorded before it was written told it the server default.
@@ -91,7 +92,11 @@ func TestPredictionsAgainstMeasured(t *testing.T) {
 		}
 		var rows []row
 		for _, r := range m.Runs {
-			tr, err := Trace(tb, m.Trace, 1+int64(r.Rep))
+			seed := 1 + int64(r.Rep)
+			if r.Seed != nil {
+				seed = *r.Seed
+			}
+			tr, err := Trace(tb, m.Trace, seed)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -128,6 +128,7 @@ func (f *testbedFlags) load() (*sim.Testbed, error) {
 type runOne struct {
 	Scheduler string      `json:"scheduler"`
 	Rep       int         `json:"rep"`
+	Seed      int64       `json:"seed"` // the trace's seed: --seed + rep
 	Measured  *sim.Result `json:"measured"`
 	Verified  int         `json:"verified"`
 	Files     int         `json:"files"`
@@ -146,7 +147,7 @@ func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scheduler, err)
 	}
-	out := &runOne{Scheduler: scheduler, Rep: rep, Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost}
+	out := &runOne{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost}
 	if f.predict {
 		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
 			return nil, err
