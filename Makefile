@@ -28,6 +28,9 @@ test: build
 	gofmt -l . | tee /dev/stderr | (! read -r _)
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+	# The Policy Service's allocations under 1,000 concurrent clients, with
+	# the race detector (issue 7).
+	$(GO) test -race -count=1 ./policy
 	BIN=$(BIN) bash scripts/api-fuzz.sh
 	$(MAKE) smoke
 
