@@ -45,8 +45,9 @@ type Config struct {
 	Client *http.Client // for pulls from other agents; nil: a plain client
 	// Emulation, a test facility, limits the agent's data path to behave
 	// like a WAN DTN (package emul): GET and batch data sent, PUT bodies
-	// and pulled data received, one stream per request, and start-up
-	// latency on connections Serve accepts; External steps count from New.
+	// and pulled data received, one stream per request, a round-trip time
+	// before every request is answered, and start-up latency on
+	// connections Serve accepts; External steps count from New.
 	// nil (always, in production) leaves the data path alone, sendfile
 	// included.
 	Emulation *emul.Config
@@ -107,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 		e := cfg.Emulation
 		s.log.Warn("emulating a WAN DTN: the data path is throttled (a test facility)",
 			"capacity_bps", e.CapacityBps, "conn_bps", e.ConnBps, "knee", e.Knee, "decline", e.Decline,
-			"external_steps", len(e.External), "startup_ms", e.StartupMs)
+			"external_steps", len(e.External), "startup_ms", e.StartupMs, "rtt_ms", e.RTTMs)
 	}
 	return s, nil
 }

@@ -235,3 +235,71 @@ func TestEmulationRefused(t *testing.T) {
 		t.Errorf("New with a bad emulation: %v", err)
 	}
 }
+
+// TestEmulatedRTT: with rtt_ms every request is answered one round trip
+// after it was sent, so a batch of k files pays one RTT and k GETs pay k:
+// the latency pipelining saves on a WAN.
+func TestEmulatedRTT(t *testing.T) {
+	const rtt, k = 60 * time.Millisecond, 8
+	e := newEmulEnv(t, "dtn1", nil, &emul.Config{RTTMs: float64(rtt / time.Millisecond)})
+	var paths []string
+	for i := range k {
+		name := fmt.Sprintf("small/f%d", i)
+		e.write(name, strings.Repeat("x", 1000+i))
+		paths = append(paths, name)
+	}
+	tok := e.token("read", "/")
+	client := &http.Client{Transport: &http.Transport{}} // keep-alive: no connection cost in the figures
+	do := func(method, path, body string) time.Duration {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, "http://"+e.addr()+path, rd)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
+		}
+		return time.Since(start)
+	}
+	do("GET", "/v1/info", "") // opens the connection the rest reuse
+	// within checks got against n round trips: at least n RTTs (the agent
+	// waits them), at most 10% more (the requests' own work is small).
+	within := func(what string, got time.Duration, n int) {
+		t.Helper()
+		want := time.Duration(n) * rtt
+		t.Logf("%s: %v, %d RTT = %v", what, got.Round(100*time.Microsecond), n, want)
+		if got < want || got > want+want/10 {
+			t.Errorf("%s took %v, want %v (%d RTT) within 10%%", what, got, want, n)
+		}
+	}
+	// The best of three single requests, so that one late wake-up on a
+	// busy machine does not decide the test.
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		best = min(best, do("GET", "/v1/files/"+paths[0], ""))
+	}
+	within("one GET", best, 1)
+	within("a stat", do("GET", "/v1/stat/"+paths[0], ""), 1)
+	within(fmt.Sprintf("a batch of %d files", k), do("POST", "/v1/batch", jsonBody(map[string]any{"paths": paths})), 1)
+	var seq time.Duration
+	for _, p := range paths {
+		seq += do("GET", "/v1/files/"+p, "")
+	}
+	within(fmt.Sprintf("%d GETs one after another", k), seq, k)
+	// Refused requests wait too: the refusal crosses the WAN as well.
+	start := time.Now()
+	if r := e.raw("GET", "/v1/files/"+paths[0], "", nil, ""); r.status != http.StatusUnauthorized {
+		t.Fatalf("GET without a token: %v", r)
+	}
+	if d := time.Since(start); d < rtt {
+		t.Errorf("a refused request was answered after %v, before one RTT (%v)", d, rtt)
+	}
+}

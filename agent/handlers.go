@@ -61,6 +61,14 @@ type handler func(w http.ResponseWriter, r *http.Request, c auth.Claims) error
 // also makes every error response JSON.
 func (s *Server) guard(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Emulating a WAN: every request, refused or not, is answered one
+		// round trip after it was sent (nothing to wait without emulation).
+		// Waiting here, not in the data handlers alone, also charges the
+		// stat, checksum and rename requests a client makes per file: on a
+		// real path they cost a round trip like any other.
+		if s.shape.WaitRTT(r.Context()) != nil {
+			return // the client gave up; there is no one to answer
+		}
 		jw := &jsonErrors{ResponseWriter: w}
 		if err := checkName(r.URL.Path); err != nil {
 			s.fail(jw, r, err)

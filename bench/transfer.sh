@@ -99,8 +99,8 @@ run_tool() { # tool dataset
   local t=$1 d=$2 src=$BENCH_DIR/src/$2 dst=$BENCH_DIR/dst
   case $t in
     cp) if [ -d "$src" ]; then cp -r "$src" "$dst/"; else cp "$src" "$dst/"; fi ;;
-    sluice-3rd) $S cp --token "$TOKEN" --cc 4 --pp 16 -r "sluice://127.0.0.1:$PORT_A/$d" "sluice://127.0.0.1:$PORT_B/" >/dev/null 2>&1 ;;
-    sluice-client) $S cp --token "$TOKEN" --cc 4 --pp 16 -r "$src" "sluice://127.0.0.1:$PORT_B/" >/dev/null 2>&1 ;;
+    sluice-3rd) $S cp --token "$TOKEN" --p 4 --cc 16 -r "sluice://127.0.0.1:$PORT_A/$d" "sluice://127.0.0.1:$PORT_B/" >/dev/null 2>&1 ;;
+    sluice-client) $S cp --token "$TOKEN" --p 4 --cc 16 -r "$src" "sluice://127.0.0.1:$PORT_B/" >/dev/null 2>&1 ;;
     guc-p1) if [ -d "$src" ]; then globus-url-copy -r -cd "ftp://127.0.0.1:$PORT_FTP$src/" "ftp://127.0.0.1:$PORT_FTP$dst/$d/"; else globus-url-copy "ftp://127.0.0.1:$PORT_FTP$src" "ftp://127.0.0.1:$PORT_FTP$dst/$d"; fi ;;
     guc-fast-p4) if [ -d "$src" ]; then globus-url-copy -r -cd -fast -pp -cc 4 "ftp://127.0.0.1:$PORT_FTP$src/" "ftp://127.0.0.1:$PORT_FTP$dst/$d/"; else globus-url-copy -fast -p 4 "ftp://127.0.0.1:$PORT_FTP$src" "ftp://127.0.0.1:$PORT_FTP$dst/$d"; fi ;;
     rclone) rclone copy --transfers 16 --multi-thread-streams 4 ":http,url='http://127.0.0.1:$PORT_HTTP/':$d" "$dst/$d" 2>/dev/null ;;

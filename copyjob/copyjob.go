@@ -5,6 +5,11 @@
 // files back to back on a pool of workers, uses third-party copy when both
 // ends are sluice agents, skips what an earlier interrupted run already
 // finished, and reports progress. `sluice cp` is a thin command on top.
+//
+// Run copies with fixed settings. A Dataset (PrepareDataset) is the same
+// copy offered to the planners of package dataset: its Perform moves any
+// chunk of the files with the pipelining (batch GETs), parallelism and
+// concurrency a planner chooses, and RunDataset drives it (`sluice cp -r`).
 package copyjob
 
 import (
@@ -24,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/dataset"
 	"github.com/sluice-dtn/sluice/engine"
 )
 
@@ -66,7 +72,16 @@ type Options struct {
 	// NoThirdParty moves data through this process even when the
 	// destination could pull it.
 	NoThirdParty bool
+	// PartMin is the smallest partial transfer when a file smaller than
+	// 2·ChunkMin is split for parallelism (Dataset.Perform with p > 1);
+	// default DefaultPartMin.
+	PartMin int64
 }
+
+// DefaultPartMin is the default Options.PartMin: 1 MiB, several times what
+// one connection has in flight on a WAN path (10 MB/s × 20 ms = 200 kB),
+// so a part is not mostly waiting for its first byte.
+const DefaultPartMin = 1 << 20
 
 // Progress is a snapshot of a running copy.
 type Progress struct {
@@ -89,6 +104,9 @@ type Summary struct {
 	// Resent is how many bytes were sent more than once (retries,
 	// resumed chunks).
 	Resent int64 `json:"resent"`
+	// Steps are the chunks of a copy run by RunDataset, each with its
+	// files, pipelining, parallelism, concurrency and throughput.
+	Steps []dataset.StepReport `json:"steps,omitempty"`
 }
 
 // item is one file to copy.
@@ -97,6 +115,9 @@ type item struct {
 	src, dst string
 	size     int64
 	mtime    time.Time
+	// root is where its source lands at the destination: dst itself for
+	// a file, the directory it is below for a directory's files.
+	root string
 }
 
 func (o *Options) defaults() error {
@@ -119,6 +140,9 @@ func (o *Options) defaults() error {
 	}
 	if o.ChunkMin <= 0 {
 		o.ChunkMin = engine.DefaultChunkMin
+	}
+	if o.PartMin <= 0 {
+		o.PartMin = DefaultPartMin
 	}
 	return nil
 }
@@ -150,7 +174,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 			target = path.Join(dst.Path, base)
 		}
 		if !fi.IsDir {
-			items = append(items, item{from: from, src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime})
+			items = append(items, item{from: from, src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime, root: target})
 			continue
 		}
 		if !recursive {
@@ -166,7 +190,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 				continue
 			}
 			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
-			items = append(items, item{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime})
+			items = append(items, item{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime, root: target})
 		}
 	}
 	// Large files first: they set the copy's length; small ones fill in.
@@ -206,24 +230,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopTicker := make(chan struct{})
-	var tick sync.WaitGroup
-	if progress != nil {
-		tick.Add(1)
-		go func() {
-			defer tick.Done()
-			t := time.NewTicker(200 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopTicker:
-					return
-				case <-t.C:
-					progress(st.progress())
-				}
-			}
-		}()
-	}
+	stopTicker := st.tick(progress)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	wg.Add(2)
@@ -237,20 +244,48 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		}
 	}
 	wg.Wait()
-	close(stopTicker)
-	tick.Wait()
-	if progress != nil {
+	stopTicker()
+	return st.summary(time.Since(startAt)), first
+}
+
+// tick calls progress about every 200 ms until the returned stop is
+// called, which reports once more, so the last call shows the end.
+func (st *state) tick(progress func(Progress)) (stop func()) {
+	if progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				progress(st.progress())
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
 		progress(st.progress())
 	}
-	sec := time.Since(startAt).Seconds()
+}
+
+// summary is what the copy did in elapsed.
+func (st *state) summary(elapsed time.Duration) Summary {
+	sec := elapsed.Seconds()
 	sum := Summary{
 		Bytes: st.done.Load(), Seconds: sec, Files: int(st.filesDone.Load()), Skipped: int(st.skipped.Load()),
-		Retries: int(st.retries.Load()), Checksum: o.Checksum, Resent: st.resent.Load(),
+		Retries: int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(),
 	}
 	if sec > 0 {
 		sum.MBps = float64(sum.Bytes) / sec / 1e6
 	}
-	return sum, first
+	return sum
 }
 
 // state is a running copy.
@@ -298,44 +333,54 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if st.alreadyThere(ctx, it) {
 			continue
 		}
-		src := st.srcs[it.from]
-		spec := engine.Spec{
-			Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
-			Size: it.size, CC: st.o.CC, ChunkMin: st.o.ChunkMin, SubWrite: st.o.SubWrite,
-			Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst),
+		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil {
+			return err
 		}
-		if pull := st.puller(src); pull != nil {
-			spec.Pull = pull
-		}
-		t, err := engine.Start(ctx, spec)
-		if err != nil {
-			return fmt.Errorf("%s: %w", it.src, err)
-		}
-		st.mu.Lock()
-		if st.active == nil {
-			st.active = map[*engine.Transfer]string{}
-		}
-		st.active[t] = it.src
-		st.current = it.src
-		st.mu.Unlock()
-		res, err := t.Wait()
-		st.mu.Lock()
-		delete(st.active, t)
-		st.mu.Unlock()
-		st.retries.Add(int64(res.Retries))
-		st.resent.Add(res.Resent)
-		if err != nil {
-			if errors.Is(err, backend.ErrNoSpace) {
-				// Keeping a partial copy for a resume would only hold on
-				// to the space that ran out: give it back.
-				st.dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(it.dst))
-				os.Remove(spec.Journal)
-			}
-			return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
-		}
-		st.done.Add(it.size)
-		st.filesDone.Add(1)
 	}
+	return nil
+}
+
+// copyBig sends one file through the engine with cc partial transfers at
+// once, none smaller than chunkMin (but the last), with a checkpoint
+// journal so that an interrupted copy resumes.
+func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) error {
+	src := st.srcs[it.from]
+	spec := engine.Spec{
+		Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
+		Size: it.size, CC: cc, ChunkMin: chunkMin, SubWrite: st.o.SubWrite,
+		Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst),
+	}
+	if pull := st.puller(src); pull != nil {
+		spec.Pull = pull
+	}
+	t, err := engine.Start(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("%s: %w", it.src, err)
+	}
+	st.mu.Lock()
+	if st.active == nil {
+		st.active = map[*engine.Transfer]string{}
+	}
+	st.active[t] = it.src
+	st.current = it.src
+	st.mu.Unlock()
+	res, err := t.Wait()
+	st.mu.Lock()
+	delete(st.active, t)
+	st.mu.Unlock()
+	st.retries.Add(int64(res.Retries))
+	st.resent.Add(res.Resent)
+	if err != nil {
+		if errors.Is(err, backend.ErrNoSpace) {
+			// Keeping a partial copy for a resume would only hold on
+			// to the space that ran out: give it back.
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(it.dst))
+			os.Remove(spec.Journal)
+		}
+		return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+	}
+	st.done.Add(it.size)
+	st.filesDone.Add(1)
 	return nil
 }
 
@@ -429,6 +474,12 @@ func (st *state) copySmall(ctx context.Context, it item) error {
 	if st.alreadyThere(ctx, it) {
 		return nil
 	}
+	return st.copyWhole(ctx, it)
+}
+
+// copyWhole sends one file whole (retrying transient errors), verifies it
+// and renames it into place.
+func (st *state) copyWhole(ctx context.Context, it item) error {
 	tmp := engine.TempName(it.dst)
 	var sum string
 	var err error

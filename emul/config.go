@@ -28,6 +28,11 @@ type Config struct {
 	// StartupMs is the delay, in milliseconds, before a newly accepted
 	// connection is read from (Shaper.Listener).
 	StartupMs float64 `json:"startup_ms,omitempty"`
+	// RTTMs is the path's round-trip time in milliseconds: every request
+	// waits this long before it is answered (Shaper.WaitRTT), as a
+	// request and its response each cross a WAN once. It is what makes
+	// pipelining pay: a batch of k files waits once, k requests k times.
+	RTTMs float64 `json:"rtt_ms,omitempty"`
 }
 
 // Step says that from At seconds after the Shaper started, outside
@@ -44,7 +49,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"capacity_bps", c.CapacityBps}, {"conn_bps", c.ConnBps}, {"decline", c.Decline}, {"startup_ms", c.StartupMs}} {
+	}{{"capacity_bps", c.CapacityBps}, {"conn_bps", c.ConnBps}, {"decline", c.Decline}, {"startup_ms", c.StartupMs}, {"rtt_ms", c.RTTMs}} {
 		if !finite(f.v) || f.v < 0 {
 			return fmt.Errorf("emul: %s is %v, want a finite number >= 0", f.name, f.v)
 		}

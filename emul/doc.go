@@ -34,8 +34,14 @@
 // cost of connecting and authenticating, which a reused connection does
 // not pay again.
 //
-// What it does not emulate: latency on each request or packet, loss, and
-// TCP's slow start; a stream is at its cap from its first byte. Kernel
+// WaitRTT adds the path's round-trip time (RTTMs) to each request: the
+// agent waits it before answering, so a request's first byte arrives one
+// RTT after it was sent. That per-request cost is what pipelining (many
+// files in one batch request) and concurrency amortise on a real WAN.
+//
+// What it does not emulate: latency on each packet (a stream's bytes are
+// paced by the buckets, not delayed), loss, and TCP's slow start; a stream
+// is at its cap from its first byte. Kernel
 // socket buffers on loopback are megabytes deep, so a sender can run
 // ahead of a slower receiver by that much: throughput is the slower
 // end's, but the sender's streams may end before the receiver's do.

@@ -452,11 +452,11 @@ func TestLoad(t *testing.T) {
 		return p
 	}
 	c, err := Load(write("ok.json", `{"capacity_bps": 5e7, "conn_bps": 1.25e7, "knee": 6, "decline": 0.5,
-		"external": [{"at": 30, "fraction": 0.25}], "startup_ms": 40}`))
+		"external": [{"at": 30, "fraction": 0.25}], "startup_ms": 40, "rtt_ms": 20}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CapacityBps != 5e7 || c.ConnBps != 1.25e7 || c.Knee != 6 || c.Decline != 0.5 || len(c.External) != 1 || c.StartupMs != 40 {
+	if c.CapacityBps != 5e7 || c.ConnBps != 1.25e7 || c.Knee != 6 || c.Decline != 0.5 || len(c.External) != 1 || c.StartupMs != 40 || c.RTTMs != 20 {
 		t.Errorf("loaded %+v", c)
 	}
 	for name, js := range map[string]string{

@@ -24,11 +24,16 @@ import (
 	"github.com/sluice-dtn/sluice/backend/root"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/dataset"
 )
 
 type cpFlags struct {
 	recursive    bool
 	cc, p, pp    int
+	auto         bool
+	fixed        bool    // --cc, --p or --pp given: the settings are the user's
+	bandwidth    float64 // MB/s for --auto; 0: probe
+	verbose      bool
 	checksum     string
 	token        string
 	tokenKey     string
@@ -45,32 +50,59 @@ func newCpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cp [flags] SRC... DST",
 		Short: "Copy files and directories between local paths and sluice agents",
-		Long: `Copies files with concurrency (partial transfers of one file at once), verifies an
-end-to-end checksum, and writes every file under a temporary name that is renamed
-only after verification: the destination never holds a partial file.
+		Long: `Copies files with concurrency, pipelining and parallelism, verifies an end-to-end
+checksum, and writes every file under a temporary name that is renamed only after
+verification: the destination never holds a partial file.
+
+The settings mean what they mean for globus-url-copy: --cc files in flight at once,
+--pp files asked for in one request (a batch GET from an agent: one round trip for
+many small files; it applies only when the source is an agent and the bytes pass
+through this process), --p partial transfers of one large file at once.
+
+With -r, --auto (the default unless --cc, --p or --pp is given) chooses them per
+chunk of the dataset, as the flexible GridFTP client of Yildirim (SC'13) does: it
+measures the round-trip time to the agents and the bandwidth (a short probe of
+parallel reads, or --bandwidth), gives chunks of similar files the pipelining that
+fills the bandwidth-delay product, samples parallelism (files larger than it) and
+concurrency on real chunks until throughput stops rising, and sends the rest with
+the best. -v prints each chunk's settings and throughput; --json has them as
+"steps". --auto=false sends the whole dataset with --cc/--pp/--p.
 
 SRC and DST are local paths (or file:///abs/path), agent URLs
 (sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, gsiftp://,
-through globus-url-copy; --p sets its streams) or XRootD URLs (root://host//path). Between two agents the destination
+through globus-url-copy, one stream per partial transfer) or XRootD URLs (root://host//path). Between two agents the destination
 pulls the data from the source itself (third-party copy). Interrupted and run again,
 cp resumes large files from their checkpoint journal and skips files already copied.
 
 Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
 tokens from the key the agents were started with.`,
-		Example: `  sluice cp --token-key ~/.sluice/key big.h5 sluice://dtn1:7000/data/
-  sluice cp -r --cc 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json`,
+		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
+  sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
+  sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			fl := cmd.Flags()
+			f.fixed = fl.Changed("cc") || fl.Changed("p") || fl.Changed("pp")
+			switch {
+			case fl.Changed("auto") && f.auto && f.fixed:
+				return errors.New("--auto chooses --cc, --p and --pp itself: give either --auto or the settings")
+			case fl.Changed("auto") && f.auto && !f.recursive:
+				return errors.New("--auto plans the copy of a directory's files: use it with -r")
+			}
+			f.auto = f.auto && f.recursive && !f.fixed
 			return runCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&f.recursive, "recursive", "r", false, "copy directories recursively")
-	fl.IntVar(&f.cc, "cc", 4, "concurrency: partial transfers of one large file at once")
-	fl.IntVar(&f.p, "p", 1, "parallel streams per partial transfer (GridFTP; the sluice agent uses one stream per partial transfer)")
-	fl.IntVar(&f.pp, "pp", 8, "small files in flight at once (pipelining)")
+	fl.IntVar(&f.cc, "cc", 8, "concurrency: files in flight at once")
+	fl.IntVar(&f.p, "p", 4, "parallelism: partial transfers of one large file at once")
+	fl.IntVar(&f.pp, "pp", 1, "pipelining: files asked for in one request (batch GET from an agent, with -r)")
+	fl.BoolVar(&f.auto, "auto", true, "with -r: choose --cc, --pp and --p per chunk of the dataset (off when any of them is given)")
+	fl.Float64Var(&f.bandwidth, "bandwidth", 0, "the path's bandwidth in MB/s for --auto (default: a short probe)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with -r: print each chunk's settings and throughput")
 	fl.StringVar(&f.checksum, "checksum", "adler32", "adler32, md5, sha256, crc32c or none")
 	fl.StringVar(&f.token, "token", os.Getenv("SLUICE_TOKEN"), "bearer token for agents (default $SLUICE_TOKEN)")
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
@@ -110,7 +142,9 @@ func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *
 		if err != nil {
 			return copyjob.Endpoint{}, err
 		}
-		b, err := gridftp.New(base, gridftp.Options{Parallelism: f.p})
+		// One stream per run: the engine's partial transfers (--p) are
+		// the parallelism, and streams would make OpenRange spool.
+		b, err := gridftp.New(base, gridftp.Options{Parallelism: 1})
 		if err != nil {
 			return copyjob.Endpoint{}, err
 		}
@@ -193,7 +227,17 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.cc < 1 || f.pp < 1 || f.p < 1 {
 		return errors.New("--cc, --p and --pp must be at least 1")
 	}
-	client := &http.Client{Transport: sluice.NewTransport()}
+	if f.bandwidth < 0 {
+		return errors.New("--bandwidth must be positive (MB/s)")
+	}
+	// One transport for the whole copy: connections opened by one chunk
+	// serve the next, so no sample of --auto pays a start-up. Enough idle
+	// connections per agent for cc channels, each with a batch and the
+	// checksums asked for beside it.
+	tr := sluice.NewTransport()
+	tr.MaxIdleConnsPerHost = 1024
+	client := &http.Client{Transport: tr}
+	defer tr.CloseIdleConnections()
 	defer func() {
 		for _, c := range f.closers {
 			c()
@@ -221,11 +265,16 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if sub == 0 && strings.HasPrefix(dst.URL, "sluice") {
 		sub = 16 << 20 // one request per sub-write: fewer, larger writes to an agent
 	}
-	opt := copyjob.Options{CC: f.cc, Files: f.pp, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
+	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
 		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty}
 	show := newProgressView(stderr)
-	sum, err := copyjob.Run(ctx, srcs, dst, opt, show.update)
-	show.finish()
+	var rep cpReport
+	if f.recursive {
+		rep, err = runDatasetCp(ctx, stderr, f, srcs, dst, opt, show)
+	} else {
+		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
+		show.finish()
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return errors.New("interrupted: run the same command again to resume")
@@ -233,11 +282,127 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		return err
 	}
 	if f.jsonOut {
-		return printJSON(stdout, sum)
+		return printJSON(stdout, rep)
 	}
+	sum := rep.Summary
 	fmt.Fprintf(stderr, "copied %d files, %.1f MB in %.1f s (%.1f MB/s), %d retries, checksum %s\n",
 		sum.Files, float64(sum.Bytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
+	if a := rep.Auto; a != nil && len(sum.Steps) > 0 {
+		last := sum.Steps[len(sum.Steps)-1]
+		fmt.Fprintf(stderr, "auto: rtt %.1f ms, bandwidth %.1f MB/s (%s), BDP %.2f MB; %d steps, the last with pp %d, p %d, cc %d\n",
+			a.RTTms, a.Bandwidth/1e6, a.BandwidthFrom, float64(a.BDP)/1e6, len(sum.Steps), last.PP, last.P, last.CC)
+	}
 	return nil
+}
+
+// cpReport is what `sluice cp --json` prints: the copy's summary and, for
+// --auto, what it measured of the path.
+type cpReport struct {
+	copyjob.Summary
+	Auto *autoPath `json:"auto,omitempty"`
+}
+
+// autoPath is the path as --auto saw it before planning.
+type autoPath struct {
+	RTTms         float64 `json:"rtt_ms"`
+	Bandwidth     float64 `json:"bandwidth_bps"`
+	BandwidthFrom string  `json:"bandwidth_from"` // "flag", "probe" or "default"
+	BDP           int64   `json:"bdp"`            // what pipelining and parallelism were planned for
+}
+
+// Measuring the path for --auto: a few stats for the round trip, and a
+// probe of parallel reads for the bandwidth, kept short (it moves bytes
+// that are dropped) but with enough streams to see past one connection's
+// window.
+const (
+	rttRequests      = 3
+	probeStreams     = 8
+	probeTime        = 300 * time.Millisecond
+	probeShare       = 20    // the probe reads at most 1/probeShare of the dataset's bytes
+	defaultBandwidth = 125e6 // 1 Gb/s: what --auto assumes when it cannot measure
+)
+
+// runDatasetCp copies a directory tree through copyjob's Dataset: with
+// --auto as dataset.Auto plans it from the measured path, otherwise in
+// one chunk with the given settings.
+func runDatasetCp(ctx context.Context, stderr io.Writer, f cpFlags, srcs []copyjob.Endpoint, dst copyjob.Endpoint,
+	opt copyjob.Options, show *progressView) (cpReport, error) {
+	var rep cpReport
+	d, err := copyjob.PrepareDataset(ctx, srcs, dst, opt)
+	if err != nil {
+		return rep, err
+	}
+	var pl dataset.Planner = copyjob.Fixed(d.Files(), f.pp, f.p, f.cc)
+	if f.auto {
+		a, err := measurePath(ctx, d, f.bandwidth)
+		if err != nil {
+			return rep, err
+		}
+		rep.Auto = a
+		// A part of a split file is a transfer of its own: below the
+		// BDP it cannot fill the path (the paper's reason not to split
+		// files smaller than the BDP at all).
+		d.SetPartMin(max(copyjob.DefaultPartMin, a.BDP))
+		rtt := time.Duration(a.RTTms * float64(time.Millisecond))
+		if pl, err = dataset.Auto(d.Files(), rtt, a.Bandwidth); err != nil {
+			return rep, err
+		}
+		if f.verbose {
+			fmt.Fprintf(stderr, "auto: rtt %.1f ms, bandwidth %.1f MB/s (%s): BDP %.2f MB\n", a.RTTms, a.Bandwidth/1e6, a.BandwidthFrom, float64(a.BDP)/1e6)
+		}
+	}
+	if f.verbose {
+		pl = &verbosePlanner{Planner: pl, w: stderr}
+	}
+	rep.Summary, err = copyjob.RunDataset(ctx, d, pl, show.update)
+	show.finish()
+	return rep, err
+}
+
+// measurePath is what --auto knows of the path before it plans: the round
+// trip to the agents, and the bandwidth from --bandwidth, else a probe of
+// the source (when the path has a round trip to speak of), else a default.
+func measurePath(ctx context.Context, d *copyjob.Dataset, flagMBps float64) (*autoPath, error) {
+	rtt, err := d.MeasureRTT(ctx, rttRequests)
+	if err != nil {
+		return nil, err
+	}
+	a := &autoPath{RTTms: float64(rtt) / float64(time.Millisecond), Bandwidth: defaultBandwidth, BandwidthFrom: "default"}
+	switch {
+	case flagMBps > 0:
+		a.Bandwidth, a.BandwidthFrom = flagMBps*1e6, "flag"
+	case rtt > 0:
+		// With no round trip (local files) the BDP is its floor whatever
+		// the bandwidth: nothing to probe.
+		if bw, err := d.ProbeBandwidth(ctx, probeStreams, probeTime, d.Progress().Bytes/probeShare); err == nil && bw > 0 {
+			a.Bandwidth, a.BandwidthFrom = bw, "probe"
+		}
+	}
+	a.BDP = dataset.AutoParams(rtt, a.Bandwidth).BDP
+	return a, nil
+}
+
+// verbosePlanner prints each step of the planner it wraps when its
+// throughput is known.
+type verbosePlanner struct {
+	dataset.Planner
+	w    io.Writer
+	cur  dataset.Step
+	step int
+}
+
+func (v *verbosePlanner) Next() (dataset.Step, bool) {
+	st, ok := v.Planner.Next()
+	v.cur = st
+	return st, ok
+}
+
+func (v *verbosePlanner) Observe(bytesPerSec float64) {
+	v.step++
+	c := v.cur.Chunk
+	fmt.Fprintf(v.w, "step %d %-9s %5d files %9.1f MB  pp %2d  p %2d  cc %2d  %8.1f MB/s\n",
+		v.step, v.cur.Phase, c.Len(), float64(c.Size())/1e6, c.PP, c.P, c.CC, bytesPerSec/1e6)
+	v.Planner.Observe(bytesPerSec)
 }
 
 // progressView shows progress: a bar on a terminal, a line every two

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/emul"
+)
+
+// cpAgent serves root as an in-process agent with the key in keyFile
+// (emulating emu, if not nil) and returns its sluice:// base URL.
+func cpAgent(t *testing.T, name, root string, k []byte, emu *emul.Config) string {
+	t.Helper()
+	a, err := agent.New(agent.Config{Name: name, Root: root, Key: k, Emulation: emu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() { srv.Close(); a.Close() })
+	return "sluice://" + strings.TrimPrefix(srv.URL, "http://")
+}
+
+// cpDataset writes n files of random sizes up to max bytes (seeded) under
+// dir and returns their contents by path below dir.
+func cpDataset(t *testing.T, dir string, n, max int) map[string][]byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := map[string][]byte{}
+	for i := range n {
+		rel := fmt.Sprintf("sub%d/f%03d", i%3, i)
+		data := make([]byte, rng.IntN(max+1))
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out[rel] = data
+	}
+	return out
+}
+
+func cpSameTree(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	n := 0
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n++
+		}
+		return nil
+	})
+	if n != len(want) {
+		t.Errorf("%s holds %d files, want %d", dir, n, len(want))
+	}
+	for rel, data := range want {
+		got, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil || string(got) != string(data) {
+			t.Errorf("%s: %d bytes, %v; want the source's %d", rel, len(got), err, len(data))
+		}
+	}
+}
+
+// TestCpRecursiveAuto copies a small dataset with `sluice cp -r` between
+// two in-process agents, the source emulating a WAN round trip: --auto by
+// default (third-party: the destination pulls), then to a local
+// directory (batch GETs) with --json, then with fixed settings.
+func TestCpRecursiveAuto(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	keyFile, k := testKey(t, work)
+	srcRoot, dstRoot := filepath.Join(work, "a"), filepath.Join(work, "b")
+	os.MkdirAll(dstRoot, 0o755)
+	want := cpDataset(t, filepath.Join(srcRoot, "run7"), 60, 300_000)
+	src := cpAgent(t, "a", srcRoot, k, &emul.Config{RTTMs: 5, ConnBps: 40e6})
+	dst := cpAgent(t, "b", dstRoot, k, nil)
+
+	// Agent to agent, --auto by default, steps printed with -v.
+	out, err := run(t, "cp", "-r", "-v", "--token-key", keyFile, src+"/run7", dst+"/archive/")
+	if err != nil {
+		t.Fatalf("cp -r: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "step 1") || !strings.Contains(out, "auto: rtt") || !strings.Contains(out, "copied 60 files") {
+		t.Errorf("cp -r -v printed:\n%s", out)
+	}
+	t.Logf("cp -r -v:\n%s", out)
+	cpSameTree(t, filepath.Join(dstRoot, "archive/run7"), want)
+
+	// To a local directory, where the small files come in batches.
+	local := filepath.Join(work, "local")
+	out, err = run(t, "cp", "-r", "--json", "--token-key", keyFile, src+"/run7", local+"/")
+	if err != nil {
+		t.Fatalf("cp -r --json: %v\n%s", err, out)
+	}
+	var rep struct {
+		Files int `json:"files"`
+		Steps []struct {
+			Phase         string `json:"phase"`
+			Files         int    `json:"files"`
+			PP, P, CC     int
+			BytesPerSecPS float64 `json:"bytes_per_s"`
+		} `json:"steps"`
+		Auto *struct {
+			RTTms float64 `json:"rtt_ms"`
+			BDP   int64   `json:"bdp"`
+			From  string  `json:"bandwidth_from"`
+		} `json:"auto"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	files := 0
+	for _, s := range rep.Steps {
+		files += s.Files
+	}
+	if rep.Files != 60 || files != 60 || rep.Auto == nil || rep.Auto.RTTms < 5 || rep.Auto.From != "probe" {
+		t.Errorf("--json: %s", out)
+	}
+	cpSameTree(t, filepath.Join(local, "run7"), want)
+
+	// Fixed settings: one step with them; a second run skips everything.
+	fixed := filepath.Join(work, "fixed")
+	for run1 := range 2 {
+		out, err = run(t, "cp", "-r", "--json", "--pp", "8", "--cc", "4", "--token-key", keyFile, src+"/run7", fixed+"/")
+		if err != nil {
+			t.Fatalf("cp -r --pp 8 --cc 4: %v\n%s", err, out)
+		}
+		var fx struct {
+			Skipped int `json:"skipped"`
+			Steps   []struct {
+				PP, P, CC int
+			} `json:"steps"`
+			Auto any `json:"auto"`
+		}
+		json.Unmarshal([]byte(out), &fx)
+		if len(fx.Steps) != 1 || fx.Steps[0].PP != 8 || fx.Steps[0].CC != 4 || fx.Steps[0].P != 4 || fx.Auto != nil || fx.Skipped != 60*run1 {
+			t.Errorf("run %d with fixed settings: %s", run1+1, out)
+		}
+	}
+	cpSameTree(t, filepath.Join(fixed, "run7"), want)
+}
+
+func TestCpFlagsRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cp", "-r", "--auto", "--cc", "4", "a", "b"}, "either --auto or the settings"},
+		{[]string{"cp", "--auto", "a", "b"}, "use it with -r"},
+		{[]string{"cp", "-r", "--pp", "0", "a", "b"}, "at least 1"},
+		{[]string{"cp", "-r", "--bandwidth", "-1", "a", "b"}, "--bandwidth"},
+	} {
+		out, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v (%s), want an error about %q", c.args, err, out, c.want)
+		}
+	}
+}

@@ -1,0 +1,616 @@
+package copyjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/dataset"
+	"github.com/sluice-dtn/sluice/engine"
+)
+
+// Batcher is implemented by backends that send many whole files in one
+// response (backend/sluice's batch GET): the way a Dataset pipelines.
+type Batcher interface {
+	Batch(ctx context.Context, paths []string) (*sluice.BatchReader, error)
+}
+
+// Attempts and backoff for the files a Dataset sends without the engine
+// (whole or split, not journaled): as copyWhole, five tries 100 ms, 200
+// ms, ... apart. Re-sending such a file costs less than journaling it.
+const (
+	lightAttempts = 5
+	lightBackoff  = 100 * time.Millisecond
+	// maxSumsInFlight bounds the source checksums one batch asks for at
+	// once (one request each; see sourceSums).
+	maxSumsInFlight = 32
+)
+
+// Dataset is a copy of many files prepared for the planners of package
+// dataset: Files lists what is to be copied, and Perform, the paper's
+// perform_transfer, moves any part of it with the pipelining (pp),
+// parallelism (p) and concurrency (cc) a planner asks for, and measures
+// the throughput. RunDataset drives it with a planner.
+//
+// What pp, p and cc mean here:
+//
+//   - cc is the number of channels: files (or groups of files) moved at
+//     once, each channel one request after another on its own
+//     connection. Connections stay open between calls (the backends'
+//     HTTP transport keeps them), so a planner's samples do not each pay
+//     a start-up.
+//   - pp is how many files a channel asks for in one request: a batch GET
+//     (POST /v1/batch) of pp files, sent back to back in one response,
+//     paying one round trip rather than pp. This needs a source that is a
+//     sluice agent (a Batcher) and the bytes passing through this process.
+//     With any other source, or with a third-party copy (the destination
+//     agent pulls; the protocol has no batch pull), files go one request
+//     each and pp has no effect.
+//   - p is the number of partial transfers (byte ranges moving at once)
+//     of one file. A file of at least 2·ChunkMin goes through the engine,
+//     as copyjob.Run sends big files (journal, resume), with p partial
+//     transfers. A smaller file of at least 2·PartMin is split into
+//     min(p, size/PartMin) ranges without a journal: the engine's
+//     per-file costs (two stats, a journal written and synced, an fsync
+//     of the file: several round trips before the first byte on a WAN)
+//     would outweigh what the ranges save. Smaller files go whole.
+//
+// Every file lands as copyjob.Run lands it: written under engine.TempName,
+// verified (the source's checksum, asked of the source, against the
+// destination's checksum of what was written), then renamed over its
+// destination path; nothing is ever written at the destination path
+// itself. A file already at the destination with the same size and
+// checksum is skipped. Transient errors are retried per file; the first
+// permanent one (or one still failing after the retries) ends Perform with
+// an error naming the file.
+//
+// Perform may be called from one goroutine at a time; Progress and
+// Summary from any.
+type Dataset struct {
+	st    *state
+	start time.Time
+	files []dataset.File
+	items map[string]item // by dataset.File.Src
+	// have is what the destination held when the copy was prepared (path
+	// to size), from one listing per source's target; nil if it could not
+	// be listed, and then every file is checked with a Stat.
+	have map[string]int64
+}
+
+// PrepareDataset resolves srcs and dst as Run does (o.Recursive allows
+// directories), lists what the destination already holds, and returns the
+// copy, ready to Perform. Each file's dataset.File.Src is its source's URL
+// (as in sluice://host:port/dir/file, file:///dir/file), Dst its
+// destination path.
+func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (*Dataset, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	items, err := plan(ctx, srcs, dst, o.Recursive)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst}, start: start, items: make(map[string]item, len(items))}
+	for _, it := range items {
+		key := sourceBase(srcs[it.from]) + it.src
+		if _, dup := d.items[key]; dup {
+			continue // the same source named twice: copy it once
+		}
+		d.items[key] = it
+		d.files = append(d.files, dataset.File{Src: key, Dst: it.dst, Size: it.size})
+		d.st.total += it.size
+		d.st.files++
+	}
+	d.have = d.listDestination(ctx, items)
+	return d, nil
+}
+
+// SetPartMin sets the smallest part of a file split for parallelism (see
+// Options.PartMin), for a caller that learns the path's bandwidth-delay
+// product after preparing the copy: a part smaller than that cannot fill
+// the path, as the engine keeps its chunks above it (engine.DefaultChunkMin).
+// Values below 1 are ignored. Not while Perform runs.
+func (d *Dataset) SetPartMin(n int64) {
+	if n >= 1 {
+		d.st.o.PartMin = n
+	}
+}
+
+// Files is what the copy moves, large files first. The slice is the
+// Dataset's own: planners copy what they keep.
+func (d *Dataset) Files() []dataset.File { return d.files }
+
+// Progress is a snapshot of the copy.
+func (d *Dataset) Progress() Progress { return d.st.progress() }
+
+// Summary is what the copy has done since it was prepared.
+func (d *Dataset) Summary() Summary { return d.st.summary(time.Since(d.start)) }
+
+// listDestination lists each source's target once, so that a fresh copy
+// of many files does not ask the destination about each of them (one
+// round trip per file on a WAN). It returns nil if a listing fails for
+// any reason but absence.
+func (d *Dataset) listDestination(ctx context.Context, items []item) map[string]int64 {
+	have := map[string]int64{}
+	seen := map[string]bool{}
+	b := d.st.dst.Backend
+	for _, it := range items {
+		if seen[it.root] {
+			continue
+		}
+		seen[it.root] = true
+		fi, err := b.Stat(ctx, it.root)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			continue
+		case err != nil:
+			return nil
+		case !fi.IsDir:
+			have[it.root] = fi.Size
+			continue
+		}
+		list, err := b.List(ctx, it.root, true)
+		if err != nil {
+			return nil
+		}
+		// Entries are named like Stat named the root: what follows the
+		// root's path is the path below it (plan's rule).
+		base := strings.TrimSuffix(fi.Path, "/")
+		for _, e := range list {
+			if !e.IsDir {
+				have[path.Join(it.root, strings.TrimPrefix(strings.TrimPrefix(e.Path, base), "/"))] = e.Size
+			}
+		}
+	}
+	return have
+}
+
+// there reports whether an earlier run already delivered it: the listing
+// rules out most files without a request, alreadyThere checks the rest.
+func (d *Dataset) there(ctx context.Context, it item) bool {
+	if d.have != nil {
+		if size, ok := d.have[it.dst]; !ok || size != it.size {
+			return false
+		}
+	}
+	return d.st.alreadyThere(ctx, it)
+}
+
+// unitKind is how a unit of work moves.
+type unitKind int
+
+const (
+	unitWhole unitKind = iota // one file, one request (copyWhole)
+	unitBatch                 // up to pp files of one source, one batch GET
+	unitSplit                 // one file in parts, without a journal
+	unitBig                   // one file through the engine
+)
+
+// unit is what one channel moves at a time.
+type unit struct {
+	kind  unitKind
+	items []item
+	parts int
+}
+
+// Perform moves files (from Files) with pipelining pp, parallelism p and
+// concurrency cc, as the type's comment describes, and returns their
+// bytes over the wall time it took. It implements dataset.Performer.
+func (d *Dataset) Perform(ctx context.Context, files []dataset.File, pp, p, cc int) (float64, error) {
+	if pp < 1 || p < 1 || cc < 1 {
+		return 0, fmt.Errorf("copyjob: %w: pp %d, p %d and cc %d must be at least 1", backend.ErrInvalid, pp, p, cc)
+	}
+	units, size, err := d.units(files, pp, p)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan unit)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(cc, len(units)) {
+		wg.Go(func() {
+			for u := range work {
+				if err := d.do(ctx, u); err != nil {
+					// One failure stops the chunk: cp reports the first.
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		})
+	}
+feed:
+	for _, u := range units {
+		select {
+		case work <- u:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return 0, first
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	el := time.Since(start).Seconds()
+	if el <= 0 {
+		return 0, nil
+	}
+	return float64(size) / el, nil
+}
+
+// units cuts files into what the channels take, in order: each file of at
+// least 2·ChunkMin alone (engine), each to be split alone, the rest in
+// groups of pp files of one source when it can batch them, else alone.
+func (d *Dataset) units(files []dataset.File, pp, p int) ([]unit, int64, error) {
+	o := d.st.o
+	var out []unit
+	var size int64
+	var group []item
+	flush := func() {
+		if len(group) > 0 {
+			out = append(out, unit{kind: unitBatch, items: group})
+			group = nil
+		}
+	}
+	for _, f := range files {
+		it, ok := d.items[f.Src]
+		if !ok {
+			return nil, 0, fmt.Errorf("copyjob: %w: %s is not a file of this copy", backend.ErrInvalid, f.Src)
+		}
+		size += it.size
+		switch {
+		case it.size >= 2*o.ChunkMin:
+			out = append(out, unit{kind: unitBig, items: []item{it}, parts: p})
+		case p > 1 && it.size >= 2*o.PartMin:
+			out = append(out, unit{kind: unitSplit, items: []item{it}, parts: int(min(int64(p), it.size/o.PartMin))})
+		case d.batcher(it.from) != nil:
+			if len(group) > 0 && group[0].from != it.from {
+				flush()
+			}
+			group = append(group, it)
+			if len(group) >= pp {
+				flush()
+			}
+		default:
+			out = append(out, unit{kind: unitWhole, items: []item{it}})
+		}
+	}
+	flush()
+	return out, size, nil
+}
+
+// batcher is the source's Batcher if its files can be batched to this
+// process; nil if the source cannot batch or the destination pulls.
+func (d *Dataset) batcher(from int) Batcher {
+	src := d.st.srcs[from]
+	b, ok := src.Backend.(Batcher)
+	if !ok || d.st.puller(src) != nil {
+		return nil
+	}
+	return b
+}
+
+// do moves one unit.
+func (d *Dataset) do(ctx context.Context, u unit) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if u.kind == unitBatch {
+		return d.copyBatch(ctx, u.items)
+	}
+	it := u.items[0]
+	if d.there(ctx, it) {
+		return nil
+	}
+	switch u.kind {
+	case unitBig:
+		// Parts of about size/p, so that p ranges move at once, but
+		// never below PartMin nor above ChunkMin (the engine then cuts
+		// more chunks than workers and balances them).
+		chunk := min(d.st.o.ChunkMin, max(d.st.o.PartMin, ceilDiv(it.size, int64(u.parts))))
+		return d.st.copyBig(ctx, it, u.parts, chunk)
+	case unitSplit:
+		return d.copySplit(ctx, it, u.parts)
+	default:
+		if err := d.st.copyWhole(ctx, it); err != nil {
+			return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+		}
+		return nil
+	}
+}
+
+// retryable reports whether sending a file again may succeed.
+func retryable(err error) bool {
+	return !backend.Permanent(err) && !errors.Is(err, engine.ErrSourceChanged)
+}
+
+// pause waits before retry number fails (1-based), or until ctx ends.
+func pause(ctx context.Context, fails int) {
+	t := time.NewTimer(lightBackoff << (fails - 1))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// copyBatch moves a group of files of one source in one batch GET, and
+// what a failure leaves in further batches, retrying while they make
+// progress (at most lightAttempts tries in a row without any).
+func (d *Dataset) copyBatch(ctx context.Context, items []item) error {
+	var todo []item
+	for _, it := range items {
+		if !d.there(ctx, it) {
+			todo = append(todo, it)
+		}
+	}
+	for fails := 0; len(todo) > 0; {
+		left, err := d.batchOnce(ctx, todo)
+		if err == nil {
+			return nil
+		}
+		if len(left) < len(todo) {
+			fails = 0
+		}
+		fails++
+		if !retryable(err) || fails >= lightAttempts || ctx.Err() != nil {
+			return err
+		}
+		d.st.retries.Add(1)
+		pause(ctx, fails)
+		todo = left
+	}
+	return nil
+}
+
+// batchOnce asks the source for items in one batch and lands each file as
+// it arrives. It returns the items not delivered, and why (the first
+// permanent error if there is one: no retry will help those).
+func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
+	st := d.st
+	src := st.srcs[items[0].from]
+	paths := make([]string, len(items))
+	for i, it := range items {
+		paths[i] = it.src
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // also stops checksums of files never reached
+	sums := d.sourceSums(ctx, src, items)
+	br, err := d.batcher(items[0].from).Batch(ctx, paths)
+	if err != nil {
+		return items, fmt.Errorf("batch of %d files from %s: %w", len(items), src.URL, err)
+	}
+	defer br.Close()
+	errs := make([]error, len(items))
+	landed := make([]bool, len(items))
+	var landing sync.WaitGroup
+	var broken error // the stream itself failed: the files after it are lost
+	for i, it := range items {
+		name, size, r, err := br.Next()
+		switch {
+		case err != nil && name != "":
+			// An error frame: this file could not be sent; the batch
+			// goes on.
+			errs[i] = fmt.Errorf("%s: %w", it.src, err)
+			continue
+		case errors.Is(err, io.EOF):
+			broken = fmt.Errorf("batch from %s ended after %d of %d files: %w", src.URL, i, len(items), io.ErrUnexpectedEOF)
+		case err != nil:
+			broken = fmt.Errorf("batch from %s, at %s: %w", src.URL, it.src, err)
+		case name != it.src:
+			broken = fmt.Errorf("batch from %s: %w: sent %q where %q was due", src.URL, errBatchOrder, name, it.src)
+		case size != it.size:
+			errs[i] = fmt.Errorf("%s: %w: %d bytes, %d when listed", it.src, engine.ErrSourceChanged, size, it.size)
+			continue
+		}
+		if broken != nil {
+			break
+		}
+		tmp := engine.TempName(it.dst)
+		cr := &countReader{r: r, n: &st.moving}
+		err = st.dst.Backend.WriteAt(ctx, tmp, 0, cr, size)
+		st.moving.Add(-cr.read)
+		if err != nil {
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+			// Where the stream stands is unknown now: give up on it.
+			broken = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+			break
+		}
+		// Verify and rename while the next file streams in, so that the
+		// channel's bytes keep flowing back to back.
+		landing.Go(func() {
+			if errs[i] = d.land(ctx, it, tmp, sums.sum(i)); errs[i] == nil {
+				landed[i] = true
+			} else {
+				errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, errs[i])
+			}
+		})
+	}
+	landing.Wait()
+	var left []item
+	var first error
+	for i, it := range items {
+		if landed[i] {
+			continue
+		}
+		left = append(left, it)
+		switch e := errs[i]; {
+		case e != nil && !retryable(e):
+			return left, e // nothing will deliver this file
+		case e != nil && first == nil:
+			first = e
+		}
+	}
+	if broken != nil {
+		return left, broken
+	}
+	return left, first
+}
+
+// errBatchOrder is an agent answering a batch out of order: a broken
+// stream, since the bytes cannot be matched to their files.
+var errBatchOrder = errors.New("batch answer out of order")
+
+// sumSet is the source's checksums of a group of files, asked for at once.
+type sumSet struct {
+	sums []string
+	errs []error
+	done []chan struct{}
+}
+
+// sum returns a function that waits for the checksum of file i.
+func (s *sumSet) sum(i int) func() (string, error) {
+	return func() (string, error) {
+		if s == nil {
+			return "", nil
+		}
+		<-s.done[i]
+		return s.sums[i], s.errs[i]
+	}
+}
+
+// sourceSums asks the source for the checksum of every item at once, at
+// most maxSumsInFlight at a time, while their bytes move: the source's
+// own checksum of its file is what the destination's must equal, and on a
+// WAN each request is a round trip, so asking them one after another
+// would cost what pipelining saves. Stop them early by cancelling ctx.
+// It returns nil when checksums are off.
+func (d *Dataset) sourceSums(ctx context.Context, src Endpoint, items []item) *sumSet {
+	algo := d.st.o.Checksum
+	if algo == "none" {
+		return nil
+	}
+	s := &sumSet{sums: make([]string, len(items)), errs: make([]error, len(items)), done: make([]chan struct{}, len(items))}
+	for i := range items {
+		s.done[i] = make(chan struct{})
+	}
+	sem := make(chan struct{}, maxSumsInFlight)
+	for i, it := range items {
+		go func() {
+			defer close(s.done[i])
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				s.errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			s.sums[i], s.errs[i] = src.Backend.Checksum(ctx, it.src, algo)
+		}()
+	}
+	return s
+}
+
+// land verifies a file written to tmp, the source's checksum (want)
+// against the destination's, and renames it over its destination path.
+// On any failure tmp is removed and nothing is renamed.
+func (d *Dataset) land(ctx context.Context, it item, tmp string, want func() (string, error)) error {
+	st := d.st
+	dst := st.dst.Backend
+	fail := func(err error) error {
+		dst.Remove(context.WithoutCancel(ctx), tmp)
+		return err
+	}
+	if algo := st.o.Checksum; algo != "none" {
+		got, err := dst.Checksum(ctx, tmp, algo)
+		if err != nil {
+			return fail(fmt.Errorf("checksum at the destination: %w", err))
+		}
+		w, err := want()
+		if err != nil {
+			return fail(fmt.Errorf("checksum at the source: %w", err))
+		}
+		if got != w {
+			return fail(fmt.Errorf("%w (%s): source %s, destination %s", engine.ErrChecksum, algo, w, got))
+		}
+	}
+	if err := dst.Rename(ctx, tmp, it.dst); err != nil {
+		return fail(err)
+	}
+	st.done.Add(it.size)
+	st.filesDone.Add(1)
+	return nil
+}
+
+// copySplit moves one file as parts byte ranges at once into its
+// temporary name, then lands it; the whole file is sent again on a
+// transient error (at most lightAttempts tries).
+func (d *Dataset) copySplit(ctx context.Context, it item, parts int) error {
+	for fails := 0; ; {
+		err := d.splitOnce(ctx, it, parts)
+		if err == nil {
+			return nil
+		}
+		fails++
+		if !retryable(err) || fails >= lightAttempts || ctx.Err() != nil {
+			return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+		}
+		d.st.retries.Add(1)
+		d.st.resent.Add(it.size)
+		pause(ctx, fails)
+	}
+}
+
+func (d *Dataset) splitOnce(ctx context.Context, it item, parts int) error {
+	st := d.st
+	src := st.srcs[it.from]
+	dst := st.dst.Backend
+	tmp := engine.TempName(it.dst)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sums := d.sourceSums(ctx, src, []item{it})
+	// Allocated first: the ranges land in any order, and a pull writes
+	// only into a file that exists.
+	if err := dst.Truncate(ctx, tmp, it.size); err != nil {
+		return err
+	}
+	pull := st.puller(src)
+	part := ceilDiv(it.size, int64(parts))
+	g, gctx := errgroup.WithContext(ctx)
+	for off := int64(0); off < it.size; off += part {
+		n := min(part, it.size-off)
+		g.Go(func() error {
+			if pull != nil {
+				return pull(gctx, it.src, tmp, off, n)
+			}
+			rc, err := src.Backend.OpenRange(gctx, it.src, off, n)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			cr := &countReader{r: rc, n: &st.moving}
+			err = dst.WriteAt(gctx, tmp, off, cr, n)
+			st.moving.Add(-cr.read)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		dst.Remove(context.WithoutCancel(ctx), tmp)
+		return err
+	}
+	return d.land(ctx, it, tmp, sums.sum(0))
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return (a-1)/b + 1
+}

@@ -1,0 +1,392 @@
+package copyjob
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/dataset"
+	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/engine"
+)
+
+// requestLog records the data requests an agent answered: the paths each
+// batch asked for and the files each GET read.
+type requestLog struct {
+	mu      sync.Mutex
+	batches [][]string
+	gets    map[string]int // path -> GETs of it (whole or a range)
+	sums    map[string]int // path -> checksum requests
+}
+
+func (l *requestLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/batch":
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var in struct{ Paths []string }
+			json.Unmarshal(body, &in)
+			l.batches = append(l.batches, in.Paths)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/files/"):
+			l.gets["/"+strings.TrimPrefix(r.URL.Path, "/v1/files/")]++
+		case strings.HasPrefix(r.URL.Path, "/v1/checksum/"):
+			l.sums["/"+strings.TrimPrefix(r.URL.Path, "/v1/checksum/")]++
+		}
+		l.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// sourceAgent serves dir as an agent whose handler is wrapped by mw (nil:
+// none), with emulation emu (nil: none), and returns an endpoint for path
+// on it.
+func sourceAgent(t *testing.T, dir, p string, emu *emul.Config, mw func(http.Handler) http.Handler) Endpoint {
+	t.Helper()
+	k := key(t)
+	a, err := agent.New(agent.Config{Name: "src", Root: dir, Key: k, Emulation: emu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = a.Handler()
+	if mw != nil {
+		h = mw(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tok, err := auth.Mint(k, auth.Claims{Sub: "test", Scope: auth.ScopeRead, Prefix: "/", Aud: "*", Exp: time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sluice.New(srv.URL, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Endpoint{Backend: b, Path: p, URL: "sluice://" + strings.TrimPrefix(srv.URL, "http://") + p, Token: tok}
+}
+
+// tree writes files of the given sizes as dir/tree/fNN and returns their
+// contents by name.
+func tree(t *testing.T, dir string, sizes ...int) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for i, n := range sizes {
+		name := fmt.Sprintf("f%02d", i)
+		out[name] = writeRandom(t, filepath.Join(dir, "tree", name), n)
+	}
+	return out
+}
+
+// sameTree fails t unless dir holds exactly want, and nothing else (no
+// temporary files).
+func sameTree(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != len(want) {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("%s holds %v, want %d files", dir, names, len(want))
+	}
+	for name, data := range want {
+		sameFile(t, filepath.Join(dir, name), data)
+	}
+}
+
+func prepare(t *testing.T, src, dst Endpoint, o Options) *Dataset {
+	t.Helper()
+	o.Recursive = true
+	d, err := PrepareDataset(context.Background(), []Endpoint{src}, dst, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestPerformOnce: Perform moves every file exactly once and verified,
+// with pipelining over batch GETs, with parallelism (split and through
+// the engine), and from a source that cannot batch.
+func TestPerformOnce(t *testing.T) {
+	small := []int{0, 1, 100, 1000, 4000, 10_000, 20_000, 30_000, 70_000, 100_000, 200_000, 300_000, 500_000}
+	cases := []struct {
+		name      string
+		sizes     []int
+		pp, p, cc int
+		local     bool  // source is a local directory (no batch)
+		partMin   int64 // SetPartMin, if not 0
+		batches   int   // batch requests expected
+		gets      map[string]int
+	}{
+		{name: "pp 4 cc 2", sizes: small, pp: 4, p: 1, cc: 2, batches: 4},
+		{name: "pp 1 cc 1", sizes: small, pp: 1, p: 1, cc: 1, batches: 13},
+		{name: "pp 32 cc 16", sizes: small, pp: 32, p: 1, cc: 16, batches: 1},
+		// 3 MiB with PartMin 1 MiB (below 2·ChunkMin): three ranges, no
+		// journal; the small files still batched.
+		{name: "p 3 split", sizes: []int{3 << 20, 10, 20}, pp: 8, p: 3, cc: 2, batches: 1, gets: map[string]int{"/tree/f00": 3}},
+		// Parts of at least 2 MiB: the 3 MiB file cannot be split and
+		// goes whole, in the batch.
+		{name: "p 3 parts too small", sizes: []int{3 << 20, 10, 20}, pp: 8, p: 3, cc: 2, partMin: 2 << 20, batches: 1, gets: map[string]int{"/tree/f00": 0}},
+		// 8 MiB with ChunkMin 4 MiB: the engine, two partial transfers.
+		{name: "p 2 engine", sizes: []int{8 << 20, 5}, pp: 8, p: 2, cc: 1, batches: 1, gets: map[string]int{"/tree/f00": 2}},
+		{name: "local source", sizes: small, pp: 8, p: 1, cc: 4, local: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			want := tree(t, srcDir, c.sizes...)
+			log := &requestLog{gets: map[string]int{}, sums: map[string]int{}}
+			src := sourceAgent(t, srcDir, "/tree", nil, log.wrap)
+			if c.local {
+				src = localEP(t, filepath.Join(srcDir, "tree"))
+			}
+			o := opts(t)
+			o.ChunkMin, o.PartMin = 4<<20, 1<<20
+			d := prepare(t, src, localEP(t, dstDir+"/"), o)
+			d.SetPartMin(c.partMin)
+			thr, err := d.Perform(context.Background(), d.Files(), c.pp, c.p, c.cc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if thr <= 0 {
+				t.Errorf("throughput %v", thr)
+			}
+			sameTree(t, filepath.Join(dstDir, "tree"), want)
+			if s := d.Summary(); s.Files != len(c.sizes) || s.Retries != 0 || s.Skipped != 0 {
+				t.Errorf("summary %+v", s)
+			}
+			if c.local {
+				return
+			}
+			// Each file asked for exactly once, in one batch or by range.
+			asked := map[string]int{}
+			for _, b := range log.batches {
+				if len(b) > c.pp {
+					t.Errorf("a batch of %d files with pp %d", len(b), c.pp)
+				}
+				for _, p := range b {
+					asked[p]++
+				}
+			}
+			if len(log.batches) != c.batches {
+				t.Errorf("%d batch requests, want %d", len(log.batches), c.batches)
+			}
+			for name := range want {
+				p := "/tree/" + name
+				if n := asked[p] + min(log.gets[p], 1); n != 1 {
+					t.Errorf("%s asked for %d times (%d in batches, %d GETs)", p, n, asked[p], log.gets[p])
+				}
+				if log.sums[p] != 1 {
+					t.Errorf("%s: the source's checksum asked %d times, want 1", p, log.sums[p])
+				}
+			}
+			for p, n := range c.gets {
+				if log.gets[p] != n {
+					t.Errorf("%s: %d range GETs, want %d (p = %d)", p, log.gets[p], n, c.p)
+				}
+			}
+			// Run again: everything is there, nothing is sent.
+			d = prepare(t, src, localEP(t, dstDir+"/"), o)
+			before := len(log.batches)
+			if _, err := d.Perform(context.Background(), d.Files(), c.pp, c.p, c.cc); err != nil {
+				t.Fatal(err)
+			}
+			if s := d.Summary(); s.Skipped != len(c.sizes) || len(log.batches) != before {
+				t.Errorf("second run: %+v and %d more batches; want all %d skipped", s, len(log.batches)-before, len(c.sizes))
+			}
+		})
+	}
+}
+
+// tamper rewrites the body of each batch response with f.
+func tamper(f func([]byte) []byte) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/batch" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(f(rec.Body.Bytes()))
+		})
+	}
+}
+
+// TestBatchTampered: a batch answer whose bytes were changed on the way,
+// or that ends early, is caught; the file it spoiled never appears at its
+// destination path, and no temporary file is left behind.
+func TestBatchTampered(t *testing.T) {
+	// The batch asks for the largest file first: f02, f01, f00.
+	cases := []struct {
+		name    string
+		f       func([]byte) []byte
+		want    error
+		spoiled string
+	}{
+		{"a byte flipped", func(b []byte) []byte { b[len(b)-1] ^= 0x55; return b }, engine.ErrChecksum, "f00"},
+		{"cut short", func(b []byte) []byte { return b[:len(b)-100] }, io.ErrUnexpectedEOF, "f00"},
+		{"frames dropped", func(b []byte) []byte { return b[:bytes.IndexByte(b, '\n')+1+1000] }, io.ErrUnexpectedEOF, "f02"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			tree(t, srcDir, 1000, 5000, 8000) // sorted largest first: f02 is the last file of the batch
+			src := sourceAgent(t, srcDir, "/tree", nil, tamper(c.f))
+			d := prepare(t, src, localEP(t, dstDir+"/"), opts(t))
+			_, err := d.Perform(context.Background(), d.Files(), 8, 1, 1)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Perform: %v, want %v", err, c.want)
+			}
+			t.Logf("Perform: %v", err)
+			if !strings.Contains(err.Error(), "/tree/"+c.spoiled) {
+				t.Errorf("the error does not name the spoiled file %s", c.spoiled)
+			}
+			if _, err := os.Stat(filepath.Join(dstDir, "tree", c.spoiled)); err == nil {
+				t.Error("the spoiled file is at its destination path")
+			}
+			filepath.Walk(dstDir, func(p string, fi os.FileInfo, err error) error {
+				if strings.Contains(p, ".sluice-part") {
+					t.Errorf("left behind: %s", p)
+				}
+				return nil
+			})
+			if s := d.Summary(); s.Retries != lightAttempts-1 {
+				t.Errorf("%d retries, want %d", s.Retries, lightAttempts-1)
+			}
+		})
+	}
+}
+
+// TestBatchMissingFile: a file that vanished from the source gets an error
+// frame; the copy fails on it (not found is permanent: no retries) and the
+// other files of the batch still land.
+func TestBatchMissingFile(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	want := tree(t, srcDir, 300, 200, 100)
+	src := sourceAgent(t, srcDir, "/tree", nil, nil)
+	d := prepare(t, src, localEP(t, dstDir+"/"), opts(t))
+	os.Remove(filepath.Join(srcDir, "tree/f01"))
+	delete(want, "f01")
+	_, err := d.Perform(context.Background(), d.Files(), 8, 1, 1)
+	if err == nil || !strings.Contains(err.Error(), "/tree/f01") {
+		t.Fatalf("Perform: %v, want an error naming /tree/f01", err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	if s := d.Summary(); s.Retries != 0 {
+		t.Errorf("%d retries of a missing file", s.Retries)
+	}
+}
+
+// TestPipeliningSavesRoundTrips: with an emulated round-trip time, sixteen
+// small files in one batch cost about one round trip (their checksums are
+// asked for at once), one by one sixteen.
+func TestPipeliningSavesRoundTrips(t *testing.T) {
+	const rtt = 40 * time.Millisecond
+	srcDir := t.TempDir()
+	sizes := make([]int, 16)
+	for i := range sizes {
+		sizes[i] = 1000 + i
+	}
+	want := tree(t, srcDir, sizes...)
+	src := sourceAgent(t, srcDir, "/tree", &emul.Config{RTTMs: float64(rtt / time.Millisecond)}, nil)
+	took := map[int]time.Duration{}
+	for _, pp := range []int{1, 16} {
+		dstDir := t.TempDir()
+		d := prepare(t, src, localEP(t, dstDir+"/"), opts(t)) // listing: a few round trips, not timed
+		start := time.Now()
+		if _, err := d.Perform(context.Background(), d.Files(), pp, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+		took[pp] = time.Since(start)
+		sameTree(t, filepath.Join(dstDir, "tree"), want)
+		t.Logf("pp %d: %v (%.1f round trips)", pp, took[pp], float64(took[pp])/float64(rtt))
+	}
+	if took[1] < 16*rtt {
+		t.Errorf("16 files one by one took %v, less than 16 round trips", took[1])
+	}
+	if took[16] > 4*rtt {
+		t.Errorf("16 files in one batch took %v, more than 4 round trips", took[16])
+	}
+}
+
+// TestRunDatasetAuto: the Auto planner through RunDataset moves a small
+// dataset from an agent with an emulated WAN to a local directory; the
+// steps add up to the dataset.
+func TestRunDatasetAuto(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	var sizes []int
+	for i := range 40 {
+		sizes = append(sizes, 1000+(i*7919)%200_000)
+	}
+	sizes = append(sizes, 3<<20)
+	want := tree(t, srcDir, sizes...)
+	src := sourceAgent(t, srcDir, "/tree", &emul.Config{RTTMs: 5, ConnBps: 50e6}, nil)
+	d := prepare(t, src, localEP(t, dstDir+"/"), opts(t))
+	ctx := context.Background()
+	rtt, err := d.MeasureRTT(ctx, 3)
+	if err != nil || rtt < 5*time.Millisecond || rtt > 50*time.Millisecond {
+		t.Errorf("MeasureRTT: %v, %v (emulated 5 ms)", rtt, err)
+	}
+	bw, err := d.ProbeBandwidth(ctx, 4, 200*time.Millisecond, 0)
+	if err != nil || bw <= 0 {
+		t.Errorf("ProbeBandwidth: %v, %v", bw, err)
+	}
+	t.Logf("rtt %v, bandwidth %.1f MB/s", rtt, bw/1e6)
+	pl, err := dataset.Auto(d.Files(), rtt, bw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progressed bool
+	sum, err := RunDataset(ctx, d, pl, func(p Progress) { progressed = progressed || p.FilesDone > 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	var files int
+	for _, s := range sum.Steps {
+		files += s.Files
+		t.Logf("%s: %d files, pp %d p %d cc %d, %.1f MB/s", s.Phase, s.Files, s.PP, s.P, s.CC, s.Throughput/1e6)
+	}
+	if files != len(sizes) || sum.Files != len(sizes) || !progressed {
+		t.Errorf("steps moved %d files, summary %d, want %d (progress seen: %v)", files, sum.Files, len(sizes), progressed)
+	}
+}
+
+func TestPerformRefuses(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	tree(t, srcDir, 10)
+	d := prepare(t, localEP(t, filepath.Join(srcDir, "tree")), localEP(t, dstDir+"/"), opts(t))
+	ctx := context.Background()
+	if _, err := d.Perform(ctx, d.Files(), 0, 1, 1); err == nil {
+		t.Error("pp 0 accepted")
+	}
+	if _, err := d.Perform(ctx, []dataset.File{{Src: "file:///elsewhere", Dst: "/x", Size: 1}}, 1, 1, 1); err == nil {
+		t.Error("a file not of the copy accepted")
+	}
+	if thr, err := d.Perform(ctx, nil, 1, 1, 1); err != nil || thr != 0 {
+		t.Errorf("no files: %v, %v", thr, err)
+	}
+}
