@@ -334,7 +334,9 @@ func (w *world) optimalFor(t *task) int {
 			if err != nil {
 				w.s.log.Warn("estimate for optimization failed; the scheduler chooses the concurrency",
 					"src", pair[0], "dst", pair[1], "err", err)
-				w.optimal[pair] = optimum{streams: 0, at: time.Now()}
+				// Try again in a minute rather than after the
+				// whole history TTL: the failure may be passing.
+				w.optimal[pair] = optimum{streams: 0, at: time.Now().Add(time.Minute - w.s.cfg.HistoryTTL)}
 			} else {
 				w.optimal[pair] = optimum{streams: e.Streams, at: time.Now()}
 			}
