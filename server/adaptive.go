@@ -122,31 +122,15 @@ func (w *world) adaptiveOf(t *task, now time.Time) *adaptState {
 		w.s.log.Warn("adaptive job with bad parameters; runs as a plain job", "job", t.JobID, "err", err)
 		return nil
 	}
-	svc, done := w.s.policyService()
-	pa, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: jobClient(k.job), VO: t.job.VO, Want: cl.Want()})
-	done()
+	pa, err := w.polRequest(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: jobClient(k.job), VO: t.job.VO, Want: cl.Want()})
 	if err != nil {
 		w.s.log.Warn("policy service refused an adaptive job; it runs as a plain job", "job", t.JobID, "err", err)
 		return nil
-	}
-	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
-		w.s.log.Warn("storing an allocation", "err", err)
 	}
 	st := &adaptState{cl: cl, owner: pa.Owner(), allocID: pa.ID, streams: pa.Streams, renewed: now, since: now}
 	cl.Start(pa.Streams)
 	w.adapts[k] = st
 	return st
-}
-
-// adaptRunning counts running files per adaptive job and pair.
-func (w *world) adaptRunning() map[adaptKey]int {
-	n := map[adaptKey]int{}
-	for _, t := range w.tasks {
-		if t.State == store.StateRunning && t.job.Adaptive != "" {
-			n[adaptKeyOf(t)]++
-		}
-	}
-	return n
 }
 
 // adaptiveDone counts a completed file of an adaptive job and, when d
@@ -165,9 +149,7 @@ func (w *world) adaptiveDone(t *task, now time.Time) {
 }
 
 func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
-	svc, done := w.s.policyService()
-	pa, err := svc.Update(now, st.allocID, st.owner, st.cl.Want())
-	done()
+	pa, err := w.polUpdate(now, st.allocID, st.owner, st.cl.Want())
 	if err != nil {
 		// Lost (expired): start over with a new request.
 		w.s.log.Warn("adaptive job's allocation lost; requesting again", "job", k.job, "err", err)
@@ -181,9 +163,6 @@ func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
 	st.streams, st.renewed, st.since, st.bytes = pa.Streams, now, now, 0
 	c := st.cl.Adapt(pa.Streams, rate)
 	w.s.log.Debug("adapted", "job", k.job, "pair", k.src+"->"+k.dst, "streams", pa.Streams, "concurrency", c, "rate", rate)
-	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
-		w.s.log.Warn("storing an allocation", "err", err)
-	}
 }
 
 // tendAdaptive renews adaptive jobs' allocations at a third of the lease,
@@ -201,22 +180,11 @@ func (w *world) tendAdaptive(now time.Time) {
 	}
 	for k, st := range w.adapts {
 		if !active[k] {
-			svc, done := w.s.policyService()
-			err := svc.Release(now, st.allocID, st.owner)
-			done()
-			if err == nil {
-				_ = w.s.persistAllocations(w.ctx, nil, []string{st.allocID})
-			}
+			w.polRelease(now, st.allocID, st.owner)
 			delete(w.adapts, k)
 			continue
 		}
-		svc, done := w.s.policyService()
-		params, err := svc.PairParams(policy.Pair{Src: k.src, Dst: k.dst})
-		done()
-		if err != nil {
-			params = policy.DefaultParams()
-		}
-		if st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second || now.Sub(st.renewed) >= params.Lease/3 {
+		if st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second || now.Sub(st.renewed) >= w.leaseOf(k.src, k.dst)/3 {
 			w.adaptNow(k, st, now)
 		}
 	}

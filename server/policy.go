@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sluice-dtn/sluice/policy"
@@ -281,7 +282,7 @@ func (s *Server) ownerFor(svc *policy.Service, now time.Time, c Caller, id, clie
 	if c.User.Admin {
 		return a.Owner()
 	}
-	if client == "" && (a.Client == c.User.Name || len(a.Client) > len(c.User.Name) && a.Client[:len(c.User.Name)+1] == c.User.Name+"/") {
+	if client == "" && ownsClient(c.User.Name, a.Client) {
 		return policy.Caller{Client: a.Client, VO: c.User.VO}
 	}
 	return clientOf(c, client)
@@ -302,8 +303,13 @@ func (s *Server) Allocation(ctx context.Context, c Caller, id string) (policy.Al
 }
 
 func ownedBy(a policy.Allocation, c Caller) bool {
-	n := c.User.Name
-	return a.VO == c.User.VO && (a.Client == n || len(a.Client) > len(n) && a.Client[:len(n)+1] == n+"/")
+	return a.VO == c.User.VO && ownsClient(c.User.Name, a.Client)
+}
+
+// ownsClient reports whether a policy client name is user's: the name
+// itself, or user/NAME (clientOf).
+func ownsClient(user, client string) bool {
+	return client == user || strings.HasPrefix(client, user+"/")
 }
 
 // Allocations lists the live allocations the caller may see (admins: all),

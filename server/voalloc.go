@@ -17,6 +17,57 @@ import (
 // update) when a start would exceed the allocation, then trims the start
 // to what is left, or holds it back when nothing is.
 
+// The loop's operations as a Policy Service client (for its VOs and its
+// adaptive jobs alike): each applies the change and writes it to the
+// store; a failed write is logged, since the lease still holds in memory
+// and the next write (or its expiry) settles the store.
+
+func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, error) {
+	svc, done := w.s.policyService()
+	pa, err := svc.Request(now, r)
+	done()
+	if err == nil {
+		w.polStore([]policy.Allocation{pa}, nil)
+	}
+	return pa, err
+}
+
+func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want int) (policy.Allocation, error) {
+	svc, done := w.s.policyService()
+	pa, err := svc.Update(now, id, owner, want)
+	done()
+	if err == nil {
+		w.polStore([]policy.Allocation{pa}, nil)
+	}
+	return pa, err
+}
+
+func (w *world) polRelease(now time.Time, id string, owner policy.Caller) {
+	svc, done := w.s.policyService()
+	err := svc.Release(now, id, owner)
+	done()
+	if err == nil {
+		w.polStore(nil, []string{id})
+	}
+}
+
+func (w *world) polStore(put []policy.Allocation, del []string) {
+	if err := w.s.persistAllocations(w.ctx, put, del); err != nil {
+		w.s.log.Warn("storing allocations", "err", err)
+	}
+}
+
+// leaseOf is the lease of allocations on a pair.
+func (w *world) leaseOf(src, dst string) time.Duration {
+	svc, done := w.s.policyService()
+	params, err := svc.PairParams(policy.Pair{Src: src, Dst: dst})
+	done()
+	if err != nil {
+		params = policy.DefaultParams()
+	}
+	return params.Lease
+}
+
 // voKey names one VO's traffic on one pair.
 type voKey struct{ src, dst, vo string }
 
@@ -34,15 +85,20 @@ func serviceClient(vo string) policy.Caller {
 
 func keyOf(t *task) voKey { return voKey{t.SrcEndpoint, t.DstEndpoint, t.job.VO} }
 
-// voUsage sums the concurrency of running tasks per voKey.
-func (w *world) voUsage() map[voKey]int {
-	used := map[voKey]int{}
+// usage sums, in one pass over the tasks, the concurrency of running
+// tasks per voKey and the running files of adaptive jobs per adaptKey.
+func (w *world) usage() (map[voKey]int, map[adaptKey]int) {
+	used, inFlight := map[voKey]int{}, map[adaptKey]int{}
 	for _, t := range w.tasks {
-		if t.State == store.StateRunning {
-			used[keyOf(t)] += t.CC
+		if t.State != store.StateRunning {
+			continue
+		}
+		used[keyOf(t)] += t.CC
+		if t.job.Adaptive != "" {
+			inFlight[adaptKeyOf(t)]++
 		}
 	}
-	return used
+	return used, inFlight
 }
 
 // admitStreams trims a start (or a concurrency increase) of cc streams
@@ -70,16 +126,11 @@ func (w *world) voAlloc(k voKey, now time.Time) *voAlloc {
 	if a := w.vallocs[k]; a != nil {
 		return a
 	}
-	svc, done := w.s.policyService()
-	defer done()
 	cl := serviceClient(k.vo)
-	pa, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: cl.Client, VO: cl.VO})
+	pa, err := w.polRequest(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: cl.Client, VO: cl.VO})
 	if err != nil {
 		w.s.log.Warn("policy service refused the scheduler an allocation; not limiting", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
 		return nil
-	}
-	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
-		w.s.log.Warn("storing an allocation", "err", err)
 	}
 	a := &voAlloc{id: pa.ID, streams: pa.Streams, renewed: now}
 	w.vallocs[k] = a
@@ -90,9 +141,7 @@ func (w *world) voAlloc(k voKey, now time.Time) *voAlloc {
 // many as the policy gives); a lost allocation (expired) is forgotten and
 // requested again at the next start.
 func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
-	svc, done := w.s.policyService()
-	defer done()
-	pa, err := svc.Update(now, a.id, serviceClient(k.vo), want)
+	pa, err := w.polUpdate(now, a.id, serviceClient(k.vo), want)
 	if err != nil {
 		w.s.log.Warn("policy update failed; requesting again", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
 		delete(w.vallocs, k)
@@ -102,9 +151,6 @@ func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
 		w.s.log.Info("policy service shrank the scheduler's allocation", "pair", k.src+"->"+k.dst, "vo", k.vo, "streams", pa.Streams, "reason", pa.Reason)
 	}
 	a.streams, a.renewed = pa.Streams, now
-	if err := w.s.persistAllocations(w.ctx, []policy.Allocation{pa}, nil); err != nil {
-		w.s.log.Warn("storing an allocation", "err", err)
-	}
 }
 
 // tendVOAllocs renews the allocations of pairs and VOs with active tasks
@@ -119,28 +165,14 @@ func (w *world) tendVOAllocs(now time.Time) {
 			active[keyOf(t)] = true
 		}
 	}
-	used := w.voUsage()
+	used, _ := w.usage()
 	for k, a := range w.vallocs {
 		if !active[k] {
-			svc, done := w.s.policyService()
-			err := svc.Release(now, a.id, serviceClient(k.vo))
-			done()
-			if err == nil {
-				err = w.s.persistAllocations(w.ctx, nil, []string{a.id})
-			}
-			if err != nil {
-				w.s.log.Debug("releasing an allocation", "err", err)
-			}
+			w.polRelease(now, a.id, serviceClient(k.vo))
 			delete(w.vallocs, k)
 			continue
 		}
-		svc, done := w.s.policyService()
-		params, err := svc.PairParams(policy.Pair{Src: k.src, Dst: k.dst})
-		done()
-		if err != nil {
-			params = policy.DefaultParams()
-		}
-		if now.Sub(a.renewed) >= params.Lease/3 {
+		if now.Sub(a.renewed) >= w.leaseOf(k.src, k.dst)/3 {
 			// Renew without growing: keep what is in use or held.
 			w.updateVOAlloc(k, a, max(a.streams, used[k], 1), now)
 		}

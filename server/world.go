@@ -362,8 +362,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	w.s.met.cycleSeconds.Observe(time.Since(t0).Seconds())
 	var starts []*task
 	var audit []store.AuditEntry
-	used := w.voUsage()
-	inFlight := w.adaptRunning()
+	used, inFlight := w.usage()
 	for _, d := range ds {
 		t := w.tasks[int64(d.Task)]
 		if t == nil {
