@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -131,20 +130,13 @@ func TestServiceEstimate(t *testing.T) {
 		{"no token", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100}`, 401},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", base+"/v1/estimate", strings.NewReader(tt.body))
-			if tt.want != 401 {
-				req.Header.Set("Authorization", "Bearer "+c.adminTo)
+			token := c.adminTo
+			if tt.want == 401 {
+				token = ""
 			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var b bytes.Buffer
-			b.ReadFrom(resp.Body)
-			if resp.StatusCode != tt.want || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
-				t.Fatalf("status %d %s, want %d problem: %s", resp.StatusCode, resp.Header.Get("Content-Type"), tt.want, b.String())
+			status, ct, body := rawCall(t, "POST", base+"/v1/estimate", token, tt.body)
+			if status != tt.want || !strings.Contains(ct, "problem+json") {
+				t.Fatalf("status %d %s, want %d problem: %s", status, ct, tt.want, body)
 			}
 		})
 	}

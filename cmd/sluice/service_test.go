@@ -443,26 +443,15 @@ func testAPIErrors(t *testing.T, db string) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _ := http.NewRequest(tt.method, base+tt.path, strings.NewReader(tt.body))
-			if tt.token != "" {
-				req.Header.Set("Authorization", "Bearer "+tt.token)
+			status, ct, body := rawCall(t, tt.method, base+tt.path, tt.token, tt.body)
+			if status != tt.want {
+				t.Fatalf("status %d, want %d: %s", status, tt.want, body)
 			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var b bytes.Buffer
-			b.ReadFrom(resp.Body)
-			if resp.StatusCode != tt.want {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.want, b.String())
-			}
-			if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, "problem+json") {
+			if !strings.Contains(ct, "problem+json") {
 				t.Errorf("content type %q, want a problem document", ct)
 			}
-			if !strings.Contains(b.String(), `"detail"`) && !strings.Contains(b.String(), `"errors"`) {
-				t.Errorf("no detail in %s", b.String())
+			if !strings.Contains(body, `"detail"`) && !strings.Contains(body, `"errors"`) {
+				t.Errorf("no detail in %s", body)
 			}
 		})
 	}
@@ -478,6 +467,28 @@ func testAPIErrors(t *testing.T, db string) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Errorf("FTS3 job: status %d", resp.StatusCode)
 	}
+}
+
+// rawCall sends a JSON request (with a bearer token unless token is "")
+// and returns the status, content type and body of the answer.
+func rawCall(t *testing.T, method, url, token, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b.String()
 }
 
 func status(err error) int {
