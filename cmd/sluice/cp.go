@@ -43,6 +43,7 @@ type cpFlags struct {
 	chunkMin     int64
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
+	pol          cpPolicyFlags
 }
 
 func newCpCmd() *cobra.Command {
@@ -75,16 +76,35 @@ pulls the data from the source itself (third-party copy). Interrupted and run ag
 cp resumes large files from their checkpoint journal and skips files already copied.
 
 Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
-tokens from the key the agents were started with.`,
+tokens from the key the agents were started with.
+
+With --policy-server, cp is the adaptive transfer client of the Policy Service
+(Kettimuthu et al., Fig. 3): it asks the server for an allocation of streams on
+the pair, moves files in batches of c at a time with --p partial transfers each,
+starting at c = min(--ci, streams/p), and every --adapt-every files updates the
+allocation and moves c by --delta when the rate changed by more than --threshold,
+never past the allocation or --cmax. --follow-allocation runs at what the
+allocation allows instead (the paper's non-adaptive client of a pacing service).
+The allocation is released when the copy ends.`,
 		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
   sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
-  sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json`,
+  sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json
+  sluice cp -r --policy-server http://sched:8080 --p 4 --ci 1 --cmax 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fl := cmd.Flags()
 			f.fixed = fl.Changed("cc") || fl.Changed("p") || fl.Changed("pp")
+			if err := f.pol.check(fl); err != nil {
+				return err
+			}
+			if f.pol.server != "" {
+				if fl.Changed("auto") && f.auto {
+					return errors.New("--policy-server: the adaptive client chooses the concurrency; --auto does not apply")
+				}
+				f.auto = false
+			}
 			switch {
 			case fl.Changed("auto") && f.auto && f.fixed:
 				return errors.New("--auto chooses --cc, --p and --pp itself: give either --auto or the settings")
@@ -111,6 +131,7 @@ tokens from the key the agents were started with.`,
 	fl.BoolVar(&f.noThirdParty, "no-third-party", false, "move data through this process even between two agents")
 	fl.Int64Var(&f.chunkMin, "chunk-min", 0, "smallest partial transfer in bytes (default 8 MiB)")
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
+	f.pol.register(fl)
 	return cmd
 }
 
@@ -269,7 +290,9 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty}
 	show := newProgressView(stderr)
 	var rep cpReport
-	if f.recursive {
+	if f.pol.server != "" {
+		rep, err = runPolicyCp(ctx, stderr, f, srcs, dst, opt, show)
+	} else if f.recursive {
 		rep, err = runDatasetCp(ctx, stderr, f, srcs, dst, opt, show)
 	} else {
 		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
@@ -300,6 +323,8 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 type cpReport struct {
 	copyjob.Summary
 	Auto *autoPath `json:"auto,omitempty"`
+	// Adaptation is the adaptive client's timeline (--policy-server).
+	Adaptation []copyjob.AdaptPoint `json:"adaptation,omitempty"`
 }
 
 // autoPath is the path as --auto saw it before planning.

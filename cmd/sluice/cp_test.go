@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -11,7 +12,10 @@ import (
 	"testing"
 
 	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/server"
 )
 
 // cpAgent serves root as an in-process agent with the key in keyFile
@@ -157,10 +161,90 @@ func TestCpFlagsRefused(t *testing.T) {
 		{[]string{"cp", "--auto", "a", "b"}, "use it with -r"},
 		{[]string{"cp", "-r", "--pp", "0", "a", "b"}, "at least 1"},
 		{[]string{"cp", "-r", "--bandwidth", "-1", "a", "b"}, "--bandwidth"},
+		{[]string{"cp", "-r", "--ci", "4", "a", "b"}, "give --policy-server too"},
+		{[]string{"cp", "-r", "--policy-server", "http://x", "--cc", "4", "a", "b"}, "--cc does not apply"},
+		{[]string{"cp", "-r", "--policy-server", "http://x", "--policy-pair", "a1", "a", "b"}, "SRC:DST"},
+		{[]string{"cp", "-r", "--policy-server", "http://x", "--auto", "a", "b"}, "--auto does not apply"},
 	} {
 		out, err := run(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v (%s), want an error about %q", c.args, err, out, c.want)
 		}
+	}
+}
+
+// TestCpPolicyServer: `sluice cp --policy-server` is the Policy Service's
+// adaptive client: it copies everything, never runs more streams than its
+// allocation, releases it at the end, and is refused with a clear error,
+// writing nothing, on a pair the service does not know.
+func TestCpPolicyServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	if _, err := c.admin.SetPolicy(ctx, server.PolicyConfig{Policy: "greedy",
+		Defaults: server.PolicyParams{Initial: 16, Update: 4, PairMax: 128, ClientMax: 32, LeaseSeconds: 60},
+		Pairs: []server.PairPolicy{{Source: "a1", Destination: "a2",
+			Params: server.PolicyParams{Initial: 4, Update: 2, PairMax: 8, ClientMax: 8, LeaseSeconds: 60}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.admin.CreateToken(ctx, api.TokenIn{User: "alice", VO: "cms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	keyFile, k := testKey(t, work)
+	srcRoot, dstRoot := filepath.Join(work, "src"), filepath.Join(work, "dst")
+	os.MkdirAll(dstRoot, 0o755)
+	want := cpDataset(t, filepath.Join(srcRoot, "run7"), 30, 300_000)
+	// Agents with the names the server knows, so that cp finds the pair
+	// by asking them.
+	src := cpAgent(t, "a1", srcRoot, k, &emul.Config{ConnBps: 20e6})
+	dst := cpAgent(t, "a2", dstRoot, k, nil)
+
+	out, err := run(t, "cp", "-r", "--json", "--token-key", keyFile, "--policy-server", "http://"+c.addr, "--policy-token", tok.Token,
+		"--p", "2", "--ci", "1", "--cmax", "4", "--adapt-every", "2", "--threshold", "0", src+"/run7", dst+"/archive/")
+	if err != nil {
+		t.Fatalf("cp --policy-server: %v\n%s", err, out)
+	}
+	var rep struct {
+		Files      int                  `json:"files"`
+		Adaptation []copyjob.AdaptPoint `json:"adaptation"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	cpSameTree(t, filepath.Join(dstRoot, "archive/run7"), want)
+	if rep.Files != 30 || len(rep.Adaptation) < 2 {
+		t.Fatalf("report: %s", out)
+	}
+	t.Logf("adaptation: %+v", rep.Adaptation)
+	grew := false
+	for _, pt := range rep.Adaptation {
+		if pt.Streams > pt.Allocated || pt.Allocated > 8 {
+			t.Errorf("at %.2f s: %d streams in use, %d allocated (pair max 8)", pt.At, pt.Streams, pt.Allocated)
+		}
+		grew = grew || pt.Allocated > 4
+	}
+	if first := rep.Adaptation[0]; first.Allocated != 4 || first.Concurrency != 1 {
+		t.Errorf("first point %+v: want the initial 4 streams, concurrency min(c_i 1, 4/2)", first)
+	}
+	if !grew {
+		t.Errorf("allocation never grew past s_i: %+v", rep.Adaptation)
+	}
+	if as, err := c.admin.Allocations(ctx); err != nil || len(as) != 0 {
+		t.Errorf("allocations left after the copy: %+v (%v)", as, err)
+	}
+
+	// A pair the service does not know: refused before anything moves.
+	out, err = run(t, "cp", "-r", "--token-key", keyFile, "--policy-server", "http://"+c.addr, "--policy-token", tok.Token,
+		"--policy-pair", "a1:nowhere", src+"/run7", dst+"/refused/")
+	if err == nil || !strings.Contains(err.Error(), "nowhere") {
+		t.Errorf("unknown pair: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dstRoot, "refused")); !os.IsNotExist(err) {
+		t.Errorf("a refused copy created its destination (%v)", err)
 	}
 }

@@ -1,0 +1,78 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/sluice-dtn/sluice/api"
+)
+
+// Allocator is one allocation of streams on a pair from the server's
+// Policy Service, as a transfer client holds it: Request once, Update
+// every few files (which renews the lease), Release at the end. It
+// implements copyjob.Allocator, the adaptive client's view (`sluice cp
+// --policy-server`).
+type Allocator struct {
+	c        *Client
+	src, dst string
+	name     string
+
+	mu sync.Mutex
+	id string
+}
+
+// NewAllocator returns an allocator for transfers from src to dst
+// (endpoint names, as `sluice endpoints` lists them) under the client name
+// name, which tells the allocations of one user's clients apart.
+func (c *Client) NewAllocator(src, dst, name string) *Allocator {
+	return &Allocator{c: c, src: src, dst: dst, name: name}
+}
+
+// ID is the allocation's ID ("" before Request).
+func (a *Allocator) ID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.id
+}
+
+// Request asks for a new allocation of at most want streams (0: as many
+// as the policy gives). The answer may be 0 streams when the pair's pool
+// is exhausted; Update asks again.
+func (a *Allocator) Request(ctx context.Context, want int) (int, time.Time, error) {
+	out, err := a.c.RequestAllocation(ctx, api.AllocationIn{Source: a.src, Destination: a.dst, Client: a.name, Streams: want})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	a.mu.Lock()
+	a.id = out.ID
+	a.mu.Unlock()
+	return out.Streams, out.Expires, nil
+}
+
+// Update renews the allocation and asks for up to want streams in total.
+func (a *Allocator) Update(ctx context.Context, want int) (int, time.Time, error) {
+	id := a.ID()
+	if id == "" {
+		return 0, time.Time{}, errors.New("allocator: update before request")
+	}
+	out, err := a.c.UpdateAllocation(ctx, id, api.AllocationUpdateIn{Streams: want, Client: a.name})
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return out.Streams, out.Expires, nil
+}
+
+// Release gives the streams back; releasing twice, or before Request,
+// does nothing.
+func (a *Allocator) Release(ctx context.Context) error {
+	a.mu.Lock()
+	id := a.id
+	a.id = ""
+	a.mu.Unlock()
+	if id == "" {
+		return nil
+	}
+	return a.c.ReleaseAllocation(ctx, id, a.name)
+}

@@ -1,0 +1,167 @@
+package copyjob
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/policy"
+)
+
+// svcAlloc is an Allocator over an in-process Policy Service.
+type svcAlloc struct {
+	svc      *policy.Service
+	pair     policy.Pair
+	name     string
+	id       string
+	released atomic.Bool
+}
+
+func (a *svcAlloc) Request(_ context.Context, want int) (int, time.Time, error) {
+	al, err := a.svc.Request(time.Now(), policy.Request{Pair: a.pair, Client: a.name, Want: want})
+	a.id = al.ID
+	return al.Streams, al.Expires, err
+}
+
+func (a *svcAlloc) Update(_ context.Context, want int) (int, time.Time, error) {
+	al, err := a.svc.Update(time.Now(), a.id, policy.Caller{Client: a.name}, want)
+	return al.Streams, al.Expires, err
+}
+
+func (a *svcAlloc) Release(context.Context) error {
+	a.released.Store(true)
+	return a.svc.Release(time.Now(), a.id, policy.Caller{Client: a.name})
+}
+
+// rangeGauge counts the range reads a source serves at once: the streams
+// a copy really runs.
+type rangeGauge struct {
+	mu       sync.Mutex
+	now, max int
+}
+
+func (g *rangeGauge) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.Header.Get("Range") == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		g.mu.Lock()
+		g.now++
+		g.max = max(g.max, g.now)
+		g.mu.Unlock()
+		defer func() { g.mu.Lock(); g.now--; g.mu.Unlock() }()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestRunAdaptive: the adaptive client moves every file, verified, and
+// never runs more streams than its allocation: first while another client
+// holds the whole pool (it waits), then within what the greedy policy
+// grants it as the other leaves; its allocation is released at the end.
+func TestRunAdaptive(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{
+		pair: {Initial: 4, Update: 2, PairMax: 8, ClientMax: 8, Lease: time.Minute},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another client holds all 8 streams for the first 300 ms, then 4
+	// (it releases one allocation of two).
+	hog1, err := svc.Request(time.Now(), policy.Request{Pair: pair, Client: "hog1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog2, err := svc.Request(time.Now(), policy.Request{Pair: pair, Client: "hog2"})
+	if err != nil || hog1.Streams+hog2.Streams != 8 {
+		t.Fatalf("hogs hold %d+%d (%v), want 8", hog1.Streams, hog2.Streams, err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { svc.Release(time.Now(), hog1.ID, hog1.Owner()) })
+
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	var sizes []int
+	for i := range 24 {
+		sizes = append(sizes, 300_000+(i*7919)%100_000)
+	}
+	want := tree(t, srcDir, sizes...)
+	var g rangeGauge
+	src := sourceAgent(t, srcDir, "/tree", nil, g.wrap)
+	o := opts(t)
+	o.PartMin = 64 << 10 // every file splits into p = 2 ranges
+	d := prepare(t, src, localEP(t, dstDir+"/"), o)
+	al := &svcAlloc{svc: svc, pair: pair, name: "me"}
+	params := policy.AdaptiveParams{Ci: 1, Cmax: 4, Delta: 1, D: 2, P: 2, T: 0, Relative: true}
+	sum, points, err := RunAdaptive(context.Background(), d, al, AdaptiveOptions{Params: params, Wait: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	if sum.Files != len(sizes) {
+		t.Errorf("summary: %d files, want %d", sum.Files, len(sizes))
+	}
+	if len(points) < 3 || points[0].Concurrency != 0 || points[0].Allocated != 0 {
+		t.Fatalf("timeline %+v: want a start at 0 streams while the pool is held", points)
+	}
+	maxAlloc := 0
+	for _, pt := range points {
+		t.Logf("%.2f s: allocated %d, concurrency %d (%d streams), rate %.1f MB/s", pt.At, pt.Allocated, pt.Concurrency, pt.Streams, pt.Rate/1e6)
+		if pt.Streams > pt.Allocated || pt.Streams != pt.Concurrency*2 {
+			t.Errorf("at %.2f s: %d streams in use with %d allocated", pt.At, pt.Streams, pt.Allocated)
+		}
+		maxAlloc = max(maxAlloc, pt.Allocated)
+	}
+	// hog2 keeps 4 of the 8: the client never gets more than 4.
+	if maxAlloc != 4 {
+		t.Errorf("largest allocation %d, want 4 (the pool less hog2's)", maxAlloc)
+	}
+	if g.max > maxAlloc || g.max < 2 {
+		t.Errorf("source served %d ranges at once, want 2..%d (the allocation)", g.max, maxAlloc)
+	}
+	if last := points[len(points)-1]; last.Concurrency != 0 {
+		t.Errorf("last point %+v, want concurrency 0 at the end", last)
+	}
+	if !al.released.Load() || len(svc.List(time.Now(), policy.Filter{Client: "me"})) != 0 {
+		t.Error("the allocation was not released")
+	}
+}
+
+// TestRunAdaptiveReleasesOnError: a copy that fails still gives its
+// streams back, and a client the service refuses moves nothing.
+func TestRunAdaptiveReleasesOnError(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{pair: policy.DefaultParams()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	tree(t, srcDir, 1000, 2000, 3000)
+	d := prepare(t, localEP(t, srcDir+"/tree"), localEP(t, dstDir+"/"), opts(t))
+	params := policy.AdaptiveParams{Ci: 1, Cmax: 2, Delta: 1, D: 1, P: 1, T: 0.1, Relative: true}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	al := &svcAlloc{svc: svc, pair: pair, name: "me"}
+	if _, _, err := RunAdaptive(ctx, d, al, AdaptiveOptions{Params: params}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled copy: %v, want context.Canceled", err)
+	}
+	if len(svc.List(time.Now(), policy.Filter{})) != 0 {
+		t.Error("a cancelled copy kept its allocation")
+	}
+
+	other := &svcAlloc{svc: svc, pair: policy.Pair{Src: "src", Dst: "elsewhere"}, name: "me"}
+	if _, _, err := RunAdaptive(context.Background(), d, other, AdaptiveOptions{Params: params}, nil); !errors.Is(err, policy.ErrUnknownPair) {
+		t.Errorf("unknown pair: %v, want ErrUnknownPair", err)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(dstDir, "*")); len(ents) != 0 {
+		t.Errorf("a refused copy wrote %v", ents)
+	}
+	if _, _, err := RunAdaptive(context.Background(), d, nil, AdaptiveOptions{Params: policy.AdaptiveParams{P: 0}}, nil); !errors.Is(err, policy.ErrInvalid) {
+		t.Errorf("bad parameters: %v, want ErrInvalid", err)
+	}
+}
