@@ -43,7 +43,8 @@ type AdaptiveOptions struct {
 // copy started) on: Concurrency files in flight, each with P streams, so
 // Streams = Concurrency × P in use, within Allocated streams granted;
 // Rate is what the last adaptation measured (bytes/s, 0 before any).
-// The last point of a finished copy has Concurrency 0.
+// The last point of a finished copy has Concurrency 0, and Allocated 0
+// once the allocation is released.
 type AdaptPoint struct {
 	At          float64 `json:"at"`
 	Concurrency int     `json:"concurrency"`
@@ -90,12 +91,20 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	// this client's, once it stops moving files.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	// The last point is stamped before the release, so that in a
+	// timeline of several clients nobody is granted these streams before
+	// this client is seen to give them up.
+	end := time.Now()
 	if r.granted {
-		if rerr := r.al.Release(rctx); rerr != nil && err == nil {
-			err = fmt.Errorf("copyjob: releasing the allocation: %w", rerr)
+		if rerr := r.al.Release(rctx); rerr != nil {
+			if err == nil {
+				err = fmt.Errorf("copyjob: releasing the allocation: %w", rerr)
+			}
+		} else {
+			r.streams = 0
 		}
 	}
-	r.point(0)
+	r.pointAt(end, 0)
 	stop()
 	return d.Summary(), r.points, err
 }
@@ -171,9 +180,12 @@ func (r *adaptRun) run(ctx context.Context) error {
 	return nil
 }
 
-// point records the client's state.
-func (r *adaptRun) point(c int) {
-	pt := AdaptPoint{At: time.Since(r.start).Seconds(), Concurrency: c, Streams: c * r.o.Params.P, Allocated: r.streams, Rate: r.rate}
+// point records the client's state now.
+func (r *adaptRun) point(c int) { r.pointAt(time.Now(), c) }
+
+// pointAt records the client's state from at on.
+func (r *adaptRun) pointAt(at time.Time, c int) {
+	pt := AdaptPoint{At: at.Sub(r.start).Seconds(), Concurrency: c, Streams: c * r.o.Params.P, Allocated: r.streams, Rate: r.rate}
 	if n := len(r.points); n > 0 {
 		last := r.points[n-1]
 		if last.Concurrency == pt.Concurrency && last.Allocated == pt.Allocated && last.Rate == pt.Rate {

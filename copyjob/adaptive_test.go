@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/emul"
 	"github.com/sluice-dtn/sluice/policy"
 )
 
@@ -91,7 +92,8 @@ func TestRunAdaptive(t *testing.T) {
 	}
 	want := tree(t, srcDir, sizes...)
 	var g rangeGauge
-	src := sourceAgent(t, srcDir, "/tree", nil, g.wrap)
+	// Slow streams, so that ranges in flight together overlap in time.
+	src := sourceAgent(t, srcDir, "/tree", &emul.Config{ConnBps: 8e6}, g.wrap)
 	o := opts(t)
 	o.PartMin = 64 << 10 // every file splits into p = 2 ranges
 	d := prepare(t, src, localEP(t, dstDir+"/"), o)
@@ -123,8 +125,8 @@ func TestRunAdaptive(t *testing.T) {
 	if g.max > maxAlloc || g.max < 2 {
 		t.Errorf("source served %d ranges at once, want 2..%d (the allocation)", g.max, maxAlloc)
 	}
-	if last := points[len(points)-1]; last.Concurrency != 0 {
-		t.Errorf("last point %+v, want concurrency 0 at the end", last)
+	if last := points[len(points)-1]; last.Concurrency != 0 || last.Allocated != 0 {
+		t.Errorf("last point %+v, want concurrency 0 and nothing allocated at the end", last)
 	}
 	if !al.released.Load() || len(svc.List(time.Now(), policy.Filter{Client: "me"})) != 0 {
 		t.Error("the allocation was not released")

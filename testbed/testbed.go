@@ -333,6 +333,7 @@ type Cluster struct {
 	Admin      *client.Client    // a client with it
 	Roots      map[string]string // each endpoint's directory
 	Agents     map[string]string // each endpoint's agent URL
+	Keys       map[string][]byte // each agent's data-token key
 	DataDir    string
 
 	stop  context.CancelFunc
@@ -349,7 +350,7 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		log = slog.New(slog.NewTextHandler(logw, nil))
 	}
 	ctx, stop := context.WithCancel(ctx)
-	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, DataDir: filepath.Join(dir, "server"), stop: stop}
+	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, Keys: map[string][]byte{}, DataDir: filepath.Join(dir, "server"), stop: stop}
 	fail := func(err error) (*Cluster, error) {
 		c.Close()
 		return nil, err
@@ -423,7 +424,7 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 			aln.Close()
 			return fail(err)
 		}
-		c.Roots[e.Name], c.Agents[e.Name] = root, info.URL
+		c.Roots[e.Name], c.Agents[e.Name], c.Keys[e.Name] = root, info.URL, joined.Key
 		c.wg.Add(2)
 		go func() { defer c.wg.Done(); defer a.Close(); a.Serve(ctx, aln, "", "") }()
 		go func() {
