@@ -127,6 +127,12 @@ func TestEndpoints(t *testing.T) {
 			t.Errorf("checksum %s: %s, want %s", algo, r.body, want)
 		}
 	}
+	// A range's checksum: "world" of "hello world".
+	if r := e.raw("GET", "/v1/checksum/d/sub/f.txt?algo=md5&offset=6&length=5", rw, nil, ""); r.status != 200 {
+		t.Errorf("range checksum: %v", r)
+	} else if want, _ := backend.Sum(strings.NewReader("world"), "md5"); !strings.Contains(r.body, want) {
+		t.Errorf("range checksum %s, want %s", r.body, want)
+	}
 
 	expect("truncate", e.raw("POST", "/v1/truncate/d/big?size=1000", rw, nil, ""), 204)
 	if fi, err := os.Stat(filepath.Join(e.root, "d/big")); err != nil || fi.Size() != 1000 {
@@ -161,6 +167,9 @@ func TestEndpoints(t *testing.T) {
 		{"GET", "/v1/checksum/d/sub/f.txt?algo=sha1", "", 400, "invalid"},
 		{"GET", "/v1/checksum/d/sub/f.txt", "", 400, "invalid"},
 		{"GET", "/v1/checksum/d", "", 400, "invalid"}, // a directory
+		{"GET", "/v1/checksum/d/sub/f.txt?algo=md5&offset=6&length=6", "", 400, "invalid"},
+		{"GET", "/v1/checksum/d/sub/f.txt?algo=md5&offset=9223372036854775807&length=9223372036854775807", "", 400, "invalid"},
+		{"GET", "/v1/checksum/d/sub/f.txt?algo=md5&offset=-1&length=2", "", 400, "invalid"},
 		{"GET", "/v1/list/d/sub/f.txt", "", 400, "invalid"},
 		{"GET", "/v1/list/d?recursive=maybe", "", 400, "invalid"},
 		{"POST", "/v1/truncate/d/x?size=-1", "", 400, "invalid"},

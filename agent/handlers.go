@@ -377,12 +377,24 @@ func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims)
 		return err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	} else if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file", backend.ErrInvalid, p)
 	}
-	if _, err := io.Copy(h, ctxReader{r.Context(), f}); err != nil {
+	// offset and length ask for the checksum of a range (a multi-source
+	// download checking which replica sent what).
+	var src io.Reader = f
+	if q := r.URL.Query(); q.Has("offset") || q.Has("length") {
+		off, err1 := parseUint(q.Get("offset"))
+		n, err2 := parseUint(q.Get("length"))
+		if err1 != nil || err2 != nil || off > fi.Size() || n > fi.Size()-off {
+			return fmt.Errorf("%w: checksum range offset=%q length=%q of a %d-byte file", backend.ErrInvalid, q.Get("offset"), q.Get("length"), fi.Size())
+		}
+		src = io.NewSectionReader(f, off, n)
+	}
+	if _, err := io.Copy(h, ctxReader{r.Context(), src}); err != nil {
 		return fmt.Errorf("checksum %s: %w", p, err)
 	}
 	return writeJSON(w, map[string]string{"algo": algo, "value": hex.EncodeToString(h.Sum(nil))})

@@ -52,6 +52,17 @@ type Backend interface {
 	Checksum(ctx context.Context, path, algo string) (string, error)
 }
 
+// RangeChecksummer is implemented by backends that compute the checksum
+// of a byte range of a file where it is stored (the file backend, the
+// sluice agent). A multi-source download uses it to find which replica
+// sent wrong bytes: the destination's checksum of the ranges one source
+// delivered against another replica's checksum of the same ranges.
+type RangeChecksummer interface {
+	// ChecksumRange is Checksum of the n bytes at offset off; a range
+	// past the end of the file is an ErrInvalid.
+	ChecksumRange(ctx context.Context, path, algo string, off, n int64) (string, error)
+}
+
 // Algorithms are the checksum algorithms every backend must offer.
 var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
 

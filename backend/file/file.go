@@ -332,4 +332,28 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 	return sum, nil
 }
 
-var _ backend.Backend = (*Backend)(nil)
+// ChecksumRange implements backend.RangeChecksummer.
+func (b *Backend) ChecksumRange(ctx context.Context, p, algo string, off, n int64) (string, error) {
+	f, err := b.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", classify(err)
+	}
+	if off < 0 || n < 0 || off > fi.Size() || n > fi.Size()-off {
+		return "", fmt.Errorf("%w: checksum of [%d,%d) of %s, which has %d bytes", backend.ErrInvalid, off, off+n, p, fi.Size())
+	}
+	sum, err := backend.Sum(io.NewSectionReader(f, off, n), algo)
+	if err != nil {
+		return "", classify(err)
+	}
+	return sum, nil
+}
+
+var (
+	_ backend.Backend          = (*Backend)(nil)
+	_ backend.RangeChecksummer = (*Backend)(nil)
+)

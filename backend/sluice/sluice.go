@@ -473,4 +473,22 @@ func (b *Backend) Pull(ctx context.Context, source, sourceToken, dst string, off
 	return wrap("pull", source+" -> "+dst, b.call(ctx, http.MethodPost, "/v1/pull", nil, in, nil))
 }
 
-var _ backend.Backend = (*Backend)(nil)
+// ChecksumRange implements backend.RangeChecksummer: the agent sums the
+// range where the file is.
+func (b *Backend) ChecksumRange(ctx context.Context, p, algo string, off, n int64) (string, error) {
+	var out struct {
+		Algo  string `json:"algo"`
+		Value string `json:"value"`
+	}
+	q := url.Values{"algo": {algo}, "offset": {strconv.FormatInt(off, 10)}, "length": {strconv.FormatInt(n, 10)}}
+	err := b.call(ctx, http.MethodGet, "/v1/checksum/"+escape(p), q, nil, &out)
+	if err == nil && out.Algo != algo {
+		err = fmt.Errorf("agent answered with a %q checksum", out.Algo)
+	}
+	return out.Value, wrap("checksum", p, err)
+}
+
+var (
+	_ backend.Backend          = (*Backend)(nil)
+	_ backend.RangeChecksummer = (*Backend)(nil)
+)
