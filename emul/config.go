@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sort"
 )
 
 // Config is one endpoint's emulated behaviour, as JSON in testbed
@@ -130,14 +131,14 @@ func (c Config) capacity(n int, frac float64) float64 {
 	return v
 }
 
-// externalAt is the outside fraction in force at seconds at.
+// externalAt is the outside fraction in force at seconds at: the last step
+// at or before it (steps are sorted; a long series, such as a varying
+// bandwidth sampled every few hundred milliseconds for an hour, is searched,
+// not scanned).
 func (c Config) externalAt(at float64) float64 {
-	f := 0.0
-	for _, s := range c.External {
-		if s.At > at {
-			break
-		}
-		f = s.Fraction
+	i := sort.Search(len(c.External), func(i int) bool { return c.External[i].At > at })
+	if i == 0 {
+		return 0
 	}
-	return f
+	return c.External[i-1].Fraction
 }

@@ -30,6 +30,12 @@ func (t *Transfer) work(ctx context.Context, p *piece) {
 		}
 		t.mu.Lock()
 		if err != nil {
+			if ctx.Err() == nil && t.dropSourceLocked(p.src, err) {
+				// Another replica carries on with p.
+				t.leaveLocked(p)
+				t.mu.Unlock()
+				return
+			}
 			t.leaveLocked(p)
 			// The first error ends the transfer; errors of the other
 			// workers are mostly the cancellation that follows.
@@ -41,13 +47,16 @@ func (t *Transfer) work(ctx context.Context, p *piece) {
 			return
 		}
 		t.dropInflightLocked(p)
-		if t.shouldStopLocked(ctx) {
+		i := p.src
+		if t.shouldStopLocked(ctx, p) {
 			t.running--
+			t.srcs[i].running--
 			t.mu.Unlock()
 			return
 		}
-		if p = t.nextLocked(); p == nil {
+		if p = t.nextLocked(i); p == nil {
 			t.running--
+			t.srcs[i].running--
 			t.mu.Unlock()
 			return
 		}
@@ -61,10 +70,11 @@ func (t *Transfer) work(ctx context.Context, p *piece) {
 // transfer.
 func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 	s := &t.spec
+	src := t.srcs[p.src].Source // immutable: read without the lock
 	failures := 0
 	for {
 		t.mu.Lock()
-		if t.shouldStopLocked(ctx) {
+		if t.shouldStopLocked(ctx, p) {
 			t.leaveLocked(p)
 			t.mu.Unlock()
 			return errStopped
@@ -76,12 +86,12 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 		}
 		var progressed bool
 		var err error
-		if s.Pull != nil {
-			progressed, err = t.pullStream(ctx, p)
-		} else if rc, oerr := s.Src.OpenRange(ctx, s.SrcPath, off, end-off); oerr != nil {
-			err = fmt.Errorf("opening %s at %d: %w", s.SrcPath, off, oerr)
+		if src.Pull != nil {
+			progressed, err = t.pullStream(ctx, p, src)
+		} else if rc, oerr := src.Backend.OpenRange(ctx, src.Path, off, end-off); oerr != nil {
+			err = fmt.Errorf("opening %s at %d: %w", src.Path, off, oerr)
 		} else {
-			progressed, err = t.stream(ctx, p, rc)
+			progressed, err = t.stream(ctx, p, rc, src.Path)
 			rc.Close()
 		}
 		if err == nil || errors.Is(err, errStopped) {
@@ -93,8 +103,8 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 		if errors.Is(err, errShortRead) {
 			// A source that shrank will never deliver: fail now
 			// rather than after every retry.
-			if fi, serr := s.Src.Stat(ctx, s.SrcPath); serr == nil && fi.Size != t.sizeOf() {
-				return fmt.Errorf("engine: %w: %s is now %d bytes, was %d", ErrSourceChanged, s.SrcPath, fi.Size, t.sizeOf())
+			if fi, serr := src.Backend.Stat(ctx, src.Path); serr == nil && fi.Size != t.sizeOf() {
+				return fmt.Errorf("engine: %w: %s is now %d bytes, was %d", ErrSourceChanged, src.Path, fi.Size, t.sizeOf())
 			}
 		}
 		if backend.Permanent(err) {
@@ -128,7 +138,7 @@ func (t *Transfer) sizeOf() int64 {
 // stream writes p from rc in sub-writes of at most SubWrite bytes, recording
 // each one as done once WriteAt returned. It reports whether any sub-write
 // completed.
-func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, error) {
+func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader, srcPath string) (bool, error) {
 	return t.subWrites(ctx, p, func(off, n int64) error {
 		sr := subReader{ctx: ctx, r: rc, left: n, moved: &t.moved}
 		err := t.spec.Dst.WriteAt(ctx, t.tmp, off, &sr, n)
@@ -140,7 +150,7 @@ func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, er
 				// The source side failed first; what the
 				// destination made of the cut body is a
 				// consequence, not the cause.
-				err = fmt.Errorf("reading %s: %w", t.spec.SrcPath, sr.err)
+				err = fmt.Errorf("reading %s: %w", srcPath, sr.err)
 			}
 			return fmt.Errorf("writing [%d,%d) of %s: %w", off, off+n, t.tmp, err)
 		}
@@ -150,10 +160,10 @@ func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader) (bool, er
 
 // pullStream is stream for third-party copies: each sub-write is one Pull
 // by the destination, recorded once it returned.
-func (t *Transfer) pullStream(ctx context.Context, p *piece) (bool, error) {
+func (t *Transfer) pullStream(ctx context.Context, p *piece, src Source) (bool, error) {
 	return t.subWrites(ctx, p, func(off, n int64) error {
-		if err := t.spec.Pull(ctx, t.spec.SrcPath, t.tmp, off, n); err != nil {
-			return fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, t.spec.SrcPath, t.tmp, err)
+		if err := src.Pull(ctx, src.Path, t.tmp, off, n); err != nil {
+			return fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, src.Path, t.tmp, err)
 		}
 		t.moved.Add(n)
 		return nil
@@ -167,7 +177,7 @@ func (t *Transfer) subWrites(ctx context.Context, p *piece, move func(off, n int
 	progressed := false
 	for {
 		t.mu.Lock()
-		if t.shouldStopLocked(ctx) {
+		if t.shouldStopLocked(ctx, p) {
 			t.leaveLocked(p)
 			t.mu.Unlock()
 			return progressed, errStopped
@@ -197,6 +207,7 @@ func (t *Transfer) record(p *piece, off, n int64) {
 	t.mu.Lock()
 	t.done = t.done.add(off, off+n)
 	t.doneN += n
+	t.srcs[p.src].delivered(off, n)
 	p.off = off + n
 	p.cur = p.off
 	t.dirty = true
@@ -259,21 +270,22 @@ func (e *mismatchError) Unwrap() error { return ErrChecksum }
 func (t *Transfer) verify(ctx context.Context) (string, error) {
 	s := &t.spec
 	t.setState(StateVerifying)
+	// The replica checked against: the source, or the first replica
+	// still used.
+	ref, mtime := t.reference()
 	var fi backend.FileInfo
-	if err := t.retry(ctx, "stat of source "+s.SrcPath, func() (err error) {
-		fi, err = s.Src.Stat(ctx, s.SrcPath)
+	if err := t.retry(ctx, "stat of source "+ref.Path, func() (err error) {
+		fi, err = ref.Backend.Stat(ctx, ref.Path)
 		return err
 	}); err != nil {
 		return "", err
 	}
-	t.mu.Lock()
-	size, mtime := t.size, t.srcMtime
-	t.mu.Unlock()
+	size := t.sizeOf()
 	if fi.Size != size {
-		return "", fmt.Errorf("engine: %w: %s is now %d bytes, was %d when the transfer started", ErrSourceChanged, s.SrcPath, fi.Size, size)
+		return "", fmt.Errorf("engine: %w: %s is now %d bytes, was %d when the transfer started", ErrSourceChanged, ref.Path, fi.Size, size)
 	}
 	if !mtime.IsZero() && !fi.ModTime.Equal(mtime) {
-		return "", fmt.Errorf("engine: %w: %s was modified at %s, after the transfer started", ErrSourceChanged, s.SrcPath, fi.ModTime.Format(time.RFC3339Nano))
+		return "", fmt.Errorf("engine: %w: %s was modified at %s, after the transfer started", ErrSourceChanged, ref.Path, fi.ModTime.Format(time.RFC3339Nano))
 	}
 	// Sync and both checksums are independent: the checksum reads what
 	// the sync is making durable, and both must succeed before the
@@ -289,8 +301,8 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 		return "", syncErr
 	}
 	wg.Go(func() {
-		srcErr = t.retry(ctx, "checksum of source "+s.SrcPath, func() (err error) {
-			srcSum, err = s.Src.Checksum(ctx, s.SrcPath, s.Checksum)
+		srcErr = t.retry(ctx, "checksum of source "+ref.Path, func() (err error) {
+			srcSum, err = ref.Backend.Checksum(ctx, ref.Path, s.Checksum)
 			return err
 		})
 	})
@@ -305,10 +317,10 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if s.Expected != "" && srcSum != s.Expected {
-		return "", fmt.Errorf("engine: %w: source %s has %s %s, expected %s", ErrChecksum, s.SrcPath, s.Checksum, srcSum, s.Expected)
+		return "", fmt.Errorf("engine: %w: source %s has %s %s, expected %s", ErrChecksum, ref.Path, s.Checksum, srcSum, s.Expected)
 	}
 	if srcSum != dstSum {
-		return "", fmt.Errorf("engine: %s → %s: %w", s.SrcPath, s.DstPath, &mismatchError{s.Checksum, srcSum, dstSum})
+		return "", fmt.Errorf("engine: %s → %s: %w", ref.Path, s.DstPath, &mismatchError{s.Checksum, srcSum, dstSum})
 	}
 	return srcSum, nil
 }

@@ -77,3 +77,29 @@ func (r ranges) check(size int64) error {
 }
 
 func (r ranges) clone() ranges { return append(ranges(nil), r...) }
+
+// remove takes [off, end) out of the set.
+func (r ranges) remove(off, end int64) ranges {
+	if off >= end {
+		return r
+	}
+	var out ranges
+	for _, s := range r {
+		if s.End <= off || s.Off >= end {
+			out = append(out, s)
+			continue
+		}
+		if s.Off < off {
+			out = append(out, span{s.Off, off})
+		}
+		if s.End > end {
+			out = append(out, span{end, s.End})
+		}
+	}
+	return out
+}
+
+// sortSpans orders spans by offset.
+func sortSpans(s []span) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Off < s[j].Off })
+}

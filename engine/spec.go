@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,23 @@ var (
 	// ErrFinished: Pause was called on a transfer that has already ended.
 	ErrFinished = errors.New("transfer already finished")
 )
+
+// Source is one replica of the file in a multi-source transfer
+// (Spec.Sources): where it is, how its bytes reach the destination, and
+// the part of the file it is planned to send.
+type Source struct {
+	// Name names the replica in notes and errors (default: Path).
+	Name    string
+	Backend backend.Backend
+	Path    string
+	// Pull, if set, is Spec.Pull for this replica.
+	Pull func(ctx context.Context, srcPath, dstPath string, off, n int64) error
+	// Share is the replica's part of the bytes still to copy, as a
+	// multisrc policy planned it; shares are normalised, and all zero
+	// means equal parts. A replica with Share 0 among others sends
+	// nothing unless it steals (Spec.Steal) or another replica fails.
+	Share float64
+}
 
 // Spec describes one file transfer.
 type Spec struct {
@@ -84,6 +103,23 @@ type Spec struct {
 	Durable bool
 	// Retry governs retries of transient errors.
 	Retry RetryPolicy
+	// Sources, instead of Src, SrcPath and Pull, are replicas of one file
+	// to read at once (a multi-source download): each gets a contiguous
+	// part of the missing bytes in proportion to its Share, and CC
+	// workers of its own. Their sizes must agree. A replica that keeps
+	// failing (Retry.Attempts in a row) is dropped and its bytes go to
+	// the others; the transfer fails only when every replica has. The
+	// journal, the checksum (against the first replica that is still
+	// used) and the final rename are as for one source; when the
+	// checksums disagree and the backends can sum byte ranges
+	// (backend.RangeChecksummer), the replica whose ranges differ is
+	// dropped and its ranges are fetched again from the others.
+	Sources []Source
+	// Steal lets a replica that has sent its part take over the tail of
+	// the one expected to finish last (multisrc.Steal: both then finish
+	// together at their observed rates), so that a replica that slows
+	// down or stalls does not hold the file back.
+	Steal bool
 }
 
 // RetryPolicy is exponential backoff with deterministic jitter.
@@ -111,6 +147,28 @@ func TempName(dstPath string) string {
 func (s Spec) normalize() (Spec, error) {
 	bad := func(format string, a ...any) (Spec, error) {
 		return s, fmt.Errorf("engine: %w: "+format, append([]any{backend.ErrInvalid}, a...)...)
+	}
+	if len(s.Sources) > 0 {
+		if s.Src != nil || s.SrcPath != "" || s.Pull != nil {
+			return bad("give either Src, SrcPath and Pull or Sources, not both")
+		}
+		for i, r := range s.Sources {
+			switch {
+			case r.Backend == nil || r.Path == "":
+				return bad("source %d has no backend or path", i)
+			case math.IsNaN(r.Share) || math.IsInf(r.Share, 0) || r.Share < 0:
+				return bad("source %d (%s) has share %v; want a finite share >= 0", i, r.Path, r.Share)
+			}
+		}
+		s.Sources = slices.Clone(s.Sources)
+		for i := range s.Sources {
+			if s.Sources[i].Name == "" {
+				s.Sources[i].Name = s.Sources[i].Path
+			}
+		}
+		// The first replica stands for the file where one is needed: the
+		// journal names it, and it is stat'ed and summed first.
+		s.Src, s.SrcPath, s.Pull = s.Sources[0].Backend, s.Sources[0].Path, s.Sources[0].Pull
 	}
 	switch {
 	case s.Src == nil || s.Dst == nil:

@@ -72,8 +72,8 @@ type Transfer struct {
 	paused       bool
 	pauseWaiters []chan error
 	ctl          chan struct{} // closed and replaced to wake workers sleeping in a backoff
-	running      int
-	queue        []*piece // not started (or given back), front first
+	running      int           // workers, all sources together
+	srcs         []*source     // the replicas (one without Spec.Sources)
 	inflight     []*piece
 	done         ranges
 	doneN        int64 // done.total()
@@ -84,6 +84,8 @@ type Transfer struct {
 	srcMtime     time.Time
 	retries      int
 	meter        meter
+	steals       int   // ranges taken over from slower replicas (Spec.Steal)
+	stolen       int64 // their bytes
 	werr         error // first error of a worker; ends the copy phase
 	wcancel      context.CancelFunc
 	result       Result
@@ -101,7 +103,10 @@ type hooks struct {
 // copy. off advances as sub-writes complete; cur is the end of the
 // sub-write in flight, below which a steal must not cut; end shrinks when
 // another worker steals the tail. All three are guarded by Transfer.mu.
-type piece struct{ off, cur, end int64 }
+type piece struct {
+	off, cur, end int64
+	src           int // index in Transfer.srcs of the replica that sends it
+}
 
 // Start checks s and starts the transfer in the background. ctx bounds the
 // whole transfer: cancelling it stops the workers (abandoning the
@@ -128,6 +133,7 @@ func start(ctx context.Context, s Spec, h hooks) (*Transfer, error) {
 		cc:       s.CC,
 		ctl:      make(chan struct{}),
 		size:     -1,
+		srcs:     newSources(s),
 	}
 	go t.run(ctx)
 	return t, nil
@@ -284,6 +290,9 @@ func (t *Transfer) run(ctx context.Context) {
 	t.result.Resent = t.result.Bytes - (t.doneN - t.base)
 	t.result.Seconds = time.Since(t.started).Seconds()
 	t.result.Retries = t.retries
+	if t.steals > 0 {
+		t.notes = append(t.notes, fmt.Sprintf("%d ranges (%d bytes) taken over from slower replicas", t.steals, t.stolen))
+	}
 	t.result.Note = strings.Join(t.notes, "; ")
 	t.err = err
 	close(t.finished)
@@ -302,6 +311,29 @@ func (t *Transfer) execute(ctx context.Context) error {
 		}
 		sum, err := t.verify(ctx)
 		var mm *mismatchError
+		// With several replicas, one that sent wrong bytes is dropped and
+		// its ranges fetched from the others, as often as there are
+		// replicas to drop.
+		for errors.As(err, &mm) && len(t.srcs) > 1 {
+			n, berr := t.blame(ctx)
+			if berr != nil {
+				return berr
+			}
+			if n == 0 {
+				break
+			}
+			if err := t.checkpoint(ctx); err != nil {
+				return fmt.Errorf("engine: %w", err)
+			}
+			t.mu.Lock()
+			t.inVerify = false
+			t.mu.Unlock()
+			if err := t.copyAll(ctx); err != nil {
+				return err
+			}
+			mm = nil
+			sum, err = t.verify(ctx)
+		}
 		if errors.As(err, &mm) || errors.Is(err, ErrSourceChanged) || errors.Is(err, ErrChecksum) {
 			// The temporary file is useless now: a rerun must not
 			// resume from it.
@@ -353,11 +385,19 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 	s := &t.spec
 	t.setState(StatePreparing)
 	var fi backend.FileInfo
-	if err := t.retry(ctx, "stat of source "+s.SrcPath, func() (err error) {
+	if len(t.srcs) > 1 {
+		var err error
+		if fi, err = t.statAll(ctx); err != nil {
+			return err
+		}
+	} else if err := t.retry(ctx, "stat of source "+s.SrcPath, func() (err error) {
 		fi, err = s.Src.Stat(ctx, s.SrcPath)
 		return err
 	}); err != nil {
 		return err
+	}
+	if len(t.srcs) == 1 {
+		t.srcs[0].mtime = fi.ModTime
 	}
 	if fi.IsDir {
 		return fmt.Errorf("engine: %w: source %s is a directory", backend.ErrInvalid, s.SrcPath)
@@ -426,18 +466,11 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 	t.doneN = done.total()
 	t.base = t.doneN
 	t.dirty = true
-	t.queue = t.queue[:0]
-	miss := done.missing(fi.Size)
-	var missing int64
-	for _, m := range miss {
-		missing += m.len()
+	for _, src := range t.srcs {
+		src.queue = src.queue[:0]
+		src.reset()
 	}
-	cs := chunkSize(missing, t.cc, s.ChunkMin)
-	for _, m := range miss {
-		for off := m.Off; off < m.End; off += cs {
-			t.queue = append(t.queue, &piece{off: off, cur: off, end: min(off+cs, m.End)})
-		}
-	}
+	t.spreadLocked(done.missing(fi.Size))
 	t.mu.Unlock()
 	// The first journal write doubles as a check that the journal can be
 	// written at all: better to fail now than to find out after a crash.
@@ -538,13 +571,17 @@ func (t *Transfer) copyAll(ctx context.Context) error {
 		t.mu.Lock()
 		stopping := t.werr != nil || ctx.Err() != nil
 		if !stopping && !t.paused {
-			for t.running < t.cc {
-				p := t.nextLocked()
-				if p == nil {
-					break
+			for i, src := range t.srcs {
+				for src.dead == nil && src.running < t.cc {
+					p := t.nextLocked(i)
+					if p == nil {
+						break
+					}
+					src.started()
+					src.running++
+					t.running++
+					go t.work(wctx, p)
 				}
-				t.running++
-				go t.work(wctx, p)
 			}
 		}
 		t.state = StateCopying
@@ -581,7 +618,7 @@ func (t *Transfer) copyAll(ctx context.Context) error {
 					}
 					continue
 				}
-			case len(t.queue) == 0:
+			case t.queuedLocked() == 0:
 				t.inVerify = true
 				t.mu.Unlock()
 				if err := t.checkpoint(ctx); err != nil {
@@ -607,15 +644,26 @@ func (t *Transfer) copyAll(ctx context.Context) error {
 	}
 }
 
-// nextLocked hands out the next piece: the front of the queue, or else the
-// second half of the largest piece in flight if that is worth a partial
-// transfer of its own (at least ChunkMin on each side).
-func (t *Transfer) nextLocked() *piece {
+// nextLocked hands out the next piece for source i: the front of its
+// queue; or else, with one source, the second half of the largest piece in
+// flight if that is worth a partial transfer of its own (at least ChunkMin
+// on each side); with several and Spec.Steal, the tail of the source
+// expected to finish last (stealLocked).
+func (t *Transfer) nextLocked(i int) *piece {
 	var p *piece
-	if len(t.queue) > 0 {
-		p = t.queue[0]
-		t.queue = t.queue[1:]
-	} else {
+	src := t.srcs[i]
+	switch {
+	case len(src.queue) > 0:
+		p = src.queue[0]
+		src.queue = src.queue[1:]
+	case len(t.srcs) > 1:
+		if !t.spec.Steal {
+			return nil
+		}
+		if p = t.stealLocked(i); p == nil {
+			return nil
+		}
+	default:
 		var best *piece
 		var rem int64
 		for _, q := range t.inflight {
@@ -630,6 +678,7 @@ func (t *Transfer) nextLocked() *piece {
 		p = &piece{off: mid, cur: mid, end: best.end}
 		best.end = mid
 	}
+	p.src = i
 	t.inflight = append(t.inflight, p)
 	return p
 }
@@ -644,20 +693,28 @@ func (t *Transfer) dropInflightLocked(p *piece) {
 }
 
 // leaveLocked ends a worker that holds p: the rest of p goes back to the
-// front of the queue, so holes in the file stay few.
+// front of its source's queue, so holes in the file stay few (or to the
+// other sources, if its source was dropped).
 func (t *Transfer) leaveLocked(p *piece) {
 	t.running--
+	t.srcs[p.src].running--
 	t.dropInflightLocked(p)
 	if p.off < p.end {
 		p.cur = p.off
-		t.queue = append([]*piece{p}, t.queue...)
+		if t.srcs[p.src].dead != nil {
+			t.spreadLocked([]span{{p.off, p.end}})
+			return
+		}
+		t.srcs[p.src].queue = append([]*piece{p}, t.srcs[p.src].queue...)
 	}
 }
 
-// shouldStopLocked: a worker stops at its next sub-write boundary when the
-// transfer is paused, has more workers than asked for, or is ending.
-func (t *Transfer) shouldStopLocked(ctx context.Context) bool {
-	return t.paused || t.running > t.cc || t.werr != nil || ctx.Err() != nil
+// shouldStopLocked: a worker of p stops at its next sub-write boundary when
+// the transfer is paused, its source has more workers than asked for or
+// was dropped, or the transfer is ending.
+func (t *Transfer) shouldStopLocked(ctx context.Context, p *piece) bool {
+	src := t.srcs[p.src]
+	return t.paused || src.running > t.cc || src.dead != nil || t.werr != nil || ctx.Err() != nil
 }
 
 // retry runs one operation (not a chunk) with the retry policy.

@@ -1,0 +1,388 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/multisrc"
+)
+
+// Multi-source transfers (Spec.Sources): the same coordinator and workers
+// as one source, with a queue and workers per replica. A transfer of one
+// source is the case of one replica with all the bytes.
+
+// source is one replica and what the transfer knows of it.
+type source struct {
+	Source
+	queue   []*piece // its pieces not started (or given back), front first
+	running int      // its workers
+	dead    error    // why it was dropped; nil while used
+	// This pass: when its first worker started, the bytes it delivered
+	// and where they are (to find a replica that sent wrong bytes).
+	since time.Time
+	moved int64
+	wrote ranges
+	// mtime is its modification time when the transfer prepared: a
+	// verification against it checks it did not change since.
+	mtime time.Time
+}
+
+// newSources are the replicas of s (normalised): Spec.Sources, or the one
+// source.
+func newSources(s Spec) []*source {
+	if len(s.Sources) == 0 {
+		return []*source{{Source: Source{Name: s.SrcPath, Backend: s.Src, Path: s.SrcPath, Pull: s.Pull, Share: 1}}}
+	}
+	out := make([]*source, len(s.Sources))
+	for i, r := range s.Sources {
+		out[i] = &source{Source: r}
+	}
+	return out
+}
+
+func (s *source) started() {
+	if s.since.IsZero() {
+		s.since = time.Now()
+	}
+}
+
+func (s *source) reset() { s.since, s.moved, s.wrote = time.Time{}, 0, nil }
+
+func (s *source) delivered(off, n int64) {
+	s.moved += n
+	s.wrote = s.wrote.add(off, off+n)
+}
+
+// rate is what the replica delivered per second since its first worker
+// started (0 before it delivered anything).
+func (s *source) rate(now time.Time) float64 {
+	el := now.Sub(s.since).Seconds()
+	if s.since.IsZero() || s.moved == 0 || el <= 0 {
+		return 0
+	}
+	return float64(s.moved) / el
+}
+
+// queuedLocked is the number of pieces waiting in every queue.
+func (t *Transfer) queuedLocked() int {
+	n := 0
+	for _, s := range t.srcs {
+		n += len(s.queue)
+	}
+	return n
+}
+
+// liveLocked are the indexes of the replicas still used.
+func (t *Transfer) liveLocked() []int {
+	var out []int
+	for i, s := range t.srcs {
+		if s.dead == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// spreadLocked queues spans (in file order) on the live replicas: each gets
+// one contiguous part in proportion to its share (equal parts if no live
+// replica has a share), cut into pieces of about a quarter of a worker's
+// part each, at least ChunkMin. With one replica this is the single-source
+// queue of chunkSize pieces.
+func (t *Transfer) spreadLocked(spans []span) {
+	live := t.liveLocked()
+	if len(live) == 0 {
+		return
+	}
+	var total int64
+	for _, m := range spans {
+		total += m.len()
+	}
+	if total == 0 {
+		return
+	}
+	shares := make([]float64, len(live))
+	var sum float64
+	for k, i := range live {
+		shares[k] = t.srcs[i].Share
+		sum += shares[k]
+	}
+	if sum <= 0 {
+		for k := range shares {
+			shares[k] = 1
+		}
+		sum = float64(len(shares))
+	}
+	// Each replica's bytes, the remainder of the rounding to the last one
+	// with a share.
+	want := make([]int64, len(live))
+	var given int64
+	last := 0
+	for k := range live {
+		want[k] = int64(float64(total) * shares[k] / sum)
+		given += want[k]
+		if shares[k] > 0 {
+			last = k
+		}
+	}
+	want[last] += total - given
+	k, si := 0, 0
+	at := int64(0)
+	if len(spans) > 0 {
+		at = spans[0].Off
+	}
+	for k < len(live) && si < len(spans) {
+		if want[k] == 0 {
+			k++
+			continue
+		}
+		src := t.srcs[live[k]]
+		cs := chunkSize(want[k], t.cc, t.spec.ChunkMin)
+		for want[k] > 0 && si < len(spans) {
+			end := min(spans[si].End, at+min(cs, want[k]))
+			src.queue = append(src.queue, &piece{off: at, cur: at, end: end, src: live[k]})
+			want[k] -= end - at
+			at = end
+			if at >= spans[si].End {
+				si++
+				if si < len(spans) {
+					at = spans[si].Off
+				}
+			}
+		}
+		k++
+	}
+}
+
+// dropSourceLocked stops using replica i after err, moving its queued
+// pieces to the others, and reports whether it did: not with one replica,
+// not for the last live one, and not for errors of the destination, which
+// another replica would meet as well.
+func (t *Transfer) dropSourceLocked(i int, err error) bool {
+	if len(t.srcs) < 2 || t.srcs[i].dead != nil || errors.Is(err, backend.ErrNoSpace) || len(t.liveLocked()) < 2 {
+		return false
+	}
+	src := t.srcs[i]
+	src.dead = err
+	t.notes = append(t.notes, fmt.Sprintf("source %s dropped: %v", src.Name, err))
+	var spans []span
+	for _, p := range src.queue {
+		spans = append(spans, span{p.off, p.end})
+	}
+	src.queue = nil
+	t.spreadLocked(spans)
+	// Workers of the others may have stopped for want of pieces.
+	t.broadcastLocked()
+	return true
+}
+
+// stealLocked is Spec.Steal for replica thief, whose queue is empty:
+// multisrc.Steal chooses the replica expected to finish last and the tail
+// of its work that the thief should take so that both finish together.
+// Bytes of a sub-write in flight are never taken.
+func (t *Transfer) stealLocked(thief int) *piece {
+	now := time.Now()
+	n := len(t.srcs)
+	remaining := make([][]multisrc.Span, n)
+	rates := make([]float64, n)
+	tails := make([]*piece, n)
+	queued := make([]bool, n)
+	for _, p := range t.inflight {
+		if from := max(p.cur, p.off); from < p.end && t.srcs[p.src].dead == nil {
+			remaining[p.src] = append(remaining[p.src], multisrc.Span{Off: from, End: p.end})
+			tails[p.src] = p
+		}
+	}
+	for i, s := range t.srcs {
+		rates[i] = s.rate(now)
+		if s.dead != nil {
+			continue
+		}
+		for _, p := range s.queue {
+			remaining[i] = append(remaining[i], multisrc.Span{Off: p.off, End: p.end})
+			tails[i], queued[i] = p, true
+		}
+	}
+	v, take, ok := multisrc.Steal(thief, remaining, rates, t.spec.SubWrite, 1)
+	if !ok || v == thief || tails[v] == nil {
+		return nil
+	}
+	tail := tails[v]
+	// The span is the tail of the victim's last piece; it starts inside
+	// it and at or after any sub-write in flight.
+	from := max(take.Off, tail.off, tail.cur)
+	if from >= tail.end || take.End != tail.end {
+		return nil
+	}
+	p := &piece{off: from, cur: from, end: tail.end}
+	if from == tail.off && queued[v] {
+		q := t.srcs[v].queue
+		t.srcs[v].queue = q[:len(q)-1]
+	} else {
+		tail.end = from
+	}
+	t.steals++
+	t.stolen += p.end - p.off
+	return p
+}
+
+// statAll stats every replica at once, with fewer attempts than a chunk
+// gets (the others can carry the file), drops those that cannot be
+// reached, and returns what the first one still used says. Replicas of
+// different sizes are an error: they are not copies of one file.
+func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
+	type answer struct {
+		fi  backend.FileInfo
+		err error
+	}
+	answers := make([]answer, len(t.srcs))
+	var wg sync.WaitGroup
+	for i, s := range t.srcs {
+		if s.dead != nil {
+			continue
+		}
+		wg.Go(func() {
+			var a answer
+			for attempt := 1; attempt <= min(3, t.spec.Retry.Attempts); attempt++ {
+				if a.fi, a.err = s.Backend.Stat(ctx, s.Path); a.err == nil || backend.Permanent(a.err) || ctx.Err() != nil {
+					break
+				}
+				if sleep(ctx, t.spec.Retry.backoff(attempt, uint64(i)), nil) != nil {
+					break
+				}
+			}
+			answers[i] = a
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return backend.FileInfo{}, fmt.Errorf("engine: stat of the replicas: %w", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ref := -1
+	var errs []error
+	for i, a := range answers {
+		s := t.srcs[i]
+		switch {
+		case s.dead != nil:
+		case a.err != nil:
+			s.dead = a.err
+			errs = append(errs, fmt.Errorf("%s: %w", s.Name, a.err))
+			t.notes = append(t.notes, fmt.Sprintf("source %s dropped: %v", s.Name, a.err))
+		case a.fi.IsDir:
+			return a.fi, fmt.Errorf("engine: %w: replica %s is a directory", backend.ErrInvalid, s.Name)
+		case ref >= 0 && a.fi.Size != answers[ref].fi.Size:
+			return a.fi, fmt.Errorf("engine: %w: replica %s has %d bytes and %s has %d: not copies of one file", backend.ErrInvalid, s.Name, a.fi.Size, t.srcs[ref].Name, answers[ref].fi.Size)
+		default:
+			s.mtime = a.fi.ModTime
+			if ref < 0 {
+				ref = i
+			}
+		}
+	}
+	if ref < 0 {
+		return backend.FileInfo{}, fmt.Errorf("engine: no replica of %s can be read: %w", t.srcs[0].Name, errors.Join(errs...))
+	}
+	return answers[ref].fi, nil
+}
+
+// reference is the replica a verification compares against, the first one
+// still used, and its modification time when the transfer prepared.
+func (t *Transfer) reference() (Source, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.srcs {
+		if s.dead == nil {
+			return s.Source, s.mtime
+		}
+	}
+	return t.srcs[0].Source, t.srcs[0].mtime
+}
+
+// blame looks, after a checksum mismatch, for the replicas that delivered
+// wrong bytes: for each replica's delivered ranges it compares the
+// destination's checksum of the range with another live replica's (or, if
+// there is none, its own: that still finds bytes damaged on the way). It
+// drops those replicas, forgets their ranges and queues them on the
+// others, and reports how many it dropped; 0 when it cannot tell (the
+// backends cannot sum ranges, or the bad bytes were written before a
+// resume), and the caller then starts over.
+func (t *Transfer) blame(ctx context.Context) (int, error) {
+	s := &t.spec
+	rc, ok := s.Dst.(backend.RangeChecksummer)
+	if !ok || len(t.srcs) < 2 || s.Checksum == "none" {
+		return 0, nil
+	}
+	t.mu.Lock()
+	type job struct {
+		i    int
+		ref  Source
+		span span
+	}
+	var jobs []job
+	live := t.liveLocked()
+	for _, i := range live {
+		ref := t.srcs[i].Source
+		for _, j := range live {
+			if j != i {
+				ref = t.srcs[j].Source
+				break
+			}
+		}
+		for _, sp := range t.srcs[i].wrote {
+			jobs = append(jobs, job{i, ref, sp})
+		}
+	}
+	t.mu.Unlock()
+	bad := map[int]bool{}
+	for _, j := range jobs {
+		refSum, ok := j.ref.Backend.(backend.RangeChecksummer)
+		if !ok || bad[j.i] {
+			continue
+		}
+		var want, got string
+		if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) at %s", j.span.Off, j.span.End, j.ref.Name), func() (err error) {
+			want, err = refSum.ChecksumRange(ctx, j.ref.Path, s.Checksum, j.span.Off, j.span.len())
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) of %s", j.span.Off, j.span.End, t.tmp), func() (err error) {
+			got, err = rc.ChecksumRange(ctx, t.tmp, s.Checksum, j.span.Off, j.span.len())
+			return err
+		}); err != nil {
+			return 0, err
+		}
+		if got != want {
+			bad[j.i] = true
+		}
+	}
+	if len(bad) == 0 {
+		return 0, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(bad) >= len(t.liveLocked()) {
+		return 0, nil // nobody left to fetch from: start over instead
+	}
+	var again []span
+	for i := range bad {
+		src := t.srcs[i]
+		src.dead = fmt.Errorf("%w: sent bytes that differ from the other replicas", ErrChecksum)
+		t.notes = append(t.notes, fmt.Sprintf("source %s dropped: sent %d bytes that do not match the other replicas; fetching them again", src.Name, src.wrote.total()))
+		for _, sp := range src.wrote {
+			t.done = t.done.remove(sp.Off, sp.End)
+			again = append(again, sp)
+		}
+		src.wrote = nil
+	}
+	t.doneN = t.done.total()
+	t.dirty = true
+	sortSpans(again)
+	t.spreadLocked(again)
+	return len(bad), nil
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
+)
+
+// replica is a source backend as one replica of a multi-source transfer:
+// it counts what it serves and can be slow, unreachable, fail after some
+// bytes, or damage what it sends.
+type replica struct {
+	backend.Backend
+	served   atomic.Int64
+	rate     float64 // bytes/s per read stream (0: no limit)
+	down     bool    // every call fails (transiently)
+	failFrom int64   // reads fail once this many bytes were served (0: never)
+	corrupt  bool    // flip a byte of every read
+}
+
+var errDown = errors.New("replica unreachable")
+
+func (r *replica) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
+	if r.down {
+		return backend.FileInfo{}, errDown
+	}
+	return r.Backend.Stat(ctx, p)
+}
+
+func (r *replica) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if r.down || (r.failFrom > 0 && r.served.Load() >= r.failFrom) {
+		return nil, errDown
+	}
+	rc, err := r.Backend.OpenRange(ctx, p, off, n)
+	if err != nil {
+		return nil, err
+	}
+	return &replicaReader{r: r, rc: rc}, nil
+}
+
+type replicaReader struct {
+	r  *replica
+	rc io.ReadCloser
+}
+
+func (x *replicaReader) Read(b []byte) (int, error) {
+	if x.r.failFrom > 0 && x.r.served.Load() >= x.r.failFrom {
+		return 0, errDown
+	}
+	if x.r.rate > 0 && len(b) > 16<<10 {
+		b = b[:16<<10]
+	}
+	n, err := x.rc.Read(b)
+	if n > 0 && x.r.corrupt {
+		b[0] ^= 0xff
+	}
+	x.r.served.Add(int64(n))
+	if x.r.rate > 0 && n > 0 {
+		time.Sleep(time.Duration(float64(n) / x.r.rate * float64(time.Second)))
+	}
+	return n, err
+}
+
+func (x *replicaReader) Close() error { return x.rc.Close() }
+
+// ChecksumRange forwards to the file backend (as a real replica sums its
+// own disk).
+func (r *replica) ChecksumRange(ctx context.Context, p, algo string, off, n int64) (string, error) {
+	return r.Backend.(backend.RangeChecksummer).ChecksumRange(ctx, p, algo, off, n)
+}
+
+// replicas returns n replicas of the env's source directory and a spec
+// reading name from all of them with the given shares.
+func (e *env) replicas(n int, name string, size int64, shares ...float64) ([]*replica, Spec) {
+	s := e.spec(name, size)
+	s.Src, s.SrcPath = nil, ""
+	s.CC = 1 // one stream per replica, as the paper's experiments
+	reps := make([]*replica, n)
+	for i := range n {
+		reps[i] = &replica{Backend: e.src}
+		sh := 1.0
+		if i < len(shares) {
+			sh = shares[i]
+		}
+		s.Sources = append(s.Sources, Source{Name: fmt.Sprintf("r%d", i), Backend: reps[i], Path: name, Share: sh})
+	}
+	return reps, s
+}
+
+// TestMultiSourceShares: three replicas send contiguous parts of the file
+// in proportion to their shares; the file is byte-identical.
+func TestMultiSourceShares(t *testing.T) {
+	e := newEnv(t)
+	const size = 1 << 20
+	data := e.put(t, "f", size, 1)
+	reps, s := e.replicas(3, "f", size, 0.5, 0.3, 0.2)
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	for i, want := range []float64{0.5, 0.3, 0.2} {
+		got := float64(reps[i].served.Load()) / size
+		if got < want-0.01 || got > want+0.01 {
+			t.Errorf("replica %d sent %.3f of the file, want its share %.1f", i, got, want)
+		}
+	}
+	if res.Checksum != sum(t, data, "adler32") {
+		t.Errorf("checksum %s", res.Checksum)
+	}
+}
+
+// TestMultiSourceFaults: a replica that cannot be reached, one that fails
+// in the middle, one that sends wrong bytes: the others carry the file,
+// byte-identical, and the note says which was dropped and why; replicas of
+// different sizes are refused before anything is written.
+func TestMultiSourceFaults(t *testing.T) {
+	const size = 1 << 20
+	for _, tc := range []struct {
+		name   string
+		break_ func(r *replica)
+		note   string
+	}{
+		{"unreachable", func(r *replica) { r.down = true }, "unreachable"},
+		{"fails midway", func(r *replica) { r.failFrom = 100 << 10 }, "unreachable"},
+		{"wrong bytes", func(r *replica) { r.corrupt = true }, "do not match"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", size, 2)
+			reps, s := e.replicas(3, "f", size)
+			tc.break_(reps[1])
+			res, err := Run(context.Background(), s)
+			if err != nil {
+				t.Fatalf("%v (note %q)", err, res.Note)
+			}
+			e.checkFinal(t, s, data)
+			if !strings.Contains(res.Note, "source r1 dropped") || !strings.Contains(res.Note, tc.note) {
+				t.Errorf("note %q: want r1 dropped (%s)", res.Note, tc.note)
+			}
+		})
+	}
+	t.Run("sizes differ", func(t *testing.T) {
+		e := newEnv(t)
+		e.put(t, "f", size, 3)
+		other := t.TempDir()
+		if err := os.WriteFile(filepath.Join(other, "f"), make([]byte, size-1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ob, err := file.New(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s := e.replicas(2, "f", size)
+		s.Sources[1].Backend = ob
+		_, err = Run(context.Background(), s)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "not copies of one file") {
+			t.Errorf("replicas of different sizes: %v", err)
+		}
+		if exists(e.local("out/f")) || exists(e.local("out/.f.sluice-part")) {
+			t.Error("a refused transfer wrote at the destination")
+		}
+	})
+	t.Run("all down", func(t *testing.T) {
+		e := newEnv(t)
+		e.put(t, "f", size, 4)
+		reps, s := e.replicas(2, "f", size)
+		reps[0].down, reps[1].down = true, true
+		if _, err := Run(context.Background(), s); err == nil || !strings.Contains(err.Error(), "no replica") {
+			t.Errorf("every replica down: %v", err)
+		}
+	})
+}
+
+// TestMultiSourceSteal: with equal shares and one replica a hundred times
+// slower, the static plan waits for it to send its whole third; with
+// Steal the fast replicas take its tail and it sends a small part.
+func TestMultiSourceSteal(t *testing.T) {
+	const size = 2 << 20
+	for _, steal := range []bool{false, true} {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 5)
+		reps, s := e.replicas(3, "f", size)
+		reps[2].rate = 1 << 20 // 1 MiB/s: its third takes 0.7 s alone
+		s.Steal = steal
+		start := time.Now()
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.checkFinal(t, s, data)
+		part := float64(reps[2].served.Load()) / size
+		t.Logf("steal %v: slow replica sent %.3f of the file in %v; note %q", steal, part, time.Since(start), res.Note)
+		switch {
+		case !steal && (part < 0.33 || part > 0.34):
+			t.Errorf("static plan: slow replica sent %.3f, want its third", part)
+		case steal && part > 0.2:
+			t.Errorf("with steal the slow replica still sent %.3f of the file", part)
+		}
+	}
+}
+
+// TestMultiSourceResume: a multi-source copy cancelled in the middle
+// resumes from its journal and completes byte-identical.
+func TestMultiSourceResume(t *testing.T) {
+	e := newEnv(t)
+	const size = 4 << 20
+	data := e.put(t, "f", size, 6)
+	reps, s := e.replicas(3, "f", size, 0.2, 0.5, 0.3)
+	for _, r := range reps {
+		r.rate = 8 << 20
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	dst := &fault{Backend: e.dst, cancelAt: size / 2, cancel: cancel}
+	s.Dst = dst
+	if _, err := Run(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	done := journalDone(t, s.Journal)
+	if done <= 0 || done >= size {
+		t.Fatalf("journal records %d of %d bytes", done, size)
+	}
+	s.Dst = e.dst
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if !strings.Contains(res.Note, "resumed") || res.Bytes > size-done+int64(len(reps))*s.SubWrite {
+		t.Errorf("resume sent %d bytes after %d were journaled (note %q)", res.Bytes, done, res.Note)
+	}
+}
