@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
@@ -44,6 +45,7 @@ type cpFlags struct {
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
 	pol          cpPolicyFlags
+	multi        cpMultiFlags
 }
 
 func newCpCmd() *cobra.Command {
@@ -85,16 +87,40 @@ starting at c = min(--ci, streams/p), and every --adapt-every files updates the
 allocation and moves c by --delta when the rate changed by more than --threshold,
 never past the allocation or --cmax. --follow-allocation runs at what the
 allocation allows instead (the paper's non-adaptive client of a pacing service).
-The allocation is released when the copy ends.`,
+The allocation is released when the copy ends.
+
+With --sources URL1,URL2,... DST, one file with replicas at several sources is
+downloaded from all of them at once (Yang, Schopf and Foster's multi-source
+transfers): cp probes each link for --probe, predicts the mean and variability of
+its bandwidth over the transfer (the Network Weather Service's predictors on
+interval series), splits the file with --split (bos: best source only; eas: equal
+parts; ms: time-balanced on the mean; ntss: on mean + SD; tcs: on mean + TF x SD,
+the Tuned Conservative Scheduling; tcs-minus: on mean - TF x SD; tcs-dynamic: tcs,
+and replicas that finish early take over the tail of the slowest), and moves the
+parts with the same journal, resume and checksum as any copy. A replica that
+fails is dropped and the others carry on; one that sends wrong bytes is found by
+range checksums, dropped, and its ranges fetched again.`,
 		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
   sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
   sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json
-  sluice cp -r --policy-server http://sched:8080 --p 4 --ci 1 --cmax 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/`,
-		Args: cobra.MinimumNArgs(2),
+  sluice cp -r --policy-server http://sched:8080 --p 4 --ci 1 --cmax 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/
+  sluice cp --sources sluice://dtn1:7000/d/f.h5,sluice://dtn2:7000/d/f.h5,sluice://dtn3:7000/d/f.h5 /data/ --split tcs -v`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && len(cmd.Flags().Lookup("sources").Value.(pflag.SliceValue).GetSlice()) > 0 {
+				return nil // sluice cp --sources A,B DST
+			}
+			return cobra.MinimumNArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fl := cmd.Flags()
+			if len(f.multi.sources) > 0 {
+				return runMultiCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
+			}
+			if err := f.multi.check(fl); err != nil {
+				return err
+			}
 			f.fixed = fl.Changed("cc") || fl.Changed("p") || fl.Changed("pp")
 			if err := f.pol.check(fl); err != nil {
 				return err
@@ -132,6 +158,7 @@ The allocation is released when the copy ends.`,
 	fl.Int64Var(&f.chunkMin, "chunk-min", 0, "smallest partial transfer in bytes (default 8 MiB)")
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
+	f.multi.register(fl)
 	return cmd
 }
 
@@ -244,6 +271,16 @@ func defaultJournalDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "sluice", "journal"), nil
 }
 
+// newCpClient is the HTTP client of a copy: one transport for the whole
+// copy, so that connections opened by one chunk serve the next and no
+// sample of --auto pays a start-up; enough idle connections per agent for
+// cc channels, each with a batch and the checksums asked for beside it.
+func newCpClient() *http.Client {
+	tr := sluice.NewTransport()
+	tr.MaxIdleConnsPerHost = 1024
+	return &http.Client{Transport: tr}
+}
+
 func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []string) error {
 	if f.cc < 1 || f.pp < 1 || f.p < 1 {
 		return errors.New("--cc, --p and --pp must be at least 1")
@@ -251,14 +288,8 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.bandwidth < 0 {
 		return errors.New("--bandwidth must be positive (MB/s)")
 	}
-	// One transport for the whole copy: connections opened by one chunk
-	// serve the next, so no sample of --auto pays a start-up. Enough idle
-	// connections per agent for cc channels, each with a batch and the
-	// checksums asked for beside it.
-	tr := sluice.NewTransport()
-	tr.MaxIdleConnsPerHost = 1024
-	client := &http.Client{Transport: tr}
-	defer tr.CloseIdleConnections()
+	client := newCpClient()
+	defer client.CloseIdleConnections()
 	defer func() {
 		for _, c := range f.closers {
 			c()

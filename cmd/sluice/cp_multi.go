@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sluice-dtn/sluice/copyjob"
+)
+
+// cpMultiFlags make `sluice cp` a multi-source download.
+type cpMultiFlags struct {
+	sources  []string
+	split    string
+	probe    time.Duration
+	noVerify bool
+}
+
+func (m *cpMultiFlags) register(fl *pflag.FlagSet) {
+	fl.StringSliceVar(&m.sources, "sources", nil, "replicas of one file (comma-separated URLs) to download from at once")
+	fl.StringVar(&m.split, "split", "tcs", "with --sources: how the bytes are split: "+strings.Join(copyjob.SplitNames(), ", "))
+	fl.DurationVar(&m.probe, "probe", 2*time.Second, "with --sources: how long to measure the links before planning")
+	fl.BoolVar(&m.noVerify, "no-replica-check", false, "with --sources: compare only the replicas' sizes, not their checksums (which reads each one whole first)")
+}
+
+// check refuses the multi-source flags without --sources.
+func (m *cpMultiFlags) check(fl *pflag.FlagSet) error {
+	for _, n := range []string{"split", "probe", "no-replica-check"} {
+		if fl.Changed(n) {
+			return fmt.Errorf("--%s is a setting of multi-source copies: give --sources too", n)
+		}
+	}
+	return nil
+}
+
+// runMultiCp is `sluice cp --sources A,B,... DST`.
+func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []string) error {
+	if len(args) != 1 {
+		return errors.New("--sources: give the destination only, as in sluice cp --sources A,B,C DST")
+	}
+	if f.recursive || f.pol.server != "" {
+		return errors.New("--sources downloads one file: -r and --policy-server do not apply")
+	}
+	if len(f.multi.sources) < 2 {
+		return errors.New("--sources: give at least two replicas")
+	}
+	if f.multi.probe <= 0 {
+		return errors.New("--probe must be positive")
+	}
+	client := newCpClient()
+	defer client.CloseIdleConnections()
+	defer func() {
+		for _, c := range f.closers {
+			c()
+		}
+	}()
+	var srcs []copyjob.Endpoint
+	for _, a := range f.multi.sources {
+		ep, err := f.endpoint(ctx, strings.TrimSpace(a), false, client)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, ep)
+	}
+	dst, err := f.endpoint(ctx, args[0], true, client)
+	if err != nil {
+		return err
+	}
+	jd := f.journalDir
+	if jd == "" {
+		if jd, err = defaultJournalDir(); err != nil {
+			return err
+		}
+	}
+	o := copyjob.MultiOptions{Split: f.multi.split, ProbeTime: f.multi.probe, CheckReplicas: !f.multi.noVerify,
+		Checksum: f.checksum, JournalDir: jd, SubWrite: f.subWrite, ChunkMin: f.chunkMin}
+	if f.verbose {
+		fmt.Fprintf(stderr, "probing %d replicas for %s\n", len(srcs), f.multi.probe)
+	}
+	rep, err := copyjob.RunMulti(ctx, srcs, dst, o)
+	if f.verbose && len(rep.Links) > 0 {
+		for _, l := range rep.Links {
+			fmt.Fprintf(stderr, "  %-40s mean %7.1f MB/s  sd %6.1f  TF %.2f  effective %7.1f MB/s  %5.1f ms  -> %6.1f MB (predicted %.1f s)\n",
+				l.Source, l.Mean/1e6, l.SD/1e6, l.TF, l.Effective/1e6, 1000*l.Latency, float64(l.Planned)/1e6, l.Predicted)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("interrupted: run the same command again to resume")
+		}
+		return err
+	}
+	if f.jsonOut {
+		return printJSON(stdout, rep)
+	}
+	fmt.Fprintf(stderr, "copied %.1f MB from %d replicas in %.1f s (%.1f MB/s; predicted %.1f s; %s split), checksum %s\n",
+		float64(rep.Bytes)/1e6, len(srcs), rep.Seconds, float64(rep.Bytes)/1e6/max(rep.Seconds, 1e-9), rep.Predicted, rep.Split, rep.Checksum)
+	if rep.Note != "" {
+		fmt.Fprintf(stderr, "note: %s\n", rep.Note)
+	}
+	return nil
+}

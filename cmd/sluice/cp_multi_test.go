@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/agent"
+	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/engine"
+)
+
+// replicaAgents serves the same file from three in-process agents, each
+// emulating a link of its own speed (bytes/s), and returns their URLs of
+// the file.
+func replicaAgents(t *testing.T, work string, k []byte, size int64, rates []float64, mw func(i int, h http.Handler) http.Handler) ([]string, string) {
+	t.Helper()
+	orig := filepath.Join(work, "orig.bin")
+	fastRandom(t, orig, size, 11)
+	data, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for i, r := range rates {
+		root := filepath.Join(work, "rep"+string(rune('a'+i)))
+		os.MkdirAll(filepath.Join(root, "d"), 0o755)
+		if err := os.WriteFile(filepath.Join(root, "d", "f.bin"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(agent.Config{Name: "rep" + string(rune('a'+i)), Root: root, Key: k, Emulation: &emul.Config{CapacityBps: r}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h http.Handler = a.Handler()
+		if mw != nil {
+			h = mw(i, h)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(func() { srv.Close(); a.Close() })
+		urls = append(urls, "sluice://"+strings.TrimPrefix(srv.URL, "http://")+"/d/f.bin")
+	}
+	return urls, orig
+}
+
+// TestCpMultiSource: `sluice cp --sources` assembles one file from three
+// replicas of different speeds, byte-identical, splitting it as the plan
+// says; refuses replicas of different sizes; carries on without an
+// unreachable replica.
+func TestCpMultiSource(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	keyFile, k := testKey(t, work)
+	const size = 24 << 20
+	urls, orig := replicaAgents(t, work, k, size, []float64{4e6, 16e6, 8e6}, nil)
+	out := filepath.Join(work, "out")
+	res, err := run(t, "cp", "--token-key", keyFile, "--sources", strings.Join(urls, ","), out+"/", "--split", "tcs", "--probe", "600ms", "--json")
+	if err != nil {
+		t.Fatalf("cp --sources: %v\n%s", err, res)
+	}
+	var rep struct {
+		Bytes int64 `json:"bytes"`
+		Links []struct {
+			Mean    float64 `json:"mean_bps"`
+			Planned int64   `json:"planned_bytes"`
+		} `json:"links"`
+		Checksum string `json:"checksum"`
+	}
+	if err := json.Unmarshal([]byte(res[strings.Index(res, "{"):]), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, res)
+	}
+	if !sameContent(t, orig, filepath.Join(out, "f.bin")) {
+		t.Fatal("the assembled file differs from the original")
+	}
+	var planned int64
+	for _, l := range rep.Links {
+		planned += l.Planned
+	}
+	if rep.Bytes != size || planned != size || len(rep.Links) != 3 || rep.Checksum == "" {
+		t.Fatalf("report %s", res)
+	}
+	// The fastest link (16 MB/s) is planned the most, the slowest the least.
+	if !(rep.Links[1].Planned > rep.Links[2].Planned && rep.Links[2].Planned > rep.Links[0].Planned) {
+		t.Errorf("plan %+v: want more bytes from faster links", rep.Links)
+	}
+	t.Logf("plan: %+v", rep.Links)
+
+	// Replicas that are not copies of one file.
+	bad := filepath.Join(work, "repb", "d", "f.bin")
+	if err := os.Truncate(bad, size-1); err != nil {
+		t.Fatal(err)
+	}
+	res, err = run(t, "cp", "--token-key", keyFile, "--sources", strings.Join(urls, ","), filepath.Join(work, "out2")+"/")
+	if err == nil || !strings.Contains(err.Error(), "not copies of one file") {
+		t.Errorf("replicas of different sizes: %v\n%s", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(work, "out2")); !os.IsNotExist(err) {
+		t.Errorf("a refused copy created its destination (%v)", err)
+	}
+
+	// An unreachable replica: the others carry the file.
+	dead := "sluice://" + freeAddr(t) + "/d/f.bin"
+	res, err = run(t, "cp", "--token-key", keyFile, "--sources", strings.Join([]string{urls[0], dead, urls[2]}, ","), filepath.Join(work, "out3")+"/", "--probe", "300ms", "-v")
+	if err != nil {
+		t.Fatalf("with an unreachable replica: %v\n%s", err, res)
+	}
+	if !sameContent(t, orig, filepath.Join(work, "out3", "f.bin")) || !strings.Contains(res, "dropped") {
+		t.Errorf("with an unreachable replica:\n%s", res)
+	}
+}
+
+// TestCpMultiSourceKill: kill -9 of a multi-source cp in the middle; the
+// same command run again resumes from the journal and the file is
+// byte-identical.
+func TestCpMultiSourceKill(t *testing.T) {
+	work := t.TempDir()
+	keyFile, k := testKey(t, work)
+	const size = 48 << 20
+	urls, orig := replicaAgents(t, work, k, size, []float64{6e6, 12e6, 8e6}, nil)
+	jd := filepath.Join(work, "journal")
+	out := filepath.Join(work, "out") + "/"
+	args := []string{"cp", "--token-key", keyFile, "--sources", strings.Join(urls, ","), out, "--probe", "300ms", "--journal-dir", jd, "--no-replica-check"}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the journal records between a fifth and four fifths.
+	deadline := time.Now().Add(30 * time.Second)
+	var done int64
+	for time.Now().Before(deadline) && done < size/5 {
+		time.Sleep(50 * time.Millisecond)
+		js, _ := filepath.Glob(filepath.Join(jd, "*.journal"))
+		for _, j := range js {
+			if c, ok, err := engine.ReadCheckpoint(context.Background(), engine.FileJournals{}, j); err == nil && ok {
+				done = c.Done
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if done < size/5 || done >= size*4/5 {
+		t.Fatalf("killed with %d of %d bytes journaled\n%s", done, size, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "f.bin")); !os.IsNotExist(err) {
+		t.Fatal("the destination path exists after a kill in the middle")
+	}
+	res, err := run(t, append(args[:len(args):len(args)], "--json")...)
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, res)
+	}
+	if !sameContent(t, orig, filepath.Join(out, "f.bin")) {
+		t.Fatal("the resumed file differs from the original")
+	}
+	if !strings.Contains(res, "resumed with") {
+		t.Errorf("the second run did not resume:\n%s", res)
+	}
+	t.Logf("killed at %d of %d bytes; %s", done, size, res[strings.LastIndex(res, "\"note\""):])
+}

@@ -1,0 +1,296 @@
+// Package linkmon measures the bandwidth of the links from replicas to a
+// destination as time series, as the Network Weather Service does for the
+// multi-source planner (seed paper 002): at a fixed frequency each link
+// gets a sample, passive when a transfer is reading from the replica (the
+// bytes it moved in the interval), otherwise from an active probe (a small
+// range read). Package multisrc/forecast turns a series into the predicted
+// mean and standard deviation of the coming transfer's bandwidth.
+//
+// A Monitor measures from where it runs: probes read through this process,
+// so they describe the replica → this host path. That is the destination's
+// path when this process is the destination (`sluice cp` to a local
+// directory); for a third-party copy between agents it is an
+// approximation.
+package linkmon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
+)
+
+// Link is one replica: a backend and a file on it to probe.
+type Link struct {
+	Name    string
+	Backend backend.Backend
+	Path    string
+	Size    int64
+}
+
+// Options tunes a Monitor.
+type Options struct {
+	// Hz is the sampling frequency (default 4).
+	Hz float64
+	// ProbeBytes is the size of an active probe (default 512 KiB; NWS
+	// sends 64 kB, but a probe must outlast what a link lets through at
+	// once after idling, a TCP window or a token bucket's burst, which
+	// SkipBytes discards).
+	ProbeBytes int64
+	// SkipBytes of each probe are not timed (default 128 KiB, the burst
+	// of the emulated testbed's links): the rate is measured from the
+	// moment they have arrived.
+	SkipBytes int64
+	// Keep is the most samples kept per link (default 4096).
+	Keep int
+	// Seed chooses the probes' offsets.
+	Seed uint64
+}
+
+func (o *Options) defaults() {
+	if o.Hz <= 0 {
+		o.Hz = 4
+	}
+	if o.ProbeBytes <= 0 {
+		o.ProbeBytes = 512 << 10
+	}
+	if o.SkipBytes < 0 || o.SkipBytes >= o.ProbeBytes {
+		o.SkipBytes = 0
+	} else if o.SkipBytes == 0 {
+		o.SkipBytes = min(128<<10, o.ProbeBytes/4)
+	}
+	if o.Keep <= 0 {
+		o.Keep = 4096
+	}
+}
+
+// Monitor samples a set of links.
+type Monitor struct {
+	o     Options
+	links []*link
+}
+
+type link struct {
+	Link
+	active atomic.Int64 // transfer streams reading from it now
+	moved  atomic.Int64 // their bytes
+
+	mu      sync.Mutex
+	samples []float64
+	latency []float64 // seconds to a probe's first byte
+	probes  int
+	passive int
+	rng     *rand.Rand
+}
+
+// New returns a monitor of links; Run samples them.
+func New(links []Link, o Options) *Monitor {
+	o.defaults()
+	m := &Monitor{o: o}
+	for i, l := range links {
+		m.links = append(m.links, &link{Link: l, rng: rand.New(rand.NewPCG(o.Seed, uint64(i)))})
+	}
+	return m
+}
+
+// Hz is the sampling frequency of the series.
+func (m *Monitor) Hz() float64 { return m.o.Hz }
+
+// Run samples every link at the monitor's frequency until ctx ends.
+func (m *Monitor) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range m.links {
+		wg.Go(func() { m.runLink(ctx, l) })
+	}
+	wg.Wait()
+}
+
+// Collect samples for d (a short measurement before a transfer) and
+// returns.
+func (m *Monitor) Collect(ctx context.Context, d time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	m.Run(cctx)
+	return ctx.Err()
+}
+
+func (m *Monitor) runLink(ctx context.Context, l *link) {
+	period := time.Duration(float64(time.Second) / m.o.Hz)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	lastAt, lastMoved := time.Now(), l.moved.Load()
+	wasActive := l.active.Load() > 0
+	for {
+		// A probe now, unless a transfer is reading: then its bytes are
+		// the sample.
+		if !wasActive {
+			if bps, lat, err := m.probe(ctx, l); err == nil {
+				l.add(bps, lat, false, m.o.Keep)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			moved, active := l.moved.Load(), l.active.Load() > 0
+			if wasActive && active {
+				if dt := now.Sub(lastAt).Seconds(); dt > 0 {
+					l.add(float64(moved-lastMoved)/dt, -1, true, m.o.Keep)
+				}
+			}
+			lastAt, lastMoved, wasActive = now, moved, active
+		}
+	}
+}
+
+// probe reads ProbeBytes at a random offset and returns the rate after the
+// first SkipBytes and the time to the first byte.
+func (m *Monitor) probe(ctx context.Context, l *link) (float64, float64, error) {
+	n := min(m.o.ProbeBytes, l.Size)
+	if n <= m.o.SkipBytes {
+		return 0, 0, fmt.Errorf("linkmon: %s is too small to probe", l.Path)
+	}
+	l.mu.Lock()
+	off := int64(0)
+	if l.Size > n {
+		off = l.rng.Int64N(l.Size - n + 1)
+	}
+	l.mu.Unlock()
+	start := time.Now()
+	rc, err := l.Backend.OpenRange(ctx, l.Path, off, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rc.Close()
+	buf := make([]byte, 32<<10)
+	var got int64
+	var first, timed time.Time
+	for got < n {
+		k, err := rc.Read(buf[:min(int64(len(buf)), n-got)])
+		if k > 0 && first.IsZero() {
+			first = time.Now()
+		}
+		got += int64(k)
+		if timed.IsZero() && got >= m.o.SkipBytes {
+			timed = time.Now()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	el := time.Since(timed).Seconds()
+	if got < n || el <= 0 {
+		return 0, 0, fmt.Errorf("linkmon: probe of %s read %d of %d bytes", l.Path, got, n)
+	}
+	return float64(got-m.o.SkipBytes) / el, first.Sub(start).Seconds(), nil
+}
+
+func (l *link) add(bps, latency float64, passive bool, keep int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.samples = append(l.samples, bps)
+	if len(l.samples) > keep {
+		l.samples = slices.Delete(l.samples, 0, len(l.samples)-keep)
+	}
+	if passive {
+		l.passive++
+	} else {
+		l.probes++
+		l.latency = append(l.latency, latency)
+		if len(l.latency) > keep {
+			l.latency = slices.Delete(l.latency, 0, len(l.latency)-keep)
+		}
+	}
+}
+
+// Series returns a copy of link i's samples (bytes/s), oldest first.
+func (m *Monitor) Series(i int) []float64 {
+	l := m.links[i]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.samples)
+}
+
+// Latency is the median time to a probe's first byte on link i, seconds
+// (0 before any probe): the effective latency of eq. 2.
+func (m *Monitor) Latency(i int) float64 {
+	l := m.links[i]
+	l.mu.Lock()
+	xs := slices.Clone(l.latency)
+	l.mu.Unlock()
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// Counts returns how many probes and passive samples link i has.
+func (m *Monitor) Counts(i int) (probes, passive int) {
+	l := m.links[i]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.probes, l.passive
+}
+
+// Observe returns link i's backend as a transfer should use it: the bytes
+// it reads become the link's passive samples.
+func (m *Monitor) Observe(i int) backend.Backend {
+	l := m.links[i]
+	b := &observed{Backend: l.Backend, l: l}
+	if rc, ok := l.Backend.(backend.RangeChecksummer); ok {
+		return &observedSums{observed: b, rc: rc}
+	}
+	return b
+}
+
+// observed counts the bytes and streams of a transfer's range reads.
+type observed struct {
+	backend.Backend
+	l *link
+}
+
+func (o *observed) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	rc, err := o.Backend.OpenRange(ctx, p, off, n)
+	if err != nil {
+		return nil, err
+	}
+	o.l.active.Add(1)
+	return &counting{rc: rc, l: o.l}, nil
+}
+
+// observedSums keeps the wrapped backend's range checksums visible.
+type observedSums struct {
+	*observed
+	rc backend.RangeChecksummer
+}
+
+func (o *observedSums) ChecksumRange(ctx context.Context, p, algo string, off, n int64) (string, error) {
+	return o.rc.ChecksumRange(ctx, p, algo, off, n)
+}
+
+type counting struct {
+	rc   io.ReadCloser
+	l    *link
+	once sync.Once
+}
+
+func (c *counting) Read(b []byte) (int, error) {
+	n, err := c.rc.Read(b)
+	c.l.moved.Add(int64(n))
+	return n, err
+}
+
+func (c *counting) Close() error {
+	c.once.Do(func() { c.l.active.Add(-1) })
+	return c.rc.Close()
+}
