@@ -25,6 +25,8 @@ type replica struct {
 	rate     float64 // bytes/s per read stream (0: no limit)
 	down     bool    // every call fails (transiently)
 	failFrom int64   // reads fail once this many bytes were served (0: never)
+	slowFrom int64   // reads slow to slowRate once this many bytes were served (0: never)
+	slowRate float64
 	corrupt  bool    // flip a byte of every read
 }
 
@@ -57,7 +59,7 @@ func (x *replicaReader) Read(b []byte) (int, error) {
 	if x.r.failFrom > 0 && x.r.served.Load() >= x.r.failFrom {
 		return 0, errDown
 	}
-	if x.r.rate > 0 && len(b) > 16<<10 {
+	if (x.r.rate > 0 || x.r.slowFrom > 0) && len(b) > 16<<10 {
 		b = b[:16<<10]
 	}
 	n, err := x.rc.Read(b)
@@ -65,8 +67,12 @@ func (x *replicaReader) Read(b []byte) (int, error) {
 		b[0] ^= 0xff
 	}
 	x.r.served.Add(int64(n))
-	if x.r.rate > 0 && n > 0 {
-		time.Sleep(time.Duration(float64(n) / x.r.rate * float64(time.Second)))
+	rate := x.r.rate
+	if x.r.slowFrom > 0 && x.r.served.Load() >= x.r.slowFrom {
+		rate = x.r.slowRate
+	}
+	if rate > 0 && n > 0 {
+		time.Sleep(time.Duration(float64(n) / rate * float64(time.Second)))
 	}
 	return n, err
 }
@@ -238,5 +244,35 @@ func TestMultiSourceResume(t *testing.T) {
 	e.checkFinal(t, s, data)
 	if !strings.Contains(res.Note, "resumed") || res.Bytes > size-done+int64(len(reps))*s.SubWrite {
 		t.Errorf("resume sent %d bytes after %d were journaled (note %q)", res.Bytes, done, res.Note)
+	}
+}
+
+// TestMultiSourceCollapse: a replica that collapses in the middle of its
+// part (from full speed to 256 kB/s) holds a static plan back until it has
+// sent all of it; with Steal the others take its tail and the copy ends
+// several times sooner.
+func TestMultiSourceCollapse(t *testing.T) {
+	const size = 3 << 20
+	var took [2]time.Duration
+	for k, steal := range []bool{false, true} {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 8)
+		reps, s := e.replicas(3, "f", size)
+		for _, r := range reps {
+			r.rate = 16 << 20
+		}
+		reps[0].slowFrom, reps[0].slowRate = 256<<10, 256<<10
+		s.Steal = steal
+		start := time.Now()
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took[k] = time.Since(start)
+		e.checkFinal(t, s, data)
+		t.Logf("steal %v: %v, collapsed replica sent %d bytes; note %q", steal, took[k], reps[0].served.Load(), res.Note)
+	}
+	if took[1]*3 > took[0] {
+		t.Errorf("with steal %v, without %v: want at least 3x sooner", took[1], took[0])
 	}
 }

@@ -34,7 +34,7 @@ production feature), and replays traces through the live API.
 Profiles: sc15-mini (the SC'15 testbed scaled down), xsede-sg (one path
 calibrated to SGData.csv), or a JSON file (sim/testbeds/ shows the format).`,
 	}
-	cmd.AddCommand(newTestbedUp(), newTestbedReplay(), newTestbedCompare(), newTestbedPolicyExp())
+	cmd.AddCommand(newTestbedUp(), newTestbedReplay(), newTestbedCompare(), newTestbedPolicyExp(), newTestbedMultiSource())
 	return cmd
 }
 

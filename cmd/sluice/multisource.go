@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/testbed"
+)
+
+func newTestbedMultiSource() *cobra.Command {
+	var (
+		configs  []string
+		runs     int
+		policies []string
+		seed     uint64
+		out      string
+		jsonOut  bool
+		verbose  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "multisource",
+		Short: "Evaluate the multi-source split policies (Yang, Schopf and Foster) on emulated replicas",
+		Long: `multisource reproduces the evaluation of "Improving Parallel Data Transfer Times
+Using Predicted Variances in Shared Networks" (seed paper 002, §5) on real bytes: three
+emulated replicas whose bandwidth varies over time with the mean and standard deviation
+of the paper's Table 1 (scaled: a Mb/s becomes 0.5 MB/s, a MB of data 125 kB, so a run
+takes 1/32 of the paper's time), one destination (this process), a link monitor that
+samples every link all along (probes when idle, the transfer's own bytes when busy), and
+the policies alternated run by run (§5.1). Each transfer is ` + "`sluice cp --sources`" + `'s.
+
+It prints per policy the mean and SD of transfer time (Table 2), the Compare counts
+among the paper's five policies (Table 3), and one-tailed paired and unpaired (Welch) t
+tests of TCS against each other policy (Tables 4 and 5).`,
+		Example: `  sluice testbed multisource --config fig3 --runs 30
+  sluice testbed multisource --config all --runs 30 --out docs/results/multisource`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(configs) == 1 && configs[0] == "all" {
+				configs = testbed.MultiConfigNames
+			}
+			for _, c := range configs {
+				if _, ok := testbed.MultiConfigs[c]; !ok {
+					return fmt.Errorf("--config %q: want %s or all", c, strings.Join(testbed.MultiConfigNames, ", "))
+				}
+			}
+			for _, p := range policies {
+				if !contains(copyjob.SplitNames(), p) {
+					return fmt.Errorf("--policies: %q: want %s", p, strings.Join(copyjob.SplitNames(), ", "))
+				}
+			}
+			if runs < 2 {
+				return fmt.Errorf("--runs %d: the t tests need at least 2", runs)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			o := testbed.MultiOptions{Runs: runs, Policies: policies, Seed: seed}
+			if verbose {
+				o.Log = cmd.ErrOrStderr()
+			}
+			var results []*testbed.MultiResult
+			for _, c := range configs {
+				r, err := testbed.RunMultiSource(ctx, testbed.MultiConfigs[c], o)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				if out != "" {
+					if err := os.MkdirAll(out, 0o755); err != nil {
+						return err
+					}
+					f, err := os.Create(filepath.Join(out, c+".json"))
+					if err != nil {
+						return err
+					}
+					if err := printJSON(f, r); err != nil {
+						f.Close()
+						return err
+					}
+					f.Close()
+					tf, err := os.Create(filepath.Join(out, c+".txt"))
+					if err != nil {
+						return err
+					}
+					printMulti(tf, r)
+					tf.Close()
+				}
+			}
+			if jsonOut {
+				return printJSON(cmd.OutOrStdout(), results)
+			}
+			for _, r := range results {
+				printMulti(cmd.OutOrStdout(), r)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&configs, "config", []string{"fig3"}, "configurations of the paper's Table 1: "+strings.Join(testbed.MultiConfigNames, ", ")+", or all")
+	fl.IntVar(&runs, "runs", 30, "run groups (one transfer per policy each)")
+	fl.StringSliceVar(&policies, "policies", nil, "policies to alternate (default all: "+strings.Join(copyjob.SplitNames(), ", ")+")")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the emulated bandwidth")
+	fl.StringVar(&out, "out", "", "write <config>.json and <config>.txt here")
+	fl.BoolVar(&jsonOut, "json", false, "print JSON")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "print every run")
+	return cmd
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// printMulti prints the paper's Tables 2-5 for one configuration.
+func printMulti(w io.Writer, r *testbed.MultiResult) {
+	fmt.Fprintf(w, "%s: %d run groups, %.1f MB from %d replicas\n", r.Config, len(r.Runs)/max(1, len(r.Policies)), float64(r.Bytes)/1e6, len(r.Links))
+	names := make([]string, 0, len(r.Measured))
+	for n := range r.Measured {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, l := range r.Links {
+		m := r.Measured[l.Name]
+		s := r.Samples[l.Name]
+		fmt.Fprintf(w, "  link %-20s paper %6.2f ± %5.2f Mb/s, monitored %6.2f ± %5.2f (%d probes, %d passive samples)\n", l.Name, l.MeanMbps, l.SDMbps, m[0], m[1], s[0], s[1])
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "policy\tmean s\tSD s\tbest\tgood\tavg\tpoor\tworst\tTCS paired p\tTCS unpaired p")
+	for _, p := range r.Policies {
+		c := r.Compare[p]
+		cs := "\t\t\t\t"
+		if len(c) == 5 {
+			cs = fmt.Sprintf("%d\t%d\t%d\t%d\t%d", c[0], c[1], c[2], c[3], c[4])
+		}
+		pp, up := "", ""
+		if v, ok := r.Paired[p]; ok {
+			pp = fmt.Sprintf("%.2f%%", 100*v)
+		}
+		if v, ok := r.Unpaired[p]; ok {
+			up = fmt.Sprintf("%.2f%%", 100*v)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p, r.Mean[p], r.SD[p], cs, pp, up)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}

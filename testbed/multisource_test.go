@@ -1,0 +1,67 @@
+package testbed
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestLinkSeries: the emulated bandwidth has the configured mean and SD
+// (within sampling error) and stays within the emulation's capacity.
+func TestLinkSeries(t *testing.T) {
+	l := MultiLink{Name: "x", MeanMbps: 19.43, SDMbps: 12.76}
+	capacity, steps := linkSeries(l, 3600, rand.New(rand.NewPCG(1, 1)))
+	var sum, sq float64
+	for _, s := range steps {
+		if s.Fraction < 0 || s.Fraction >= 1 {
+			t.Fatalf("fraction %v", s.Fraction)
+		}
+		x := capacity * (1 - s.Fraction) / BWScale
+		sum += x
+		sq += x * x
+	}
+	n := float64(len(steps))
+	mean := sum / n
+	sd := math.Sqrt(sq/n - mean*mean)
+	// Clamping at 5% of the mean trims the low tail a little.
+	if math.Abs(mean-l.MeanMbps)/l.MeanMbps > 0.1 || math.Abs(sd-l.SDMbps)/l.SDMbps > 0.2 {
+		t.Errorf("series mean %.2f SD %.2f, want about %.2f and %.2f", mean, sd, l.MeanMbps, l.SDMbps)
+	}
+}
+
+// TestRunMultiSource runs two groups of two policies on fig3: every
+// transfer completes verified (RunMulti checks the checksum), the monitor
+// measured the links near their configured means, and the tables are
+// filled.
+func TestRunMultiSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves real bytes through emulated replicas")
+	}
+	r, err := RunMultiSource(context.Background(), MultiConfigs["fig3"], MultiOptions{Runs: 2, Policies: []string{"tcs", "tcs-dynamic"}, Warmup: 2 * time.Second, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 4 || r.Mean["tcs"] <= 0 || r.Mean["tcs-dynamic"] <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if _, ok := r.Paired["tcs-dynamic"]; !ok {
+		t.Errorf("no paired t test of tcs against tcs-dynamic: %+v", r.Paired)
+	}
+	for _, l := range r.Links {
+		m := r.Measured[l.Name]
+		if m[0] < l.MeanMbps/3 || m[0] > l.MeanMbps*3 {
+			t.Errorf("link %s monitored at %.2f Mb/s, configured %.2f", l.Name, m[0], l.MeanMbps)
+		}
+	}
+	for _, x := range r.Runs {
+		var planned int64
+		for _, l := range x.Links {
+			planned += l.Planned
+		}
+		if planned != r.Bytes {
+			t.Errorf("%s run planned %d of %d bytes", x.Policy, planned, r.Bytes)
+		}
+	}
+}
