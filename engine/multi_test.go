@@ -27,7 +27,7 @@ type replica struct {
 	failFrom int64   // reads fail once this many bytes were served (0: never)
 	slowFrom int64   // reads slow to slowRate once this many bytes were served (0: never)
 	slowRate float64
-	corrupt  bool    // flip a byte of every read
+	corrupt  bool // flip a byte of every read
 }
 
 var errDown = errors.New("replica unreachable")
