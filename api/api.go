@@ -132,7 +132,7 @@ func problem(err error) error {
 type FileIn struct {
 	Source       string   `json:"source,omitempty" doc:"sluice://ENDPOINT/path of the file to copy."`
 	Destination  string   `json:"destination,omitempty" doc:"sluice://ENDPOINT/path to write."`
-	Sources      []string `json:"sources,omitempty" maxItems:"16" doc:"FTS3 form of source (one replica for now)."`
+	Sources      []string `json:"sources,omitempty" maxItems:"16" doc:"FTS3 form of source; several are replicas of one file on different endpoints, downloaded from all at once (see the job's selection)."`
 	Destinations []string `json:"destinations,omitempty" maxItems:"1" doc:"FTS3 form of destination."`
 	Size         *int64   `json:"size,omitempty" minimum:"0" doc:"Size in bytes; stat'ed at the source if absent."`
 	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" doc:"FTS3 form of size."`
@@ -167,6 +167,7 @@ type JobIn struct {
 	Streams        int                  `json:"streams,omitempty" minimum:"0" maximum:"1024" doc:"Fix each file's concurrency (partial transfers at once); 0: the scheduler chooses."`
 	Adaptive       bool                 `json:"adaptive,omitempty" doc:"Run as an adaptive client of the Policy Service (seed paper 001, Fig. 3): request streams per pair, keep min(c_i, streams/p) files in flight, adapt every d files."`
 	AdaptiveParams *server.AdaptiveSpec `json:"adaptive_params,omitempty" doc:"The adaptive client's parameters (defaults: ci 4, cmax 8, delta 2, d 4, p 4, t 0.1)."`
+	Selection      string               `json:"selection,omitempty" enum:"bos,eas,ms,ntss,tcs,tcs-minus,tcs-dynamic," doc:"How a file with several sources is split across them (seed paper 002): bos (best source only), eas (equal parts), ms, ntss, tcs (Tuned Conservative Scheduling, default), tcs-minus, tcs-dynamic (tcs with work stealing)."`
 	Optimization   bool                 `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
 }
 
@@ -188,6 +189,7 @@ type JobOut struct {
 	Optimization   bool       `json:"optimization,omitempty"`
 	Streams        int        `json:"streams,omitempty"`
 	Adaptive       bool       `json:"adaptive,omitempty"`
+	Selection      string     `json:"selection,omitempty"`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`
 	FilesFailed    int        `json:"files_failed"`
@@ -210,7 +212,7 @@ func jobOut(j server.JobStatus) JobOut {
 		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
-		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
 		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
 	}
 }

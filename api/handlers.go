@@ -100,7 +100,7 @@ func (in JobIn) spec() (server.JobSpec, error) {
 	s := server.JobSpec{
 		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
-		Optimize: in.Optimization, Streams: in.Streams,
+		Optimize: in.Optimization, Streams: in.Streams, Selection: in.Selection,
 	}
 	if in.Adaptive || in.AdaptiveParams != nil {
 		s.Adaptive = &server.AdaptiveSpec{}
@@ -135,12 +135,10 @@ func (in JobIn) spec() (server.JobSpec, error) {
 	for i, f := range in.Files {
 		fs := server.FileSpec{Source: f.Source, Destination: f.Destination, Size: -1, Checksum: f.Checksum}
 		switch {
-		case len(f.Sources) > 1:
-			return s, fmt.Errorf("files[%d]: %d sources: several replicas per file are not supported yet; give one", i, len(f.Sources))
-		case len(f.Sources) == 1 && f.Source != "":
+		case len(f.Sources) > 0 && f.Source != "":
 			return s, fmt.Errorf("files[%d]: give source or sources, not both", i)
-		case len(f.Sources) == 1:
-			fs.Source = f.Sources[0]
+		case len(f.Sources) > 0:
+			fs.Source, fs.Replicas = f.Sources[0], f.Sources[1:]
 		}
 		switch {
 		case len(f.Destinations) == 1 && f.Destination != "":

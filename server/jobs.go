@@ -7,19 +7,28 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/store"
 )
 
 // MaxFilesPerJob bounds one submission.
 const MaxFilesPerJob = 1_000_000
 
+// MaxReplicas bounds the sources of one file (FTS3's list of sources).
+const MaxReplicas = 16
+
 // FileSpec is one file of a submission.
 type FileSpec struct {
 	Source, Destination string
+	// Replicas are other copies of Source, on other endpoints: the file
+	// is downloaded from all of them at once, split by the job's
+	// Selection (seed paper 002).
+	Replicas []string
 	Size                int64  // -1: unknown, the service stats the source
 	Checksum            string // "algo:hex" the user expects, or ""
 }
@@ -42,6 +51,9 @@ type JobSpec struct {
 	Streams int
 	// Adaptive makes the job an adaptive client of the Policy Service.
 	Adaptive *AdaptiveSpec
+	// Selection is how files with replicas are split across them: one
+	// of copyjob.SplitNames (default tcs).
+	Selection string
 }
 
 // JobStatus is a job with live figures.
@@ -137,6 +149,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if err != nil {
 		return store.Job{}, false, err
 	}
+	if spec.Selection != "" && !slices.Contains(copyjob.SplitNames(), spec.Selection) {
+		return bad("selection %q: want one of %s", spec.Selection, strings.Join(copyjob.SplitNames(), ", "))
+	}
 	class := spec.Class
 	if class == "" {
 		class = store.ClassInteractive
@@ -197,16 +212,37 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if f.Size < 0 {
 			state = store.StateResolving
 		}
+		var replicas []string
+		if len(f.Replicas) > 0 {
+			if len(f.Replicas) > MaxReplicas-1 {
+				return bad("file %d: %d sources; at most %d replicas of a file", i, len(f.Replicas)+1, MaxReplicas)
+			}
+			seen := map[string]bool{se.Name: true}
+			for k, r := range f.Replicas {
+				re, rp, err := parseFileURL(idx, r)
+				if err != nil {
+					return bad("file %d: source %d: %v", i, k+2, err)
+				}
+				if seen[re.Name] {
+					return bad("file %d: two sources on endpoint %q: replicas must be on different endpoints", i, re.Name)
+				}
+				seen[re.Name] = true
+				replicas = append(replicas, scheme(r)+re.Name+rp)
+			}
+			// Every replica is stat'ed before the file queues, to check
+			// they are copies of one file.
+			state = store.StateResolving
+		}
 		tasks[i] = store.Task{
 			Index: i, Src: scheme(f.Source) + se.Name + sp, Dst: scheme(f.Destination) + de.Name + dp,
-			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum,
+			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum, Replicas: replicas,
 			Batch: class == store.ClassBatch, State: state, Arrival: now,
 		}
 	}
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, State: store.StateActive, Created: now,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

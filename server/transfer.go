@@ -25,6 +25,13 @@ type plan struct {
 	dstPath        string
 	checksum       string // algorithm
 	expected       string // hex, or ""
+	// replicas are the file's other copies; shares the part of it each
+	// source (the first, then these) is planned to send; steal the
+	// dynamic mode (see multisource.go).
+	replicas []replicaPlan
+	shares   []float64
+	steal    bool
+	split    string // how the shares were chosen, for the audit
 }
 
 func journalKey(id int64) string { return fmt.Sprintf("task/%d", id) }
@@ -65,6 +72,9 @@ func (w *world) plan(t *task) plan {
 	}
 	if !t.job.VerifyChecksum && p.expected == "" {
 		p.checksum = "none"
+	}
+	if len(t.Replicas) > 0 {
+		w.planReplicas(t, &p)
 	}
 	return p
 }
@@ -158,6 +168,12 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
 		return dst.Pull(ctx, base+srcPath, srcTok, dstPath, off, n)
+	}
+	if len(p.replicas) > 0 {
+		if err := s.multiSources(&spec, p, src, srcTok, dst); err != nil {
+			report(engine.Result{}, err)
+			return
+		}
 	}
 	x, err := engine.Start(ctx, spec)
 	if err != nil {
@@ -259,6 +275,9 @@ func (w *world) resolve() {
 }
 
 func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
+	if len(p.replicas) > 0 {
+		return s.statReplicas(ctx, p)
+	}
 	src, _, _, err := s.backends(p)
 	if err != nil {
 		return 0, err
@@ -285,9 +304,20 @@ func (w *world) resolved(id int64, size int64, err error) {
 	t.pending = false
 	now := time.Now()
 	switch {
+	case err == nil && t.Size >= 0 && size != t.Size:
+		// The submission said how big the file is (and only replicas
+		// made the service stat it): the replicas are something else.
+		t.Error = fmt.Sprintf("the sources have %d bytes, the submission said %d", size, t.Size)
+		a := w.setState(t, store.StateFailed, t.Error, now)
+		t.Finished = now
+		w.persist([]*task{t}, []store.AuditEntry{a})
+		t.job.failed++
+		w.drop(t)
 	case err == nil:
+		if t.Size < 0 {
+			t.job.Bytes += size
+		}
 		t.Size = size
-		t.job.Bytes += size
 		a := w.setState(t, store.StateQueued, fmt.Sprintf("size %d", size), now)
 		t.since = t.Arrival // the stat was part of the wait
 		w.persist([]*task{t}, []store.AuditEntry{a})

@@ -69,6 +69,9 @@ type world struct {
 	eps       map[string]*endpoint
 	est       *model.History
 	resolving int // stats in flight
+	// links are each endpoint pair's recent per-stream throughputs, the
+	// bandwidth series the multi-source split predicts from.
+	links map[[2]string][]float64
 	cycleWant sched.Trigger
 	want      bool
 	lastSave  time.Time
@@ -136,7 +139,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{},
+		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -155,6 +158,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	}
 	for _, o := range obs {
 		w.est.AddHistory(model.Obs{Time: s.since(o.At), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
+		w.linkObserve(o)
 		for _, n := range []string{o.Src, o.Dst} {
 			if e := w.eps[n]; e != nil && o.Throughput > e.peak {
 				e.peak = o.Throughput
@@ -668,9 +672,12 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	if err := w.s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
 		w.s.log.Warn("deleting checkpoint", "task", t.ID, "err", err)
 	}
-	if t.Throughput > 0 && moved == t.Size {
+	// A file from several replicas says nothing about one pair's
+	// throughput.
+	if t.Throughput > 0 && moved == t.Size && len(t.Replicas) == 0 {
 		o := store.Observation{Src: t.SrcEndpoint, Dst: t.DstEndpoint, CC: max(t.CC, 1), SrcLoad: t.srcLoad, DstLoad: t.dstLoad, Size: t.Size, Throughput: t.Throughput, At: now}
 		w.est.Observe(model.Obs{Time: w.s.since(now), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
+		w.linkObserve(o)
 		if err := w.s.st.AddObservation(ctx, o); err != nil {
 			w.s.log.Warn("recording observation", "err", err)
 		}

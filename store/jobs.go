@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -54,7 +55,7 @@ func jobsSQL(where, limit string) string {
 	FROM tasks WHERE job_id IN (SELECT id FROM page) GROUP BY job_id
 )
 SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.priority, p.deadline,
-	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.state, p.created, p.finished,
+	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.state, p.created, p.finished,
 	COALESCE(c.files, 0), COALESCE(c.files_done, 0), COALESCE(c.files_failed, 0),
 	COALESCE(c.files_canceled, 0), COALESCE(c.bytes, 0), COALESCE(c.bytes_done, 0)
 FROM page p JOIN users u ON u.id = p.owner_id LEFT JOIN counts c ON c.job_id = p.id
@@ -65,7 +66,7 @@ func scanJob(row scanner) (Job, error) {
 	var j Job
 	var deadline, created, finished int64
 	err := row.Scan(&j.ID, &j.OwnerID, &j.Owner, &j.VO, &j.SubmissionID, &j.Label, &j.Class, &j.Priority,
-		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.State, &created, &finished,
+		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.State, &created, &finished,
 		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.Bytes, &j.BytesDone)
 	if err != nil {
 		return Job{}, err
@@ -194,12 +195,12 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		}
 		err = tx.QueryRowContext(ctx,
 			`INSERT INTO jobs (owner_id, vo, submission_id, label, class, priority, deadline,
-				verify_checksum, checksum, retry, optimize, streams, adaptive, state, created, finished)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+				verify_checksum, checksum, retry, optimize, streams, adaptive, selection, state, created, finished)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 			ON CONFLICT (owner_id, submission_id) WHERE submission_id <> '' DO NOTHING
 			RETURNING id`,
 			nj.OwnerID, nj.VO, nj.SubmissionID, nj.Label, nj.Class, nj.Priority, toNanos(nj.Deadline),
-			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
+			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.Selection, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
 		).Scan(&nj.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // lost a race with the same submission: read it below
@@ -262,8 +263,8 @@ func taskState(t *Task) string {
 
 const (
 	taskInsertCols = `job_id, idx, src, dst, src_endpoint, dst_endpoint, size, expected, batch, state,
-	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error`
-	nTaskInsertCols = 22
+	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error, replicas`
+	nTaskInsertCols = 23
 )
 
 // writeValues writes rows tuples of cols placeholders for a multi-row
@@ -340,7 +341,7 @@ func (s *sqlStore) insertTasks(ctx context.Context, tx *sql.Tx, j Job, tasks []T
 			}
 			args = append(args, j.ID, t.Index, t.Src, t.Dst, t.SrcEndpoint, t.DstEndpoint, t.Size, t.Expected,
 				t.Batch, taskState(t), t.CC, t.Done, t.Attempts, t.Preemptions, toNanos(arrival),
-				toNanos(t.Started), toNanos(t.Finished), t.Wait, t.Trans, t.Checksum, t.Throughput, t.Error)
+				toNanos(t.Started), toNanos(t.Finished), t.Wait, t.Trans, t.Checksum, t.Throughput, t.Error, replicasText(t.Replicas))
 		}
 		var rows *sql.Rows
 		if len(chunk) == batch {
@@ -398,17 +399,33 @@ func collectTaskIDs(rows *sql.Rows, chunk []Task, ids []int64) error {
 
 // --- tasks ---
 
+// replicasText is how a task's replicas are stored: a JSON list, or ""
+// for none (most tasks).
+func replicasText(rs []string) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(rs)
+	return string(b)
+}
+
 const taskCols = `id, job_id, idx, src, dst, src_endpoint, dst_endpoint, size, expected, batch, state,
-	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error`
+	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error, replicas`
 
 func scanTask(row scanner) (Task, error) {
 	var t Task
 	var arrival, started, finished int64
+	var replicas string
 	err := row.Scan(&t.ID, &t.JobID, &t.Index, &t.Src, &t.Dst, &t.SrcEndpoint, &t.DstEndpoint, &t.Size,
 		&t.Expected, &t.Batch, &t.State, &t.CC, &t.Done, &t.Attempts, &t.Preemptions, &arrival, &started,
-		&finished, &t.Wait, &t.Trans, &t.Checksum, &t.Throughput, &t.Error)
+		&finished, &t.Wait, &t.Trans, &t.Checksum, &t.Throughput, &t.Error, &replicas)
 	if err != nil {
 		return Task{}, err
+	}
+	if replicas != "" {
+		if err := json.Unmarshal([]byte(replicas), &t.Replicas); err != nil {
+			return Task{}, fmt.Errorf("task %d: replicas %q: %w", t.ID, replicas, err)
+		}
 	}
 	t.Arrival, t.Started, t.Finished = fromNanos(arrival), fromNanos(started), fromNanos(finished)
 	return t, nil

@@ -111,9 +111,12 @@ type Job struct {
 	// Adaptive, if set, makes the job an adaptive client of the Policy
 	// Service (seed paper 001, Fig. 3): its parameters as JSON.
 	Adaptive string
-	State    string
-	Created  time.Time
-	Finished time.Time // zero while active
+	// Selection is how files with replicas are split across them (a
+	// multisrc policy, or tcs-dynamic); "" for the default.
+	Selection string
+	State     string
+	Created   time.Time
+	Finished  time.Time // zero while active
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int
@@ -129,22 +132,25 @@ type Task struct {
 	// DstEndpoint the names of the endpoints they resolve to.
 	Src, Dst                 string
 	SrcEndpoint, DstEndpoint string
-	Size                     int64  // -1 while unknown (StateResolving)
-	Expected                 string // user's checksum of the file, "algo:hex", or ""
-	Batch                    bool
-	State                    string
-	CC                       int   // concurrency of the current or last run
-	Done                     int64 // bytes known to be written (checkpointed)
-	Attempts                 int   // transient failures so far
-	Preemptions              int
-	Arrival                  time.Time
-	Started                  time.Time // first start; zero if never
-	Finished                 time.Time // zero unless terminal
-	Wait                     float64   // seconds queued so far (SEAL's WT)
-	Trans                    float64   // seconds running so far (TT_trans)
-	Checksum                 string    // verified checksum "algo:hex" when done
-	Throughput               float64   // average bytes/s of the final run
-	Error                    string    // why it failed (or last transient error)
+	// Replicas are other copies of Src (sluice://endpoint/path URLs): the
+	// file is downloaded from all of them at once (seed paper 002).
+	Replicas    []string
+	Size        int64  // -1 while unknown (StateResolving)
+	Expected    string // user's checksum of the file, "algo:hex", or ""
+	Batch       bool
+	State       string
+	CC          int   // concurrency of the current or last run
+	Done        int64 // bytes known to be written (checkpointed)
+	Attempts    int   // transient failures so far
+	Preemptions int
+	Arrival     time.Time
+	Started     time.Time // first start; zero if never
+	Finished    time.Time // zero unless terminal
+	Wait        float64   // seconds queued so far (SEAL's WT)
+	Trans       float64   // seconds running so far (TT_trans)
+	Checksum    string    // verified checksum "algo:hex" when done
+	Throughput  float64   // average bytes/s of the final run
+	Error       string    // why it failed (or last transient error)
 }
 
 // Endpoint is an agent known to the service.

@@ -284,10 +284,11 @@ func TestCreateJob(t *testing.T) {
 		tasks[3].State = ""
 		tasks[4].State = ""
 		tasks[4].Arrival = time.Time{}
+		tasks[2].Replicas = []string{"sluice://b/x y", "sluice://c/x"}
 		j := Job{
 			OwnerID: alice.ID, VO: "cms", SubmissionID: "sub-1", Label: "run 1", Class: ClassInteractive,
 			Priority: 3, Deadline: ts(3600, 123), VerifyChecksum: true, Checksum: "adler32", Retry: 2,
-			Optimize: true, Streams: 6, Adaptive: `{"p":4}`, Created: ts(0, 5),
+			Optimize: true, Streams: 6, Adaptive: `{"p":4}`, Selection: "tcs", Created: ts(0, 5),
 		}
 		created, err := s.CreateJob(ctx, &j, tasks)
 		if err != nil || !created {

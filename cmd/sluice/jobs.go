@@ -128,11 +128,12 @@ func newLoginCmd() *cobra.Command {
 }
 
 func newSubmitCmd() *cobra.Command {
-	var file, label, class, checksum, subID string
+	var file, label, class, checksum, subID, selection string
 	var batch, asJSON, watch, optimize bool
 	var streams int
+	var sources []string
 	cmd := &cobra.Command{
-		Use:   "submit [SRC DST | -f job.json | -f job.classad]",
+		Use:   "submit [SRC DST | --sources A,B,... DST | -f job.json | -f job.classad]",
 		Short: "Submit a transfer job to the server (prints the job id)",
 		Long: `submit sends a job to the server. SRC and DST are sluice://ENDPOINT/path URLs
 (ENDPOINT: a registered agent's name). With -f, the job is read from a JSON
@@ -143,9 +144,13 @@ dest_url = ..; optimization = "YES"; ]; dap_type = "estimation" ads are
 answered by the estimation service, and need size = "BYTES").
 With --optimize (optimization in the job), the service first estimates each
 endpoint pair's best concurrency (from a fresh stored estimate, or by
-sampling the path with the job's first file) and runs the files with it.`,
+sampling the path with the job's first file) and runs the files with it.
+With --sources (or several "sources" of a file in the job), the file has
+replicas on several endpoints and is downloaded from all of them at once,
+split by --selection (tcs by default; see sluice cp --sources).`,
 		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
-  sluice submit --batch --label nightly -f job.json`,
+  sluice submit --batch --label nightly -f job.json
+  sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -184,6 +189,10 @@ sampling the path with the job's first file) and runs the files with it.`,
 			if err := dec.Decode(&job); err != nil {
 				return fmt.Errorf("submit: %s: %w", file, err)
 			}
+		case len(sources) > 0 && len(args) == 1:
+			job.Files = []api.FileIn{{Sources: sources, Destination: args[0]}}
+		case len(sources) > 0:
+			return errors.New("submit: with --sources give only the destination")
 		case len(args) == 2:
 			job.Files = []api.FileIn{{Source: args[0], Destination: args[1]}}
 		default:
@@ -209,6 +218,9 @@ sampling the path with the job's first file) and runs the files with it.`,
 		}
 		if streams > 0 {
 			job.Streams = streams
+		}
+		if selection != "" {
+			job.Selection = selection
 		}
 		cl, err := cc.client()
 		if err != nil {
@@ -245,6 +257,8 @@ sampling the path with the job's first file) and runs the files with it.`,
 	f.StringVar(&subID, "submission-id", "", "idempotency key: resubmitting with it returns the first job")
 	f.BoolVar(&asJSON, "json", false, "print the job as JSON")
 	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
+	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
+	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")
 	return cmd
 }
 
