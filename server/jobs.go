@@ -29,8 +29,8 @@ type FileSpec struct {
 	// is downloaded from all of them at once, split by the job's
 	// Selection (seed paper 002).
 	Replicas []string
-	Size                int64  // -1: unknown, the service stats the source
-	Checksum            string // "algo:hex" the user expects, or ""
+	Size     int64  // -1: unknown, the service stats the source
+	Checksum string // "algo:hex" the user expects, or ""
 }
 
 // JobSpec is a submission.

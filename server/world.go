@@ -71,7 +71,7 @@ type world struct {
 	resolving int // stats in flight
 	// links are each endpoint pair's recent per-stream throughputs, the
 	// bandwidth series the multi-source split predicts from.
-	links map[[2]string][]float64
+	links     map[[2]string][]float64
 	cycleWant sched.Trigger
 	want      bool
 	lastSave  time.Time
