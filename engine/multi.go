@@ -325,15 +325,17 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 	}
 	var jobs []job
 	live := t.liveLocked()
-	for _, i := range live {
-		ref := t.srcs[i].Source
+	// Every replica that delivered bytes this pass is checked, also one
+	// dropped since for another reason: its bytes are in the file.
+	for i, src := range t.srcs {
+		ref := src.Source
 		for _, j := range live {
 			if j != i {
 				ref = t.srcs[j].Source
 				break
 			}
 		}
-		for _, sp := range t.srcs[i].wrote {
+		for _, sp := range src.wrote {
 			jobs = append(jobs, job{i, ref, sp})
 		}
 	}
@@ -366,13 +368,21 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(bad) >= len(t.liveLocked()) {
+	left := 0
+	for _, i := range t.liveLocked() {
+		if !bad[i] {
+			left++
+		}
+	}
+	if left == 0 {
 		return 0, nil // nobody left to fetch from: start over instead
 	}
 	var again []span
 	for i := range bad {
 		src := t.srcs[i]
-		src.dead = fmt.Errorf("%w: sent bytes that differ from the other replicas", ErrChecksum)
+		if src.dead == nil {
+			src.dead = fmt.Errorf("%w: sent bytes that differ from the other replicas", ErrChecksum)
+		}
 		t.notes = append(t.notes, fmt.Sprintf("source %s dropped: sent %d bytes that do not match the other replicas; fetching them again", src.Name, src.wrote.total()))
 		for _, sp := range src.wrote {
 			t.done = t.done.remove(sp.Off, sp.End)
