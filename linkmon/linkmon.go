@@ -82,6 +82,7 @@ type link struct {
 	moved  atomic.Int64 // their bytes
 
 	mu      sync.Mutex
+	probeN  int64 // this link's probe size: ProbeBytes, grown on fast links
 	samples []float64
 	latency []float64 // seconds to a probe's first byte
 	probes  int
@@ -149,10 +150,26 @@ func (m *Monitor) runLink(ctx context.Context, l *link) {
 	}
 }
 
-// probe reads ProbeBytes at a random offset and returns the rate after the
-// first SkipBytes and the time to the first byte.
+// Probe timing: the timed part of a probe should last between minTimed
+// and maxTimed. Faster, and the clock's and the scheduler's granularity
+// (or a burst that socket buffers had already taken in) dominates the
+// reading, so it is not used and the link's probes double in size (up to
+// maxProbe); slower, and they halve, down to ProbeBytes.
+const (
+	minTimed = 40 * time.Millisecond
+	maxTimed = 400 * time.Millisecond
+	maxProbe = 16 << 20
+)
+
+// probe reads the link's probe size at a random offset and returns the
+// rate after the first SkipBytes and the time to the first byte.
 func (m *Monitor) probe(ctx context.Context, l *link) (float64, float64, error) {
-	n := min(m.o.ProbeBytes, l.Size)
+	l.mu.Lock()
+	if l.probeN == 0 {
+		l.probeN = m.o.ProbeBytes
+	}
+	n := min(l.probeN, l.Size)
+	l.mu.Unlock()
 	if n <= m.o.SkipBytes {
 		return 0, 0, fmt.Errorf("linkmon: %s is too small to probe", l.Path)
 	}
@@ -187,11 +204,26 @@ func (m *Monitor) probe(ctx context.Context, l *link) (float64, float64, error) 
 			return 0, 0, err
 		}
 	}
-	el := time.Since(timed).Seconds()
-	if got < n || el <= 0 {
+	el := time.Since(timed)
+	if got < n {
 		return 0, 0, fmt.Errorf("linkmon: probe of %s read %d of %d bytes", l.Path, got, n)
 	}
-	return float64(got-m.o.SkipBytes) / el, first.Sub(start).Seconds(), nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case el < minTimed:
+		grown := min(2*l.probeN, maxProbe)
+		if grown > l.probeN && grown <= l.Size {
+			l.probeN = grown
+			return 0, 0, fmt.Errorf("linkmon: probe of %s timed over %v only: probing with %d bytes", l.Path, el, grown)
+		}
+		if el <= 0 {
+			return 0, 0, fmt.Errorf("linkmon: probe of %s took no measurable time", l.Path)
+		}
+	case el > maxTimed && l.probeN > m.o.ProbeBytes:
+		l.probeN = max(m.o.ProbeBytes, l.probeN/2)
+	}
+	return float64(got-m.o.SkipBytes) / el.Seconds(), first.Sub(start).Seconds(), nil
 }
 
 func (l *link) add(bps, latency float64, passive bool, keep int) {
