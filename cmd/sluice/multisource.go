@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ func newTestbedMultiSource() *cobra.Command {
 		out      string
 		jsonOut  bool
 		verbose  bool
+		show     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "multisource",
@@ -45,6 +47,21 @@ tests of TCS against each other policy (Tables 4 and 5).`,
   sluice testbed multisource --config all --runs 30 --out docs/results/multisource`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(show) > 0 {
+				// Print the tables of saved runs instead of running.
+				for _, name := range show {
+					b, err := os.ReadFile(name)
+					if err != nil {
+						return err
+					}
+					var r testbed.MultiResult
+					if err := json.Unmarshal(b, &r); err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
+					printMulti(cmd.OutOrStdout(), &r)
+				}
+				return nil
+			}
 			if len(configs) == 1 && configs[0] == "all" {
 				configs = testbed.MultiConfigNames
 			}
@@ -112,6 +129,7 @@ tests of TCS against each other policy (Tables 4 and 5).`,
 	fl.StringVar(&out, "out", "", "write <config>.json and <config>.txt here")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print every run")
+	fl.StringSliceVar(&show, "show", nil, "print the tables of saved runs (<config>.json files of --out) instead of running")
 	return cmd
 }
 
@@ -155,5 +173,28 @@ func printMulti(w io.Writer, r *testbed.MultiResult) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\t%s\t%s\n", p, r.Mean[p], r.SD[p], cs, pp, up)
 	}
 	tw.Flush()
+	// The acceptance questions, answered from the table.
+	best := func(ps []string) string {
+		b := ""
+		for _, p := range ps {
+			if _, ok := r.Mean[p]; ok && (b == "" || r.Mean[p] < r.Mean[b]) {
+				b = p
+			}
+		}
+		return b
+	}
+	five := []string{"bos", "eas", "ms", "ntss", "tcs"}
+	if tcs, ok := r.Mean["tcs"]; ok {
+		b5, ball := best(five), best(r.Policies)
+		fmt.Fprintf(w, "lowest mean of the paper's five: %s (tcs %+.1f%%); of all: %s (tcs %+.1f%%)",
+			b5, 100*(tcs/r.Mean[b5]-1), ball, 100*(tcs/r.Mean[ball]-1))
+		if m, ok := r.Mean["tcs-minus"]; ok {
+			fmt.Fprintf(w, "; tcs-minus %+.1f%% vs tcs", 100*(m/tcs-1))
+		}
+		if m, ok := r.Mean["tcs-dynamic"]; ok {
+			fmt.Fprintf(w, "; tcs-dynamic %+.1f%% vs tcs", 100*(m/tcs-1))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w)
 }
