@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the integration tests use, on a fresh Debian
 # machine: PostgreSQL (store and service tests against it), the Globus
-# GridFTP server and client (backend/gridftp), and the XRootD server
-# (backend/root). Tests that need a missing one skip with a message, so
+# GridFTP server and client (backend/gridftp), the XRootD server
+# (backend/root), and rsvg-convert (the report charts' SVGs are rendered
+# in a test). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
 set -uo pipefail
@@ -12,6 +13,7 @@ command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
 command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
 command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
+command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO="sudo -n"

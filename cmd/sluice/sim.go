@@ -145,11 +145,20 @@ func newSimRun() *cobra.Command {
 
 func newSimCompare() *cobra.Command {
 	var f simFlags
-	var traces, schedulers string
+	var traces, schedulers, plotDir string
 	cmd := &cobra.Command{
-		Use:     "compare",
-		Short:   "Compare schedulers on traces (the layout of SC'15 Figure 3)",
-		Example: `  sluice sim compare --trace 25,45,60,45-4x --schedulers basecc1,basecc2,basecc4,basevary,seal`,
+		Use:   "compare",
+		Short: "Compare schedulers on traces (the layout of SC'15 Figure 3)",
+		Long: `Runs every scheduler on every trace and prints, per trace, each scheduler's
+figures, the % change per size class against basecc1 and the first
+non-baseline scheduler against the best baseline.
+
+With --plot DIR it also writes DIR/compare-TRACE.svg and .png per trace: the
+Figure 3 chart of the % change in average turnaround and slowdown per size
+class of every scheduler against basecc1 (the printed table's baseline), or
+against the best baseline when basecc1 was not run.`,
+		Example: `  sluice sim compare --trace 25,45,60,45-4x --schedulers basecc1,basecc2,basecc4,basevary,seal
+  sluice sim compare --trace 45 --schedulers basecc1,basecc2,seal --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tb, err := sim.LoadTestbed(f.testbed)
 			if err != nil {
@@ -162,20 +171,30 @@ func newSimCompare() *cobra.Command {
 					return err
 				}
 			}
+			if err := checkPlot(plotDir, names); err != nil {
+				return err
+			}
 			res, err := sim.Compare(tb, f.traces(traces), names, so, opt)
 			if err != nil {
 				return err
 			}
 			if f.jsonOut {
-				return printJSON(cmd.OutOrStdout(), res)
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				printComparison(cmd.OutOrStdout(), res, names)
 			}
-			printComparison(cmd.OutOrStdout(), res, names)
+			if plotDir != "" {
+				return plotComparison(cmd.ErrOrStderr(), plotDir, res, names)
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&traces, "trace", "25,45,60,45-4x", "comma-separated traces")
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
+	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": compare-TRACE, Figure 3 per trace")
 	return cmd
 }
 
@@ -234,7 +253,7 @@ func printComparison(out io.Writer, res *sim.Comparison, names []string) {
 
 func newSimSteal() *cobra.Command {
 	var f simFlags
-	var traces, lambdas string
+	var traces, lambdas, plotDir string
 	cmd := &cobra.Command{
 		Use:     "steal",
 		Short:   "Batch and interactive tasks: the SC'15 Figure 6 points for STEAL, SEAL1, SEAL2 and BaseVary",
@@ -252,13 +271,22 @@ func newSimSteal() *cobra.Command {
 				}
 				ls = append(ls, v)
 			}
+			if err := checkPlot(plotDir, nil); err != nil {
+				return err
+			}
 			so, opt := f.options()
 			res, err := sim.Steal(tb, f.traces(traces), ls, so, opt)
 			if err != nil {
 				return err
 			}
 			if f.jsonOut {
-				return printJSON(cmd.OutOrStdout(), res)
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+				if plotDir != "" {
+					return plotSteal(cmd.ErrOrStderr(), plotDir, res)
+				}
+				return nil
 			}
 			for _, st := range res.Traces {
 				fmt.Fprintf(cmd.OutOrStdout(), "\ntrace %s + %d batch tasks of 50 GB; interactive-only SEAL slowdown SD_I = %.3f\n", st.Trace, st.BatchTasks, st.SDI)
@@ -270,12 +298,16 @@ func newSimSteal() *cobra.Command {
 				}
 				w.Flush()
 			}
+			if plotDir != "" {
+				return plotSteal(cmd.ErrOrStderr(), plotDir, res)
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&traces, "trace", "25,45,60,60-hv", "comma-separated traces")
 	cmd.Flags().StringVar(&lambdas, "lambda", "1,0.9,0.8", "comma-separated STEAL λ values")
+	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": steal, Figure 6 with a point per scheme and trace")
 	return cmd
 }
 

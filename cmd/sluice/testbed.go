@@ -240,13 +240,22 @@ func relErr(predicted, measured float64) float64 {
 
 func newTestbedCompare() *cobra.Command {
 	var f testbedFlags
-	var schedulers string
+	var schedulers, plotDir string
 	var reps int
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Replay one trace under several schedulers, back to back, on real bytes",
+		Long: `Replays one trace under several schedulers, back to back, on real bytes, and
+prints every run and per scheduler the medians over repetitions.
+
+With --plot DIR it also writes DIR/testbed-compare-TRACE.svg and .png: the
+Figure 3 chart of the measured % change in average turnaround and slowdown
+per size class (medians over repetitions) of every scheduler against the
+best baseline of the summary line (lowest median average turnaround), or
+against the first scheduler when none is a baseline.`,
 		Example: `  sluice testbed compare --profile sc15-mini --trace smoke --schedulers basecc2,seal --json
-  sluice testbed compare --trace 45 --schedulers basecc1,basecc2,basecc4,basevary,seal --reps 3 --predict`,
+  sluice testbed compare --trace 45 --schedulers basecc1,basecc2,basecc4,basevary,seal --reps 3 --predict
+  sluice testbed compare --trace smoke --schedulers basecc1,basecc2,seal --plot charts/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tb, err := f.load()
@@ -261,6 +270,9 @@ func newTestbedCompare() *cobra.Command {
 			}
 			if reps < 1 {
 				return errors.New("--reps must be at least 1")
+			}
+			if err := checkPlot(plotDir, names); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -280,15 +292,22 @@ func newTestbedCompare() *cobra.Command {
 			}
 			res.summarise(names)
 			if f.jsonOut {
-				return printJSON(cmd.OutOrStdout(), res)
+				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
+					return err
+				}
+			} else {
+				res.print(cmd.OutOrStdout())
 			}
-			res.print(cmd.OutOrStdout())
+			if plotDir != "" {
+				return plotTestbedCompare(cmd.ErrOrStderr(), plotDir, res, names)
+			}
 			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
 	cmd.Flags().IntVar(&reps, "reps", 1, "repetitions (each with its own trace seed)")
+	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": testbed-compare-TRACE, Figure 3 of the measured medians")
 	return cmd
 }
 
