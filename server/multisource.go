@@ -28,10 +28,36 @@ import (
 // into the paper's interval series; a pair without history makes the
 // plan equal parts with work stealing, which needs none.
 //
-// Limits: the scheduler accounts a multi-source file's load on its first
-// source's endpoint only, and replica checksums are not compared before
-// the copy (that would read every replica whole); a replica that sends
-// wrong bytes is found at verification by range checksums and dropped.
+// The scheduler sees a multi-source file's load where it is: CC streams at
+// each source (the engine runs CC workers per replica) and all of them at
+// the destination, the observed rate split evenly among the sources (the
+// engine does not report it per replica). Replica checksums are not
+// compared before the copy (that would read every replica whole); a
+// replica that sends wrong bytes is found at verification by range
+// checksums and dropped.
+
+// use is a task's share of one endpoint's load: streams per unit of the
+// task's CC, and the part of its rate.
+type use struct {
+	name    string
+	streams int
+	share   float64
+}
+
+// usage is where a running task loads endpoints: its source and
+// destination, and with replicas every source and the destination with
+// all their streams.
+func (t *task) usage() []use {
+	if len(t.Replicas) == 0 {
+		return []use{{t.SrcEndpoint, 1, 1}, {t.DstEndpoint, 1, 1}}
+	}
+	n := len(t.Replicas) + 1
+	out := []use{{t.SrcEndpoint, 1, 1 / float64(n)}}
+	for _, r := range t.Replicas {
+		out = append(out, use{urlHost(r), 1, 1 / float64(n)})
+	}
+	return append(out, use{t.DstEndpoint, n, 1})
+}
 
 // replicaPlan is one other copy of a task's file.
 type replicaPlan struct {

@@ -295,10 +295,10 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		case store.StateRunning:
 			st := w.schedTask(t, now)
 			snap.Running = append(snap.Running, st)
-			for _, n := range []string{t.SrcEndpoint, t.DstEndpoint} {
-				if e := snap.Endpoints[n]; e != nil {
-					e.Observed += t.rate
-					e.CC += t.CC
+			for _, u := range t.usage() {
+				if e := snap.Endpoints[u.name]; e != nil {
+					e.Observed += t.rate * u.share
+					e.CC += t.CC * u.streams
 				}
 			}
 		case store.StateQueued:
@@ -487,11 +487,14 @@ func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	}
 	if e := w.eps[t.SrcEndpoint]; e != nil {
 		t.srcLoad = e.cc
-		e.cc += cc
 	}
 	if e := w.eps[t.DstEndpoint]; e != nil {
 		t.dstLoad = e.cc
-		e.cc += cc
+	}
+	for _, u := range t.usage() {
+		if e := w.eps[u.name]; e != nil {
+			e.cc += cc * u.streams
+		}
 	}
 	return a
 }
@@ -585,9 +588,9 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 			t.Done = p.Journaled
 		}
 	}
-	for _, n := range []string{t.SrcEndpoint, t.DstEndpoint} {
-		if e := w.eps[n]; e != nil {
-			e.cc = max(0, e.cc-t.CC)
+	for _, u := range t.usage() {
+		if e := w.eps[u.name]; e != nil {
+			e.cc = max(0, e.cc-t.CC*u.streams)
 		}
 	}
 	stop := t.stop
