@@ -146,20 +146,12 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 	if o.Warmup <= 0 {
 		o.Warmup = 10 * time.Second
 	}
-	logf := func(format string, a ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", a...)
-		}
+	logf := logger(o.Log)
+	dir, cleanup, err := workDir(o.Dir, "sluice-multisource-")
+	if err != nil {
+		return nil, err
 	}
-	dir := o.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "sluice-multisource-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
+	defer cleanup()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	size := int64(cfg.DataMB * DataScale)

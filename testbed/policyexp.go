@@ -200,20 +200,12 @@ func RunPolicyExp(ctx context.Context, tb *sim.Testbed, e PolicyExp, o PolicyExp
 	if dst == "" {
 		return nil, fmt.Errorf("policy experiment: profile %s has no endpoint besides its source %s", tb.Name, src)
 	}
-	logf := func(format string, a ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", a...)
-		}
+	logf := logger(o.Log)
+	dir, cleanup, err := workDir(o.Dir, "sluice-policy-exp-")
+	if err != nil {
+		return nil, err
 	}
-	dir := o.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "sluice-policy-exp-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
+	defer cleanup()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, err := Up(ctx, tb, dir, "seal", nil)

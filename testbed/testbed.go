@@ -139,20 +139,12 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
 	}
-	logf := func(format string, a ...any) {
-		if o.Log != nil {
-			fmt.Fprintf(o.Log, format+"\n", a...)
-		}
+	logf := logger(o.Log)
+	dir, cleanup, err := workDir(o.Dir, "sluice-testbed-")
+	if err != nil {
+		return nil, err
 	}
-	dir := o.Dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "sluice-testbed-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
+	defer cleanup()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c, err := Up(ctx, tb, dir, o.Scheduler, nil)
@@ -485,6 +477,28 @@ func Emulation(tb *sim.Testbed, name string) emul.Config {
 		cfg.External = append(cfg.External, emul.Step{At: s.At, Fraction: s.Fraction})
 	}
 	return cfg
+}
+
+// logger returns a printf to w, one line per call (nil: discards).
+func logger(w io.Writer) func(format string, a ...any) {
+	return func(format string, a ...any) {
+		if w != nil {
+			fmt.Fprintf(w, format+"\n", a...)
+		}
+	}
+}
+
+// workDir returns dir, or a new temporary directory named after prefix and
+// a function that removes it (a no-op for a given dir).
+func workDir(dir, prefix string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
 }
 
 // makeFile writes size bytes that differ between files (so that a mix-up

@@ -281,6 +281,41 @@ func newCpClient() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
+// resolve turns the command line's locations into endpoints on one HTTP
+// client, and finds the journal directory; done closes what the endpoints
+// opened.
+func (f *cpFlags) resolve(ctx context.Context, srcArgs []string, dstArg string) (srcs []copyjob.Endpoint, dst copyjob.Endpoint, journalDir string, done func(), err error) {
+	client := newCpClient()
+	closeAll := func() {
+		client.CloseIdleConnections()
+		for _, c := range f.closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	for _, a := range srcArgs {
+		ep, err := f.endpoint(ctx, strings.TrimSpace(a), false, client)
+		if err != nil {
+			return nil, dst, "", nil, err
+		}
+		srcs = append(srcs, ep)
+	}
+	if dst, err = f.endpoint(ctx, dstArg, true, client); err != nil {
+		return nil, dst, "", nil, err
+	}
+	journalDir = f.journalDir
+	if journalDir == "" {
+		if journalDir, err = defaultJournalDir(); err != nil {
+			return nil, dst, "", nil, err
+		}
+	}
+	return srcs, dst, journalDir, closeAll, nil
+}
+
 func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []string) error {
 	if f.cc < 1 || f.pp < 1 || f.p < 1 {
 		return errors.New("--cc, --p and --pp must be at least 1")
@@ -288,31 +323,11 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.bandwidth < 0 {
 		return errors.New("--bandwidth must be positive (MB/s)")
 	}
-	client := newCpClient()
-	defer client.CloseIdleConnections()
-	defer func() {
-		for _, c := range f.closers {
-			c()
-		}
-	}()
-	var srcs []copyjob.Endpoint
-	for _, a := range args[:len(args)-1] {
-		ep, err := f.endpoint(ctx, a, false, client)
-		if err != nil {
-			return err
-		}
-		srcs = append(srcs, ep)
-	}
-	dst, err := f.endpoint(ctx, args[len(args)-1], true, client)
+	srcs, dst, jd, done, err := f.resolve(ctx, args[:len(args)-1], args[len(args)-1])
 	if err != nil {
 		return err
 	}
-	jd := f.journalDir
-	if jd == "" {
-		if jd, err = defaultJournalDir(); err != nil {
-			return err
-		}
-	}
+	defer done()
 	sub := f.subWrite
 	if sub == 0 && strings.HasPrefix(dst.URL, "sluice") {
 		sub = 16 << 20 // one request per sub-write: fewer, larger writes to an agent

@@ -52,31 +52,11 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	if f.multi.probe <= 0 {
 		return errors.New("--probe must be positive")
 	}
-	client := newCpClient()
-	defer client.CloseIdleConnections()
-	defer func() {
-		for _, c := range f.closers {
-			c()
-		}
-	}()
-	var srcs []copyjob.Endpoint
-	for _, a := range f.multi.sources {
-		ep, err := f.endpoint(ctx, strings.TrimSpace(a), false, client)
-		if err != nil {
-			return err
-		}
-		srcs = append(srcs, ep)
-	}
-	dst, err := f.endpoint(ctx, args[0], true, client)
+	srcs, dst, jd, done, err := f.resolve(ctx, f.multi.sources, args[0])
 	if err != nil {
 		return err
 	}
-	jd := f.journalDir
-	if jd == "" {
-		if jd, err = defaultJournalDir(); err != nil {
-			return err
-		}
-	}
+	defer done()
 	o := copyjob.MultiOptions{Split: f.multi.split, ProbeTime: f.multi.probe, CheckReplicas: !f.multi.noVerify,
 		Checksum: f.checksum, JournalDir: jd, SubWrite: f.subWrite, ChunkMin: f.chunkMin}
 	if f.verbose {
