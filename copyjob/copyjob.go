@@ -10,6 +10,9 @@
 // copy offered to the planners of package dataset: its Perform moves any
 // chunk of the files with the pipelining (batch GETs), parallelism and
 // concurrency a planner chooses, and RunDataset drives it (`sluice cp -r`).
+// RunAdaptive drives it as the Policy Service's adaptive client (`sluice
+// cp --policy-server`), and RunMulti downloads one file from several
+// replicas at once (`sluice cp --sources`).
 package copyjob
 
 import (
