@@ -37,7 +37,9 @@ func TestNoPanicOnJunk(t *testing.T) {
 		size := rng.Int64N(1<<20) - 10
 		align := rng.Int64N(10000) - 10
 		for _, p := range append(Policies(), "junk") {
-			TuningFactor(junk(rng), junk(rng))
+			if tf := TuningFactor(junk(rng), junk(rng)); math.IsNaN(tf) || tf < 0 || tf > 1 {
+				t.Errorf("TuningFactor = %v, want a value in [0, 1]", tf)
+			}
 			alloc, err := Split(p, links, size, align)
 			if err == nil {
 				var sum int64

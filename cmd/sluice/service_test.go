@@ -842,7 +842,7 @@ func TestServiceCLI(t *testing.T) {
 		t.Errorf("carol reads the admin's job: %v\n%s", err, out)
 	}
 	if out, err = run(t, "login"); err == nil {
-		t.Errorf("login without --server and --token succeeded")
+		t.Errorf("login without --server and --token succeeded:\n%s", out)
 	}
 	if out, err = run(t, "login", "--server", "http://"+c.addr, "--token", tok); err != nil || !strings.Contains(out, "carol") {
 		t.Errorf("login: %v\n%s", err, out)
