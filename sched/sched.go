@@ -16,7 +16,6 @@ package sched
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -343,8 +342,3 @@ func New(name string, o Options) (Scheduler, error) {
 	return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 }
 
-// byID orders tasks by ID so that map iteration order never leaks into
-// decisions.
-func byID(ts []*Task) {
-	sort.Slice(ts, func(i, j int) bool { return ts[i].ID < ts[j].ID })
-}
