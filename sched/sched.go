@@ -341,4 +341,3 @@ func New(name string, o Options) (Scheduler, error) {
 	}
 	return nil, fmt.Errorf("unknown scheduler %q (known: %v)", name, Names())
 }
-
