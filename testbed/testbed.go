@@ -128,6 +128,61 @@ type Run struct {
 	Seconds  float64     `json:"seconds"` // wall time from the first arrival to the last completion
 	// StartupCost is the start-up cost the server told its scheduler, s.
 	StartupCost float64 `json:"startup_cost_seconds"`
+	// Endpoints is each endpoint's aggregate throughput as the server
+	// observed it, sampled every second of the run.
+	Endpoints []EndpointSeries `json:"endpoint_series,omitempty"`
+}
+
+// EndpointSeries is one endpoint's observed throughput over a run: T[i]
+// seconds after the first arrival it moved Bps[i] bytes/s with CC[i]
+// partial transfers.
+type EndpointSeries struct {
+	Name string    `json:"name"`
+	T    []float64 `json:"t"`
+	Bps  []float64 `json:"bps"`
+	CC   []int     `json:"cc"`
+}
+
+// sampleEndpoints records every endpoint's observed throughput each second
+// until ctx ends, and returns the series (by endpoint name, sorted).
+func sampleEndpoints(ctx context.Context, c *Cluster, start time.Time) func() []EndpointSeries {
+	byName := map[string]*EndpointSeries{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				es, err := c.Admin.Endpoints(ctx)
+				if err != nil {
+					continue // a sample missed; the run goes on
+				}
+				for _, e := range es {
+					s := byName[e.Name]
+					if s == nil {
+						s = &EndpointSeries{Name: e.Name}
+						byName[e.Name] = s
+					}
+					s.T = append(s.T, now.Sub(start).Seconds())
+					s.Bps = append(s.Bps, e.Throughput)
+					s.CC = append(s.CC, e.CC)
+				}
+			}
+		}
+	}()
+	return func() []EndpointSeries {
+		<-done
+		out := make([]EndpointSeries, 0, len(byName))
+		for _, s := range byName {
+			out = append(out, *s)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return out
+	}
 }
 
 // Replay starts the profile's server and agents, replays tr through the
@@ -164,6 +219,9 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 	jobs := make(map[int64]trace.Transfer, len(tr.Transfers))
 	submitted := make(map[int64]time.Time, len(tr.Transfers))
 	start := time.Now()
+	sctx, stopSampling := context.WithCancel(ctx)
+	defer stopSampling()
+	series := sampleEndpoints(sctx, c, start)
 	for _, x := range tr.Transfers {
 		if d := time.Until(start.Add(time.Duration(x.Arrival * float64(time.Second)))); d > 0 {
 			select {
@@ -213,7 +271,8 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 			return nil, ctx.Err()
 		}
 	}
-	run := &Run{Files: len(jobs), Bytes: total, StartupCost: ServerStartupCost(tb).Seconds()}
+	stopSampling()
+	run := &Run{Files: len(jobs), Bytes: total, StartupCost: ServerStartupCost(tb).Seconds(), Endpoints: series()}
 	var tasks []sim.TaskResult
 	startup := tb.Replay.StartupSeconds
 	ids := make([]int64, 0, len(jobs))

@@ -105,11 +105,34 @@ func plotTestbedCompare(log io.Writer, dir string, c *compareResult, names []str
 			meds = append(meds, m)
 		}
 	}
-	name := chartName("testbed-compare", c.Trace, map[string]bool{})
+	used := map[string]bool{}
+	name := chartName("testbed-compare", c.Trace, used)
 	if err := report.ChangeByClass(dir, name, report.ChangesFrom(meds, baseline)); err != nil {
 		return err
 	}
 	wrote(log, dir, name)
+	// Each scheduler's first repetition: throughput per endpoint over time.
+	for _, n := range names {
+		for _, r := range c.Runs {
+			if r.Scheduler != n || len(r.Endpoints) == 0 {
+				continue
+			}
+			var series []report.Series
+			for _, e := range r.Endpoints {
+				mb := make([]float64, len(e.Bps))
+				for i, v := range e.Bps {
+					mb[i] = v / 1e6
+				}
+				series = append(series, report.Series{Name: e.Name, T: e.T, MBps: mb})
+			}
+			tname := chartName("testbed-throughput", c.Trace+"-"+n, used)
+			if err := report.ThroughputOverTime(dir, tname, series); err != nil {
+				return err
+			}
+			wrote(log, dir, tname)
+			break
+		}
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/testbed"
 )
 
 // shortTrace writes a two-minute trace, fast to simulate.
@@ -82,7 +83,11 @@ func TestTestbedComparePlot(t *testing.T) {
 		for i, n := range []string{"basecc1", "basecc2", "seal"} {
 			k := float64(3-i) + float64(rep)
 			tasks := []sim.TaskResult{task(1, 5e5, k, k), task(2, 5e7, 2*k, k), task(3, 5e9, 10*k, 1+k)}
-			c.Runs = append(c.Runs, &runOne{Scheduler: n, Rep: rep, Measured: sim.Summarize("sc15-mini", "smoke", n, tasks, 1), Files: 3, Verified: 3})
+			eps := []testbed.EndpointSeries{
+				{Name: "stampede", T: []float64{1, 2, 3}, Bps: []float64{3e7, 5e7, 4e7}, CC: []int{2, 4, 3}},
+				{Name: "gordon", T: []float64{1, 2, 3}, Bps: []float64{1e7, 2e7, 1e7}, CC: []int{1, 2, 1}},
+			}
+			c.Runs = append(c.Runs, &runOne{Scheduler: n, Rep: rep, Measured: sim.Summarize("sc15-mini", "smoke", n, tasks, 1), Files: 3, Verified: 3, Endpoints: eps})
 		}
 	}
 	names := []string{"basecc1", "basecc2", "seal"}
@@ -102,6 +107,19 @@ func TestTestbedComparePlot(t *testing.T) {
 	for _, want := range []string{"% change vs basecc2", "smoke (medians of 2 reps)", ">basecc1<", ">seal<"} {
 		if !strings.Contains(string(svg), want) {
 			t.Errorf("chart has no %q", want)
+		}
+	}
+	// Throughput over time per endpoint, one chart per scheduler.
+	for _, n := range names {
+		checkCharts(t, dir, "testbed-throughput-smoke-"+n)
+		svg, err := os.ReadFile(filepath.Join(dir, "testbed-throughput-smoke-"+n+".svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{">stampede<", ">gordon<", "MB/s"} {
+			if !strings.Contains(string(svg), want) {
+				t.Errorf("throughput chart of %s has no %q", n, want)
+			}
 		}
 	}
 }

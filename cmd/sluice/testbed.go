@@ -136,6 +136,8 @@ type runOne struct {
 	// StartupCost is the start-up cost the server told its scheduler.
 	StartupCost float64     `json:"startup_cost_seconds"`
 	Predicted   *sim.Result `json:"predicted,omitempty"`
+	// Endpoints is each endpoint's observed throughput over the run.
+	Endpoints []testbed.EndpointSeries `json:"endpoint_series,omitempty"`
 }
 
 func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler string, rep int, log io.Writer) (*runOne, error) {
@@ -147,7 +149,7 @@ func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scheduler, err)
 	}
-	out := &runOne{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost}
+	out := &runOne{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost, Endpoints: run.Endpoints}
 	if f.predict {
 		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
 			return nil, err
