@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/web"
 )
 
 // Version is the API's version in the OpenAPI document.
@@ -51,6 +52,9 @@ func New(s *server.Server) http.Handler {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
 	})
+	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
+	mux.Handle("GET /{$}", dash)
+	mux.Handle("GET /ui/", dash)
 	return withBearer(authEvents(s, mux))
 }
 

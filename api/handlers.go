@@ -437,6 +437,12 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 	}
 	ch, done := h.s.Subscribe(c, in.Job)
 	defer done()
+	// A first event at once: the response (and its 200) reaches the
+	// client now, not at the first change or keepalive, so a dashboard
+	// knows it is live.
+	if send(sse.Message{Data: server.Event{Type: "keepalive", At: time.Now()}}) != nil {
+		return
+	}
 	// A comment-like keepalive is not available through Sender; a
 	// periodic heartbeat event keeps proxies from closing an idle stream.
 	keep := time.NewTicker(15 * time.Second)

@@ -2,8 +2,9 @@
 # Installs and starts what the integration tests use, on a fresh Debian
 # machine: PostgreSQL (store and service tests against it), the Globus
 # GridFTP server and client (backend/gridftp), the XRootD server
-# (backend/root), and rsvg-convert (the report charts' SVGs are rendered
-# in a test). Tests that need a missing one skip with a message, so
+# (backend/root), rsvg-convert (the report charts' SVGs are rendered
+# in a test), and chromium, node and playwright-core (the dashboard's
+# browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
 set -uo pipefail
@@ -14,6 +15,8 @@ command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
 command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
 command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+[ -x /usr/bin/chromium ] || need+=(chromium)
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO="sudo -n"
@@ -45,3 +48,7 @@ if command -v pg_ctlcluster >/dev/null 2>&1; then
 		echo "ci-deps: PostgreSQL is not reachable; its tests will skip" >&2
 	fi
 fi
+
+# The dashboard's browser test: playwright-core from npm, in .cache/web-test
+# (the script warns rather than fails).
+"$(dirname "$0")/web-test-deps.sh" >&2 || echo "ci-deps: playwright-core is not installed; the browser test will skip" >&2

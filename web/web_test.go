@@ -1,0 +1,96 @@
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// The page's weight: every embedded file gzipped must total under 300 kB.
+func TestPageWeight(t *testing.T) {
+	const limit = 300_000
+	total := 0
+	err := fs.WalkDir(Static(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(Static(), p)
+		if err != nil {
+			return err
+		}
+		var z bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		w.Write(b)
+		w.Close()
+		t.Logf("%-20s %7d bytes, %6d gzipped", p, len(b), z.Len())
+		total += z.Len()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("total %d bytes gzipped (limit %d)", total, limit)
+	if total >= limit {
+		t.Fatalf("the dashboard weighs %d bytes gzipped, over %d", total, limit)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	h := Handler()
+	for _, c := range []struct {
+		path, ctype, contains string
+		status                int
+	}{
+		{"/", "text/html", "<title>Sluice dashboard</title>", 200},
+		{"/ui/", "text/html", "API token", 200},
+		{"/ui/app.js", "javascript", "sluiceDashboard", 200},
+		{"/ui/app.css", "text/css", "--accent", 200},
+		{"/ui/uPlot.iife.min.js", "javascript", "uPlot", 200},
+		{"/ui/uPlot.min.css", "text/css", ".uplot", 200},
+		{"/ui/nope.js", "", "", 404},
+		{"/other", "", "", 404},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.path, nil))
+		if rec.Code != c.status {
+			t.Errorf("%s: status %d, want %d", c.path, rec.Code, c.status)
+			continue
+		}
+		if c.status != 200 {
+			continue
+		}
+		if ct := rec.Header().Get("Content-Type"); !strings.Contains(ct, c.ctype) {
+			t.Errorf("%s: Content-Type %q, want %q", c.path, ct, c.ctype)
+		}
+		if !strings.Contains(rec.Body.String(), c.contains) {
+			t.Errorf("%s: body lacks %q", c.path, c.contains)
+		}
+		// Revalidation by ETag.
+		req := httptest.NewRequest(http.MethodGet, c.path, nil)
+		req.Header.Set("If-None-Match", rec.Header().Get("ETag"))
+		rec2 := httptest.NewRecorder()
+		h.ServeHTTP(rec2, req)
+		if rec2.Code != http.StatusNotModified {
+			t.Errorf("%s with its ETag: status %d, want 304", c.path, rec2.Code)
+		}
+	}
+}
+
+// No file refers to another origin: the page works offline.
+func TestNoCDN(t *testing.T) {
+	for _, name := range []string{"index.html", "app.js", "app.css"} {
+		b, err := fs.ReadFile(Static(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"src=\"http", "href=\"http", "@import", "cdn"} {
+			if strings.Contains(strings.ToLower(string(b)), bad) {
+				t.Errorf("%s contains %q", name, bad)
+			}
+		}
+	}
+}
