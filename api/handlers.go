@@ -61,6 +61,10 @@ func (h *handlers) register(api huma.API) {
 		Summary: "List endpoints (agents) with their live load", Security: bearer,
 	}, h.endpoints)
 	huma.Register(api, huma.Operation{
+		OperationID: "status", Method: http.MethodGet, Path: "/v1/status", Tags: []string{"endpoints"},
+		Summary: "The scheduler, its last cycle time and the files queued and running per class", Security: bearer,
+	}, h.status)
+	huma.Register(api, huma.Operation{
 		OperationID: "create-token", Method: http.MethodPost, Path: "/v1/tokens", Tags: []string{"auth"},
 		Summary:       "Create an API token",
 		Description:   "Anyone may create a token for themselves; admins for any user (created in the given VO if new).",
@@ -328,6 +332,32 @@ func (h *handlers) endpoints(ctx context.Context, in *endpointsIn) (*endpointsOu
 			Throughput: e.Throughput, Peak: e.Peak, CC: e.CC, Registered: e.Registered, LastSeen: e.LastSeen}
 	}
 	return out, nil
+}
+
+// ClassOut counts one class's files.
+type ClassOut struct {
+	Queued  int `json:"queued" doc:"Files waiting (queued, or being stat'ed)."`
+	Running int `json:"running"`
+}
+
+// StatusOut is what the service is doing now.
+type StatusOut struct {
+	Scheduler    string   `json:"scheduler"`
+	CycleSeconds float64  `json:"cycle_seconds" doc:"How long the last scheduling cycle took."`
+	Period       float64  `json:"period_seconds" doc:"Time between scheduling cycles."`
+	Interactive  ClassOut `json:"interactive"`
+	Batch        ClassOut `json:"batch"`
+}
+
+type statusOut struct{ Body StatusOut }
+
+func (h *handlers) status(ctx context.Context, _ *struct{}) (*statusOut, error) {
+	if _, err := h.caller(ctx); err != nil {
+		return nil, err
+	}
+	st := h.s.Status()
+	return &statusOut{Body: StatusOut{Scheduler: st.Scheduler, CycleSeconds: st.CycleSeconds, Period: st.Period,
+		Interactive: ClassOut{st.Interactive.Queued, st.Interactive.Running}, Batch: ClassOut{st.Batch.Queued, st.Batch.Running}}}, nil
 }
 
 // TokenIn asks for an API token.

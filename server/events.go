@@ -98,9 +98,23 @@ func (w *world) progressEvents() {
 	for n, e := range w.eps {
 		eps[n] = EndpointStatus{Throughput: e.observed, CC: e.cc, Peak: e.peak, Endpoint: store.Endpoint{Up: e.Up}}
 	}
+	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds()}
+	for _, t := range w.tasks {
+		c := &st.Interactive
+		if t.Batch {
+			c = &st.Batch
+		}
+		switch t.State {
+		case store.StateQueued, store.StateResolving:
+			c.Queued++
+		case store.StateRunning:
+			c.Running++
+		}
+	}
 	w.s.mu.Lock()
 	w.s.jobLive = live
 	w.s.epLive = eps
+	w.s.nowStat = st
 	w.s.mu.Unlock()
 	for id, l := range live {
 		j := w.jobs[id]
@@ -111,4 +125,28 @@ func (w *world) progressEvents() {
 		w.s.events.publish(Event{Type: "progress", Job: id, Owner: j.OwnerID, Throughput: l.rate,
 			BytesDone: done + l.extra, Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
 	}
+}
+
+// Status is what the service is doing now, for a dashboard's overview.
+type Status struct {
+	Scheduler string
+	// CycleSeconds is how long the last scheduling cycle took; Period is
+	// the time between cycles.
+	CycleSeconds, Period float64
+	// Files waiting (queued, or being stat'ed) and running, per class.
+	Interactive, Batch ClassCounts
+}
+
+// ClassCounts are one class's files in the queue and running.
+type ClassCounts struct{ Queued, Running int }
+
+// Status returns the service's figures as the loop last published them.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.nowStat
+	if st.Scheduler == "" {
+		st.Scheduler, st.Period = s.sch.Name(), s.cfg.Cycle.Seconds()
+	}
+	return st
 }

@@ -131,6 +131,7 @@ type Server struct {
 	agents  map[string]*agentState    // by endpoint name; heartbeats (under mu)
 	jobLive map[int64]jobLive         // live figures of active jobs (under mu)
 	epLive  map[string]EndpointStatus // live load of endpoints (under mu)
+	nowStat Status                    // the loop's figures (under mu)
 
 	estimating pairLocks // one sampling per endpoint pair at a time
 

@@ -68,7 +68,8 @@ type world struct {
 	jobs      map[int64]*jobState
 	eps       map[string]*endpoint
 	est       *model.History
-	resolving int // stats in flight
+	resolving int           // stats in flight
+	lastCycle time.Duration // how long the last scheduler call took
 	// links are each endpoint pair's recent per-stream throughputs, the
 	// bandwidth series the multi-source split predicts from.
 	links     map[[2]string][]float64
@@ -363,7 +364,8 @@ func (w *world) cycle(trig sched.Trigger) {
 	}
 	t0 := time.Now()
 	ds := w.s.sch.Schedule(snap)
-	w.s.met.cycleSeconds.Observe(time.Since(t0).Seconds())
+	w.lastCycle = time.Since(t0)
+	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
 	var starts []*task
 	var audit []store.AuditEntry
 	used, inFlight := w.usage()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -49,6 +50,16 @@ func TestServiceMultiSource(t *testing.T) {
 	}
 	if out := c.server.output(); !strings.Contains(out, "multi-source transfer") || !strings.Contains(out, "sources=3") {
 		t.Errorf("the server did not run a multi-source transfer:\n%s", out)
+	}
+
+	// The service's status: the scheduler, its cycle, the queues by class.
+	code, _, body := rawCall(t, "GET", "http://"+c.addr+"/v1/status", c.adminTo, "")
+	var st api.StatusOut
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Scheduler != "seal" || st.Period != 0.5 || st.CycleSeconds < 0 {
+		t.Errorf("GET /v1/status: %d %s (%v)", code, body, err)
+	}
+	if code, _, _ := rawCall(t, "GET", "http://"+c.addr+"/v1/status", "", ""); code != 401 {
+		t.Errorf("status without a token: %d, want 401", code)
 	}
 
 	// An agent of one replica dies: the others carry the file.

@@ -23,6 +23,7 @@
     view: "overview",
     abort: null,
     synthetic: false,
+    status: null, // StatusOut: scheduler, cycle, queues by class
   };
 
   // ---- formatting ----
@@ -139,7 +140,8 @@
     while (s.t.length && s.t[0] < now - HOUR) { s.t.shift(); s.y.shift(); s.cc.shift(); }
   }
   async function loadEndpoints() {
-    const es = await api("/v1/endpoints");
+    const [es, status] = await Promise.all([api("/v1/endpoints"), api("/v1/status").catch(() => null)]);
+    if (status) st.status = status;
     const now = Date.now() / 1000;
     st.endpoints.clear();
     for (const e of es) { st.endpoints.set(e.name, e); addPoint(e, now); }
@@ -257,8 +259,14 @@
     const eps = [...st.endpoints.values()];
     const up = eps.filter((e) => e.up).length;
     const cc = eps.reduce((a, e) => a + (e.cc || 0), 0);
+    const s = st.status;
+    const queues = s
+      ? `<div class="card">Interactive files, queued / running<b>${s.interactive.queued} / ${s.interactive.running}</b></div>` +
+        `<div class="card">Batch files, queued / running<b>${s.batch.queued} / ${s.batch.running}</b></div>` +
+        `<div class="card">Scheduler<b>${esc(s.scheduler)}</b><span class="hint">cycle ${(1000 * s.cycle_seconds).toFixed(1)} ms every ${(1000 * s.period_seconds).toFixed(0)} ms</span></div>`
+      : "";
     $("summary").innerHTML =
-      `<div class="card">Endpoints up<b>${up} / ${eps.length}</b></div>` +
+      `<div class="card">Endpoints up<b>${up} / ${eps.length}</b></div>` + queues +
       `<div class="card">Active jobs, interactive<b>${by.interactive}</b></div>` +
       `<div class="card">Active jobs, batch<b>${by.batch}</b></div>` +
       `<div class="card">Concurrency<b>${cc}</b></div>` +

@@ -41,6 +41,8 @@ try {
   await page.waitForFunction(() => document.querySelectorAll('[data-ep="a1"] canvas').length > 0);
   check(await page.locator('[data-ep="a1"] .state.up').count() === 1, "a1 is up on the overview");
   check(await page.locator('[data-ep="a3"] .state.down').count() === 1, "a3 is down on the overview");
+  await page.locator("#summary .card", { hasText: "Scheduler" }).waitFor();
+  check(await page.locator("#summary .card", { hasText: "seal" }).count() === 1, "the overview names the scheduler and its cycle");
   await shot(page, "1-overview-admin");
 
   // Jobs table: all three jobs, keyboard navigation, detail.
