@@ -27,7 +27,9 @@ sim: build
 test: build
 	gofmt -l . | tee /dev/stderr | (! read -r _)
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	# The dashboard's browser test leaves its screenshots in test-output/
+	# (CI artifacts).
+	TEST_OUTPUT=$(CURDIR)/test-output/web $(GO) test -count=1 ./...
 	# The Policy Service's allocations under 1,000 concurrent clients, with
 	# the race detector (issue 7).
 	$(GO) test -race -count=1 ./policy
