@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -109,6 +110,20 @@ func TestTestbedComparePlot(t *testing.T) {
 			t.Errorf("chart has no %q", want)
 		}
 	}
+	// The same comparison saved as JSON and drawn again with --from.
+	saved := filepath.Join(t.TempDir(), "c.json")
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(saved, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if out, err := run(t, "testbed", "compare", "--from", saved, "--plot", again); err != nil || !strings.Contains(out, "vs best baseline (basecc2)") {
+		t.Fatalf("--from: %v\n%s", err, out)
+	}
+	checkCharts(t, again, "testbed-compare-smoke")
 	// Throughput over time per endpoint, one chart per scheduler.
 	for _, n := range names {
 		checkCharts(t, dir, "testbed-throughput-smoke-"+n)

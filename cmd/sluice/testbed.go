@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,6 +245,7 @@ func newTestbedCompare() *cobra.Command {
 	var f testbedFlags
 	var schedulers, plotDir string
 	var reps int
+	var from []string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Replay one trace under several schedulers, back to back, on real bytes",
@@ -254,12 +256,31 @@ With --plot DIR it also writes DIR/testbed-compare-TRACE.svg and .png: the
 Figure 3 chart of the measured % change in average turnaround and slowdown
 per size class (medians over repetitions) of every scheduler against the
 best baseline of the summary line (lowest median average turnaround), or
-against the first scheduler when none is a baseline.`,
+against the first scheduler when none is a baseline, and one chart per
+scheduler of every endpoint's throughput over the run.
+
+With --from FILE.json (the --json output of an earlier comparison, several
+files for several repetitions) it replays nothing: it prints, and with
+--plot draws, the saved runs.`,
 		Example: `  sluice testbed compare --profile sc15-mini --trace smoke --schedulers basecc2,seal --json
   sluice testbed compare --trace 45 --schedulers basecc1,basecc2,basecc4,basevary,seal --reps 3 --predict
   sluice testbed compare --trace smoke --schedulers basecc1,basecc2,seal --plot charts/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(from) > 0 {
+				res, names, err := loadComparisons(from)
+				if err != nil {
+					return err
+				}
+				if err := checkPlot(plotDir, names); err != nil {
+					return err
+				}
+				res.print(cmd.OutOrStdout())
+				if plotDir != "" {
+					return plotTestbedCompare(cmd.ErrOrStderr(), plotDir, res, names)
+				}
+				return nil
+			}
 			tb, err := f.load()
 			if err != nil {
 				return err
@@ -310,7 +331,60 @@ against the first scheduler when none is a baseline.`,
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
 	cmd.Flags().IntVar(&reps, "reps", 1, "repetitions (each with its own trace seed)")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": testbed-compare-TRACE, Figure 3 of the measured medians")
+	cmd.Flags().StringSliceVar(&from, "from", nil, "print (and --plot) saved comparisons (--json output) instead of replaying")
 	return cmd
+}
+
+// loadComparisons reads saved comparisons of one profile and trace (their
+// runs together, as repetitions) and returns them with the schedulers in
+// the order they first appear.
+func loadComparisons(files []string) (*compareResult, []string, error) {
+	var all *compareResult
+	var names []string
+	seen := map[string]bool{}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		var c compareResult
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		switch {
+		case all == nil:
+			all = &c
+		case c.Profile != all.Profile || c.Trace != all.Trace:
+			return nil, nil, fmt.Errorf("%s: %s on trace %s, the others are %s on %s: one comparison at a time", name, c.Profile, c.Trace, all.Profile, all.Trace)
+		default:
+			all.Runs = append(all.Runs, c.Runs...)
+		}
+		for _, r := range c.Runs {
+			if r.Measured == nil {
+				return nil, nil, fmt.Errorf("%s: a run of %s has no measured result", name, r.Scheduler)
+			}
+			if !seen[r.Scheduler] {
+				seen[r.Scheduler] = true
+				names = append(names, r.Scheduler)
+			}
+		}
+	}
+	if all == nil || len(all.Runs) == 0 {
+		return nil, nil, errors.New("--from: no runs")
+	}
+	reps := map[string]int{}
+	for _, r := range all.Runs {
+		reps[r.Scheduler]++
+	}
+	all.Reps = 0
+	for _, n := range reps {
+		all.Reps = max(all.Reps, n)
+	}
+	// The saved summaries are of each file alone: summarise them together.
+	all.Median, all.Subject, all.Best, all.SameRanking = nil, "", "", nil
+	all.TurnaroundPct, all.SlowdownPct = 0, 0
+	all.summarise(names)
+	return all, names, nil
 }
 
 // compareResult is a comparison on real bytes: every run, and per
