@@ -263,7 +263,7 @@
     const queues = s
       ? `<div class="card">Interactive files, queued / running<b>${s.interactive.queued} / ${s.interactive.running}</b></div>` +
         `<div class="card">Batch files, queued / running<b>${s.batch.queued} / ${s.batch.running}</b></div>` +
-        `<div class="card">Scheduler<b>${esc(s.scheduler)}</b><span class="hint">cycle ${(1000 * s.cycle_seconds).toFixed(1)} ms every ${(1000 * s.period_seconds).toFixed(0)} ms</span></div>`
+        `<div class="card">Scheduler<b>${esc(s.scheduler)}</b><span class="hint">cycle ${s.cycle_seconds < 0.001 ? (1e6 * s.cycle_seconds).toFixed(0) + " µs" : (1000 * s.cycle_seconds).toFixed(1) + " ms"} every ${(1000 * s.period_seconds).toFixed(0)} ms</span></div>`
       : "";
     $("summary").innerHTML =
       `<div class="card">Endpoints up<b>${up} / ${eps.length}</b></div>` + queues +
