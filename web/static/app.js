@@ -51,11 +51,16 @@
 
   // ---- API ----
   async function api(path, opts = {}) {
-    const r = await fetch(path, { ...opts, headers: { Authorization: "Bearer " + st.token, Accept: "application/json", ...(opts.headers || {}) } });
+    // A call made for a session that has ended (a timer of the last
+    // user's, say) must neither run nor sign the next user out.
+    const token = st.token;
+    if (!token) throw new Error("unauthorized");
+    const r = await fetch(path, { ...opts, headers: { Authorization: "Bearer " + token, Accept: "application/json", ...(opts.headers || {}) } });
     if (r.status === 401) {
-      logout("Your token was refused; sign in again.");
+      if (token === st.token) logout("Your token was refused; sign in again.");
       throw new Error("unauthorized");
     }
+    if (token !== st.token) throw new Error("unauthorized"); // signed out meanwhile: drop the answer
     const text = await r.text();
     const body = text ? JSON.parse(text) : null;
     if (!r.ok) throw new Error((body && (body.detail || body.title)) || r.statusText);
@@ -89,6 +94,9 @@
   function logout(msg) {
     if (st.abort) st.abort.abort();
     st.abort = null;
+    clearTimeout(epTimer);
+    clearTimeout(filesTimer);
+    epTimer = filesTimer = null;
     st.token = "";
     st.me = null;
     st.jobs.clear();
