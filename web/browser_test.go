@@ -75,11 +75,21 @@ func TestBrowser(t *testing.T) {
 	admin := readToken(t, filepath.Join(data, "admin.token"))
 	join := readToken(t, filepath.Join(data, "join.token"))
 	roots := map[string]string{}
-	for _, name := range []string{"a1", "a2"} {
+	// a4 serves at 2 MB/s (the testbed's emulation), so that a job from
+	// it runs long enough for the page to show its progress advance.
+	slow := filepath.Join(dir, "slow.json")
+	if err := os.WriteFile(slow, []byte(`{"capacity_bps": 2000000}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a1", "a2", "a4"} {
 		roots[name] = filepath.Join(dir, name)
 		os.MkdirAll(roots[name], 0o755)
 		a := freeAddr(t)
-		p := start(t, bin, "agent", "--listen", a, "--root", roots[name], "--name", name, "--server", base, "--join-token", "@"+filepath.Join(data, "join.token"))
+		args := []string{"agent", "--listen", a, "--root", roots[name], "--name", name, "--server", base, "--join-token", "@" + filepath.Join(data, "join.token")}
+		if name == "a4" {
+			args = append(args, "--emulate", slow)
+		}
+		p := start(t, bin, args...)
 		waitTCP(t, a, p)
 	}
 	// a3 registers and then falls silent: once it is down, a job towards
@@ -96,7 +106,7 @@ func TestBrowser(t *testing.T) {
 			up[e.Name] = e.Up
 		}
 		_, has3 := up["a3"]
-		return up["a1"] && up["a2"] && has3 && !up["a3"]
+		return up["a1"] && up["a2"] && up["a4"] && has3 && !up["a3"]
 	})
 
 	files := func(prefix, dst string, n int) []map[string]any {
@@ -124,6 +134,14 @@ func TestBrowser(t *testing.T) {
 		return done.State == "done"
 	})
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "held-job", "files": files("held", "a3", 3)}, &held)
+	// A running job: 40 MB from a4 at 2 MB/s.
+	big := make([]byte, 40<<20)
+	rand.Read(big)
+	if err := os.WriteFile(filepath.Join(roots["a4"], "big"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var running job
+	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "running-job", "files": []map[string]any{{"source": "sluice://a4/big", "destination": "sluice://a2/big"}}}, &running)
 	var alice struct{ Token string }
 	call(t, base, admin, "POST", "/v1/tokens", map[string]any{"user": "alice", "vo": "physics"}, &alice)
 	call(t, base, alice.Token, "POST", "/v1/jobs", map[string]any{"label": "alice-job", "files": files("alice", "a2", 2)}, &mine)
@@ -134,6 +152,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"BASE_URL="+base, "ADMIN_TOKEN="+admin, "USER_TOKEN="+alice.Token, "USER_NAME=alice",
 		fmt.Sprintf("DONE_JOB=%d", done.ID), fmt.Sprintf("HELD_JOB=%d", held.ID), fmt.Sprintf("USER_JOB=%d", mine.ID),
+		fmt.Sprintf("RUNNING_JOB=%d", running.ID),
 		"CHROMIUM="+chromium, "PW_DIR="+deps, "OUT_DIR="+out)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

@@ -485,6 +485,11 @@
   // nEndpoints synthetic endpoints and nJobs running jobs, stops the event
   // stream and renders the overview synchronously.
   window.sluiceDashboard = {
+    // points is how many samples an endpoint's chart holds (for tests).
+    points(name) {
+      const s = st.series.get(name);
+      return s ? s.t.length : 0;
+    },
     loadSynthetic(nEndpoints, nJobs) {
       st.synthetic = true;
       if (st.abort) st.abort.abort();

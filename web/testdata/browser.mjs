@@ -67,7 +67,32 @@ try {
   check(await page.locator("#files-table td.mono", { hasText: "adler32:" }).count() === 4, "with their checksums");
   await shot(page, "3-job-detail");
 
-  // Cancel the active job from its page.
+  // A running job's progress advances on the page (events, no reload),
+  // then it is cancelled from its page.
+  await page.getByRole("link", { name: "Jobs", exact: true }).click();
+  const bar = page.locator(`#jobs tr:has(a[data-job="${env.RUNNING_JOB}"]) progress`);
+  await bar.waitFor();
+  const at = async () => Number(await bar.getAttribute("value"));
+  let first = await at();
+  for (let i = 0; i < 40 && first <= 0; i++) { await page.waitForTimeout(250); first = await at(); }
+  // Progress counts written sub-writes (16 MiB to an agent): at 2 MB/s the
+  // next one lands within 10 s.
+  let later = first;
+  for (let i = 0; i < 60 && later <= first; i++) { await page.waitForTimeout(250); later = await at(); }
+  check(first > 0 && later > first && later < 100, `the running job's progress advances (${first.toFixed(1)}% -> ${later.toFixed(1)}%)`);
+  await page.getByRole("link", { name: "Overview" }).click();
+  await page.locator('[data-ep="a4"] .chart canvas').waitFor();
+  let pts = 0;
+  for (let i = 0; i < 40 && pts < 2; i++) { pts = await page.evaluate(() => window.sluiceDashboard.points("a4")); if (pts < 2) await page.waitForTimeout(250); }
+  check(pts >= 2, `a4's chart is drawn with ${pts} data points`);
+  await page.goto(env.BASE_URL + "/#/jobs/" + env.RUNNING_JOB);
+  const stop = page.getByRole("button", { name: `Cancel job ${env.RUNNING_JOB}` });
+  await stop.waitFor();
+  await stop.click();
+  await page.locator("#job-detail dd .state-canceled").waitFor();
+  check(true, "the running job is canceled from its page");
+
+  // Cancel the held job from its page.
   await page.goto(env.BASE_URL + "/#/jobs/" + env.HELD_JOB);
   const cancel = page.getByRole("button", { name: `Cancel job ${env.HELD_JOB}` });
   await cancel.waitFor();
