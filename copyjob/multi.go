@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"sync"
@@ -134,16 +135,34 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		}
 	}
 	links, plans := predictLinks(mon, srcs, size, o.Window)
-	alloc, err := multisrc.Split(pol, links, size, 64<<10)
-	if err != nil {
+	var unmeasured []string
+	for i, l := range links {
+		if !(l.Mean > 0) {
+			unmeasured = append(unmeasured, srcs[i].URL)
+		}
+	}
+	var alloc []int64
+	if len(unmeasured) > 0 {
+		// A replica the probes could not measure (too slow to answer
+		// within the probe time, or failing) would be planned out: plan
+		// equal parts instead and let the replicas that finish first
+		// take over from the others, which needs no prediction. The
+		// engine drops a replica that fails.
+		alloc = equalParts(size, len(srcs))
+		steal = true
+		rep.Split += " (equal parts with stealing: no measurement of " + strings.Join(unmeasured, ", ") + ")"
+	} else if alloc, err = multisrc.Split(pol, links, size, 64<<10); err != nil {
 		return rep, fmt.Errorf("copyjob: planning the split: %w", err)
 	}
 	fin := multisrc.Finish(pol, links, alloc)
 	for i := range plans {
 		plans[i].Effective = multisrc.EffectiveBW(pol, links[i])
 		plans[i].Planned = alloc[i]
-		plans[i].Predicted = fin[i]
-		rep.Predicted = max(rep.Predicted, fin[i])
+		// No prediction for a link without one (JSON has no infinity).
+		if f := fin[i]; f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			plans[i].Predicted = f
+			rep.Predicted = max(rep.Predicted, f)
+		}
 	}
 	rep.Links = plans
 	rep.PlanS = time.Since(start).Seconds()
@@ -238,6 +257,18 @@ func firstOK(errs []error) int {
 		}
 	}
 	return 0
+}
+
+// equalParts splits size into n parts that differ by at most one byte.
+func equalParts(size int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = size / int64(n)
+		if int64(i) < size%int64(n) {
+			out[i]++
+		}
+	}
+	return out
 }
 
 // predictLinks turns the monitor's series into the planner's links: the
