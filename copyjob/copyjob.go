@@ -390,12 +390,21 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) e
 // puller returns the engine's third-party hook, or nil when data must
 // pass through this process.
 func (st *state) puller(src Endpoint) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-	if st.o.NoThirdParty || st.dst.Puller == nil || !strings.HasPrefix(src.URL, "sluice") {
+	if st.o.NoThirdParty {
+		return nil
+	}
+	return pullerFor(src, st.dst)
+}
+
+// pullerFor is the engine's third-party hook for a copy from src to dst:
+// dst's agent fetches the ranges from src's; nil unless both are agents.
+func pullerFor(src, dst Endpoint) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	if dst.Puller == nil || !strings.HasPrefix(src.URL, "sluice") {
 		return nil
 	}
 	base := sourceBase(src)
 	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-		return st.dst.Puller.Pull(ctx, base+srcPath, src.Token, dstPath, off, n)
+		return dst.Puller.Pull(ctx, base+srcPath, src.Token, dstPath, off, n)
 	}
 }
 

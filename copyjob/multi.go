@@ -172,10 +172,9 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		ChunkMin: o.ChunkMin, SubWrite: o.SubWrite, Checksum: o.Checksum, Steal: steal,
 		Journal: journalFor(o.JournalDir, "multi:"+srcs[0].URL, dst.URL+dstPath),
 	}
-	st := &state{o: Options{NoThirdParty: false}, dst: dst}
 	for i, s := range srcs {
 		src := engine.Source{Name: s.URL, Backend: mon.Observe(i), Path: s.Path, Share: float64(alloc[i])}
-		if pull := st.puller(s); pull != nil {
+		if pull := pullerFor(s, dst); pull != nil {
 			src.Pull = pull
 			src.Backend = s.Backend
 		}

@@ -79,7 +79,18 @@ type jobLive struct {
 func (w *world) progressEvents() {
 	live := make(map[int64]jobLive, len(w.jobs))
 	running := make(map[int64]int64) // checkpointed bytes of running tasks, per job
+	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds()}
 	for _, t := range w.tasks {
+		c := &st.Interactive
+		if t.Batch {
+			c = &st.Batch
+		}
+		switch t.State {
+		case store.StateQueued, store.StateResolving:
+			c.Queued++
+		case store.StateRunning:
+			c.Running++
+		}
 		if t.State != store.StateRunning {
 			continue
 		}
@@ -97,19 +108,6 @@ func (w *world) progressEvents() {
 	eps := make(map[string]EndpointStatus, len(w.eps))
 	for n, e := range w.eps {
 		eps[n] = EndpointStatus{Throughput: e.observed, CC: e.cc, Peak: e.peak, Endpoint: store.Endpoint{Up: e.Up}}
-	}
-	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds()}
-	for _, t := range w.tasks {
-		c := &st.Interactive
-		if t.Batch {
-			c = &st.Batch
-		}
-		switch t.State {
-		case store.StateQueued, store.StateResolving:
-			c.Queued++
-		case store.StateRunning:
-			c.Running++
-		}
 	}
 	w.s.mu.Lock()
 	w.s.jobLive = live

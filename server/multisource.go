@@ -36,27 +36,18 @@ import (
 // replica that sends wrong bytes is found at verification by range
 // checksums and dropped.
 
-// use is a task's share of one endpoint's load: streams per unit of the
-// task's CC, and the part of its rate.
-type use struct {
-	name    string
-	streams int
-	share   float64
-}
-
-// usage is where a running task loads endpoints: its source and
-// destination, and with replicas every source and the destination with
-// all their streams.
-func (t *task) usage() []use {
-	if len(t.Replicas) == 0 {
-		return []use{{t.SrcEndpoint, 1, 1}, {t.DstEndpoint, 1, 1}}
-	}
+// eachUse calls f for every endpoint a running task loads, with its
+// streams per unit of the task's CC and its part of the task's rate: the
+// source and the destination, and with replicas every source and the
+// destination with all their streams. A callback, not a slice: the
+// snapshot calls it for every running task every cycle.
+func (t *task) eachUse(f func(name string, streams int, share float64)) {
 	n := len(t.Replicas) + 1
-	out := []use{{t.SrcEndpoint, 1, 1 / float64(n)}}
+	f(t.SrcEndpoint, 1, 1/float64(n))
 	for _, r := range t.Replicas {
-		out = append(out, use{urlHost(r), 1, 1 / float64(n)})
+		f(urlHost(r), 1, 1/float64(n))
 	}
-	return append(out, use{t.DstEndpoint, n, 1})
+	f(t.DstEndpoint, n, 1)
 }
 
 // replicaPlan is one other copy of a task's file.
@@ -102,13 +93,10 @@ func (w *world) planReplicas(t *task, p *plan) {
 	if split == "" {
 		split = string(multisrc.TCS)
 	}
-	names := append([]string{t.SrcEndpoint}, func() []string {
-		var out []string
-		for _, r := range p.replicas {
-			out = append(out, r.name)
-		}
-		return out
-	}()...)
+	names := []string{t.SrcEndpoint}
+	for _, r := range p.replicas {
+		names = append(names, r.name)
+	}
 	links := make([]multisrc.Link, len(names))
 	known := true
 	for i, n := range names {

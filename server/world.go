@@ -296,12 +296,12 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		case store.StateRunning:
 			st := w.schedTask(t, now)
 			snap.Running = append(snap.Running, st)
-			for _, u := range t.usage() {
-				if e := snap.Endpoints[u.name]; e != nil {
-					e.Observed += t.rate * u.share
-					e.CC += t.CC * u.streams
+			t.eachUse(func(name string, streams int, share float64) {
+				if e := snap.Endpoints[name]; e != nil {
+					e.Observed += t.rate * share
+					e.CC += t.CC * streams
 				}
-			}
+			})
 		case store.StateQueued:
 			if t.Size < 0 || now.Before(t.notBefore) || !w.up(t.SrcEndpoint) || !w.up(t.DstEndpoint) {
 				continue
@@ -493,11 +493,11 @@ func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	if e := w.eps[t.DstEndpoint]; e != nil {
 		t.dstLoad = e.cc
 	}
-	for _, u := range t.usage() {
-		if e := w.eps[u.name]; e != nil {
-			e.cc += cc * u.streams
+	t.eachUse(func(name string, streams int, _ float64) {
+		if e := w.eps[name]; e != nil {
+			e.cc += cc * streams
 		}
-	}
+	})
 	return a
 }
 
@@ -590,11 +590,11 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 			t.Done = p.Journaled
 		}
 	}
-	for _, u := range t.usage() {
-		if e := w.eps[u.name]; e != nil {
-			e.cc = max(0, e.cc-t.CC*u.streams)
+	t.eachUse(func(name string, streams int, _ float64) {
+		if e := w.eps[name]; e != nil {
+			e.cc = max(0, e.cc-t.CC*streams)
 		}
-	}
+	})
 	stop := t.stop
 	t.stop, t.preemptFor = "", 0
 	if res.Note != "" {

@@ -271,6 +271,14 @@ func defaultJournalDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "sluice", "journal"), nil
 }
 
+// cpError is what cp reports for err: an interruption says how to resume.
+func cpError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: run the same command again to resume")
+	}
+	return err
+}
+
 // newCpClient is the HTTP client of a copy: one transport for the whole
 // copy, so that connections opened by one chunk serve the next and no
 // sample of --auto pays a start-up; enough idle connections per agent for
@@ -345,10 +353,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		show.finish()
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted: run the same command again to resume")
-		}
-		return err
+		return cpError(err)
 	}
 	if f.jsonOut {
 		return printJSON(stdout, rep)

@@ -70,10 +70,7 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 		}
 	}
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted: run the same command again to resume")
-		}
-		return err
+		return cpError(err)
 	}
 	if f.jsonOut {
 		return printJSON(stdout, rep)
