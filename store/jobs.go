@@ -410,7 +410,7 @@ func replicasText(rs []string) string {
 }
 
 const taskCols = `id, job_id, idx, src, dst, src_endpoint, dst_endpoint, size, expected, batch, state,
-	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error, replicas`
+	cc, done, attempts, preemptions, arrival, started, finished, wait, trans, checksum, throughput, error, replicas, claim`
 
 func scanTask(row scanner) (Task, error) {
 	var t Task
@@ -418,7 +418,7 @@ func scanTask(row scanner) (Task, error) {
 	var replicas string
 	err := row.Scan(&t.ID, &t.JobID, &t.Index, &t.Src, &t.Dst, &t.SrcEndpoint, &t.DstEndpoint, &t.Size,
 		&t.Expected, &t.Batch, &t.State, &t.CC, &t.Done, &t.Attempts, &t.Preemptions, &arrival, &started,
-		&finished, &t.Wait, &t.Trans, &t.Checksum, &t.Throughput, &t.Error, &replicas)
+		&finished, &t.Wait, &t.Trans, &t.Checksum, &t.Throughput, &t.Error, &replicas, &t.Term)
 	if err != nil {
 		return Task{}, err
 	}
@@ -698,7 +698,7 @@ func setJobState(ctx context.Context, tx *sql.Tx, id int64, prev, to string, at 
 func (s *sqlStore) insertAudit(ctx context.Context, tx *sql.Tx, entries []AuditEntry) error {
 	numbered := s.dialect == dialectPostgres
 	now := time.Now()
-	args := make([]any, 0, min(len(entries), auditBatch)*7)
+	args := make([]any, 0, min(len(entries), auditBatch)*8)
 	for start := 0; start < len(entries); start += auditBatch {
 		chunk := entries[start:min(start+auditBatch, len(entries))]
 		args = args[:0]
@@ -706,11 +706,11 @@ func (s *sqlStore) insertAudit(ctx context.Context, tx *sql.Tx, entries []AuditE
 			if e.At.IsZero() {
 				e.At = now
 			}
-			args = append(args, toNanos(e.At), e.JobID, e.TaskID, e.Actor, e.From, e.To, e.Detail)
+			args = append(args, toNanos(e.At), e.JobID, e.TaskID, e.Actor, e.From, e.To, e.Detail, e.Term)
 		}
 		var b strings.Builder
-		b.WriteString(`INSERT INTO audit (at, job_id, task_id, actor, from_state, to_state, detail) VALUES `)
-		writeValues(&b, len(chunk), 7, numbered, nil)
+		b.WriteString(`INSERT INTO audit (at, job_id, task_id, actor, from_state, to_state, detail, term) VALUES `)
+		writeValues(&b, len(chunk), 8, numbered, nil)
 		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
@@ -720,7 +720,7 @@ func (s *sqlStore) insertAudit(ctx context.Context, tx *sql.Tx, entries []AuditE
 
 // Audit returns the job's entries in the order they were appended.
 func (s *sqlStore) Audit(ctx context.Context, jobID int64) ([]AuditEntry, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT at, job_id, task_id, actor, from_state, to_state, detail
+	rows, err := s.r.QueryContext(ctx, `SELECT at, job_id, task_id, actor, from_state, to_state, detail, term
 		FROM audit WHERE job_id = $1 ORDER BY id`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit of job %d: %w", jobID, err)
@@ -730,7 +730,7 @@ func (s *sqlStore) Audit(ctx context.Context, jobID int64) ([]AuditEntry, error)
 	for rows.Next() {
 		var e AuditEntry
 		var at int64
-		if err := rows.Scan(&at, &e.JobID, &e.TaskID, &e.Actor, &e.From, &e.To, &e.Detail); err != nil {
+		if err := rows.Scan(&at, &e.JobID, &e.TaskID, &e.Actor, &e.From, &e.To, &e.Detail, &e.Term); err != nil {
 			return nil, fmt.Errorf("store: audit of job %d: %w", jobID, err)
 		}
 		e.At = fromNanos(at)

@@ -209,7 +209,7 @@ func openPostgres(ctx context.Context, rawURL string) (_ Store, err error) {
 	if err := migrate(ctx, goose.DialectPostgres, db, "migrations/postgres", goose.WithSessionLocker(locker)); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectPostgres, w: db, r: db, taskBatch: postgresTaskBatch}, nil
+	return &sqlStore{dialect: dialectPostgres, w: db, r: db, taskBatch: postgresTaskBatch, pgConfig: cfg}, nil
 }
 
 // migrate applies the embedded migrations under dir to db with a goose

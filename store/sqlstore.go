@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // sqlStore implements Store over database/sql for both dialects.
@@ -27,6 +29,9 @@ type sqlStore struct {
 	w, r *sql.DB
 	// taskBatch is the number of rows per multi-row INSERT in CreateJob.
 	taskBatch int
+	// pgConfig is the PostgreSQL connection's configuration, for the
+	// LISTEN connection (nil on SQLite).
+	pgConfig *pgx.ConnConfig
 }
 
 func (s *sqlStore) Dialect() string { return s.dialect }

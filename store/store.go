@@ -151,6 +151,10 @@ type Task struct {
 	Checksum    string    // verified checksum "algo:hex" when done
 	Throughput  float64   // average bytes/s of the final run
 	Error       string    // why it failed (or last transient error)
+	// Term is the lease term of the task's partition (its source
+	// endpoint) under which a scheduler claimed it (ClaimTasks); 0 if
+	// unclaimed. UpdateTasksFenced writes only under the current term.
+	Term int64
 }
 
 // Endpoint is an agent known to the service.
@@ -221,6 +225,10 @@ type AuditEntry struct {
 	From   string
 	To     string
 	Detail string
+	// Term is the lease term the scheduler held when it made the change
+	// (0 for changes made outside the scheduler, such as a user's
+	// cancel): per partition, terms in the log never go down.
+	Term int64
 }
 
 // JobFilter selects jobs.
@@ -319,4 +327,21 @@ type Store interface {
 	SaveAllocations(ctx context.Context, put []Allocation, del []string) error
 	// Allocations returns every stored allocation, by ID.
 	Allocations(ctx context.Context) ([]Allocation, error)
+
+	// Several servers (cluster.go): scheduling leases per partition
+	// (source endpoint), task claiming and fenced writes, the live
+	// servers, their published endpoint loads, and wake-up hints.
+	AcquireLease(ctx context.Context, partition, owner string, ttl time.Duration) (Lease, bool, error)
+	RenewLeases(ctx context.Context, owner string, terms map[string]int64, ttl time.Duration) (map[string]int64, error)
+	ReleaseLease(ctx context.Context, partition, owner string, term int64) error
+	Leases(ctx context.Context) ([]Lease, error)
+	ServerBeat(ctx context.Context, id, url string, ttl time.Duration) ([]ServerInfo, error)
+	ClaimTasks(ctx context.Context, owner string, limit int) ([]Task, error)
+	UpdateTasksFenced(ctx context.Context, owner string, tasks []Task, audit []AuditEntry) (skipped []int64, err error)
+	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
+	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)
+	PutEndpointLoads(ctx context.Context, server string, loads []EndpointLoad) error
+	EndpointLoads(ctx context.Context, except string, maxAge time.Duration) ([]EndpointLoad, error)
+	Notify(ctx context.Context, channel string) error
+	Listen(ctx context.Context, channel string) <-chan struct{}
 }
