@@ -12,8 +12,9 @@ import (
 
 // agentState is the last heartbeat of an agent.
 type agentState struct {
-	ep   store.Endpoint
-	last time.Time
+	ep     store.Endpoint
+	last   time.Time
+	stored time.Time // when the store last got its LastSeen
 }
 
 // AgentInfo is what an agent reports when it joins and at each heartbeat.
@@ -85,14 +86,25 @@ func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
 	s.mu.Lock()
 	prev := s.agents[a.Name]
 	changed := prev == nil || prev.ep.URL != e.URL || prev.ep.MaxThroughput != e.MaxThroughput || prev.ep.MaxCC != e.MaxCC
-	s.agents[a.Name] = &agentState{ep: e, last: now}
+	// Other servers learn of heartbeats through the store: a few writes
+	// per heartbeat timeout are enough for them to tell up from down.
+	stale := prev == nil || now.Sub(prev.stored) >= s.cfg.HeartbeatTimeout/4
+	st := &agentState{ep: e, last: now}
+	if prev != nil {
+		st.stored = prev.stored
+	}
+	if register || changed || stale {
+		st.stored = now
+	}
+	s.agents[a.Name] = st
 	s.mu.Unlock()
-	// Heartbeats only touch the store when something changed (or at
-	// registration); the loop records up/down transitions itself.
-	if register || changed {
+	if register || changed || stale {
 		if err := s.st.UpsertEndpoint(ctx, e); err != nil {
 			return fmt.Errorf("server: %w", err)
 		}
+	}
+	if register {
+		s.wakeUp() // a new partition to take
 	}
 	return nil
 }

@@ -251,9 +251,14 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if !created {
 		return j, false, nil
 	}
-	// The job is durable now; if the loop is busy the submission still
-	// succeeds and the tasks are picked up at the next start at the latest.
-	s.do(context.WithoutCancel(ctx), func(w *world) { w.addJob(j, tasks) })
+	// The job is durable now: the servers that schedule its sources'
+	// partitions claim its tasks (cluster.go), woken by the hints or at
+	// their next poll at the latest.
+	s.met.jobsSubmitted.Inc()
+	s.wakeUp()
+	if err := s.st.Notify(context.WithoutCancel(ctx), workChannel); err != nil {
+		s.log.Warn("notifying other servers of a new job", "job", j.ID, "err", err)
+	}
 	s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: j.State})
 	return j, true, nil
 }
@@ -338,27 +343,19 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	if err != nil {
 		return JobStatus{}, err
 	}
-	// The store's cancel runs in the loop, between its own writes, so
-	// that no write of a run that is ending can undo it; the answer then
-	// shows the job as it now is.
-	type result struct{ err error }
-	done := make(chan result, 1)
-	if !s.do(ctx, func(w *world) {
-		ids, err := s.st.CancelJob(context.WithoutCancel(ctx), id, time.Now(), c.User.Name)
-		if err == nil && (len(ids) > 0 || j.State == store.StateActive) {
-			w.canceled(id, ids)
-		}
-		done <- result{err}
-	}) {
-		return JobStatus{}, ctx.Err()
+	// The store has the final word on a cancel: the schedulers' fenced
+	// writes leave a canceled task canceled. The server that schedules a
+	// task stops its run when it hears (here at once, elsewhere by the
+	// hint or at the next poll).
+	ids, err := s.st.CancelJob(ctx, id, time.Now(), c.User.Name)
+	if err != nil {
+		return JobStatus{}, fmt.Errorf("server: %w", err)
 	}
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return JobStatus{}, fmt.Errorf("server: %w", r.err)
+	if len(ids) > 0 || j.State == store.StateActive {
+		s.do(context.WithoutCancel(ctx), func(w *world) { w.jobCanceled(id) })
+		if err := s.st.Notify(context.WithoutCancel(ctx), workChannel); err != nil {
+			s.log.Warn("notifying other servers of a cancel", "job", id, "err", err)
 		}
-	case <-ctx.Done():
-		return JobStatus{}, ctx.Err()
 	}
 	return s.Job(ctx, c, id)
 }

@@ -111,6 +111,22 @@ type Config struct {
 	// HistoryTTL is how long a stored optimisation answers estimate
 	// requests with use_history, and jobs with optimization (default 1 h).
 	HistoryTTL time.Duration
+
+	// Several servers on one PostgreSQL database (cluster.go).
+	// ServerID names this server in leases and the audit log; it must be
+	// unique among the servers and stable across restarts (a restart
+	// under the same ID takes its partitions back at once). Default
+	// "local".
+	ServerID string
+	// URL is where this server's API is reached, for the servers table.
+	URL string
+	// LeaseTTL is how long a partition's lease lasts without renewal
+	// (renewed every third of it): the longest a dead server's partitions
+	// wait for another (default 10 s).
+	LeaseTTL time.Duration
+	// PollEvery is how often the store is polled for new work,
+	// cancellations and loads when no NOTIFY hint comes (default 1 s).
+	PollEvery time.Duration
 }
 
 // Server is the live service.
@@ -134,6 +150,9 @@ type Server struct {
 	nowStat Status                    // the loop's figures (under mu)
 
 	estimating pairLocks // one sampling per endpoint pair at a time
+
+	wake    chan struct{}      // hints for the coordinator (cluster.go)
+	ownLoad map[string]extLoad // this server's load per endpoint, to publish (under mu)
 
 	// The Policy Service (policy.go): held for reading by each operation,
 	// for writing while SetPolicy swaps it.
@@ -175,6 +194,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.HistoryTTL <= 0 {
 		cfg.HistoryTTL = DefaultHistoryTTL
 	}
+	if cfg.ServerID == "" {
+		cfg.ServerID = "local"
+	}
+	if err := checkServerID(cfg.ServerID); err != nil {
+		return nil, err
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = DefaultPollEvery
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -190,6 +221,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		inbox:  make(chan func(*world), 1024),
 		events: newBroker(),
 		agents: map[string]*agentState{},
+		wake:   make(chan struct{}, 1),
 	}
 	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {

@@ -20,6 +20,8 @@ const (
 	stopCanceled  = "canceled"
 	stopDown      = "endpoint down"
 	stopShutdown  = "server shutdown"
+	// stopLost: another server took the task's partition over.
+	stopLost = "partition taken over"
 )
 
 // task is the loop's view of one active task.
@@ -89,6 +91,16 @@ type world struct {
 	vallocs map[voKey]*voAlloc
 	// adapts are the adaptive jobs' clients (adaptive.go).
 	adapts map[adaptKey]*adaptState
+
+	// The cluster (cluster.go): the partitions this server holds
+	// (source endpoint -> lease term), other servers' loads on the
+	// endpoints, heartbeats other servers recorded, and what fenced
+	// writes found out (applied by settle).
+	parts   map[string]int64
+	ext     map[string]extLoad
+	seen    map[string]time.Time
+	stale   []string
+	skipped []int64
 }
 
 // optimum is a pair's estimated streams and when the estimate was made.
@@ -107,19 +119,30 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(s.cfg.Cycle)
 	defer tick.Stop()
+	coordCtx, stopCoord := context.WithCancel(ctx)
+	coordDone := make(chan struct{})
+	go func() {
+		defer close(coordDone)
+		s.coordinate(coordCtx)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
+			stopCoord()
 			w.shutdown()
+			<-coordDone
+			w.releaseAll()
 			return nil
 		case f := <-s.inbox:
 			f(w)
+			w.settle()
 			// Drain what else is queued before deciding, so one cycle
 			// sees a burst of arrivals together.
 			for i := 0; i < 256; i++ {
 				select {
 				case f := <-s.inbox:
 					f(w)
+					w.settle()
 					continue
 				default:
 				}
@@ -127,10 +150,12 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			if w.want {
 				w.cycle(w.cycleWant)
+				w.settle()
 			}
 		case now := <-tick.C:
 			w.tick(now)
 			w.cycle(sched.Tick)
+			w.settle()
 		}
 	}
 }
@@ -141,6 +166,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 		s: s, ctx: ctx,
 		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
 		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
+		parts: map[string]int64{}, ext: map[string]extLoad{}, seen: map[string]time.Time{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -166,40 +192,11 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 			}
 		}
 	}
-	active, err := s.st.ActiveTasks(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("server: loading tasks: %w", err)
-	}
-	now := time.Now()
-	var requeued []store.Task
-	var audit []store.AuditEntry
-	for _, st := range active {
-		j, err := w.job(ctx, st.JobID)
-		if err != nil {
-			return nil, err
-		}
-		t := &task{Task: st, job: j, since: now}
-		if t.State == store.StateRunning {
-			// The previous server died (or stopped) while this ran: it
-			// resumes from its checkpoint when the scheduler starts it
-			// again.
-			t.State, t.CC = store.StateQueued, 0
-			requeued = append(requeued, t.Task)
-			audit = append(audit, store.AuditEntry{At: now, JobID: t.JobID, TaskID: t.ID, Actor: "server", From: store.StateRunning, To: store.StateQueued, Detail: "server restarted"})
-		}
-		w.tasks[t.ID] = t
-		j.active++
-		j.completed -= t.Done // Job's BytesDone counts active tasks' partial bytes
-	}
-	if len(requeued) > 0 {
-		if err := s.st.UpdateTasks(ctx, requeued, audit); err != nil {
-			return nil, fmt.Errorf("server: re-queueing: %w", err)
-		}
-		s.log.Info("re-queued tasks that were running when the server stopped", "tasks", len(requeued))
-	}
-	// Jobs whose tasks all ended while no server was running to notice.
-	for _, j := range w.jobs {
-		w.maybeFinishJob(j)
+	// Tasks come in through claims (cluster.go): the coordinator takes
+	// this server's share of the partitions and claims their tasks, the
+	// running ones of a server that stopped included.
+	if err := w.finishSettledJobs(ctx); err != nil {
+		return nil, err
 	}
 	w.adoptVOAllocs(time.Now())
 	w.dropStaleJobAllocs(time.Now())
@@ -243,26 +240,6 @@ func (w *world) maxThroughput(name string) float64 {
 		return e.peak
 	}
 	return DefaultEndpointMax
-}
-
-// addJob takes a newly created job's tasks into the loop.
-func (w *world) addJob(j store.Job, tasks []store.Task) {
-	js := w.jobs[j.ID]
-	if js == nil {
-		js = &jobState{Job: j}
-		w.jobs[j.ID] = js
-	}
-	now := time.Now()
-	for _, st := range tasks {
-		if _, ok := w.tasks[st.ID]; ok || store.Terminal(st.State) {
-			continue
-		}
-		w.tasks[st.ID] = &task{Task: st, job: js, since: now}
-		js.active++
-	}
-	w.s.met.jobsSubmitted.Inc()
-	w.arrival()
-	w.resolve()
 }
 
 // arrival asks for a cycle now if the scheduler admits on arrival (as the
@@ -312,6 +289,21 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			snap.Waiting = append(snap.Waiting, w.schedTask(t, now))
 		}
 	}
+	// This server's own load is published for the others; theirs is
+	// added as known load (cluster.go).
+	own := make(map[string]extLoad, len(snap.Endpoints))
+	for name, e := range snap.Endpoints {
+		if e.CC > 0 || e.Observed > 0 {
+			own[name] = extLoad{cc: e.CC, thr: e.Observed}
+		}
+		if x, ok := w.ext[name]; ok {
+			e.CC += x.cc
+			e.Observed += x.thr
+		}
+	}
+	w.s.mu.Lock()
+	w.s.ownLoad = own
+	w.s.mu.Unlock()
 	for name, e := range snap.Endpoints {
 		w.eps[name].observed, w.eps[name].cc = e.Observed, e.CC
 		if e.Observed > w.eps[name].peak {
@@ -456,15 +448,19 @@ func (w *world) setState(t *task, state, detail string, now time.Time) store.Aud
 	case store.StateRunning:
 		t.Trans += el
 	}
-	a := store.AuditEntry{At: now, JobID: t.JobID, TaskID: t.ID, Actor: "scheduler", From: t.State, To: state, Detail: detail}
+	a := store.AuditEntry{At: now, JobID: t.JobID, TaskID: t.ID, Actor: w.actor(), From: t.State, To: state, Detail: detail, Term: t.Term}
 	t.State, t.since = state, now
 	w.s.events.publish(Event{Type: "task", Job: t.JobID, Owner: t.job.OwnerID, Task: t.ID, State: state, Detail: detail})
 	return a
 }
 
-// persist writes tasks and audit entries; a failure is logged and retried
-// at the next progress save (the in-memory state stays authoritative
-// until the store agrees).
+// persist writes tasks and audit entries, fenced by the tasks' lease
+// terms. A write refused because another server took a partition over,
+// or skipping tasks a user canceled through another server, is noted for
+// settle, which applies it once the current step is over (the caller
+// may still hold the tasks). Another failure is logged and retried at the
+// next progress save (the in-memory state stays authoritative until the
+// store agrees).
 func (w *world) persist(ts []*task, audit []store.AuditEntry) {
 	rows := make([]store.Task, len(ts))
 	for i, t := range ts {
@@ -472,10 +468,48 @@ func (w *world) persist(ts []*task, audit []store.AuditEntry) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
-	if err := w.s.st.UpdateTasks(ctx, rows, audit); err != nil {
+	skipped, err := w.s.st.UpdateTasksFenced(ctx, w.s.cfg.ServerID, rows, audit)
+	var se *store.StaleTermError
+	switch {
+	case errors.As(err, &se):
+		w.stale = append(w.stale, se.Partitions...)
+		// The rest of the batch (other partitions) still needs writing.
+		var keep []*task
+		lost := map[string]bool{}
+		for _, p := range se.Partitions {
+			lost[p] = true
+		}
+		for _, t := range ts {
+			if !lost[t.SrcEndpoint] {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) > 0 && len(keep) < len(ts) {
+			w.persist(keep, auditOf(keep, audit))
+		}
+	case err != nil:
 		w.s.log.Error("writing task state", "err", err)
 	}
+	w.skipped = append(w.skipped, skipped...)
 }
+
+// auditOf keeps the entries of tasks ts (and job-level ones).
+func auditOf(ts []*task, audit []store.AuditEntry) []store.AuditEntry {
+	ids := make(map[int64]bool, len(ts))
+	for _, t := range ts {
+		ids[t.ID] = true
+	}
+	var out []store.AuditEntry
+	for _, a := range audit {
+		if a.TaskID == 0 || ids[a.TaskID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// actor names this server's scheduler in the audit log.
+func (w *world) actor() string { return "scheduler@" + w.s.cfg.ServerID }
 
 // start makes t a running task with concurrency cc and returns the audit
 // entry; cycle writes the starts and then launches the runs.
@@ -601,6 +635,10 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		w.s.log.Info("run ended", "task", t.ID, "run", run, "note", res.Note, "err", err)
 	}
 	switch {
+	case stop == stopLost:
+		// Another server schedules it now and resumes it from the
+		// checkpoint; nothing of this run may be written.
+		w.forget(t)
 	case err == nil:
 		w.complete(t, res, now)
 	case stop == stopCanceled || t.canceling:
@@ -708,24 +746,46 @@ func (w *world) maybeFinishJob(j *jobState) {
 		delete(w.jobs, j.ID)
 		return
 	}
-	state := store.StateDone
-	if j.failed > 0 {
-		state = store.StateFailed
-	}
+	// Other servers may schedule some of the job's files: the store
+	// decides whether this was the last one.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
 	now := time.Now()
-	if err := w.s.st.FinishJob(ctx, j.ID, state, now, "scheduler"); errors.Is(err, store.ErrConflict) {
-		// Canceled meanwhile: the store has the final word.
-		delete(w.jobs, j.ID)
-		return
-	} else if err != nil {
+	state, err := w.s.st.FinishJobIfDone(ctx, j.ID, now, w.actor())
+	if err != nil {
 		w.s.log.Error("finishing job", "job", j.ID, "err", err)
 		return
 	}
-	j.State, j.Finished = state, now
 	delete(w.jobs, j.ID)
-	w.s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: state})
+	if state == store.StateDone || state == store.StateFailed {
+		j.State, j.Finished = state, now
+		w.s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: state})
+	}
+}
+
+// finishSettledJobs finishes active jobs none of whose tasks is active:
+// a server that wrote a job's last file and died before finishing the
+// job leaves one, and no claim would ever bring it back.
+func (w *world) finishSettledJobs(ctx context.Context) error {
+	var before int64
+	for {
+		js, err := w.s.st.Jobs(ctx, store.JobFilter{State: store.StateActive, Limit: 500, Before: before})
+		if err != nil {
+			return fmt.Errorf("server: loading active jobs: %w", err)
+		}
+		for _, j := range js {
+			if j.FilesDone+j.FilesFailed+j.FilesCanceled < j.Files {
+				continue
+			}
+			if _, err := w.s.st.FinishJobIfDone(ctx, j.ID, time.Now(), w.actor()); err != nil {
+				return fmt.Errorf("server: %w", err)
+			}
+		}
+		if len(js) < 500 {
+			return nil
+		}
+		before = js[len(js)-1].ID
+	}
 }
 
 // canceled stops the tasks CancelJob marked canceled (in the store; the
@@ -822,9 +882,14 @@ func (w *world) heartbeats(now time.Time) {
 	for name, e := range w.eps {
 		// An endpoint not heard from since this server started gets
 		// the timeout counted from the start.
+		// Heartbeats reach any server: the store's LastSeen counts
+		// as well as this server's own.
 		last := w.begun
-		if b, ok := beats[name]; ok {
+		if b, ok := beats[name]; ok && b.last.After(last) {
 			last = b.last
+		}
+		if seen := w.seen[name]; seen.After(last) {
+			last = seen
 		}
 		alive := now.Sub(last) < w.s.cfg.HeartbeatTimeout
 		if alive == e.Up {
