@@ -290,6 +290,7 @@ type AuditOut struct {
 	From   string    `json:"from,omitempty"`
 	To     string    `json:"to"`
 	Detail string    `json:"detail,omitempty"`
+	Term   int64     `json:"term,omitempty" doc:"Lease term of the file's partition under which the scheduler made the change (several servers: per partition, terms never go down)."`
 }
 
 type auditOut struct {
@@ -307,7 +308,7 @@ func (h *handlers) audit(ctx context.Context, in *jobIDIn) (*auditOut, error) {
 	}
 	out := &auditOut{Body: make([]AuditOut, len(es))}
 	for i, e := range es {
-		out.Body[i] = AuditOut{At: e.At, Task: e.TaskID, Actor: e.Actor, From: e.From, To: e.To, Detail: e.Detail}
+		out.Body[i] = AuditOut{At: e.At, Task: e.TaskID, Actor: e.Actor, From: e.From, To: e.To, Detail: e.Detail, Term: e.Term}
 	}
 	return out, nil
 }

@@ -120,6 +120,14 @@ type Spec struct {
 	// together at their observed rates), so that a replica that slows
 	// down or stalls does not hold the file back.
 	Steal bool
+
+	// Commit, if set, is called after the file is verified and before it
+	// is renamed into place; an error stops the transfer there, with the
+	// verified temporary file and the journal kept for a later run. A
+	// service uses it to check that it still has the right to finish this
+	// file (see server: a scheduler that lost its partition to another
+	// server must not put the file in place too).
+	Commit func(ctx context.Context) error
 }
 
 // RetryPolicy is exponential backoff with deterministic jitter.

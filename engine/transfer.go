@@ -346,6 +346,11 @@ func (t *Transfer) execute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if s.Commit != nil {
+			if err := s.Commit(ctx); err != nil {
+				return fmt.Errorf("engine: not putting %s in place: %w", s.DstPath, err)
+			}
+		}
 		tried := false
 		if err := t.retry(ctx, "renaming "+t.tmp+" to "+s.DstPath, func() error {
 			err := s.Dst.Rename(ctx, t.tmp, s.DstPath)

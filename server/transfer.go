@@ -164,6 +164,11 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		ChunkMin: s.cfg.ChunkMin, SubWrite: s.cfg.SubWrite,
 		Checksum: p.checksum, Expected: p.expected,
 		Journal: key, Journals: js, KeepJournal: true,
+		// The fence's last check: another server may have taken the
+		// partition over while this ran.
+		Commit: func(ctx context.Context) error {
+			return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
+		},
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {

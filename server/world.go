@@ -639,6 +639,11 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		// Another server schedules it now and resumes it from the
 		// checkpoint; nothing of this run may be written.
 		w.forget(t)
+	case errors.Is(err, store.ErrStaleTerm):
+		// The check before putting the file in place found another
+		// server in charge: it finishes the file.
+		w.stale = append(w.stale, t.SrcEndpoint)
+		w.forget(t)
 	case err == nil:
 		w.complete(t, res, now)
 	case stop == stopCanceled || t.canceling:

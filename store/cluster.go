@@ -441,6 +441,29 @@ func (s *sqlStore) UpdateTasksFenced(ctx context.Context, owner string, tasks []
 	return skipped, nil
 }
 
+// CheckClaim returns nil if task taskID is still claimed under term and
+// owner holds its partition's lease under that term, and a
+// *StaleTermError otherwise: the last check before a scheduler puts a file
+// in place, so that a server that lost the partition while its transfer
+// ran does not finish the file the new owner is also moving.
+func (s *sqlStore) CheckClaim(ctx context.Context, owner string, taskID, term int64) error {
+	var part string
+	var ok bool
+	err := s.r.QueryRowContext(ctx, `SELECT t.src_endpoint, t.claim = $2 AND l.owner IS NOT NULL
+		FROM tasks t LEFT JOIN leases l ON l.name = t.src_endpoint AND l.owner = $3 AND l.term = $2
+		WHERE t.id = $1`, taskID, term, owner).Scan(&part, &ok)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: task %d: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("store: check claim of task %d: %w", taskID, err)
+	}
+	if !ok {
+		return &StaleTermError{Partitions: []string{part}}
+	}
+	return nil
+}
+
 // CanceledJobs returns the IDs of jobs canceled at or after since (by
 // their finish time), so that every server stops its share of a job
 // canceled through another.

@@ -120,6 +120,12 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		if err != nil || len(a) != 1 || a[0].Term != 1 {
 			t.Fatalf("audit: %+v %v", a, err)
 		}
+		if err := s.CheckClaim(ctx, "s1", got[0].ID, 1); err != nil {
+			t.Fatalf("CheckClaim of a held task: %v", err)
+		}
+		if err := s.CheckClaim(ctx, "s2", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
+			t.Fatalf("CheckClaim by a server without the lease: %v", err)
+		}
 		// s1 may not write partition b's tasks.
 		bTask := tasks[1]
 		bTask.Term = 1
@@ -133,6 +139,9 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		}
 		if l, ok, err := s.AcquireLease(ctx, "a", "s2", time.Hour); err != nil || !ok || l.Term != 2 {
 			t.Fatal(l, ok, err)
+		}
+		if err := s.CheckClaim(ctx, "s1", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
+			t.Fatalf("CheckClaim after a take-over: %v", err)
 		}
 		got[0].Done = 10
 		var se *StaleTermError

@@ -81,7 +81,11 @@ func newAgentCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if serverURL != "" {
-				j := joiner{server: serverURL, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
+				servers, err := parseServers(serverURL)
+				if err != nil {
+					return err
+				}
+				j := &joiner{servers: servers, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
 					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, log: log}
 				if j.token, err = secretArg(joinToken); err != nil {
 					return fmt.Errorf("agent: --join-token: %w", err)
@@ -92,7 +96,7 @@ func newAgentCmd() *cobra.Command {
 				}
 				key = joined.Key
 				go j.heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
-				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, serverURL, joined.Scheduler, j.info.URL)
+				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, j.server(), joined.Scheduler, j.info.URL)
 			}
 			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation})
 			if err != nil {
@@ -118,7 +122,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&keyFile, "token-key", "", "file with the token key, mode 0600 (required; see sluice keygen)")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (sluices://)")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key for --tls-cert")
-	f.StringVar(&serverURL, "server", "", "join this sluice server (http(s)://host:port) instead of using --token-key")
+	f.StringVar(&serverURL, "server", "", "join this sluice server (http(s)://host:port; several, comma-separated, for servers sharing one database: the agent fails over between them) instead of using --token-key")
 	f.StringVar(&joinToken, "join-token", "", "the server's join token, or @FILE to read it from a file")
 	f.StringVar(&advertise, "advertise", "", "URL the server and other agents reach this agent at (default: from --listen)")
 	f.Float64Var(&maxMBps, "max-mbps", 0, "this endpoint's maximum aggregate throughput in MB/s, for the scheduler (0: learn it)")

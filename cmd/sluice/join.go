@@ -15,55 +15,79 @@ import (
 	"github.com/sluice-dtn/sluice/client"
 )
 
-// joiner registers an agent with a server and keeps it alive there.
+// joiner registers an agent with a server and keeps it alive there. With
+// several servers (on one database), it talks to one at a time and moves
+// to the next when that one stops answering: any of them accepts the
+// registration and heartbeats, which reach the others through the store.
 type joiner struct {
-	server, token string
-	info          api.AgentIn
-	log           *slog.Logger
+	servers []string
+	token   string
+	info    api.AgentIn
+	log     *slog.Logger
+	cur     int // index of the server in use
 }
 
-// join registers, retrying while the server is unreachable (agents often
-// start before their server); a refusal (bad join token, bad name) is
-// final.
-func (j joiner) join(ctx context.Context) (api.JoinedOut, error) {
-	c, err := client.New(j.server, j.token, nil)
-	if err != nil {
-		return api.JoinedOut{}, fmt.Errorf("agent: %w", err)
+// parseServers splits --server's comma-separated list.
+func parseServers(v string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
 	}
+	if len(out) == 0 {
+		return nil, errors.New("agent: --server: no server URL")
+	}
+	return out, nil
+}
+
+func (j *joiner) server() string { return j.servers[j.cur%len(j.servers)] }
+
+// next moves to the next server in the list.
+func (j *joiner) next() { j.cur = (j.cur + 1) % len(j.servers) }
+
+// join registers, retrying while no server is reachable (agents often
+// start before their servers); a refusal (bad join token, bad name) is
+// final.
+func (j *joiner) join(ctx context.Context) (api.JoinedOut, error) {
 	wait := 500 * time.Millisecond
 	for {
-		out, err := c.Register(ctx, j.info)
-		if err == nil {
-			if len(out.Key) < 32 {
-				return out, errors.New("agent: the server sent no usable data-token key")
+		for range j.servers {
+			c, err := client.New(j.server(), j.token, &http.Client{Timeout: 10 * time.Second})
+			if err != nil {
+				return api.JoinedOut{}, fmt.Errorf("agent: %w", err)
 			}
-			return out, nil
+			out, err := c.Register(ctx, j.info)
+			if err == nil {
+				if len(out.Key) < 32 {
+					return out, errors.New("agent: the server sent no usable data-token key")
+				}
+				return out, nil
+			}
+			var e *client.Error
+			if errors.As(err, &e) && e.Status < 500 {
+				return out, fmt.Errorf("agent: the server refused the registration: %w", err)
+			}
+			j.log.Warn("cannot reach the server; trying the next", "server", j.server(), "err", err)
+			j.next()
 		}
-		var e *client.Error
-		if errors.As(err, &e) && e.Status < 500 {
-			return out, fmt.Errorf("agent: the server refused the registration: %w", err)
-		}
-		j.log.Warn("cannot reach the server yet; retrying", "server", j.server, "err", err, "in", wait)
+		j.log.Warn("no server reachable yet; retrying", "servers", strings.Join(j.servers, ","), "in", wait)
 		select {
 		case <-ctx.Done():
-			return out, ctx.Err()
+			return api.JoinedOut{}, ctx.Err()
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 10*time.Second)
 	}
 }
 
-// heartbeats tells the server every period that the agent is alive, until
-// ctx ends.
-func (j joiner) heartbeats(ctx context.Context, period time.Duration) {
+// heartbeats tells a server every period that the agent is alive, until
+// ctx ends, moving to the next server when one fails.
+func (j *joiner) heartbeats(ctx context.Context, period time.Duration) {
 	if period <= 0 {
 		period = 2 * time.Second
 	}
-	c, err := client.New(j.server, j.token, &http.Client{Timeout: 5 * time.Second})
-	if err != nil {
-		j.log.Error("heartbeats", "err", err)
-		return
-	}
+	hc := &http.Client{Timeout: 5 * time.Second}
 	t := time.NewTicker(period)
 	defer t.Stop()
 	failing := false
@@ -73,13 +97,31 @@ func (j joiner) heartbeats(ctx context.Context, period time.Duration) {
 			return
 		case <-t.C:
 		}
-		err := c.Heartbeat(ctx, j.info)
+		var err error
+		// One pass over the list per period: a dead server costs at
+		// most its timeout before the next is tried.
+		for range j.servers {
+			var c *client.Client
+			if c, err = client.New(j.server(), j.token, hc); err != nil {
+				j.log.Error("heartbeats", "err", err)
+				return
+			}
+			if err = c.Heartbeat(ctx, j.info); err == nil || ctx.Err() != nil {
+				break
+			}
+			var e *client.Error
+			if errors.As(err, &e) && e.Status < 500 {
+				break // refused, not unreachable: another server says the same
+			}
+			j.log.Warn("heartbeat failed; trying the next server", "server", j.server(), "err", err)
+			j.next()
+		}
 		switch {
 		case err != nil && !failing:
-			j.log.Warn("heartbeat failed", "server", j.server, "err", err)
+			j.log.Warn("heartbeats fail on every server", "err", err)
 			failing = true
 		case err == nil && failing:
-			j.log.Info("heartbeats reach the server again", "server", j.server)
+			j.log.Info("heartbeats reach a server again", "server", j.server())
 			failing = false
 		}
 	}

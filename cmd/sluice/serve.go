@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +37,8 @@ type serveConfig struct {
 	TotalMaxCC       int     `json:"total_max_cc"`
 	StartupCost      float64 `json:"startup_cost_seconds"`
 	Policy           string  `json:"policy"`
+	ServerID         string  `json:"server_id"`
+	LeaseTTL         float64 `json:"lease_ttl_seconds"`
 }
 
 func defaultDataDir() string {
@@ -50,7 +53,7 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: "seal", CycleSeconds: 0.5, HeartbeatTimeout: 10}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: "seal", CycleSeconds: 0.5, HeartbeatTimeout: 10, LeaseTTL: server.DefaultLeaseTTL.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
@@ -61,9 +64,16 @@ the join token, and every cycle asks the scheduler which transfers run with
 which concurrency; the agents move the bytes between themselves.
 
 On first start with an empty store it writes admin.token (an admin API token)
-and join.token (for agents) to the data directory and prints their paths.`,
+and join.token (for agents) to the data directory and prints their paths.
+
+Several servers may share one PostgreSQL database (give each a unique,
+stable --server-id): any of them answers the API and takes agents'
+heartbeats, and scheduling is shared out by source endpoint under leases that
+move to the surviving servers within --lease-ttl when one dies (see
+docs/SCALING.md). Agents list every server in --server.`,
 		Example: `  sluice serve --listen :8080 --scheduler seal
-  sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token`,
+  sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token
+  sluice serve --db postgres://sluice@db/sluice --server-id sched1 --listen :8080   # one of several`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfgFile != "" {
@@ -75,7 +85,9 @@ and join.token (for agents) to the data directory and prints their paths.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds")
+	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
+	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
 	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
 	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
 	f.StringVar(&c.DataDir, "data-dir", "", "directory for the SQLite store and first-start tokens (default "+defaultDataDir()+")")
@@ -133,12 +145,18 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.StartupCost != 0 {
 		set("startup-cost", func() { c.StartupCost = fc.StartupCost })
 	}
+	if fc.ServerID != "" {
+		set("server-id", func() { c.ServerID = fc.ServerID })
+	}
+	if fc.LeaseTTL != 0 {
+		set("lease-ttl", func() { c.LeaseTTL = fc.LeaseTTL })
+	}
 	return nil
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
-	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 {
-		return errors.New("serve: --cycle, --heartbeat-timeout and --startup-cost must be positive, --total-max-cc not negative")
+	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 {
+		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost and --lease-ttl must be positive, --total-max-cc not negative")
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()
@@ -154,7 +172,17 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer st.Close()
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer ln.Close()
+	if c.ServerID == "" && st.Dialect() == "postgres" {
+		c.ServerID = defaultServerID(ln.Addr())
+	}
 	srv, err := server.New(ctx, server.Config{
+		ServerID: c.ServerID, URL: "http://" + ln.Addr().String(),
+		LeaseTTL: time.Duration(c.LeaseTTL * float64(time.Second)),
 		Store: st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
@@ -164,10 +192,6 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "sluice serve: scheduler %s, store %s (%s), API http://%s/ (OpenAPI at /openapi.json)\n", srv.Scheduler(), st.Dialect(), redact(c.DB), ln.Addr())
@@ -205,6 +229,27 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// defaultServerID is HOSTNAME-PORT: unique per host and port, and the same
+// after a restart, so that a restarted server takes its partitions back
+// at once.
+func defaultServerID(addr net.Addr) string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "sluice"
+	}
+	_, port, _ := net.SplitHostPort(addr.String())
+	id := h + "-" + port
+	var b strings.Builder
+	for _, r := range id {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }
 
 // redact hides a password in a database URL.
