@@ -183,7 +183,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	srv, err := server.New(ctx, server.Config{
 		ServerID: c.ServerID, URL: "http://" + ln.Addr().String(),
 		LeaseTTL: time.Duration(c.LeaseTTL * float64(time.Second)),
-		Store: st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
+		Store:    st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
