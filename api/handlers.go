@@ -348,6 +348,8 @@ type StatusOut struct {
 	Period       float64  `json:"period_seconds" doc:"Time between scheduling cycles."`
 	Interactive  ClassOut `json:"interactive"`
 	Batch        ClassOut `json:"batch"`
+	Server       string   `json:"server" doc:"This server's ID (several servers may share one database)."`
+	Partitions   []string `json:"partitions" doc:"Source endpoints whose transfers this server schedules; the queue figures are theirs."`
 }
 
 type statusOut struct{ Body StatusOut }
@@ -358,7 +360,8 @@ func (h *handlers) status(ctx context.Context, _ *struct{}) (*statusOut, error) 
 	}
 	st := h.s.Status()
 	return &statusOut{Body: StatusOut{Scheduler: st.Scheduler, CycleSeconds: st.CycleSeconds, Period: st.Period,
-		Interactive: ClassOut{st.Interactive.Queued, st.Interactive.Running}, Batch: ClassOut{st.Batch.Queued, st.Batch.Running}}}, nil
+		Interactive: ClassOut{st.Interactive.Queued, st.Interactive.Running}, Batch: ClassOut{st.Batch.Queued, st.Batch.Running},
+		Server: st.Server, Partitions: nonNil(st.Partitions)}}, nil
 }
 
 // TokenIn asks for an API token.
@@ -546,4 +549,12 @@ func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, 
 		Seconds: e.Seconds, Size: e.Size, SampleSize: e.SampleBytes, Samples: e.Samples, Model: e.Model,
 		Cost: e.Cost, CostBytes: e.CostBytes, FromHistory: e.FromHistory, At: e.At,
 	}}, nil
+}
+
+// nonNil makes an empty list [] rather than null in JSON.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

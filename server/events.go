@@ -1,6 +1,7 @@
 package server
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -79,7 +80,11 @@ type jobLive struct {
 func (w *world) progressEvents() {
 	live := make(map[int64]jobLive, len(w.jobs))
 	running := make(map[int64]int64) // checkpointed bytes of running tasks, per job
-	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds()}
+	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds(), Server: w.s.cfg.ServerID}
+	for p := range w.parts {
+		st.Partitions = append(st.Partitions, p)
+	}
+	sort.Strings(st.Partitions)
 	for _, t := range w.tasks {
 		c := &st.Interactive
 		if t.Batch {
@@ -131,8 +136,13 @@ type Status struct {
 	// CycleSeconds is how long the last scheduling cycle took; Period is
 	// the time between cycles.
 	CycleSeconds, Period float64
-	// Files waiting (queued, or being stat'ed) and running, per class.
+	// Files waiting (queued, or being stat'ed) and running, per class,
+	// of the partitions this server schedules.
 	Interactive, Batch ClassCounts
+	// Server is this server's ID; Partitions the source endpoints it
+	// schedules (with several servers, each holds a share).
+	Server     string
+	Partitions []string
 }
 
 // ClassCounts are one class's files in the queue and running.
@@ -144,7 +154,7 @@ func (s *Server) Status() Status {
 	defer s.mu.Unlock()
 	st := s.nowStat
 	if st.Scheduler == "" {
-		st.Scheduler, st.Period = s.sch.Name(), s.cfg.Cycle.Seconds()
+		st.Scheduler, st.Period, st.Server = s.sch.Name(), s.cfg.Cycle.Seconds(), s.cfg.ServerID
 	}
 	return st
 }

@@ -233,6 +233,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// SetURL sets where this server's API is reached (Config.URL), once the
+// listener is open; call it before Run.
+func (s *Server) SetURL(u string) { s.cfg.URL = u }
+
 // Scheduler is the name of the scheduling algorithm in use.
 func (s *Server) Scheduler() string { return s.sch.Name() }
 

@@ -258,7 +258,8 @@ func cmpInt64(a, b int64) int {
 var fencedUpdateTypes = append(slices.Clone(taskUpdateTypes), "BIGINT")
 
 // fencedUpdateSQL is taskUpdateSQL that writes a row only if it is still
-// claimed under the given term and not terminal.
+// claimed under the given term and not terminal (but for canceled to
+// done).
 func fencedUpdateSQL(n int, numbered bool) string {
 	var b strings.Builder
 	b.WriteString(`UPDATE tasks SET state = v.column2, size = v.column3, src_endpoint = v.column4,
@@ -267,8 +268,10 @@ func fencedUpdateSQL(n int, numbered bool) string {
 	trans = v.column13, checksum = v.column14, throughput = v.column15, error = v.column16
 FROM (VALUES `)
 	writeValues(&b, n, len(fencedUpdateTypes), numbered, fencedUpdateTypes)
-	b.WriteString(`) AS v WHERE tasks.id = v.column1 AND tasks.claim = v.column17 AND tasks.state NOT IN ` +
-		terminalSQL + ` RETURNING tasks.id`)
+	// A canceled task may still become done: its file was put in place
+	// before the run heard of the cancel, and the store must say so.
+	b.WriteString(`) AS v WHERE tasks.id = v.column1 AND tasks.claim = v.column17 AND (tasks.state NOT IN ` +
+		terminalSQL + ` OR (tasks.state = 'canceled' AND v.column2 = 'done')) RETURNING tasks.id`)
 	return b.String()
 }
 
@@ -298,7 +301,8 @@ func inList(k, n int, numbered bool) string {
 // between. Tasks that are terminal in the store (a user canceled the job
 // through any server) are not written; their IDs are returned in
 // skipped, and their audit entries dropped: the store has the final word
-// on a cancel. Audit entries of the batch's tasks get the task's term.
+// on a cancel, except that a canceled task whose file was put in place
+// anyway (the run was past its last check) is written as done. Audit entries of the batch's tasks get the task's term.
 func (s *sqlStore) UpdateTasksFenced(ctx context.Context, owner string, tasks []Task, audit []AuditEntry) (skipped []int64, err error) {
 	if len(tasks) == 0 && len(audit) == 0 {
 		return nil, nil

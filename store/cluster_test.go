@@ -173,10 +173,21 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := claimed[0]
-		c.State = StateDone
-		skipped, err := s.UpdateTasksFenced(ctx, "s2", []Task{c}, []AuditEntry{{JobID: j.ID, TaskID: c.ID, To: StateDone}})
+		c.State = StateQueued // a preemption, say
+		skipped, err := s.UpdateTasksFenced(ctx, "s2", []Task{c}, []AuditEntry{{JobID: j.ID, TaskID: c.ID, To: StateQueued}})
 		if err != nil || len(skipped) != 1 || skipped[0] != c.ID {
 			t.Fatalf("write after cancel: %v %v", skipped, err)
+		}
+		// But a file put in place before the run heard of the cancel is
+		// done, and the store says so.
+		c2 := claimed[1]
+		c2.State = StateDone
+		if skipped, err := s.UpdateTasksFenced(ctx, "s2", []Task{c2}, nil); err != nil || len(skipped) != 0 {
+			t.Fatalf("done after cancel: %v %v", skipped, err)
+		}
+		c2.State = StateFailed
+		if skipped, err := s.UpdateTasksFenced(ctx, "s2", []Task{c2}, nil); err != nil || len(skipped) != 1 {
+			t.Fatalf("a done task was changed again: %v %v", skipped, err)
 		}
 		ids, err := s.CanceledJobs(ctx, ts(0, 0))
 		if err != nil || len(ids) != 1 || ids[0] != j.ID {

@@ -172,16 +172,11 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	defer ln.Close()
 	if c.ServerID == "" && st.Dialect() == "postgres" {
-		c.ServerID = defaultServerID(ln.Addr())
+		c.ServerID = defaultServerID(c.Listen)
 	}
 	srv, err := server.New(ctx, server.Config{
-		ServerID: c.ServerID, URL: "http://" + ln.Addr().String(),
+		ServerID: c.ServerID,
 		LeaseTTL: time.Duration(c.LeaseTTL * float64(time.Second)),
 		Store:    st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
@@ -193,8 +188,19 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	if err != nil {
 		return err
 	}
+	// Listen only now: the tokens of a first start are written, so that
+	// whoever sees the port open can read them.
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer ln.Close()
+	srv.SetURL("http://" + ln.Addr().String())
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "sluice serve: scheduler %s, store %s (%s), API http://%s/ (OpenAPI at /openapi.json)\n", srv.Scheduler(), st.Dialect(), redact(c.DB), ln.Addr())
+	if st.Dialect() == "postgres" {
+		fmt.Fprintf(out, "server ID %s: schedules a share of the endpoints with the other servers on this database\n", srv.Status().Server)
+	}
 	if srv.AdminTokenFile != "" {
 		fmt.Fprintf(out, "first start: admin API token in %s\n", srv.AdminTokenFile)
 	}
@@ -231,15 +237,20 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	return nil
 }
 
-// defaultServerID is HOSTNAME-PORT: unique per host and port, and the same
-// after a restart, so that a restarted server takes its partitions back
-// at once.
-func defaultServerID(addr net.Addr) string {
+// defaultServerID is HOSTNAME-PORT (of --listen): unique per host and
+// port, and the same after a restart, so that a restarted server takes its
+// partitions back at once.
+func defaultServerID(listen string) string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		h = "sluice"
 	}
-	_, port, _ := net.SplitHostPort(addr.String())
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "" || port == "0" {
+		// No fixed port: no stable name either; a restart then waits
+		// for its old leases to expire.
+		port = fmt.Sprintf("%d", os.Getpid())
+	}
 	id := h + "-" + port
 	var b strings.Builder
 	for _, r := range id {
