@@ -58,6 +58,8 @@ const (
 	// start costs when the operator does not say (SC'15's figure for
 	// GridFTP on a WAN: connections and authentication).
 	DefaultStartupCost = 500 * time.Millisecond
+	// DefaultJournalWrites is Config.JournalWrites's default.
+	DefaultJournalWrites = 500
 )
 
 // Errors the API maps to statuses.
@@ -124,6 +126,12 @@ type Config struct {
 	// (renewed every third of it): the longest a dead server's partitions
 	// wait for another (default 10 s).
 	LeaseTTL time.Duration
+	// JournalWrites bounds the engine's checkpoint writes to the store,
+	// per second over all this server's runs (default 500): with many
+	// transfers running, each checkpoints less often than every second
+	// (a crash then re-sends a little more), so that the journals do not
+	// become the database's main load.
+	JournalWrites float64
 	// PollEvery is how often the store is polled for new work,
 	// cancellations and loads when no NOTIFY hint comes (default 1 s).
 	PollEvery time.Duration
@@ -205,6 +213,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = DefaultPollEvery
+	}
+	if cfg.JournalWrites <= 0 {
+		cfg.JournalWrites = DefaultJournalWrites
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -32,6 +32,8 @@ type plan struct {
 	shares   []float64
 	steal    bool
 	split    string // how the shares were chosen, for the audit
+	// checkpointEvery is the journal interval (world.checkpointEvery).
+	checkpointEvery time.Duration
 }
 
 func journalKey(id int64) string { return fmt.Sprintf("task/%d", id) }
@@ -58,7 +60,7 @@ func (j storeJournals) Delete(ctx context.Context, key string) error {
 
 // plan copies what a run of t needs.
 func (w *world) plan(t *task) plan {
-	p := plan{task: t.Task, checksum: t.job.Checksum}
+	p := plan{task: t.Task, checksum: t.job.Checksum, checkpointEvery: w.checkpointEvery()}
 	if e := w.eps[t.SrcEndpoint]; e != nil {
 		p.srcURL, p.srcAud = e.URL, e.Name
 	}
@@ -163,7 +165,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		Size: p.task.Size, CC: max(p.task.CC, 1),
 		ChunkMin: s.cfg.ChunkMin, SubWrite: s.cfg.SubWrite,
 		Checksum: p.checksum, Expected: p.expected,
-		Journal: key, Journals: js, KeepJournal: true,
+		Journal: key, Journals: js, KeepJournal: true, CheckpointEvery: p.checkpointEvery,
 		// The fence's last check: another server may have taken the
 		// partition over while this ran.
 		Commit: func(ctx context.Context) error {

@@ -96,6 +96,7 @@ type world struct {
 	// (source endpoint -> lease term), other servers' loads on the
 	// endpoints, heartbeats other servers recorded, and what fenced
 	// writes found out (applied by settle).
+	running int // runs at the last snapshot (checkpointEvery)
 	parts   map[string]int64
 	ext     map[string]extLoad
 	seen    map[string]time.Time
@@ -258,7 +259,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	snap := &sched.Snapshot{
 		Trigger: trig, Now: t0, Endpoints: map[string]*sched.Endpoint{},
 		TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
-		StartupCost: w.s.cfg.StartupCost.Seconds(), Checkpoint: engine.DefaultCheckpointEvery.Seconds(),
+		StartupCost: w.s.cfg.StartupCost.Seconds(), Checkpoint: w.checkpointEvery().Seconds(),
 	}
 	for name, e := range w.eps {
 		e.observed, e.cc = 0, 0
@@ -310,6 +311,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			w.eps[name].peak = e.Observed
 		}
 	}
+	w.running = len(snap.Running)
 	// Map order must not leak into the decisions.
 	sort.Slice(snap.Waiting, func(i, j int) bool { return snap.Waiting[i].ID < snap.Waiting[j].ID })
 	sort.Slice(snap.Running, func(i, j int) bool { return snap.Running[i].ID < snap.Running[j].ID })
@@ -506,6 +508,17 @@ func auditOf(ts []*task, audit []store.AuditEntry) []store.AuditEntry {
 		}
 	}
 	return out
+}
+
+// checkpointEvery is how often a run writes its journal: every second
+// (SC'15 §4.5) while the runs stay within the journal write budget, less
+// often beyond.
+func (w *world) checkpointEvery() time.Duration {
+	d := engine.DefaultCheckpointEvery
+	if b := time.Duration(float64(w.running) / w.s.cfg.JournalWrites * float64(time.Second)); b > d {
+		d = b
+	}
+	return d
 }
 
 // actor names this server's scheduler in the audit log.

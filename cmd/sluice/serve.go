@@ -39,6 +39,7 @@ type serveConfig struct {
 	Policy           string  `json:"policy"`
 	ServerID         string  `json:"server_id"`
 	LeaseTTL         float64 `json:"lease_ttl_seconds"`
+	JournalWrites    float64 `json:"journal_writes"`
 }
 
 func defaultDataDir() string {
@@ -85,8 +86,9 @@ docs/SCALING.md). Agents list every server in --server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
+	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
 	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
 	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
 	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
@@ -148,6 +150,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.ServerID != "" {
 		set("server-id", func() { c.ServerID = fc.ServerID })
 	}
+	if fc.JournalWrites != 0 {
+		set("journal-writes", func() { c.JournalWrites = fc.JournalWrites })
+	}
 	if fc.LeaseTTL != 0 {
 		set("lease-ttl", func() { c.LeaseTTL = fc.LeaseTTL })
 	}
@@ -155,8 +160,8 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
-	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 {
-		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost and --lease-ttl must be positive, --total-max-cc not negative")
+	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 {
+		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative")
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()
@@ -177,8 +182,8 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	}
 	srv, err := server.New(ctx, server.Config{
 		ServerID: c.ServerID,
-		LeaseTTL: time.Duration(c.LeaseTTL * float64(time.Second)),
-		Store:    st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
+		LeaseTTL: time.Duration(c.LeaseTTL * float64(time.Second)), JournalWrites: c.JournalWrites,
+		Store: st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
