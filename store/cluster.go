@@ -207,7 +207,10 @@ func (s *sqlStore) ServerBeat(ctx context.Context, id, url string, ttl time.Dura
 // term: new tasks, and all of a partition's tasks just after it changed
 // hands. It sets their claim to the term and returns them, by ID. On
 // PostgreSQL the rows are taken FOR UPDATE SKIP LOCKED, so concurrent
-// claimers never wait on each other's rows.
+// claimers never wait on each other's rows. There is deliberately no ORDER
+// BY: a batch is read straight off the tasks_claim index range of each
+// partition (claimed rows are outside it), where ordering by ID would sort
+// every unclaimed task of the partitions for each batch of a take-over.
 func (s *sqlStore) ClaimTasks(ctx context.Context, owner string, limit int) ([]Task, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -219,7 +222,7 @@ func (s *sqlStore) ClaimTasks(ctx context.Context, owner string, limit int) ([]T
 	q := `WITH c AS (
 		SELECT t.id AS cid, l.term AS cterm FROM tasks t JOIN leases l ON l.name = t.src_endpoint
 		WHERE l.owner = $1 AND l.expires > ` + s.nowSQL() + ` AND t.claim < l.term AND t.state NOT IN ` + terminalSQL + `
-		ORDER BY t.id LIMIT $2` + lock + `)
+		LIMIT $2` + lock + `)
 	UPDATE tasks SET claim = c.cterm FROM c WHERE tasks.id = c.cid RETURNING ` + taskCols
 	var out []Task
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
