@@ -17,7 +17,11 @@
 //   - Algorithm 2 (Optimal_PP): OptimalPP, with BDP;
 //   - Algorithm 3 (Optimal_CC) and its extension to files larger than the
 //     BDP (parallelism first, then concurrency): OptimalCC, and Auto, which
-//     builds it from a measured RTT and bandwidth.
+//     builds it from a measured RTT and bandwidth. OptimalCC departs from
+//     the paper in three documented ways that Params can turn off: a
+//     margin a higher level must beat, a floor under each phase's sampling
+//     budget, and the files above the BDP starting their search at the
+//     concurrency measured for those below it.
 //
 // The planners are pure state machines: no clock, no I/O, no goroutines.
 // A planner proposes the next chunk to transfer (Next), the caller moves it

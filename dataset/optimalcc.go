@@ -16,8 +16,9 @@ const (
 	// DefaultParams raises it to the BDP, so that every channel of a
 	// sample carries at least a full window.
 	DefaultMinChunk = 4 << 20
-	// DefaultSampleShare caps sampling at a fifth of each phase's bytes:
-	// the rest, at least four fifths, moves with the chosen settings.
+	// DefaultSampleShare caps sampling at a fifth of each phase's bytes
+	// (or the SampleFloor, if more): the rest, at least four fifths
+	// (half), moves with the chosen settings.
 	DefaultSampleShare = 0.2
 	// DefaultMaxPP bounds pipelining at 32 requests in flight per
 	// channel, the paper's guard against overwhelming a server with
@@ -29,6 +30,23 @@ const (
 	// DefaultMaxCC bounds concurrency at 16 channels, the highest level
 	// of the paper's experiments (1, 2, 4, 8, 16 over five chunks).
 	DefaultMaxCC = 16
+	// DefaultMargin is how much faster a level must measure than the one
+	// below it to be chosen over it: 5%. Two samples are different files
+	// at different moments, and on a real path they differ by a few
+	// percent at the same setting; a level that is not clearly faster
+	// only adds connections, streams and a longer tail at the end of
+	// each transfer. Declining a level that is truly better by less than
+	// the margin loses less than the margin.
+	DefaultMargin = 0.05
+	// DefaultSampleFloor is the least sampling budget of a phase, in
+	// MinChunks: 10, enough for the first three concurrency levels (1, 2
+	// and 4 channels: 7 MinChunks) with a file's rounding per sample to
+	// spare (a file up to the BDP is at most a MinChunk with the
+	// defaults). Levels cost 1, 2, 4, ... MinChunks, so a fifth of a
+	// phase of 30 MinChunks (files up to the BDP are often a small part
+	// of a dataset's bytes) buys two levels, and the rest of the phase
+	// then goes at the third, however far from the path's best that is.
+	DefaultSampleFloor = 10
 	// MinBDP is the smallest BDP AutoParams assumes: 64 KiB, one TCP
 	// window without scaling. Even a LAN path with a negligible RTT has
 	// that much in flight, and a BDP of 0 would make every file "large".
@@ -49,11 +67,26 @@ type Params struct {
 	// size".
 	MinChunk int64
 	// SampleShare is the largest fraction of each phase's bytes that
-	// sampling may use, in (0, 1] (default DefaultSampleShare).
+	// sampling may use, in (0, 1] (default DefaultSampleShare), unless
+	// SampleFloor allows more.
 	SampleShare float64
 	// MaxPP, MaxP and MaxCC bound pipelining, parallelism and
 	// concurrency (defaults DefaultMaxPP, DefaultMaxP, DefaultMaxCC).
 	MaxPP, MaxP, MaxCC int
+	// Margin is the fraction by which a higher level's throughput must
+	// exceed a lower one's for the higher to be chosen (default
+	// DefaultMargin, at most 1); negative means none: any gain moves the
+	// search up, as in the paper.
+	Margin float64
+	// SampleFloor is the least sampling budget of a phase, in MinChunks,
+	// whatever SampleShare gives, but never more than half the phase
+	// (default DefaultSampleFloor); negative means no floor, as in the
+	// paper.
+	SampleFloor int
+	// NoCarry starts every phase's concurrency search at 1, as the paper
+	// does. By default the files above the BDP start at the concurrency
+	// chosen for the files up to it (see OptimalCC).
+	NoCarry bool
 }
 
 // DefaultParams is the defaults for a path with the given BDP.
@@ -65,6 +98,8 @@ func DefaultParams(bdp int64) Params {
 		MaxPP:       DefaultMaxPP,
 		MaxP:        DefaultMaxP,
 		MaxCC:       DefaultMaxCC,
+		Margin:      DefaultMargin,
+		SampleFloor: DefaultSampleFloor,
 	}
 }
 
@@ -86,6 +121,12 @@ func (p Params) withDefaults() (Params, error) {
 	if p.SampleShare == 0 {
 		p.SampleShare = DefaultSampleShare
 	}
+	if p.Margin == 0 {
+		p.Margin = DefaultMargin
+	}
+	if p.SampleFloor == 0 {
+		p.SampleFloor = DefaultSampleFloor
+	}
 	for _, f := range []struct {
 		v   *int
 		def int
@@ -103,8 +144,26 @@ func (p Params) withDefaults() (Params, error) {
 		return p, fmt.Errorf("%w: sample share %v is not in (0, 1]", ErrInvalid, p.SampleShare)
 	case p.MaxPP < 1 || p.MaxP < 1 || p.MaxCC < 1:
 		return p, fmt.Errorf("%w: max pp %d, p %d and cc %d must be at least 1", ErrInvalid, p.MaxPP, p.MaxP, p.MaxCC)
+	case math.IsNaN(p.Margin) || p.Margin > 1:
+		return p, fmt.Errorf("%w: margin %v is not a number up to 1", ErrInvalid, p.Margin)
 	}
 	return p, nil
+}
+
+// margin is Margin with "none" as 0.
+func (p Params) margin() float64 { return max(p.Margin, 0) }
+
+// budget is the sampling budget of a phase of the given size: SampleShare
+// of it, but at least SampleFloor MinChunks (when that is at most half the
+// phase, half otherwise), so that even a small phase measures a few levels
+// and still sends at least half its bytes with what they found.
+func (p Params) budget(phaseBytes int64) int64 {
+	b := int64(p.SampleShare * float64(phaseBytes))
+	if p.SampleFloor > 0 {
+		floor := min(mulSat(int64(p.SampleFloor), p.MinChunk), phaseBytes/2)
+		b = max(b, floor)
+	}
+	return b
 }
 
 // OptimalCC is the paper's Algorithm 3 (Optimal_CC) with its extension to
@@ -119,11 +178,12 @@ func (p Params) withDefaults() (Params, error) {
 //     with their own pp, p = 1 (parallelism does not help small files)
 //     and the optimal cc.
 //   - Files larger than the BDP: pp = LargePP; samples with parallelism
-//     1, 2, 4, ... (up to MaxP) at cc = 1 until throughput stops rising,
-//     then with concurrency 2, 4, ... (up to MaxCC) at the optimal p, the
-//     best p's sample standing for cc = 1; the rest goes with pp, the
-//     optimal p and the optimal cc. This is "parallelism first, then
-//     concurrency" from the last paragraph of the paper's section 4.2.
+//     1, 2, 4, ... (up to MaxP) at one concurrency level until throughput
+//     stops rising, then with concurrency doubling from that level (up to
+//     MaxCC) at the optimal p, the best p's sample standing for the level
+//     it was sent at; the rest goes with pp, the optimal p and the optimal
+//     cc. This is "parallelism first, then concurrency" from the last
+//     paragraph of the paper's section 4.2.
 //
 // Before the rest is sent, a chunk with fewer files than cc * pp is merged
 // into the next (see the paper's minimum chunk size), and chunks with
@@ -144,15 +204,43 @@ func (p Params) withDefaults() (Params, error) {
 // so that its mean file size is the chunk's. Samples are real transfers:
 // every file is sent exactly once.
 //
-// Sampling uses at most SampleShare of a phase's bytes. When the next
+// Sampling uses at most SampleShare of a phase's bytes, or SampleFloor
+// MinChunks if that is more (but at most half the phase). When the next
 // sample would exceed that, or the chunk samples are cut from is used up,
 // throughput has risen at every level so far: the rest goes at the next
-// level, as Algorithm 3 would have sent its next chunk with it. If not
-// even the first sample fits, p is 1 and each chunk goes with enough
+// level, as Algorithm 3 would have sent its next chunk with it (when they
+// run out while the search looks below a carried level, see below, the
+// rest goes at the best level measured). If not even the first sample
+// fits, p is 1 and each chunk goes with enough
 // concurrency to have all its files in flight at once (at most MaxCC).
 //
-// Throughput comparisons are strict: a level that is not faster than the
-// one before counts as a drop, so a plateau keeps the smaller level.
+// Three departures from the paper make the search cheaper and steadier
+// on real paths, where a sample at a low level is slow and two samples at
+// the same setting differ by a few percent (each can be turned off in
+// Params, which gives the paper's algorithm):
+//
+//   - Margin: a higher level is chosen over a lower one only if it
+//     measures more than Margin faster. The paper moves up on any gain, so
+//     noise alone (p 8 -> 16 for 55 -> 57 MB/s) adds streams or channels
+//     that buy nothing. A plateau keeps the smaller level.
+//   - Sampling floor: a phase may always spend SampleFloor MinChunks on
+//     samples. Levels cost 1, 2, 4, ... MinChunks, so a fifth of a phase
+//     of a few dozen MinChunks measures only levels 1 and 2 and sends the
+//     whole rest at 4, whatever the path's best.
+//   - Carried concurrency: the files above the BDP start their search at
+//     the best concurrency measured for the files up to it (not the level
+//     above it that a search cut short by its budget sends the rest
+//     with, which is a guess), rather than at 1: the parallelism samples
+//     are sent with it, and the concurrency search doubles on from it. The paper starts each phase from cc = 1, so a
+//     path that needs many connections pays for samples at a fraction of
+//     its capacity twice, the second time while parallelism is searched
+//     for with one channel (p samples at cc 1 on a path where a channel is
+//     a tenth of the capacity). Because a carried level is a guess for
+//     other files, the search also looks below it: when no level above
+//     the starting one is clearly faster, it halves the level while the
+//     lower one is within Margin of the best throughput measured, and
+//     keeps the lowest such. A phase too small for a sample at the carried
+//     level starts at half of it, and so on down to 1.
 type OptimalCC struct {
 	prm     Params
 	phases  []*phase
@@ -195,11 +283,19 @@ func (o *OptimalCC) Next() (Step, bool) {
 		return *o.pending, true
 	}
 	for o.cur < len(o.phases) {
-		if st, ok := o.phases[o.cur].next(o.prm); ok {
+		ph := o.phases[o.cur]
+		if st, ok := ph.next(o.prm); ok {
 			o.pending = &st
 			return st, true
 		}
 		o.cur++
+		if o.cur < len(o.phases) && !o.prm.NoCarry && ph.cc.best > 0 {
+			// The best level measured, not the next one a search
+			// cut short goes on to: that one is a guess, and on
+			// a path that suffers beyond the measured level the
+			// next phase's samples would all pay for it.
+			o.phases[o.cur].startAt(ph.cc.best)
+		}
 	}
 	return Step{}, false
 }
@@ -240,12 +336,13 @@ type phase struct {
 	stage  stage
 	p, cc  search
 	pUse   int // the parallelism of cc samples and bulk
+	ccP    int // the concurrency of p samples, where the cc search starts
 	bulk   []Chunk
 }
 
 func newPhase(chunks []Chunk, large bool, prm Params) *phase {
-	ph := &phase{large: large, chunks: chunks, stage: stageCC, pUse: 1,
-		p: newSearch(prm.MaxP), cc: newSearch(prm.MaxCC)}
+	ph := &phase{large: large, chunks: chunks, stage: stageCC, pUse: 1, ccP: 1,
+		p: newSearch(1, prm.MaxP, prm.margin()), cc: newSearch(1, prm.MaxCC, prm.margin())}
 	if large {
 		ph.stage = stageP
 	}
@@ -257,8 +354,17 @@ func newPhase(chunks []Chunk, large bool, prm Params) *phase {
 			ph.src, big = i, s
 		}
 	}
-	ph.budget = int64(prm.SampleShare * float64(ph.bytes))
+	ph.budget = prm.budget(ph.bytes)
 	return ph
+}
+
+// startAt makes the phase's concurrency search start at cc, a level
+// chosen by the phase before; it must be called before the phase's first
+// step.
+func (ph *phase) startAt(cc int) {
+	cc = max(min(cc, ph.cc.max), 1)
+	ph.ccP = cc
+	ph.cc = newSearch(cc, ph.cc.max, ph.cc.margin)
 }
 
 // next moves the phase on to its next step; false when it is done.
@@ -270,8 +376,15 @@ func (ph *phase) next(prm Params) (Step, bool) {
 				ph.startCC()
 				continue
 			}
-			if c, ok := ph.cut(ph.p.level, 1, prm); ok {
+			if c, ok := ph.cut(ph.p.level, ph.ccP, prm); ok {
 				return Step{Chunk: c, Phase: PhaseSampleP}, true
+			}
+			if ph.p.best == 0 && ph.ccP > 1 {
+				// Too few files or bytes for a sample at the
+				// carried concurrency: start lower.
+				ph.ccP /= 2
+				ph.cc = newSearch(ph.ccP, ph.cc.max, ph.cc.margin)
+				continue
 			}
 			ph.p.starve()
 		case stageCC:
@@ -281,6 +394,12 @@ func (ph *phase) next(prm Params) (Step, bool) {
 			}
 			if c, ok := ph.cut(ph.pUse, ph.cc.level, prm); ok {
 				return Step{Chunk: c, Phase: PhaseSampleCC}, true
+			}
+			if ph.cc.best == 0 && ph.cc.level > 1 {
+				// As for p samples: a carried start too high for
+				// this phase's files.
+				ph.cc = newSearch(ph.cc.level/2, ph.cc.max, ph.cc.margin)
+				continue
 			}
 			ph.cc.starve()
 		case stageBulk:
@@ -305,10 +424,11 @@ func (ph *phase) startCC() {
 		p = 1
 	}
 	ph.pUse = p
-	// The best p's sample was sent with cc = 1: it is the concurrency
-	// search's first level. Not so if p is a level never measured.
+	// The best p's sample was sent with concurrency ccP, where the cc
+	// search starts: it is that search's first level. Not so if p is a
+	// level never measured.
 	if ph.p.best == p {
-		ph.cc.seed(1, ph.p.bestThr)
+		ph.cc.seed(ph.ccP, ph.p.bestThr)
 	}
 }
 
@@ -402,29 +522,62 @@ func (ph *phase) cut(p, cc int, prm Params) (Chunk, bool) {
 	return Chunk{Files: sample, PP: src.PP, P: p, CC: cc}, true
 }
 
-// search is the doubling search of Algorithms 1 and 3: levels 1, 2, 4, ...
-// up to max while throughput rises.
+// search is the doubling search of Algorithms 1 and 3: levels start, 2 *
+// start, 4 * start, ... up to max while throughput rises by more than
+// margin. A search that starts above 1 (at a level carried from another
+// phase) and finds nothing clearly faster above its start also looks
+// below it: start / 2, start / 4, ... while the lower level is within
+// margin of the best throughput measured, the lowest such being chosen.
 type search struct {
-	level, max    int
-	best          int // the best level measured; 0 before any
-	bestThr       float64
-	done, starved bool
+	level, max int
+	start      int
+	margin     float64
+	best       int // the level chosen so far; 0 before any measurement
+	bestThr    float64
+	top        float64 // the highest throughput measured at any level
+	down       bool    // looking below start
+	done       bool
+	starved    bool
 }
 
-func newSearch(max int) search { return search{level: 1, max: max} }
+func newSearch(start, max int, margin float64) search {
+	return search{level: start, start: start, max: max, margin: margin}
+}
 
 // observe takes the throughput of the sample at the current level.
 func (s *search) observe(thr float64) {
-	if s.best != 0 && !(thr > s.bestThr) {
-		s.done = true // it dropped: the level before is the optimum
+	s.top = max(s.top, thr)
+	switch {
+	case s.down:
+		// Fewer channels for about the same throughput: take them.
+		// Compared with the best measured, not with the level
+		// above, so that steps each just within the margin cannot
+		// add up to a large loss.
+		if !(thr*(1+s.margin) >= s.top) {
+			s.done = true // the level above is the optimum
+			return
+		}
+		s.best, s.bestThr = s.level, thr
+		if s.level <= 1 {
+			s.done = true
+			return
+		}
+		s.level /= 2
+		return
+	case s.best == 0 || thr > s.bestThr*(1+s.margin):
+		s.best, s.bestThr = s.level, thr
+		if s.level < s.max {
+			s.level = min(2*s.level, s.max)
+			return
+		}
+	}
+	// Nothing above best is clearly faster, or there is nothing above.
+	if s.best == s.start && s.start > 1 {
+		s.down = true
+		s.level = s.start / 2
 		return
 	}
-	s.best, s.bestThr = s.level, thr
-	if s.level >= s.max {
-		s.done = true
-		return
-	}
-	s.level = min(2*s.level, s.max)
+	s.done = true
 }
 
 // seed records a measurement of level made elsewhere.
@@ -439,14 +592,14 @@ func (s *search) starve() { s.done, s.starved = true, true }
 // chosen is the level the search settled on; false if it measured nothing.
 func (s *search) chosen() (int, bool) {
 	switch {
-	case !s.starved:
-		return s.best, true
 	case s.best == 0:
 		return 0, false
-	default:
+	case s.starved && !s.down && s.level > s.best:
 		// Still rising when the samples ran out: the next level, as
 		// Algorithm 3 would have sent its next chunk with it.
 		return s.level, true
+	default:
+		return s.best, true
 	}
 }
 
