@@ -3,7 +3,7 @@
 # machine: PostgreSQL (store and service tests against it), the Globus
 # GridFTP server and client (backend/gridftp), the XRootD server
 # (backend/root), rsvg-convert (the report charts' SVGs are rendered
-# in a test), and chromium, node and playwright-core (the dashboard's
+# in a test), iperf3 (`sluice estimate --iperf3`), and chromium, node and playwright-core (the dashboard's
 # browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
@@ -15,6 +15,7 @@ command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
 command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
 command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
