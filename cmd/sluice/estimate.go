@@ -2,24 +2,31 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/model/iperf3"
 )
 
 func newEstimateCmd() *cobra.Command {
-	var size, sample string
+	var size, sample, iperfServer string
 	var useHistory, asJSON bool
-	var maxStreams int
+	var maxStreams, omit int
+	seconds := wholeSeconds(iperf3.DefaultSeconds)
 	cmd := &cobra.Command{
-		Use:   "estimate SRC DST --size SIZE",
-		Short: "Ask the server how many streams a transfer needs, and how fast and long it will be",
+		Use:   "estimate SRC DST --size SIZE | --iperf3 HOST[:PORT]",
+		Short: "Predict how many streams a transfer needs, and how fast and long it will be (the service, or iperf3)",
 		Long: `estimate asks the server's estimation service (seed paper 003) about a
 transfer from SRC to DST (sluice://ENDPOINT/path URLs). Unless --use-history
 finds a fresh answer for the endpoint pair, the server samples the path: it
@@ -27,13 +34,46 @@ copies the first --sample bytes of SRC beside DST (under a hidden temporary
 name, removed afterwards) with 1, 2, 4, ... streams until throughput stops
 rising, fits the parallel-stream model Th(n) = n/sqrt(a n² + b n + c), and
 answers with the optimal streams, the predicted throughput and the time
---size bytes would take, the samples and what sampling cost.`,
+--size bytes would take, the samples and what sampling cost.
+
+With --iperf3 HOST[:PORT] (no SRC, DST or server) it samples the network
+path from this host to an iperf3 server instead, as the paper does with
+Iperf: iperf3 -c HOST -p PORT -P n -t SECONDS -O OMIT -J for n = 1, 2, 4, ...
+by the same rule and the same model, with no files moved. iperf3 must be
+installed here (Debian: apt-get install iperf3) and a server running there
+(iperf3 -s). --omit leaves each test's first seconds (TCP slow start) out of
+the measurement, so that a short test shows the steady rate a long transfer
+gets; they are still sent and counted in the cost.`,
 		Example: `  sluice estimate sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5 --size 5G
-  sluice estimate sluice://dtn1/data/run7.h5 sluice://dtn2/archive/ --size 5G --use-history --json`,
-		Args: cobra.ExactArgs(2),
+  sluice estimate sluice://dtn1/data/run7.h5 sluice://dtn2/archive/ --size 5G --use-history --json
+  sluice estimate --iperf3 dtn2.example.org --size 5G
+  sluice estimate --iperf3 dtn2.example.org:5202 --seconds 1 --max-streams 8 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("iperf3") {
+				if len(args) > 0 {
+					return fmt.Errorf("estimate: --iperf3 measures the path from this host to the iperf3 server: it takes no SRC DST (got %q)", args)
+				}
+				return nil
+			}
+			if len(args) != 2 {
+				return fmt.Errorf("estimate: want SRC DST (sluice:// URLs), or --iperf3 HOST[:PORT]; got %d arguments", len(args))
+			}
+			return nil
+		},
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if cmd.Flags().Changed("iperf3") {
+			return estimateIperf3(cmd, iperfServer, size, int(seconds), omit, maxStreams, asJSON)
+		}
+		for _, f := range []string{"seconds", "omit"} {
+			if cmd.Flags().Changed(f) {
+				return fmt.Errorf("estimate: --%s applies to --iperf3 sampling only", f)
+			}
+		}
+		if size == "" {
+			return errors.New(`estimate: required flag "size" not set (the bytes of the transfer to predict, e.g. --size 5G)`)
+		}
 		in := api.EstimateIn{Source: args[0], Destination: args[1], UseHistory: useHistory, MaxStreams: maxStreams}
 		var err error
 		if in.Size, err = parseSize("--size", size); err != nil {
@@ -61,13 +101,69 @@ answers with the optimal streams, the predicted throughput and the time
 		return nil
 	}
 	f := cmd.Flags()
-	f.StringVar(&size, "size", "", "bytes of the transfer to predict (e.g. 5G, 700MB; required)")
+	f.StringVar(&size, "size", "", "bytes of the transfer to predict (e.g. 5G, 700MB; required, except with --iperf3)")
 	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MB)")
 	f.BoolVar(&useHistory, "use-history", false, "answer from the pair's stored optimisation when fresh, without sampling")
-	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32)")
+	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32; with --iperf3: 32, at most 128)")
 	f.BoolVar(&asJSON, "json", false, "print the answer as JSON")
-	cmd.MarkFlagRequired("size")
+	f.StringVar(&iperfServer, "iperf3", "", "sample with iperf3 against the iperf3 server HOST[:PORT] (default port 5201) instead of asking the service")
+	f.Var(&seconds, "seconds", "with --iperf3: length of each iperf3 test (-t), in whole seconds")
+	f.IntVar(&omit, "omit", 1, "with --iperf3: seconds at the start of each test left out of the measurement (-O; 0: none)")
 	return cmd
+}
+
+// estimateIperf3 is `sluice estimate --iperf3`: Algorithm 2 sampling with
+// iperf3 from this host, no server involved.
+func estimateIperf3(cmd *cobra.Command, server, size string, seconds, omit, maxStreams int, asJSON bool) error {
+	for _, f := range []string{"sample", "use-history", "server", "token"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("estimate: --%s is for the service's estimate between endpoints; --iperf3 samples from this host with iperf3, without the service", f)
+		}
+	}
+	host, port, err := iperf3.ParseServer(server)
+	if err != nil {
+		return fmt.Errorf("estimate: --iperf3: %w", err)
+	}
+	if omit < 0 {
+		return fmt.Errorf("estimate: --omit %d: must be 0 or more seconds", omit)
+	}
+	if maxStreams < 0 {
+		return fmt.Errorf("estimate: --max-streams %d: must be 1 or more", maxStreams)
+	}
+	o := iperf3.Options{Host: host, Port: port, Seconds: seconds, Omit: omit, MaxStreams: maxStreams}
+	if size != "" {
+		if o.Size, err = parseSize("--size", size); err != nil {
+			return fmt.Errorf("estimate: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e, err := iperf3.Estimate(ctx, o)
+	if err != nil {
+		return fmt.Errorf("estimate: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(e)
+	}
+	printIperf3Estimate(cmd.OutOrStdout(), e)
+	return nil
+}
+
+// wholeSeconds is the --seconds flag: iperf3's -t takes whole seconds, and
+// reads a fraction as 0, which means no time limit.
+type wholeSeconds int
+
+func (s *wholeSeconds) String() string { return strconv.Itoa(int(*s)) }
+func (s *wholeSeconds) Type() string   { return "int" }
+func (s *wholeSeconds) Set(v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > iperf3.MaxSeconds {
+		return fmt.Errorf("want whole seconds from 1 to %d (iperf3 reads a fraction such as 0.5 as 0, which means no time limit)", iperf3.MaxSeconds)
+	}
+	*s = wholeSeconds(n)
+	return nil
 }
 
 // parseSize reads a byte count such as 5G, 20MB, 128K or 1048576. Bare
@@ -103,4 +199,32 @@ func printEstimate(w io.Writer, e api.EstimateOut) {
 	if !e.FromHistory {
 		fmt.Fprintf(w, "  sampling cost    %.1f s, %s\n", e.Cost, humanize.Bytes(uint64(e.CostBytes)))
 	}
+}
+
+func printIperf3Estimate(w io.Writer, e iperf3.Result) {
+	how := fmt.Sprintf("%d s tests", e.TestSeconds)
+	if e.OmitSeconds > 0 {
+		how += fmt.Sprintf(", first %d s omitted", e.OmitSeconds)
+	}
+	fmt.Fprintf(w, "this host -> iperf3 %s (sampled with %s, %s)\n", e.Server, e.Version, how)
+	fmt.Fprintf(w, "  optimal streams  %d\n", e.Streams)
+	fmt.Fprintf(w, "  throughput       %s/s (%.2f Gbit/s)\n", humanize.Bytes(uint64(e.Throughput)), e.Throughput*8/1e9)
+	if e.Size > 0 {
+		fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), (time.Duration(e.Seconds * float64(time.Second))).Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(w, "  model            %s\n", e.Model)
+	fmt.Fprintf(w, "  samples         ")
+	for _, s := range e.Samples {
+		fmt.Fprintf(w, " %d→%s/s (%.1f s)", s.Streams, humanize.Bytes(uint64(s.Throughput)), s.Seconds)
+	}
+	fmt.Fprintln(w)
+	retries := 0
+	for _, s := range e.Samples {
+		retries += s.Attempts - 1
+	}
+	busy := ""
+	if retries > 0 {
+		busy = fmt.Sprintf(" (%d retries while the server was busy)", retries)
+	}
+	fmt.Fprintf(w, "  sampling cost    %.1f s, %s sent%s\n", e.Cost, humanize.Bytes(uint64(e.CostBytes)), busy)
 }
