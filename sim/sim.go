@@ -136,6 +136,9 @@ type simTask struct {
 	// lv is the live service's view of the run (nil unless
 	// Options.Live).
 	lv *liveTask
+	// fx is the streaming engine's bookkeeping (stream.go); Run leaves
+	// it zero.
+	fx streamTask
 }
 
 type sample struct{ t, left float64 }
@@ -173,6 +176,10 @@ type World struct {
 	preemptLog      []PreemptEvent
 	// liveLoad is the live view's known load per endpoint during apply.
 	liveLoad []int
+	// deferRates leaves rate allocation to the streaming engine
+	// (stream.go), which reallocates only the flows a change can affect
+	// instead of every flow at every event.
+	deferRates bool
 }
 
 // Now is the simulated time.
@@ -490,6 +497,9 @@ func (w *World) compact() {
 // paths' capacities for the connections now open, shared by weighted
 // max-min fairness.
 func (w *World) rates() {
+	if w.deferRates {
+		return
+	}
 	w.ratesDirty = false
 	n := len(w.tb.Endpoints)
 	w.conns = resize(w.conns, n)

@@ -73,7 +73,7 @@ func printJSON(w io.Writer, v any) error {
 
 func newSimCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "sim", Short: "Replay traces through the schedulers in the deterministic simulator"}
-	cmd.AddCommand(newSimRun(), newSimCompare(), newSimSteal(), newSimFig2(), newSimSweep())
+	cmd.AddCommand(newSimRun(), newSimCompare(), newSimSteal(), newSimFig2(), newSimSweep(), newSimFacility())
 	return cmd
 }
 

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Regenerates the facility-scale results (issue 10): a small facility day
+# (50 endpoints, 250,000 transfers; under a minute) and the first 1.5 hours
+# of the full facility day (5,000 endpoints, 25 million transfers a day; about
+# 35 minutes with half of one core, see facility.md). Pass "day" to replay the
+# whole 24-hour day instead of its first 1.5 hours (extrapolated: 6 to 12
+# hours).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+go build -o bin/sluice ./cmd/sluice
+out=docs/results/scale
+mkdir -p "$out/plots"
+cd "$out"
+../../../bin/sluice sim facility --endpoints 50 --transfers 250000 \
+	--out facility-50ep-250k.json --plot plots | tee facility-50ep-250k.txt
+if [ "${1:-}" = day ]; then
+	../../../bin/sluice sim facility --endpoints 5000 --transfers 25000000 --hours 24 \
+		--progress --out facility-5000ep-25M.json --plot plots | tee facility-5000ep-25M.txt
+else
+	../../../bin/sluice sim facility --endpoints 5000 --transfers 25000000 --hours 24 --until 1.5 \
+		--progress --out facility-5000ep-25M-1.5h.json --plot plots | tee facility-5000ep-25M-1.5h.txt
+fi
+echo "wrote $out"
