@@ -463,7 +463,7 @@ func (w *world) setState(t *task, state, detail string, now time.Time) store.Aud
 // may still hold the tasks). Another failure is logged and retried at the
 // next progress save (the in-memory state stays authoritative until the
 // store agrees).
-func (w *world) persist(ts []*task, audit []store.AuditEntry) {
+func (w *world) persist(ts []*task, audit []store.AuditEntry) (written bool) {
 	rows := make([]store.Task, len(ts))
 	for i, t := range ts {
 		rows[i] = t.Task
@@ -489,10 +489,13 @@ func (w *world) persist(ts []*task, audit []store.AuditEntry) {
 		if len(keep) > 0 && len(keep) < len(ts) {
 			w.persist(keep, auditOf(keep, audit))
 		}
+		return false
 	case err != nil:
 		w.s.log.Error("writing task state", "err", err)
+		return false
 	}
 	w.skipped = append(w.skipped, skipped...)
+	return true
 }
 
 // auditOf keeps the entries of tasks ts (and job-level ones).
@@ -728,10 +731,15 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
 	// Done first, checkpoint second: a crash in between leaves a stale
-	// checkpoint of a finished task, which nothing reads.
-	w.persist([]*task{t}, []store.AuditEntry{a})
-	if err := w.s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
-		w.s.log.Warn("deleting checkpoint", "task", t.ID, "err", err)
+	// checkpoint of a finished task, which nothing reads. If the done
+	// state could not be written (another server took the partition over
+	// meanwhile), the complete checkpoint must stay: it is what tells the
+	// next run that the file is already in place, so that it checks the
+	// checksums instead of copying it a second time.
+	if w.persist([]*task{t}, []store.AuditEntry{a}) {
+		if err := w.s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
+			w.s.log.Warn("deleting checkpoint", "task", t.ID, "err", err)
+		}
 	}
 	// A file from several replicas says nothing about one pair's
 	// throughput.
