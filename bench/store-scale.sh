@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Store scale benchmark (issue 10): 1 M queued tasks, 10 k running, 1 k
+# endpoints on PostgreSQL; the start-up claim and the store work of one
+# scheduling cycle (claim, cancellations, endpoint loads, snapshot build,
+# decision write, progress save), with one server owning every partition
+# and with three servers sharing them. Results: docs/results/scale/store.md.
+#
+#   bash bench/store-scale.sh                      # default URL below
+#   bash bench/store-scale.sh postgres:///db?host=/var/run/postgresql
+#   bash bench/store-scale.sh URL -keep -cycles 20 # further flags: go run ./bench/storescale -h
+#
+# The URL must allow CREATE DATABASE: the program makes sluice_scale_<pid>
+# and drops it at the end (unless -keep). It needs about 1.5 GB of memory
+# and, with the defaults, 30-40 minutes on a 2-core machine. Runs under
+# nice; the machines are noisy, so compare medians.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+url=postgres:///sluice_test?host=/var/run/postgresql
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  url=$1
+  shift
+fi
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/storescale" ./bench/storescale
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+dirty'): storescale $* $url"
+echo "# $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+nice -n 10 "$bin/storescale" "$@" "$url"
