@@ -55,9 +55,10 @@ type coordinator struct {
 	// no longer confirm before another server may take it.
 	held    map[string]int64
 	renewed map[string]time.Time
-	// others are the partitions live servers other than this one hold
-	// (from the last lease round).
+	// others are the partitions live servers other than this one hold,
+	// and known every partition seen, at the last lease round.
 	others      map[string]bool
+	known       map[string]bool
 	lastLeases  time.Time
 	canceledCur time.Time
 	seenCancel  map[int64]time.Time
@@ -74,7 +75,7 @@ func (s *Server) wakeUp() {
 
 // coordinate runs the coordinator until ctx ends.
 func (s *Server) coordinate(ctx context.Context) {
-	c := &coordinator{s: s, held: map[string]int64{}, renewed: map[string]time.Time{}, others: map[string]bool{},
+	c := &coordinator{s: s, held: map[string]int64{}, renewed: map[string]time.Time{}, others: map[string]bool{}, known: map[string]bool{},
 		canceledCur: time.Now().Add(-time.Minute), seenCancel: map[int64]time.Time{}}
 	notes := s.st.Listen(ctx, workChannel)
 	poll := time.NewTicker(s.cfg.PollEvery)
@@ -175,8 +176,10 @@ func (c *coordinator) leaseRound(ctx context.Context) {
 		byName[l.Partition] = l
 	}
 	clear(c.others)
+	clear(c.known)
 	var free []string
 	for _, e := range eps {
+		c.known[e.Name] = true
 		l, ok := byName[e.Name]
 		switch {
 		case c.held[e.Name] != 0:
@@ -290,10 +293,10 @@ func (c *coordinator) sync(ctx context.Context) {
 		s.log.Warn("cluster: endpoints", "err", err)
 	} else {
 		c.post(ctx, func(w *world) { w.storeEndpoints(eps) })
-		// A registered endpoint nobody schedules: take it now rather
-		// than at the next lease round.
+		// An endpoint registered since the last lease round: share it
+		// out now rather than at the next round.
 		for _, e := range eps {
-			if c.held[e.Name] == 0 && !c.others[e.Name] && time.Since(c.lastLeases) > 100*time.Millisecond {
+			if !c.known[e.Name] && time.Since(c.lastLeases) > 100*time.Millisecond {
 				c.leaseRound(ctx)
 				break
 			}
