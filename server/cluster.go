@@ -438,6 +438,13 @@ func (w *world) forget(t *task) {
 // through any server.
 func (w *world) jobCanceled(jobID int64) {
 	if w.jobs[jobID] == nil {
+		// None of its files is scheduled here; this server's watchers
+		// still hear that it ended.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
+		defer cancel()
+		if j, err := w.s.st.Job(ctx, jobID); err == nil {
+			w.s.events.publish(Event{Type: "job", Job: jobID, Owner: j.OwnerID, State: store.StateCanceled})
+		}
 		return
 	}
 	var ids []int64

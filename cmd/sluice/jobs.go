@@ -417,7 +417,12 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 			return nil
 		}
 		ended := false
-		err = cl.Events(ctx, id, func(e server.Event) bool {
+		// The event stream comes from the server this client talks to;
+		// with several servers another may schedule the job's files and
+		// finish it, so the stream is renewed (and the job re-read)
+		// every few seconds rather than trusted to end.
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = cl.Events(ectx, id, func(e server.Event) bool {
 			switch e.Type {
 			case "progress":
 				j.BytesDone, j.Throughput, j.FilesDone = e.BytesDone, e.Throughput, e.FilesDone
@@ -438,6 +443,10 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 			}
 			return true
 		})
+		cancel()
+		if ectx.Err() != nil && ctx.Err() == nil {
+			continue // renew: re-read the job, then listen again
+		}
 		if ended {
 			if j, err := cl.Job(ctx, id); err == nil {
 				show(j)
