@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -45,7 +46,16 @@ func FreshPostgres(t testing.TB, admin string) string {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
+		// WITH (FORCE) refuses when a backend of another role is
+		// connected, such as an autovacuum worker that started on the
+		// freshly filled database; a plain DROP cancels autovacuum
+		// itself, so retry without FORCE for a while.
+		err := exec("DROP DATABASE " + name + " WITH (FORCE)")
+		for i := 0; err != nil && i < 50; i++ {
+			time.Sleep(100 * time.Millisecond)
+			err = exec("DROP DATABASE IF EXISTS " + name)
+		}
+		if err != nil {
 			t.Errorf("drop test database: %v", err)
 		}
 	})
