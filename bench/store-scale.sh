@@ -11,8 +11,11 @@
 #
 # The URL must allow CREATE DATABASE: the program makes sluice_scale_<pid>
 # and drops it at the end (unless -keep). It needs about 1.5 GB of memory
-# and, with the defaults, 30-40 minutes on a 2-core machine. Runs under
-# nice; the machines are noisy, so compare medians.
+# and, with the defaults, 10-15 minutes on a 2-core machine (over an hour
+# with the first ClaimTasks query). The program runs under nice (the
+# PostgreSQL backends do not); the machines are noisy, so compare medians.
+# -snapshot-only times the in-memory snapshot build alone, without a
+# database; -load-only -keep leaves a loaded database for EXPLAIN work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 url=postgres:///sluice_test?host=/var/run/postgresql

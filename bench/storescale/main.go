@@ -255,12 +255,16 @@ func (in *inspector) indexSizes(ctx context.Context) error {
 		FROM pg_stat_user_indexes WHERE relname = 'tasks' ORDER BY indexrelname`)
 }
 
-// claimSQL is the query ClaimTasks runs on PostgreSQL (store/cluster.go),
-// copied here for EXPLAIN only.
+// claimSQL is the query ClaimTasks runs on PostgreSQL (store/cluster.go
+// as of commit cdb8d6f: a LATERAL probe of each held partition), copied
+// here for EXPLAIN only: keep it in step with the store.
 const claimSQL = `WITH c AS (
-		SELECT t.id AS cid, l.term AS cterm FROM tasks t JOIN leases l ON l.name = t.src_endpoint
-		WHERE l.owner = $1 AND l.expires > (extract(epoch from clock_timestamp()) * 1000000000)::bigint AND t.claim < l.term AND t.state NOT IN ('done', 'failed', 'canceled')
-		ORDER BY t.id LIMIT $2 FOR UPDATE OF t SKIP LOCKED)
+		SELECT x.id AS cid, l.term AS cterm FROM leases l, LATERAL (
+			SELECT t.id FROM tasks t
+			WHERE t.src_endpoint = l.name AND t.claim < l.term AND t.state NOT IN ('done', 'failed', 'canceled')
+			LIMIT $2 FOR UPDATE OF t SKIP LOCKED) x
+		WHERE l.owner = $1 AND l.expires > (extract(epoch from clock_timestamp()) * 1000000000)::bigint
+		LIMIT $2)
 	UPDATE tasks SET claim = c.cterm FROM c WHERE tasks.id = c.cid RETURNING tasks.id`
 
 // canceledSQL is CanceledJobs' query (store/cluster.go).
