@@ -393,17 +393,7 @@ func (s *sqlStore) UpdateTasksFenced(ctx context.Context, owner string, tasks []
 			if err != nil {
 				return err
 			}
-			clear(updated)
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				updated[id] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if err := scanIDs(rows, updated); err != nil {
 				return err
 			}
 			for i := range chunk {

@@ -539,17 +539,7 @@ func (s *sqlStore) UpdateTasks(ctx context.Context, tasks []Task, audit []AuditE
 			if err != nil {
 				return err
 			}
-			clear(updated)
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				updated[id] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if err := scanIDs(rows, updated); err != nil {
 				return err
 			}
 			if len(updated) < len(chunk) {
@@ -566,6 +556,21 @@ func (s *sqlStore) UpdateTasks(ctx context.Context, tasks []Task, audit []AuditE
 		return fmt.Errorf("store: update %d tasks: %w", len(tasks), err)
 	}
 	return nil
+}
+
+// scanIDs reads the IDs an UPDATE ... RETURNING id returned into ids
+// (cleared first) and closes rows.
+func scanIDs(rows *sql.Rows, ids map[int64]bool) error {
+	defer rows.Close()
+	clear(ids)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		ids[id] = true
+	}
+	return rows.Err()
 }
 
 // lastPerID returns tasks without the entries for a task ID that a later
