@@ -173,7 +173,7 @@ func (w *world) tendAdaptive(now time.Time) {
 		return
 	}
 	active := map[adaptKey]bool{}
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.job.Adaptive != "" && (t.State == store.StateQueued || t.State == store.StateRunning) {
 			active[adaptKeyOf(t)] = true
 		}

@@ -356,7 +356,7 @@ func (w *world) claimed(ts []store.Task) {
 			// Lost again before this arrived; the next owner claims it.
 			continue
 		}
-		if old := w.tasks[st.ID]; old != nil {
+		if old := w.tasks.get(st.ID); old != nil {
 			// Reclaimed under a newer term of ours (a lease lost and
 			// taken back): keep the run, adopt the term.
 			old.Term = st.Term
@@ -375,7 +375,7 @@ func (w *world) claimed(ts []store.Task) {
 			requeued = append(requeued, t)
 			audit = append(audit, a)
 		}
-		w.tasks[t.ID] = t
+		w.tasks.add(t)
 		j.active++
 		j.completed -= t.Done // Job's BytesDone counts active tasks' partial bytes
 	}
@@ -392,7 +392,7 @@ func (w *world) claimed(ts []store.Task) {
 // leave the loop without any write.
 func (w *world) lostPartition(p string) {
 	delete(w.parts, p)
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.SrcEndpoint != p {
 			continue
 		}
@@ -410,13 +410,13 @@ func (w *world) release(p string) bool {
 	if _, ok := w.parts[p]; !ok {
 		return true
 	}
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.SrcEndpoint == p && (t.State == store.StateRunning || t.pending) {
 			return false
 		}
 	}
 	delete(w.parts, p)
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.SrcEndpoint == p {
 			w.forget(t)
 		}
@@ -427,7 +427,7 @@ func (w *world) release(p string) bool {
 // forget removes a task from the loop without writing anything: it is
 // not this server's to schedule any more.
 func (w *world) forget(t *task) {
-	delete(w.tasks, t.ID)
+	w.tasks.remove(t)
 	t.job.active--
 	if t.job.active <= 0 {
 		delete(w.jobs, t.JobID)
@@ -448,9 +448,9 @@ func (w *world) jobCanceled(jobID int64) {
 		return
 	}
 	var ids []int64
-	for id, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.JobID == jobID {
-			ids = append(ids, id)
+			ids = append(ids, t.ID)
 		}
 	}
 	slices.Sort(ids)
@@ -494,7 +494,7 @@ func (w *world) settle() {
 		}
 		byJob := map[int64][]int64{}
 		for _, id := range skipped {
-			if t := w.tasks[id]; t != nil {
+			if t := w.tasks.get(id); t != nil {
 				byJob[t.JobID] = append(byJob[t.JobID], id)
 			}
 		}

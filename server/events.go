@@ -85,7 +85,7 @@ func (w *world) progressEvents() {
 		st.Partitions = append(st.Partitions, p)
 	}
 	sort.Strings(st.Partitions)
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		c := &st.Interactive
 		if t.Batch {
 			c = &st.Batch

@@ -64,7 +64,7 @@ func className(batch bool) string {
 func (m *metrics) observe(w *world) {
 	var q, r [2]float64
 	thr := map[[2]string]float64{}
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		c := 0
 		if t.Batch {
 			c = 1

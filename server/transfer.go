@@ -263,7 +263,7 @@ func backendPermanent(err error) bool {
 // time, and queues them.
 func (w *world) resolve() {
 	const parallel = 16
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if w.resolving >= parallel {
 			return
 		}
@@ -304,7 +304,7 @@ func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
 func (w *world) resolved(id int64, size int64, err error) {
 	w.resolving--
 	defer w.resolve() // keep the stats flowing
-	t := w.tasks[id]
+	t := w.tasks.get(id)
 	if t == nil || t.State != store.StateResolving {
 		return
 	}

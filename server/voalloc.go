@@ -89,7 +89,7 @@ func keyOf(t *task) voKey { return voKey{t.SrcEndpoint, t.DstEndpoint, t.job.VO}
 // tasks per voKey and the running files of adaptive jobs per adaptKey.
 func (w *world) usage() (map[voKey]int, map[adaptKey]int) {
 	used, inFlight := map[voKey]int{}, map[adaptKey]int{}
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.State != store.StateRunning {
 			continue
 		}
@@ -160,7 +160,7 @@ func (w *world) tendVOAllocs(now time.Time) {
 		return
 	}
 	active := map[voKey]bool{}
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.State == store.StateQueued || t.State == store.StateRunning {
 			active[keyOf(t)] = true
 		}

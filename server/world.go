@@ -1,11 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/sluice-dtn/sluice/engine"
@@ -43,6 +44,13 @@ type task struct {
 	runDone    int64 // Done when the run started
 	rate       float64
 	canceling  bool // its job was canceled (in the store) while it ran
+
+	// The loop's endpoints of the task, looked up once: the snapshot
+	// needs them for every queued task every cycle. w.eps entries are
+	// created once and never replaced or removed, so these stay valid.
+	srcEp, dstEp *endpoint
+
+	listed, removed bool // taskTable's bookkeeping
 }
 
 // jobState is what the loop keeps of an active job.
@@ -66,7 +74,7 @@ type endpoint struct {
 type world struct {
 	s         *Server
 	ctx       context.Context // ends at shutdown; transfers derive from it
-	tasks     map[int64]*task
+	tasks     taskTable
 	jobs      map[int64]*jobState
 	eps       map[string]*endpoint
 	est       *model.History
@@ -97,11 +105,14 @@ type world struct {
 	// endpoints, heartbeats other servers recorded, and what fenced
 	// writes found out (applied by settle).
 	running int // runs at the last snapshot (checkpointEvery)
-	parts   map[string]int64
-	ext     map[string]extLoad
-	seen    map[string]time.Time
-	stale   []string
-	skipped []int64
+	// The snapshot's reusable memory (see snapshot).
+	slab                     []sched.Task
+	snapWaiting, snapRunning []*sched.Task
+	parts                    map[string]int64
+	ext                      map[string]extLoad
+	seen                     map[string]time.Time
+	stale                    []string
+	skipped                  []int64
 }
 
 // optimum is a pair's estimated streams and when the estimate was made.
@@ -165,7 +176,7 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
-		tasks: map[int64]*task{}, jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
+		tasks: newTaskTable(), jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
 		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
 		parts: map[string]int64{}, ext: map[string]extLoad{}, seen: map[string]time.Time{},
 	}
@@ -257,7 +268,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	t0 := w.s.since(now)
 	w.est.SetNow(t0)
 	snap := &sched.Snapshot{
-		Trigger: trig, Now: t0, Endpoints: map[string]*sched.Endpoint{},
+		Trigger: trig, Now: t0, Endpoints: make(map[string]*sched.Endpoint, len(w.eps)),
 		TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
 		StartupCost: w.s.cfg.StartupCost.Seconds(), Checkpoint: w.checkpointEvery().Seconds(),
 	}
@@ -269,11 +280,28 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		}
 		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: w.maxThroughput(name), MaxCC: maxCC}
 	}
-	for _, t := range w.tasks {
+	// The tasks' snapshot records are reused from cycle to cycle (one
+	// slab, no allocation per task): nothing keeps a snapshot past its
+	// cycle. The walk is in ID order, the order decisions must not
+	// depend on anything else for.
+	if n := w.tasks.len(); cap(w.slab) < n || cap(w.slab) > 4*n+1024 {
+		w.slab = make([]sched.Task, 0, n+n/4) // room to grow; shrinks after a backlog drains
+	}
+	slab := w.slab[:0]
+	waiting, running := w.snapWaiting[:0], w.snapRunning[:0]
+	next := func() *sched.Task {
+		slab = slab[:len(slab)+1]
+		return &slab[len(slab)-1]
+	}
+	for t := range w.tasks.all() {
+		if len(slab) == cap(slab) {
+			slab = make([]sched.Task, 0, w.tasks.len()) // added during the walk
+		}
 		switch t.State {
 		case store.StateRunning:
-			st := w.schedTask(t, now)
-			snap.Running = append(snap.Running, st)
+			st := next()
+			w.fillSchedTask(st, t, now)
+			running = append(running, st)
 			t.eachUse(func(name string, streams int, share float64) {
 				if e := snap.Endpoints[name]; e != nil {
 					e.Observed += t.rate * share
@@ -281,15 +309,26 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 				}
 			})
 		case store.StateQueued:
-			if t.Size < 0 || now.Before(t.notBefore) || !w.up(t.SrcEndpoint) || !w.up(t.DstEndpoint) {
+			if t.Size < 0 || now.Before(t.notBefore) || !w.taskUp(t) {
 				continue
 			}
 			if w.fixedCC(t) < 0 {
 				continue // waits for its pair's estimate
 			}
-			snap.Waiting = append(snap.Waiting, w.schedTask(t, now))
+			st := next()
+			w.fillSchedTask(st, t, now)
+			waiting = append(waiting, st)
 		}
 	}
+	if !w.tasks.sorted {
+		// Only if tasks came in out of order during a walk.
+		slices.SortFunc(waiting, func(a, b *sched.Task) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(running, func(a, b *sched.Task) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	clear(waiting[len(waiting):cap(waiting)]) // drop last cycle's pointers past the end
+	clear(running[len(running):cap(running)])
+	w.snapWaiting, w.snapRunning = waiting, running
+	snap.Waiting, snap.Running = waiting, running
 	// This server's own load is published for the others; theirs is
 	// added as known load (cluster.go).
 	own := make(map[string]extLoad, len(snap.Endpoints))
@@ -312,14 +351,12 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		}
 	}
 	w.running = len(snap.Running)
-	// Map order must not leak into the decisions.
-	sort.Slice(snap.Waiting, func(i, j int) bool { return snap.Waiting[i].ID < snap.Waiting[j].ID })
-	sort.Slice(snap.Running, func(i, j int) bool { return snap.Running[i].ID < snap.Running[j].ID })
 	return snap
 }
 
-func (w *world) schedTask(t *task, now time.Time) *sched.Task {
-	st := &sched.Task{
+// fillSchedTask writes the scheduler's view of t into st.
+func (w *world) fillSchedTask(st *sched.Task, t *task, now time.Time) {
+	*st = sched.Task{
 		ID: sched.TaskID(t.ID), Src: t.SrcEndpoint, Dst: t.DstEndpoint,
 		Size: t.Size, Left: t.Size - t.Done, Batch: t.Batch,
 		Arrival: w.s.since(t.Arrival), Wait: t.Wait, Trans: t.Trans,
@@ -340,7 +377,17 @@ func (w *world) schedTask(t *task, now time.Time) *sched.Task {
 	case store.StateQueued:
 		st.Wait += now.Sub(t.since).Seconds()
 	}
-	return st
+}
+
+// taskUp reports whether both of t's endpoints are up.
+func (w *world) taskUp(t *task) bool {
+	if t.srcEp == nil {
+		t.srcEp = w.eps[t.SrcEndpoint]
+	}
+	if t.dstEp == nil {
+		t.dstEp = w.eps[t.DstEndpoint]
+	}
+	return t.srcEp != nil && t.srcEp.Up && t.dstEp != nil && t.dstEp.Up
 }
 
 func (w *world) up(name string) bool {
@@ -364,7 +411,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	var audit []store.AuditEntry
 	used, inFlight := w.usage()
 	for _, d := range ds {
-		t := w.tasks[int64(d.Task)]
+		t := w.tasks.get(int64(d.Task))
 		if t == nil {
 			continue
 		}
@@ -394,7 +441,7 @@ func (w *world) cycle(trig sched.Trigger) {
 		case sched.Preempt:
 			if t.State == store.StateRunning && t.stop == "" {
 				t.preemptFor = int64(d.For)
-				if f := w.tasks[t.preemptFor]; f == nil || f.State != store.StateRunning || !f.pending {
+				if f := w.tasks.get(t.preemptFor); f == nil || f.State != store.StateRunning || !f.pending {
 					w.pause(t)
 				} else {
 					w.victims[t.preemptFor] = append(w.victims[t.preemptFor], t.ID)
@@ -566,7 +613,7 @@ func (w *world) pause(t *task) {
 		defer cancel()
 		err := x.Pause(ctx)
 		w.s.post(func(w *world) {
-			t := w.tasks[id]
+			t := w.tasks.get(id)
 			if t == nil || t.run != run || t.State != store.StateRunning {
 				return
 			}
@@ -591,7 +638,7 @@ func (w *world) stopRun(t *task, why string) {
 
 // started records a run's engine transfer.
 func (w *world) started(id int64, run int, x *engine.Transfer) {
-	t := w.tasks[id]
+	t := w.tasks.get(id)
 	if t == nil || t.run != run {
 		return
 	}
@@ -604,7 +651,7 @@ func (w *world) started(id int64, run int, x *engine.Transfer) {
 // moving records that a run moves bytes; tasks preempted in its favour
 // stop now (SC'15 §4.5: the old transfer runs until the new one moves).
 func (w *world) moving(id int64, run int) {
-	t := w.tasks[id]
+	t := w.tasks.get(id)
 	if t == nil || t.run != run {
 		return
 	}
@@ -616,7 +663,7 @@ func (w *world) releaseVictims(id int64) {
 	vs := w.victims[id]
 	delete(w.victims, id)
 	for _, vid := range vs {
-		if v := w.tasks[vid]; v != nil && v.preemptFor == id && v.State == store.StateRunning && v.stop == "" {
+		if v := w.tasks.get(vid); v != nil && v.preemptFor == id && v.State == store.StateRunning && v.stop == "" {
 			w.pause(v)
 		}
 	}
@@ -625,7 +672,7 @@ func (w *world) releaseVictims(id int64) {
 // finished handles the end of a run.
 func (w *world) finished(id int64, run int, res engine.Result, err error) {
 	w.inflight--
-	t := w.tasks[id]
+	t := w.tasks.get(id)
 	if t == nil || t.run != run || t.State != store.StateRunning {
 		return
 	}
@@ -759,7 +806,7 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 
 // drop removes a terminal task from the loop.
 func (w *world) drop(t *task) {
-	delete(w.tasks, t.ID)
+	w.tasks.remove(t)
 	t.job.active--
 	w.maybeFinishJob(t.job)
 }
@@ -818,7 +865,7 @@ func (w *world) finishSettledJobs(ctx context.Context) error {
 // loop called it, so no write of the loop's came in between).
 func (w *world) canceled(jobID int64, ids []int64) {
 	for _, id := range ids {
-		t := w.tasks[id]
+		t := w.tasks.get(id)
 		if t == nil {
 			continue
 		}
@@ -839,7 +886,7 @@ func (w *world) canceled(jobID int64, ids []int64) {
 		if !t.Started.IsZero() {
 			w.s.cleanup(t.Task)
 		}
-		delete(w.tasks, id)
+		w.tasks.remove(t)
 		t.job.active--
 	}
 	if j := w.jobs[jobID]; j != nil {
@@ -854,7 +901,7 @@ func (w *world) canceled(jobID int64, ids []int64) {
 // tick does the periodic work: heartbeats, progress, events.
 func (w *world) tick(now time.Time) {
 	w.heartbeats(now)
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.State == store.StateRunning && t.xfer != nil {
 			p := t.xfer.Progress()
 			t.rate = p.Rate
@@ -877,7 +924,7 @@ func (w *world) tick(now time.Time) {
 // saveProgress writes the checkpointed bytes of running tasks.
 func (w *world) saveProgress(now time.Time) {
 	var ts []*task
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.State != store.StateRunning || t.xfer == nil || t.canceling {
 			continue
 		}
@@ -933,7 +980,7 @@ func (w *world) heartbeats(now time.Time) {
 			continue
 		}
 		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))
-		for _, t := range w.tasks {
+		for t := range w.tasks.all() {
 			if t.State == store.StateRunning && (t.SrcEndpoint == name || t.DstEndpoint == name) {
 				w.stopRun(t, stopDown)
 			}
@@ -944,7 +991,7 @@ func (w *world) heartbeats(now time.Time) {
 // shutdown stops every run and waits (briefly) for their reports, so that
 // their last checkpoints are written.
 func (w *world) shutdown() {
-	for _, t := range w.tasks {
+	for t := range w.tasks.all() {
 		if t.State == store.StateRunning {
 			w.stopRun(t, stopShutdown)
 		}

@@ -23,9 +23,13 @@
 //     RenewLeases of the owner's partitions.
 //
 // The snapshot build is an approximation of server/world.go's snapshot():
-// the same walk over the in-memory tasks (a slice, and a map as
-// world.tasks is), the same per-task sched.Task construction, endpoint
-// accounting and sort, but without the world's other bookkeeping.
+// the same walk over the in-memory tasks in ID order (world.tasks is a
+// taskTable: a map plus an ID-ordered slice), the same per-task
+// sched.Task records in one reused slab, endpoints looked up once per
+// task, and the same endpoint accounting, without the world's other
+// bookkeeping. The live code itself is timed by BenchmarkSnapshot in
+// server/ (bench/store-scale.sh runs it too). A map walk plus a sort,
+// what the live code did before, is timed for comparison.
 //
 // Usage: see bench/store-scale.sh.
 package main
@@ -529,10 +533,11 @@ func (b *bench) task(g, k int, running bool, now time.Time) store.Task {
 // server/world.go's task: the stored row plus loop state).
 type memTask struct {
 	store.Task
-	since     time.Time
-	notBefore time.Time
-	rate      float64
-	pending   bool
+	since        time.Time
+	notBefore    time.Time
+	rate         float64
+	pending      bool
+	srcEp, dstEp *memEndpoint
 }
 
 type memEndpoint struct {
@@ -555,6 +560,9 @@ type server struct {
 	eps    map[string]*memEndpoint
 	epoch  time.Time
 	series *seriesSet
+	// the snapshot's reused memory, as in world.snapshot
+	slab             []sched.Task
+	waiting, running []*sched.Task
 }
 
 func (s *server) since(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }
@@ -781,8 +789,9 @@ const (
 	checkpointEvery      = 5.0
 )
 
-// snapshot builds the scheduler's view from s.tasks (a slice) or from m
-// (a map, as world.tasks is) if m is not nil.
+// snapshot builds the scheduler's view from s.tasks (a slice in ID
+// order, as world.tasks walks) or from m (a map, walked and then sorted,
+// as the live code did before) if m is not nil.
 func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 	snap := &sched.Snapshot{
 		Trigger: sched.Tick, Now: s.since(now), Endpoints: make(map[string]*sched.Endpoint, len(s.eps)),
@@ -800,11 +809,22 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 		}
 		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: thr, MaxCC: maxCC}
 	}
+	n := len(s.tasks)
+	if m != nil {
+		n = len(m)
+	}
+	if cap(s.slab) < n {
+		s.slab = make([]sched.Task, 0, n+n/4)
+	}
+	slab := s.slab[:0]
+	waiting, running := s.waiting[:0], s.running[:0]
 	add := func(t *memTask) {
 		switch t.State {
 		case store.StateRunning:
-			st := s.schedTask(t, now)
-			snap.Running = append(snap.Running, st)
+			slab = slab[:len(slab)+1]
+			st := &slab[len(slab)-1]
+			s.fillSchedTask(st, t, now)
+			running = append(running, st)
 			// eachUse without replicas: the source (share 1) and the
 			// destination.
 			if e := snap.Endpoints[t.SrcEndpoint]; e != nil {
@@ -816,21 +836,30 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 				e.CC += t.CC
 			}
 		case store.StateQueued:
-			if t.Size < 0 || now.Before(t.notBefore) || !s.up(t.SrcEndpoint) || !s.up(t.DstEndpoint) {
+			if t.Size < 0 || now.Before(t.notBefore) || !s.up(t) {
 				return
 			}
-			snap.Waiting = append(snap.Waiting, s.schedTask(t, now))
+			slab = slab[:len(slab)+1]
+			st := &slab[len(slab)-1]
+			s.fillSchedTask(st, t, now)
+			waiting = append(waiting, st)
 		}
 	}
 	if m != nil {
 		for _, t := range m {
 			add(t)
 		}
+		sort.Slice(waiting, func(i, j int) bool { return waiting[i].ID < waiting[j].ID })
+		sort.Slice(running, func(i, j int) bool { return running[i].ID < running[j].ID })
 	} else {
 		for _, t := range s.tasks {
 			add(t)
 		}
 	}
+	clear(waiting[len(waiting):cap(waiting)])
+	clear(running[len(running):cap(running)])
+	s.waiting, s.running = waiting, running
+	snap.Waiting, snap.Running = waiting, running
 	for name, e := range snap.Endpoints {
 		me := s.eps[name]
 		me.observed, me.cc = e.Observed, e.CC
@@ -838,13 +867,11 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 			me.peak = e.Observed
 		}
 	}
-	sort.Slice(snap.Waiting, func(i, j int) bool { return snap.Waiting[i].ID < snap.Waiting[j].ID })
-	sort.Slice(snap.Running, func(i, j int) bool { return snap.Running[i].ID < snap.Running[j].ID })
 	return snap
 }
 
-func (s *server) schedTask(t *memTask, now time.Time) *sched.Task {
-	st := &sched.Task{
+func (s *server) fillSchedTask(st *sched.Task, t *memTask, now time.Time) {
+	*st = sched.Task{
 		ID: sched.TaskID(t.ID), Src: t.SrcEndpoint, Dst: t.DstEndpoint,
 		Size: t.Size, Left: t.Size - t.Done, Batch: t.Batch,
 		Arrival: s.since(t.Arrival), Wait: t.Wait, Trans: t.Trans,
@@ -860,12 +887,17 @@ func (s *server) schedTask(t *memTask, now time.Time) *sched.Task {
 	case store.StateQueued:
 		st.Wait += now.Sub(t.since).Seconds()
 	}
-	return st
 }
 
-func (s *server) up(name string) bool {
-	e := s.eps[name]
-	return e != nil && e.Up
+// up reports whether both of t's endpoints are up, looking them up once.
+func (s *server) up(t *memTask) bool {
+	if t.srcEp == nil {
+		t.srcEp = s.eps[t.SrcEndpoint]
+	}
+	if t.dstEp == nil {
+		t.dstEp = s.eps[t.DstEndpoint]
+	}
+	return t.srcEp != nil && t.srcEp.Up && t.dstEp != nil && t.dstEp.Up
 }
 
 // snapshotOnly times the snapshot build over synthetic tasks (the load's
