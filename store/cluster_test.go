@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +53,60 @@ func TestLeases(t *testing.T) {
 		ls, err := s.Leases(ctx)
 		if err != nil || len(ls) != 2 || ls[0].Owner != "s3" || ls[1].Owner != "s1" {
 			t.Fatalf("Leases: %+v %v", ls, err)
+		}
+	})
+}
+
+// TestRenewManyLeases renews more leases than one statement takes, some of
+// them no longer held, and checks every held one is extended.
+func TestRenewManyLeases(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		const n = renewBatch*2 + 37
+		terms := map[string]int64{}
+		for i := range n {
+			p := fmt.Sprintf("p%04d", i)
+			l, held, err := s.AcquireLease(ctx, p, "s1", time.Second)
+			if err != nil || !held {
+				t.Fatalf("acquire %s: %v %v", p, held, err)
+			}
+			terms[p] = l.Term
+		}
+		// Two are taken over (released, then taken); one expired but
+		// nobody took it, so it is renewed.
+		for _, p := range []string{"p0000", "p0600", "p1036"} {
+			if err := s.ReleaseLease(ctx, p, "s1", terms[p]); err != nil {
+				t.Fatal(err)
+			}
+			if p == "p1036" {
+				continue
+			}
+			if _, held, err := s.AcquireLease(ctx, p, "s2", time.Hour); err != nil || !held {
+				t.Fatalf("take over %s: %v %v", p, held, err)
+			}
+		}
+		held, err := s.RenewLeases(ctx, "s1", terms, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := maps.Clone(terms)
+		delete(want, "p0000")
+		delete(want, "p0600")
+		for p := range want {
+			if held[p] != want[p] {
+				t.Fatalf("%s: renewed term %d, want %d", p, held[p], want[p])
+			}
+		}
+		if len(held) != len(want) {
+			t.Fatalf("renewed %d leases, want %d", len(held), len(want))
+		}
+		ls, err := s.Leases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if _, ok := want[l.Partition]; ok && time.Until(l.Expires) < 30*time.Minute {
+				t.Fatalf("%s: expires in %v after renewal for an hour", l.Partition, time.Until(l.Expires))
+			}
 		}
 	})
 }
