@@ -327,7 +327,10 @@ func (w *world) resolved(id int64, size int64, err error) {
 		t.Size = size
 		a := w.setState(t, store.StateQueued, fmt.Sprintf("size %d", size), now)
 		t.since = t.Arrival // the stat was part of the wait
-		w.persist([]*task{t}, []store.AuditEntry{a})
+		// Written with the turn's other changes (flush), before the
+		// cycle that may start it.
+		w.pw.tasks = append(w.pw.tasks, t)
+		w.pw.audit = append(w.pw.audit, a)
 		w.arrival()
 	case permanent(err):
 		t.Error = err.Error()

@@ -108,11 +108,13 @@ type world struct {
 	// The snapshot's reusable memory (see snapshot).
 	slab                     []sched.Task
 	snapWaiting, snapRunning []*sched.Task
-	parts                    map[string]int64
-	ext                      map[string]extLoad
-	seen                     map[string]time.Time
-	stale                    []string
-	skipped                  []int64
+	pw                       pendingWrites // written at the end of the turn
+
+	parts   map[string]int64
+	ext     map[string]extLoad
+	seen    map[string]time.Time
+	stale   []string
+	skipped []int64
 }
 
 // optimum is a pair's estimated streams and when the estimate was made.
@@ -142,6 +144,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			stopCoord()
 			w.shutdown()
+			w.flush()
 			<-coordDone
 			w.releaseAll()
 			return nil
@@ -160,6 +163,8 @@ func (s *Server) Run(ctx context.Context) error {
 				}
 				break
 			}
+			w.flush()
+			w.settle()
 			if w.want {
 				w.cycle(w.cycleWant)
 				w.settle()
@@ -511,6 +516,22 @@ func (w *world) setState(t *task, state, detail string, now time.Time) store.Aud
 // next progress save (the in-memory state stays authoritative until the
 // store agrees).
 func (w *world) persist(ts []*task, audit []store.AuditEntry) (written bool) {
+	ok := w.persistSome(ts, audit)
+	for _, t := range ts {
+		if !ok(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// persistSome is persist that reports, per task, whether its row was
+// written: a stale term loses one partition's tasks, not the others'.
+func (w *world) persistSome(ts []*task, audit []store.AuditEntry) (written func(*task) bool) {
+	none := func(*task) bool { return false }
+	if len(ts) == 0 {
+		return none
+	}
 	rows := make([]store.Task, len(ts))
 	for i, t := range ts {
 		rows[i] = t.Task
@@ -534,15 +555,15 @@ func (w *world) persist(ts []*task, audit []store.AuditEntry) (written bool) {
 			}
 		}
 		if len(keep) > 0 && len(keep) < len(ts) {
-			w.persist(keep, auditOf(keep, audit))
+			return w.persistSome(keep, auditOf(keep, audit))
 		}
-		return false
+		return none
 	case err != nil:
 		w.s.log.Error("writing task state", "err", err)
-		return false
+		return none
 	}
 	w.skipped = append(w.skipped, skipped...)
-	return true
+	return func(*task) bool { return true }
 }
 
 // auditOf keeps the entries of tasks ts (and job-level ones).
@@ -775,33 +796,89 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	a := w.setState(t, store.StateDone, t.Checksum, now)
 	t.Finished = now
 	w.adaptiveDone(t, now)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
-	defer cancel()
-	// Done first, checkpoint second: a crash in between leaves a stale
-	// checkpoint of a finished task, which nothing reads. If the done
-	// state could not be written (another server took the partition over
-	// meanwhile), the complete checkpoint must stay: it is what tells the
-	// next run that the file is already in place, so that it checks the
-	// checksums instead of copying it a second time.
-	if w.persist([]*task{t}, []store.AuditEntry{a}) {
-		if err := w.s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
-			w.s.log.Warn("deleting checkpoint", "task", t.ID, "err", err)
-		}
-	}
 	// A file from several replicas says nothing about one pair's
 	// throughput.
+	var obs *store.Observation
 	if t.Throughput > 0 && moved == t.Size && len(t.Replicas) == 0 {
 		o := store.Observation{Src: t.SrcEndpoint, Dst: t.DstEndpoint, CC: max(t.CC, 1), SrcLoad: t.srcLoad, DstLoad: t.dstLoad, Size: t.Size, Throughput: t.Throughput, At: now}
 		w.est.Observe(model.Obs{Time: w.s.since(now), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
 		w.linkObserve(o)
-		if err := w.s.st.AddObservation(ctx, o); err != nil {
-			w.s.log.Warn("recording observation", "err", err)
+		obs = &o
+	}
+	// The writes wait for the end of the loop's turn (flush), with the
+	// other completions of the turn: one transaction for a burst of small
+	// files rather than three statements each. The task leaves the loop
+	// now; its job counts it as active until it is written, so the job
+	// cannot be finished before its last file is.
+	w.tasks.remove(t)
+	w.pw.tasks = append(w.pw.tasks, t)
+	w.pw.audit = append(w.pw.audit, a)
+	w.pw.done = append(w.pw.done, completion{t: t, obs: obs})
+}
+
+// completion is a finished task whose writes are pending (pendingWrites).
+type completion struct {
+	t   *task
+	obs *store.Observation
+}
+
+// pendingWrites are task writes the loop makes together at the end of a
+// turn of its inbox (flush).
+type pendingWrites struct {
+	tasks []*task
+	audit []store.AuditEntry
+	done  []completion
+}
+
+// flush writes the turn's pending task states, then finishes what waited
+// for them: done first, checkpoint second, so a crash in between leaves a
+// stale checkpoint of a finished task, which nothing reads. Where the done
+// state could not be written (another server took the partition over
+// meanwhile) the complete checkpoint stays: it tells the next run that the
+// file is already in place, so that it checks the checksums instead of
+// copying the file a second time.
+func (w *world) flush() {
+	if len(w.pw.tasks) == 0 {
+		return
+	}
+	pw := w.pw
+	w.pw = pendingWrites{}
+	// A task changed twice in the turn is written once, as it is now.
+	seen := make(map[*task]bool, len(pw.tasks))
+	ts := pw.tasks[:0]
+	for _, t := range pw.tasks {
+		if !seen[t] {
+			seen[t] = true
+			ts = append(ts, t)
 		}
 	}
-	w.s.met.finished(t)
-	t.job.FilesDone++
-	t.job.completed += t.Size
-	w.drop(t)
+	written := w.persistSome(ts, pw.audit)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	var keys []string
+	var obs []store.Observation
+	for _, c := range pw.done {
+		if written(c.t) {
+			keys = append(keys, journalKey(c.t.ID))
+		}
+		if c.obs != nil {
+			obs = append(obs, *c.obs)
+		}
+	}
+	if err := w.s.st.DeleteCheckpoints(ctx, keys); err != nil {
+		w.s.log.Warn("deleting checkpoints of finished tasks", "tasks", len(keys), "err", err)
+	}
+	if err := w.s.st.AddObservations(ctx, obs); err != nil {
+		w.s.log.Warn("recording observations", "err", err)
+	}
+	for _, c := range pw.done {
+		t := c.t
+		w.s.met.finished(t)
+		t.job.FilesDone++
+		t.job.completed += t.Size
+		t.job.active--
+		w.maybeFinishJob(t.job)
+	}
 }
 
 // drop removes a terminal task from the loop.

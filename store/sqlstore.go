@@ -341,7 +341,52 @@ func (s *sqlStore) DeleteCheckpoint(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeleteCheckpoints removes the checkpoints of keys, a few hundred per
+// statement (the loop deletes those of a turn's completions together).
+func (s *sqlStore) DeleteCheckpoints(ctx context.Context, keys []string) error {
+	numbered := s.dialect == dialectPostgres
+	for lo := 0; lo < len(keys); lo += 500 {
+		chunk := keys[lo:min(lo+500, len(keys))]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		if _, err := s.w.ExecContext(ctx, `DELETE FROM checkpoints WHERE key IN `+inList(1, len(chunk), numbered), args...); err != nil {
+			return fmt.Errorf("store: delete %d checkpoints: %w", len(chunk), err)
+		}
+	}
+	return nil
+}
+
 // --- observations ---
+
+// AddObservations appends obs in one transaction.
+func (s *sqlStore) AddObservations(ctx context.Context, obs []Observation) error {
+	if len(obs) == 0 {
+		return nil
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (src, dst, cc, src_load, dst_load, size, throughput, at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, o := range obs {
+			if o.At.IsZero() {
+				o.At = time.Now()
+			}
+			if _, err := st.ExecContext(ctx, o.Src, o.Dst, o.CC, o.SrcLoad, o.DstLoad, o.Size, o.Throughput, toNanos(o.At)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: add %d observations: %w", len(obs), err)
+	}
+	return nil
+}
 
 func (s *sqlStore) AddObservation(ctx context.Context, o Observation) error {
 	if o.At.IsZero() {

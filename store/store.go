@@ -313,6 +313,11 @@ type Store interface {
 
 	// AddObservation appends one observation.
 	AddObservation(ctx context.Context, o Observation) error
+	// AddObservations appends several in one transaction, in order.
+	AddObservations(ctx context.Context, obs []Observation) error
+	// DeleteCheckpoints removes several checkpoints (absent ones are no
+	// error) in one statement.
+	DeleteCheckpoints(ctx context.Context, keys []string) error
 	// Observations returns the newest limit observations, oldest first.
 	Observations(ctx context.Context, limit int) ([]Observation, error)
 

@@ -904,6 +904,33 @@ func TestCheckpoints(t *testing.T) {
 		if got, err := s.Checkpoint(ctx, "other"); err != nil || string(got) != "x" {
 			t.Fatalf("other checkpoint = %q, %v", got, err)
 		}
+		// Several at once, more than one statement's worth, some absent.
+		var keys []string
+		for i := range 1200 {
+			k := fmt.Sprint("batch/", i)
+			if i%3 != 0 {
+				if err := s.PutCheckpoint(ctx, k, []byte("y")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keys = append(keys, k)
+		}
+		if err := s.PutCheckpoint(ctx, "kept", []byte("z")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteCheckpoints(ctx, keys); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"batch/1", "batch/599", "batch/1199"} {
+			if _, err := s.Checkpoint(ctx, k); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Checkpoint(%s) after DeleteCheckpoints: %v, want ErrNotFound", k, err)
+			}
+		}
+		for _, k := range []string{"other", "kept"} {
+			if _, err := s.Checkpoint(ctx, k); err != nil {
+				t.Fatalf("Checkpoint(%s), not among the deleted: %v", k, err)
+			}
+		}
 	})
 }
 
@@ -917,10 +944,14 @@ func TestObservations(t *testing.T) {
 			o := Observation{Src: "a", Dst: fmt.Sprint("b", i), CC: i + 1, SrcLoad: i, DstLoad: 2 * i,
 				Size: int64(i) << 30, Throughput: float64(i) * 1e8,
 				At: ts(int64(10-i), 0)} // At decreasing: order is by insertion
-			if err := s.AddObservation(ctx, o); err != nil {
-				t.Fatal(err)
-			}
 			all = append(all, o)
+		}
+		// One alone, the rest in a batch: the order is insertion's.
+		if err := s.AddObservation(ctx, all[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddObservations(ctx, all[1:]); err != nil {
+			t.Fatal(err)
 		}
 		for _, tc := range []struct {
 			limit int
