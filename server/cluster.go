@@ -376,6 +376,9 @@ func (w *world) claimed(ts []store.Task) {
 			audit = append(audit, a)
 		}
 		w.tasks.add(t)
+		if t.State == store.StateResolving {
+			w.needResolve(t)
+		}
 		j.active++
 		j.completed -= t.Done // Job's BytesDone counts active tasks' partial bytes
 	}

@@ -263,11 +263,18 @@ func backendPermanent(err error) bool {
 // time, and queues them.
 func (w *world) resolve() {
 	const parallel = 16
-	for t := range w.tasks.all() {
-		if w.resolving >= parallel {
-			return
+	// One pass over the queue at most: tasks whose source is down go to
+	// the back and wait for a later call.
+	for n := len(w.toResolve); n > 0 && w.resolving < parallel; n-- {
+		t := w.toResolve[0]
+		w.toResolve[0] = nil
+		w.toResolve = w.toResolve[1:]
+		t.resolveQueued = false
+		if w.tasks.get(t.ID) != t || t.State != store.StateResolving || t.pending {
+			continue
 		}
-		if t.State != store.StateResolving || t.pending || !w.up(t.SrcEndpoint) {
+		if !w.up(t.SrcEndpoint) {
+			w.needResolve(t)
 			continue
 		}
 		t.pending = true
@@ -278,6 +285,16 @@ func (w *world) resolve() {
 			size, err := w.s.statSource(w.ctx, p)
 			w.s.post(func(w *world) { w.resolved(id, size, err) })
 		}()
+	}
+}
+
+// needResolve queues t for a stat of its source. The queue spares
+// resolve a walk over every task for each stat that comes back (a job
+// of a million files without sizes made that quadratic).
+func (w *world) needResolve(t *task) {
+	if !t.resolveQueued {
+		t.resolveQueued = true
+		w.toResolve = append(w.toResolve, t)
 	}
 }
 
@@ -341,5 +358,6 @@ func (w *world) resolved(id int64, size int64, err error) {
 		w.drop(t)
 	default:
 		w.s.log.Warn("stat of source failed; will retry", "task", id, "err", err)
+		w.needResolve(t)
 	}
 }

@@ -51,6 +51,7 @@ type task struct {
 	srcEp, dstEp *endpoint
 
 	listed, removed bool // taskTable's bookkeeping
+	resolveQueued   bool // in world.toResolve
 }
 
 // jobState is what the loop keeps of an active job.
@@ -109,6 +110,7 @@ type world struct {
 	slab                     []sched.Task
 	snapWaiting, snapRunning []*sched.Task
 	pw                       pendingWrites // written at the end of the turn
+	toResolve                []*task       // tasks whose source needs a stat, in order
 
 	parts   map[string]int64
 	ext     map[string]extLoad
