@@ -88,8 +88,20 @@ func keyOf(t *task) voKey { return voKey{t.SrcEndpoint, t.DstEndpoint, t.job.VO}
 // usage sums, in one pass over the tasks, the concurrency of running
 // tasks per voKey and the running files of adaptive jobs per adaptKey.
 func (w *world) usage() (map[voKey]int, map[adaptKey]int) {
-	used, inFlight := map[voKey]int{}, map[adaptKey]int{}
+	var running []*task
 	for t := range w.tasks.all() {
+		if t.State == store.StateRunning {
+			running = append(running, t)
+		}
+	}
+	return usageOf(running)
+}
+
+// usageOf is usage over the running tasks given (the cycle has them from
+// its snapshot: no second walk over a million queued tasks).
+func usageOf(running []*task) (map[voKey]int, map[adaptKey]int) {
+	used, inFlight := map[voKey]int{}, map[adaptKey]int{}
+	for _, t := range running {
 		if t.State != store.StateRunning {
 			continue
 		}

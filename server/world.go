@@ -111,6 +111,7 @@ type world struct {
 	snapWaiting, snapRunning []*sched.Task
 	pw                       pendingWrites // written at the end of the turn
 	toResolve                []*task       // tasks whose source needs a stat, in order
+	runTasks                 []*task       // the running tasks at the last snapshot
 
 	parts   map[string]int64
 	ext     map[string]extLoad
@@ -296,6 +297,8 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	}
 	slab := w.slab[:0]
 	waiting, running := w.snapWaiting[:0], w.snapRunning[:0]
+	clear(w.runTasks)
+	w.runTasks = w.runTasks[:0]
 	next := func() *sched.Task {
 		slab = slab[:len(slab)+1]
 		return &slab[len(slab)-1]
@@ -309,6 +312,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			st := next()
 			w.fillSchedTask(st, t, now)
 			running = append(running, st)
+			w.runTasks = append(w.runTasks, t)
 			t.eachUse(func(name string, streams int, share float64) {
 				if e := snap.Endpoints[name]; e != nil {
 					e.Observed += t.rate * share
@@ -416,7 +420,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
 	var starts []*task
 	var audit []store.AuditEntry
-	used, inFlight := w.usage()
+	used, inFlight := usageOf(w.runTasks)
 	for _, d := range ds {
 		t := w.tasks.get(int64(d.Task))
 		if t == nil {
