@@ -413,6 +413,8 @@ func (w *world) release(p string) bool {
 	if _, ok := w.parts[p]; !ok {
 		return true
 	}
+	// Completions of this turn are written while the lease is still ours.
+	w.flush()
 	for t := range w.tasks.all() {
 		if t.SrcEndpoint == p && (t.State == store.StateRunning || t.pending) {
 			return false
