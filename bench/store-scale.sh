@@ -14,8 +14,10 @@
 # and, with the defaults, 10-15 minutes on a 2-core machine (over an hour
 # with the first ClaimTasks query). The program runs under nice (the
 # PostgreSQL backends do not); the machines are noisy, so compare medians.
-# -snapshot-only times the in-memory snapshot build alone, without a
-# database; -load-only -keep leaves a loaded database for EXPLAIN work.
+# At the end it runs server.BenchmarkSnapshot, the live loop's snapshot
+# build at the same scale. -snapshot-only times the in-memory snapshot
+# build alone, without a database; -load-only -keep leaves a loaded
+# database for EXPLAIN work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 url=postgres:///sluice_test?host=/var/run/postgresql
@@ -29,3 +31,8 @@ go build -o "$bin/storescale" ./bench/storescale
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+dirty'): storescale $* $url"
 echo "# $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 nice -n 10 "$bin/storescale" "$@" "$url"
+# The live loop's own snapshot build at the same scale (server/world.go,
+# BenchmarkSnapshot: 1 M queued, 10 k running, 1 k endpoints, no database).
+echo
+echo "# server.BenchmarkSnapshot (the live code), 5 runs of 10 builds:"
+nice -n 10 go test -run '^$' -bench '^BenchmarkSnapshot$' -benchtime 10x -count 5 ./server/ | grep -E '^Benchmark'
