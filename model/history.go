@@ -39,8 +39,39 @@ type sig struct {
 	cc, src, dst, size int
 }
 
+// Cells are stored in rows: one row per (source load, destination load,
+// size class), indexed by concurrency. A scheduler asks about one pair
+// at concurrency 1, 2, 3, ... in a row (FindThrCC), so one row lookup,
+// by a packed integer key, serves several predictions from adjacent
+// memory; a prediction was a quarter of a SEAL cycle when every
+// signature was a separate map entry reached by a pointer. Signatures
+// outside the rows' range (never met in practice) go to a plain map.
+const (
+	rowMaxCC   = 256     // concurrency 1..rowMaxCC lives in rows
+	rowMaxLoad = 1 << 28 // load buckets below this pack into a row key
+	rowMaxSize = 1 << 4  // size classes below this pack into a row key
+)
+
+type row struct {
+	cells []cell // cells[cc-1]; a zero cell stands for no cell
+}
+
+// rowKey packs s without its concurrency; ok is false if s is outside
+// the rows' range.
+func rowKey(s sig) (key uint64, ok bool) {
+	if s.cc < 1 || s.cc > rowMaxCC || s.src < 0 || s.src >= rowMaxLoad || s.dst < 0 || s.dst >= rowMaxLoad || s.size < 0 || s.size >= rowMaxSize {
+		return 0, false
+	}
+	return uint64(s.src)<<32 | uint64(s.dst)<<4 | uint64(s.size), true
+}
+
+// unpackRowKey is rowKey's inverse, with concurrency cc.
+func unpackRowKey(key uint64, cc int) sig {
+	return sig{cc: cc, src: int(key >> 32), dst: int(key>>4) & (rowMaxLoad - 1), size: int(key & (rowMaxSize - 1))}
+}
+
 // cell is what the history knows at one signature: the observations'
-// count and sum, and the prior (the fallback's answer), kept in one map so
+// count and sum, and the prior (the fallback's answer), kept together so
 // that a prediction costs one lookup.
 type cell struct {
 	n, sum   float64
@@ -57,11 +88,16 @@ type pairHist struct {
 	// errEWMA is the recent relative error of predictions on the pair.
 	errEWMA float64
 	errSeen bool
-	cells   map[sig]*cell
-	recent  []recentObs // oldest first
-	corr    float64
-	corrAt  float64 // the time corr was computed for
-	dirty   bool    // observations added since
+	rows    map[uint64]*row
+	far     map[sig]*cell // signatures rowKey cannot pack
+	// The row asked about last: predictions for one signature at rising
+	// concurrency come in a row.
+	lastRow    *row
+	lastRowKey uint64
+	recent     []recentObs // oldest first
+	corr       float64
+	corrAt     float64 // the time corr was computed for
+	dirty      bool    // observations added since
 }
 
 // History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
@@ -195,25 +231,26 @@ func (h *History) Observe(o Obs) {
 // fallback (a calibration prior); without one, the nearest signature with
 // data on the pair (same size class, closest concurrency and loads).
 func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad int, size int64) float64 {
-	c := p.cells[s]
+	c := p.find(s)
 	if c != nil && c.n > 0 {
 		return c.sum / c.n
 	}
 	if h.Fallback != nil {
-		if c == nil {
+		if c == nil || !c.hasPrior {
+			// Ask first: a cell pointer does not outlive a call that
+			// may add cells.
+			prior := h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
 			c = p.cell(s)
-		}
-		if !c.hasPrior {
-			c.prior, c.hasPrior = h.Fallback(src, dst, cc, srcLoad, dstLoad, size), true
+			c.prior, c.hasPrior = prior, true
 		}
 		if c.prior > 0 {
 			return c.prior
 		}
 	}
 	best, bestD := 0.0, math.Inf(1)
-	for k, c := range p.cells {
+	near := func(k sig, c *cell) {
 		if k.size != s.size || c.n == 0 {
-			continue
+			return
 		}
 		d := math.Abs(math.Log(float64(k.cc)/float64(s.cc)))*4 +
 			math.Abs(math.Log1p(float64(k.src))-math.Log1p(float64(s.src))) +
@@ -224,20 +261,72 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 			best, bestD = v, d
 		}
 	}
+	for key, r := range p.rows {
+		for i := range r.cells {
+			near(unpackRowKey(key, i+1), &r.cells[i])
+		}
+	}
+	for k, c := range p.far {
+		near(k, c)
+	}
 	return best
 }
 
-// cell returns the pair's cell at s, making it if needed.
-func (p *pairHist) cell(s sig) *cell {
-	c := p.cells[s]
-	if c == nil {
-		if p.cells == nil {
-			p.cells = map[sig]*cell{}
-		}
-		c = &cell{}
-		p.cells[s] = c
+// row returns the pair's row for key, making it if create is set (else
+// nil if there is none).
+func (p *pairHist) row(key uint64, create bool) *row {
+	if p.lastRow != nil && p.lastRowKey == key {
+		return p.lastRow
 	}
-	return c
+	r := p.rows[key]
+	if r == nil {
+		if !create {
+			return nil
+		}
+		if p.rows == nil {
+			p.rows = map[uint64]*row{}
+		}
+		r = &row{}
+		p.rows[key] = r
+	}
+	p.lastRow, p.lastRowKey = r, key
+	return r
+}
+
+// find returns the pair's cell at s, or nil if there is none. The
+// pointer is valid until the next call to cell.
+func (p *pairHist) find(s sig) *cell {
+	key, ok := rowKey(s)
+	if !ok {
+		return p.far[s]
+	}
+	r := p.row(key, false)
+	if r == nil || s.cc > len(r.cells) {
+		return nil
+	}
+	return &r.cells[s.cc-1]
+}
+
+// cell returns the pair's cell at s, making it if needed. The pointer is
+// valid until the next call to cell.
+func (p *pairHist) cell(s sig) *cell {
+	key, ok := rowKey(s)
+	if !ok {
+		c := p.far[s]
+		if c == nil {
+			if p.far == nil {
+				p.far = map[sig]*cell{}
+			}
+			c = &cell{}
+			p.far[s] = c
+		}
+		return c
+	}
+	r := p.row(key, true)
+	if s.cc > len(r.cells) {
+		r.cells = append(r.cells, make([]cell, s.cc-len(r.cells))...)
+	}
+	return &r.cells[s.cc-1]
 }
 
 // correction is the mean ratio of recent observed throughput to the

@@ -195,6 +195,42 @@ func TestHistoryObserveFeedsHistory(t *testing.T) {
 	}
 }
 
+// TestHistoryWideSignatures: signatures of any concurrency and load are
+// kept apart and found again, whether they fit the packed rows the
+// history keeps most cells in or not (cc above 256, loads beyond 2^28),
+// and the nearest-signature search sees both kinds.
+func TestHistoryWideSignatures(t *testing.T) {
+	h := model.NewHistory()
+	sigs := []struct {
+		cc, sl, dl int
+		thr        float64
+	}{
+		{1, 0, 0, 10}, {9, 0, 0, 90}, {16, 3, 5, 160}, {256, 0, 0, 2560}, {257, 0, 0, 2570},
+		{1000, 7, 7, 10000}, {2, 1 << 29, 0, 20}, {2, 0, 1 << 40, 30}, {3, 64, 64, 33},
+	}
+	for _, s := range sigs {
+		h.AddHistory(obs(s.cc, s.sl, s.dl, big, s.thr))
+		h.AddHistory(obs(s.cc, s.sl, s.dl, 5e8, s.thr/10)) // another size class
+	}
+	for _, s := range sigs {
+		if got := h.Throughput("S", "D", s.cc, s.sl, s.dl, big); got != s.thr {
+			t.Errorf("cc %d, loads %d/%d: %g, want %g", s.cc, s.sl, s.dl, got, s.thr)
+		}
+		if got := h.Throughput("S", "D", s.cc, s.sl, s.dl, 5e8); got != s.thr/10 {
+			t.Errorf("cc %d, loads %d/%d, class 3: %g, want %g", s.cc, s.sl, s.dl, got, s.thr/10)
+		}
+	}
+	// No fallback: the nearest signature answers. cc 900 at no load is
+	// nearest to cc 1000 at loads 7/7 (a packed row cannot hold either).
+	if got := h.Throughput("S", "D", 900, 0, 0, big); got != 10000 {
+		t.Errorf("nearest to cc 900: %g, want 10000", got)
+	}
+	// cc 8 at no load is nearest to cc 9 at no load (a row's cell).
+	if got := h.Throughput("S", "D", 8, 0, 0, big); got != 90 {
+		t.Errorf("nearest to cc 8: %g, want 90", got)
+	}
+}
+
 func TestHistoryIdeal(t *testing.T) {
 	h := model.NewHistory()
 	for cc, thr := range map[int]float64{1: 100, 2: 180, 3: 250, 4: 240} {

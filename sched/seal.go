@@ -89,8 +89,11 @@ type link struct {
 type epState struct {
 	name string
 	ep   *Endpoint // nil if the snapshot does not describe it
-	cc   int       // known load: concurrency the scheduler runs there
-	obs  float64   // observed throughput, adjusted by this cycle's decisions
+	// maxCC is ep.MaxCC (0 without ep: no limit), copied so that the
+	// room test every waiting task makes reads no Endpoint.
+	maxCC int
+	cc    int     // known load: concurrency the scheduler runs there
+	obs   float64 // observed throughput, adjusted by this cycle's decisions
 	// ver changes whenever a decision touches the endpoint; the caches
 	// below are valid for the version they were computed at.
 	ver     int
@@ -123,6 +126,11 @@ type loadMemo struct {
 	thrCC
 }
 
+type memoNode struct {
+	loadMemo
+	next int32
+}
+
 type chooseKey struct {
 	memoKey
 	verSrc, verDst int
@@ -152,9 +160,19 @@ type cycle struct {
 	running []*entry
 	byXF    []*entry // running entries, ascending xfactor (lazily, for the total limit)
 	waiting []*entry
-	memo    map[pairKey][]loadMemo
-	chosen  map[chooseKey]thrCC
-	candSat map[candKey]bool
+	// memo is findThrCC's: for each pair and size key, the head of a
+	// list (index+1 into memoNodes; 0 ends it) of the load levels asked
+	// about. The lists live in one array kept from cycle to cycle, so a
+	// cycle over a hundred thousand pairs allocates no list per pair.
+	memo      map[pairKey]int32
+	memoNodes []memoNode
+	chosen    map[chooseKey]thrCC
+	candSat   map[candKey]bool
+	admit     []admitMemo // see admission
+	// gen numbers the cycles this working memory has served; an
+	// admission memo entry is valid only in the cycle of its gen, which
+	// spares clearing the memo for each of a day's million small cycles.
+	gen     uint64
 	sizeKey func(int64) int64
 	out     []Decision
 	// Buffers kept from one cycle to the next.
@@ -178,14 +196,16 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
+		c = &cycle{idx: map[string]int32{}, memo: map[pairKey]int32{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
 	c.recent = [2]recentEP{}
 	clear(c.memo)
+	c.memoNodes = c.memoNodes[:0]
 	clear(c.chosen)
 	clear(c.candSat)
+	c.gen++
 	c.eps = c.eps[:0]
 	c.running = c.running[:0]
 	c.sizeKey = func(n int64) int64 { return n }
@@ -222,32 +242,33 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	// W is kept as values in one array and sorted in place: a cycle over
 	// a hundred thousand waiting tasks is dominated by memory access.
-	w := c.wbuf[:0]
+	// The buffers are sized up front: a first cycle (an empty pool) would
+	// otherwise copy each of them through a dozen doublings.
+	n := len(snap.Waiting)
+	w := slices.Grow(c.wbuf[:0], n)
+	keys := slices.Grow(c.keys[:0], n)
+	var wm waitMemo
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
 		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)})
 		e := &w[len(w)-1]
-		e.xf = c.xfactor(e, nil)
+		e.xf = c.waitingXF(e, &wm)
+		keys = append(keys, wkey{descKey(e.xf), e.id, int32(len(w) - 1)})
 	}
 	// W: descending xfactor, ties by ID for determinism.
-	c.wbuf = w
-	keys := c.keys[:0]
-	for i := range w {
-		keys = append(keys, wkey{descKey(w[i].xf), w[i].id, int32(i)})
-	}
-	c.keys = keys
+	c.wbuf, c.keys = w, keys
 	c.keyTmp = sortKeys(keys, c.keyTmp)
 	// Lay the entries out in queue order, so the scheduling loop walks
 	// memory in sequence; the copy's scattered reads are independent and
 	// overlap, the loop's would each wait for memory.
-	sorted := c.wsorted[:0]
+	sorted := slices.Grow(c.wsorted[:0], len(w))
 	for _, k := range keys {
 		sorted = append(sorted, w[k.i])
 	}
 	c.wsorted = sorted
-	c.waiting = c.waiting[:0]
+	c.waiting = slices.Grow(c.waiting[:0], len(sorted))
 	for i := range sorted {
 		c.waiting = append(c.waiting, &sorted[i])
 	}
@@ -267,6 +288,11 @@ func descKey(xf float64) uint64 {
 // on k and a comparison sort within runs of equal k. A comparison sort of
 // a hundred thousand waiting tasks was a quarter of a cycle; this is a few
 // linear passes. tmp is scratch space, returned for reuse.
+//
+// Digits are 11 bits: the six histograms are made in one read of the
+// keys and fit in 48 KB of stack (16-bit digits needed 512 KB per pass,
+// which went to the heap, and a 64 Ki-entry prefix sum per pass, more
+// work than the keys themselves).
 func sortKeys(keys, tmp []wkey) []wkey {
 	if len(keys) < 256 {
 		slices.SortFunc(keys, cmpKey)
@@ -276,23 +302,32 @@ func sortKeys(keys, tmp []wkey) []wkey {
 		tmp = make([]wkey, len(keys))
 	}
 	tmp = tmp[:len(keys)]
-	src, dst := keys, tmp
-	for shift := uint(0); shift < 64; shift += 16 {
-		var count [1 << 16]int
-		for _, k := range src {
-			count[(k.k>>shift)&0xffff]++
+	const (
+		bits   = 11
+		digits = (64 + bits - 1) / bits
+		mask   = 1<<bits - 1
+	)
+	var count [digits][1 << bits]uint32
+	for _, k := range keys {
+		for d := range digits {
+			count[d][(k.k>>(d*bits))&mask]++
 		}
-		if count[(src[0].k>>shift)&0xffff] == len(src) {
+	}
+	src, dst := keys, tmp
+	for d := range digits {
+		shift := uint(d * bits)
+		c := &count[d]
+		if c[(src[0].k>>shift)&mask] == uint32(len(src)) {
 			continue // every key has the same digit here
 		}
-		pos := 0
-		for d := range count {
-			count[d], pos = pos, pos+count[d]
+		pos := uint32(0)
+		for i := range c {
+			c[i], pos = pos, pos+c[i]
 		}
 		for _, k := range src {
-			d := (k.k >> shift) & 0xffff
-			dst[count[d]] = k
-			count[d]++
+			i := (k.k >> shift) & mask
+			dst[c[i]] = k
+			c[i]++
 		}
 		src, dst = dst, src
 	}
@@ -356,7 +391,7 @@ func (c *cycle) addEndpoint(name string) int32 {
 	ep := c.snap.Endpoints[name]
 	st := epState{name: name, ep: ep}
 	if ep != nil {
-		st.obs = ep.Observed
+		st.obs, st.maxCC = ep.Observed, ep.MaxCC
 	}
 	if len(c.eps) < cap(c.eps) {
 		// Keep the slices an earlier cycle grew here.
@@ -411,8 +446,8 @@ func (c *cycle) room(src, dst int32) int {
 		r = c.snap.TotalMaxCC - c.total
 	}
 	for _, e := range [2]int32{src, dst} {
-		if ep := c.eps[e].ep; ep != nil && ep.MaxCC > 0 {
-			r = min(r, ep.MaxCC-c.eps[e].cc)
+		if st := &c.eps[e]; st.maxCC > 0 {
+			r = min(r, st.maxCC-st.cc)
 		}
 	}
 	return max(r, 0)
@@ -440,9 +475,9 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	// One map lookup per pair and size key; the few load levels a cycle
 	// asks about for one pair are then found by a short scan.
 	pk := pairKey{e.src, e.dst, c.sizeKey(e.size)}
-	pc := c.memo[pk]
-	for _, m := range pc {
-		if m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
+	head := c.memo[pk]
+	for i := head; i != 0; i = c.memoNodes[i-1].next {
+		if m := &c.memoNodes[i-1]; m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
 			return m.cc, m.thr
 		}
 	}
@@ -454,7 +489,8 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 		}
 		bestCC, best = cc, thr
 	}
-	c.memo[pk] = append(pc, loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}})
+	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
+	c.memo[pk] = int32(len(c.memoNodes))
 	return bestCC, best
 }
 
@@ -463,7 +499,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[pairKey][]loadMemo{}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[pairKey]int32{}}
 	c.sizeKey = func(n int64) int64 { return n }
 	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
@@ -516,6 +552,75 @@ func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 	if t.Running && t.Rate > 0 && len(without) == 0 && c.plusOn(noErrorGuard) && c.modelWrong(e) {
 		thr = t.Rate
 	}
+	return c.xfactorAt(e, thr, c.idealTT(e))
+}
+
+// waitMemo holds, for the waiting tasks of one pair met in a row, the
+// throughputs their xfactors need: at the pair's current loads and at
+// zero load, per size key. Before the first decision of a cycle these
+// depend on nothing else, and tasks come in jobs of many files on one
+// pair, so the queue's hundred thousand xfactors cost a few thousand
+// lookups in the cycle's memo instead of two each.
+type waitMemo struct {
+	src, dst int32
+	n        int
+	k        [8]waitMemoKey
+	v        [8]waitMemoVal
+}
+
+type waitMemoKey struct {
+	sizeKey int64
+	split   bool // at or below SplitMin, which caps FindThrCC at 1
+}
+
+type waitMemoVal struct {
+	thr, ideal float64
+	hasIdeal   bool
+}
+
+// waitingXF is xfactor(e, nil) for a waiting task before any decision of
+// the cycle, with the throughputs looked up in m first. It computes what
+// xfactor does, with the same arithmetic, so the value is the same.
+func (c *cycle) waitingXF(e *entry, m *waitMemo) float64 {
+	if e.t.Running {
+		return c.xfactor(e, nil) // not a waiting task after all
+	}
+	if m.n > 0 && (m.src != e.src || m.dst != e.dst) {
+		m.n = 0
+	}
+	m.src, m.dst = e.src, e.dst
+	k := waitMemoKey{c.sizeKey(e.size), e.size <= c.o.SplitMin}
+	j := 0
+	for j < m.n && m.k[j] != k {
+		j++
+	}
+	if j == m.n {
+		if j == len(m.k) {
+			j = len(m.k) - 1 // many size keys on one pair: reuse the last slot
+		} else {
+			m.n++
+		}
+		src, dst := c.loads(e, nil)
+		_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
+		m.k[j], m.v[j] = k, waitMemoVal{thr: thr}
+	}
+	v := &m.v[j]
+	ideal := e.t.IdealTT
+	if ideal <= 0 {
+		// As idealTT, with the zero-load throughput remembered.
+		if !v.hasIdeal {
+			_, v.ideal = c.findThrCC(e, 0, 0, c.o.MaxCC)
+			v.hasIdeal = true
+		}
+		ideal = IdealTT(e.t.Size, v.ideal, c.snap.StartupCost)
+	}
+	return c.xfactorAt(e, v.thr, ideal)
+}
+
+// xfactorAt is eq. 3 for e given its predicted throughput under load and
+// its TT_ideal.
+func (c *cycle) xfactorAt(e *entry, thr, idealTT float64) float64 {
+	t := e.t
 	ttLoad := t.Trans
 	if thr > 0 {
 		ttLoad += float64(t.Left) / thr
@@ -525,7 +630,7 @@ func (c *cycle) xfactor(e *entry, without []*entry) float64 {
 	if !t.Running {
 		ttLoad += c.snap.StartupCost
 	}
-	xf := (t.Wait + ttLoad) / c.idealTT(e)
+	xf := (t.Wait + ttLoad) / idealTT
 	if e.batch {
 		xf *= 0.00001
 	}
@@ -558,8 +663,8 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 	}
 	// Test (b). The links in use give one answer per version; a waiting
 	// task on a pair not in use here gets its own (cached per pair).
-	cand := c.candidate(i, w)
-	if cand == nil {
+	cand, ok := c.candidate(i, w)
+	if !ok {
 		if !st.probed {
 			st.probe, st.probed = c.probeSaturated(i, nil), true
 		}
@@ -569,7 +674,7 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 	if v, ok := c.candSat[k]; ok {
 		return v
 	}
-	v := c.probeSaturated(i, cand)
+	v := c.probeSaturated(i, &cand)
 	c.candSat[k] = v
 	return v
 }
@@ -579,18 +684,19 @@ type candKey struct {
 	ver          int
 }
 
-// candidate is the link w would open at endpoint i, or nil if w is nil or
-// its pair is already in use there.
-func (c *cycle) candidate(i int32, w *entry) *link {
+// candidate is the link w would open at endpoint i; false if w is nil or
+// its pair is already in use there. (A value, not a pointer: it is asked
+// for twice per waiting task and must not allocate.)
+func (c *cycle) candidate(i int32, w *entry) (link, bool) {
 	if w == nil {
-		return nil
+		return link{}, false
 	}
 	for _, l := range c.linksOf(i) {
 		if l.src == w.src && l.dst == w.dst {
-			return nil
+			return link{}, false
 		}
 	}
-	return &link{src: w.src, dst: w.dst, size: w.size}
+	return link{src: w.src, dst: w.dst, size: w.size}, true
 }
 
 // linksOf returns endpoint i's links (tasks running there grouped by
@@ -775,15 +881,15 @@ func (c *cycle) run() {
 // scheduleSEAL is Listing 1 lines 11-22 for one waiting task.
 func (c *cycle) scheduleSEAL(e *entry) {
 	small := e.size < c.o.SmallSize
-	room := c.room(e.src, e.dst)
-	satSrc, satDst := c.saturated(e.src, false, e), c.saturated(e.dst, false, e)
+	room, satSrc, satDst := c.admission(e)
 	if room > 0 && (small || (!satSrc && !satDst)) {
 		c.start(e, room)
 		return
 	}
 	// Blocked: by saturation, or by a hard concurrency limit. Look for
 	// running tasks whose xfactor is low enough to give way.
-	blockers := c.blockers(e, satSrc, satDst, room)
+	bl := c.blockers(e, satSrc, satDst, room)
+	blockers := bl.list()
 	if len(blockers) == 0 {
 		return
 	}
@@ -815,6 +921,56 @@ func (c *cycle) scheduleSEAL(e *entry) {
 	c.start(e, c.room(e.src, e.dst))
 }
 
+// admitMemo is what admission found for one pair, valid while neither
+// endpoint's version nor the total concurrency has changed.
+type admitMemo struct {
+	src, dst       int32
+	verSrc, verDst int
+	total          int
+	room           int
+	satSrc, satDst bool
+	gen            uint64 // the cycle's gen; 0 never is one
+}
+
+// admitSlots is the size of the admission memo, a direct-mapped cache of
+// pairs: collisions only cost a recomputation.
+const admitSlots = 1 << 10
+
+// admission returns the room between e's endpoints and whether each is
+// saturated for e, as scheduleSEAL tests them. In a backlog most waiting
+// tasks are blocked, and tasks of one pair come again and again at the
+// same endpoint versions; their answer is remembered per pair.
+//
+// The memo returns exactly what the calls would: room depends only on
+// the endpoints' loads and the total (a load change bumps the version),
+// and saturated's own caches answer a pair at an endpoint version the
+// same way every time, so a skipped call would have made no prediction.
+// STEAL is left out: its batch test at an endpoint resets the shared
+// probe there, so a later interactive test at the same version may
+// probe afresh.
+func (c *cycle) admission(e *entry) (room int, satSrc, satDst bool) {
+	if c.s.typeAware {
+		room = c.room(e.src, e.dst)
+		return room, c.saturated(e.src, false, e), c.saturated(e.dst, false, e)
+	}
+	if c.admit == nil {
+		c.admit = make([]admitMemo, admitSlots)
+	}
+	m := &c.admit[(uint32(e.src)*2654435761^uint32(e.dst))&(admitSlots-1)]
+	vs, vd := c.eps[e.src].ver, c.eps[e.dst].ver
+	total := 0 // the total matters only under a total limit
+	if c.snap.TotalMaxCC > 0 {
+		total = c.total
+	}
+	if m.gen == c.gen && m.src == e.src && m.dst == e.dst && m.verSrc == vs && m.verDst == vd && m.total == total {
+		return m.room, m.satSrc, m.satDst
+	}
+	room = c.room(e.src, e.dst)
+	satSrc, satDst = c.saturated(e.src, false, e), c.saturated(e.dst, false, e)
+	*m = admitMemo{e.src, e.dst, vs, vd, total, room, satSrc, satDst, c.gen}
+	return room, satSrc, satDst
+}
+
 // roomWithout is the room e would have at its endpoints if the tasks in cl
 // stopped. Preemptions are decided only when it is positive, so a victim
 // never stops for a task that does not start.
@@ -837,29 +993,41 @@ func (c *cycle) roomWithout(e *entry, cl []*entry) int {
 	return room
 }
 
+// hostList is a short list of endpoints (at most a task's two and the
+// total limit), kept by value: one is built for every blocked waiting
+// task, and a slice would cost an allocation each time.
+type hostList struct {
+	h [3]int32
+	n int
+}
+
+func (b *hostList) add(h int32) {
+	if !slices.Contains(b.h[:b.n], h) {
+		b.h[b.n] = h
+		b.n++
+	}
+}
+
+func (b *hostList) list() []int32 { return b.h[:b.n] }
+
 // blockers lists the endpoints that keep e from starting now; -1 stands
 // for the total concurrency limit.
-func (c *cycle) blockers(e *entry, satSrc, satDst bool, room int) []int32 {
-	var b []int32
-	add := func(h int32) {
-		if !slices.Contains(b, h) {
-			b = append(b, h)
-		}
-	}
+func (c *cycle) blockers(e *entry, satSrc, satDst bool, room int) hostList {
+	var b hostList
 	if satSrc {
-		add(e.src)
+		b.add(e.src)
 	}
 	if satDst {
-		add(e.dst)
+		b.add(e.dst)
 	}
 	if room == 0 {
 		for _, h := range [2]int32{e.src, e.dst} {
-			if ep := c.eps[h].ep; ep != nil && ep.MaxCC > 0 && c.eps[h].cc >= ep.MaxCC {
-				add(h)
+			if st := &c.eps[h]; st.maxCC > 0 && st.cc >= st.maxCC {
+				b.add(h)
 			}
 		}
 		if c.full() {
-			add(-1)
+			b.add(-1)
 		}
 	}
 	return b
