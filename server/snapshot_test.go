@@ -31,11 +31,11 @@ func TestTaskTable(t *testing.T) {
 				tt.add(mk(id))
 			}
 		}, []int64{1, 2, 3}},
-		{"out of order adds are walked in ID order", func(tt *taskTable) {
+		{"walked in the order added", func(tt *taskTable) {
 			for _, id := range []int64{5, 1, 9, 3} {
 				tt.add(mk(id))
 			}
-		}, []int64{1, 3, 5, 9}},
+		}, []int64{5, 1, 9, 3}},
 		{"removed tasks are not walked", func(tt *taskTable) {
 			a, b, c := mk(1), mk(2), mk(3)
 			tt.add(a)
@@ -54,7 +54,7 @@ func TestTaskTable(t *testing.T) {
 			tt.add(mk(1))
 			tt.add(mk(2))
 			tt.add(mk(1))
-		}, []int64{1, 2}},
+		}, []int64{2, 1}},
 		{"removing during a walk", func(tt *taskTable) {
 			for id := range int64(10) {
 				tt.add(mk(id + 1))
@@ -77,8 +77,8 @@ func TestTaskTable(t *testing.T) {
 			}
 			for range tt.all() { // compacts
 			}
-			tt.add(mk(5)) // out of order after compaction
-		}, []int64{5, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100}},
+			tt.add(mk(5)) // after compaction, at the end
+		}, []int64{91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,18 +112,18 @@ func testWorld(endpoints, queued, running int) *world {
 	j := &jobState{Job: store.Job{ID: 1}}
 	w.jobs[1] = j
 	now := time.Now()
-	// Tasks spread over every pair, in the order claims deliver them:
-	// batches of consecutive IDs, each batch ordered by partition (source
-	// endpoint), so the table must sort.
+	// Tasks spread over every pair, in the order a take-over's claims
+	// deliver them: partition by partition (ClaimTasks fills a batch from
+	// one partition's index range before the next), so consecutive IDs
+	// are far apart in memory.
 	n := queued + running
 	order := make([]int64, 0, n)
-	for lo := 0; lo < n; lo += 1000 {
-		batch := order[len(order):]
-		for id := lo + 1; id <= min(lo+1000, n); id++ {
-			batch = append(batch, int64(id))
+	for p := range endpoints {
+		for id := p; id <= n; id += endpoints {
+			if id > 0 {
+				order = append(order, int64(id))
+			}
 		}
-		slices.SortStableFunc(batch, func(a, b int64) int { return int(a%int64(endpoints) - b%int64(endpoints)) })
-		order = order[:len(order)+len(batch)]
 	}
 	for k, id := range order {
 		t := &task{Task: store.Task{ID: id, JobID: 1, Size: 1 << 30, State: store.StateQueued,

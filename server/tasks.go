@@ -1,31 +1,30 @@
 package server
 
-import (
-	"iter"
-	"slices"
-)
+import "iter"
 
 // taskTable holds the loop's tasks: a map for lookups by ID and a slice in
-// ID order for walks. A server that owns a large facility's partitions
-// holds a million queued tasks, and every cycle's snapshot walks them
-// all: over the slice that walk is cache-friendly and already in the
-// order the scheduler needs (decisions must not depend on map order),
-// where a map walk plus a sort cost over a second per cycle (the store
-// scale benchmark of issue 10, docs/results/scale/store.md).
+// the order they were added for walks. A server that owns a large
+// facility's partitions holds a million queued tasks, and every cycle's
+// snapshot walks them all. A map walk (plus the sort that keeps decisions
+// independent of map order) cost over a second per cycle at that size (the
+// store scale benchmark of issue 10, docs/results/scale/store.md). A walk
+// in ID order was no cure either: a take-over claims partition by
+// partition, so consecutive IDs lie far apart in memory. The order tasks
+// were added is the order they were allocated in, the one a walk reads
+// fastest; the snapshot sorts what it hands the scheduler (sched.IDSorter).
 //
 // Removal only marks a task; the slice drops marked tasks when a walk
 // starts and they are a quarter of it, so removing a task during a walk
 // (forget, complete) is safe and costs O(1).
 type taskTable struct {
-	byID   map[int64]*task
-	order  []*task // ID order when sorted; may hold removed tasks
-	sorted bool
-	dead   int // removed tasks still in order
-	walks  int // walks in progress: no compaction or sort under them
+	byID  map[int64]*task
+	order []*task // in the order added; may hold removed tasks
+	dead  int     // removed tasks still in order
+	walks int     // walks in progress: no compaction under them
 }
 
 func newTaskTable() taskTable {
-	return taskTable{byID: map[int64]*task{}, sorted: true}
+	return taskTable{byID: map[int64]*task{}}
 }
 
 // get returns the task with the ID, or nil.
@@ -47,9 +46,6 @@ func (tt *taskTable) add(t *task) {
 		tt.dead-- // removed earlier and still in order: live again
 		return
 	}
-	if n := len(tt.order); n > 0 && tt.order[n-1].ID > t.ID {
-		tt.sorted = false
-	}
 	tt.order = append(tt.order, t)
 	t.listed = true
 }
@@ -64,8 +60,8 @@ func (tt *taskTable) remove(t *task) {
 	tt.dead++
 }
 
-// all walks the tasks in ID order. Tasks added during the walk may or may
-// not be visited, as with a map; removed ones are not.
+// all walks the tasks in the order they were added. Tasks added during
+// the walk may or may not be visited, as with a map; removed ones are not.
 func (tt *taskTable) all() iter.Seq[*task] {
 	return func(yield func(*task) bool) {
 		if tt.walks == 0 {
@@ -83,33 +79,20 @@ func (tt *taskTable) all() iter.Seq[*task] {
 	}
 }
 
-// tidy drops removed tasks once they are a quarter of the slice, and
-// restores ID order after out-of-order adds (claims of several partitions
-// interleave IDs).
+// tidy drops removed tasks once they are a quarter of the slice.
 func (tt *taskTable) tidy() {
-	if tt.dead > 0 && tt.dead >= len(tt.order)/4 {
-		live := tt.order[:0]
-		for _, t := range tt.order {
-			if t.removed {
-				t.listed = false
-				continue
-			}
-			live = append(live, t)
+	if tt.dead == 0 || tt.dead < len(tt.order)/4 {
+		return
+	}
+	live := tt.order[:0]
+	for _, t := range tt.order {
+		if t.removed {
+			t.listed = false
+			continue
 		}
-		clear(tt.order[len(live):]) // let the removed tasks be collected
-		tt.order = live
-		tt.dead = 0
+		live = append(live, t)
 	}
-	if !tt.sorted {
-		slices.SortFunc(tt.order, func(a, b *task) int {
-			switch {
-			case a.ID < b.ID:
-				return -1
-			case a.ID > b.ID:
-				return 1
-			}
-			return 0
-		})
-		tt.sorted = true
-	}
+	clear(tt.order[len(live):]) // let the removed tasks be collected
+	tt.order = live
+	tt.dead = 0
 }

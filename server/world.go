@@ -1,12 +1,10 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/sluice-dtn/sluice/engine"
@@ -112,6 +110,7 @@ type world struct {
 	pw                       pendingWrites // written at the end of the turn
 	toResolve                []*task       // tasks whose source needs a stat, in order
 	runTasks                 []*task       // the running tasks at the last snapshot
+	idSort                   sched.IDSorter
 
 	parts   map[string]int64
 	ext     map[string]extLoad
@@ -290,8 +289,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	}
 	// The tasks' snapshot records are reused from cycle to cycle (one
 	// slab, no allocation per task): nothing keeps a snapshot past its
-	// cycle. The walk is in ID order, the order decisions must not
-	// depend on anything else for.
+	// cycle.
 	if n := w.tasks.len(); cap(w.slab) < n || cap(w.slab) > 4*n+1024 {
 		w.slab = make([]sched.Task, 0, n+n/4) // room to grow; shrinks after a backlog drains
 	}
@@ -331,11 +329,10 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			waiting = append(waiting, st)
 		}
 	}
-	if !w.tasks.sorted {
-		// Only if tasks came in out of order during a walk.
-		slices.SortFunc(waiting, func(a, b *sched.Task) int { return cmp.Compare(a.ID, b.ID) })
-		slices.SortFunc(running, func(a, b *sched.Task) int { return cmp.Compare(a.ID, b.ID) })
-	}
+	// Decisions must not depend on the table's order: the scheduler gets
+	// its tasks in ID order, as the simulator gives them.
+	w.idSort.Sort(waiting)
+	w.idSort.Sort(running)
 	clear(waiting[len(waiting):cap(waiting)]) // drop last cycle's pointers past the end
 	clear(running[len(running):cap(running)])
 	w.snapWaiting, w.snapRunning = waiting, running

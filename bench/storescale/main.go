@@ -553,7 +553,7 @@ type server struct {
 	id     string
 	st     store.Store
 	terms  map[string]int64
-	tasks  []*memTask // by ID
+	tasks  []*memTask // in the order claimed, as world.tasks walks
 	byID   map[int64]*memTask
 	queue  []*memTask // queued, by ID: the next starts
 	runq   []*memTask // running, oldest start first: the next completions
@@ -563,6 +563,7 @@ type server struct {
 	// the snapshot's reused memory, as in world.snapshot
 	slab             []sched.Task
 	waiting, running []*sched.Task
+	idSort           sched.IDSorter
 }
 
 func (s *server) since(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }
@@ -762,7 +763,6 @@ func (s *server) startupClaim(ctx context.Context, limit int) error {
 		}
 	}
 	el := time.Since(t0)
-	slices.SortFunc(s.tasks, func(a, b *memTask) int { return cmp.Compare(a.ID, b.ID) })
 	queued, running := 0, 0
 	for _, t := range s.tasks {
 		switch t.State {
@@ -774,6 +774,7 @@ func (s *server) startupClaim(ctx context.Context, limit int) error {
 			running++
 		}
 	}
+	slices.SortFunc(s.queue, func(a, b *memTask) int { return cmp.Compare(a.ID, b.ID) })
 	sum := summarize(per)
 	fmt.Printf("%s: %d tasks (%d queued, %d running) in %d calls, %v, %.0f rows/s; per call median %s p95 %s max %s\n",
 		s.id, len(s.tasks), queued, running, len(per), el.Round(time.Millisecond), float64(len(s.tasks))/el.Seconds(),
@@ -789,9 +790,10 @@ const (
 	checkpointEvery      = 5.0
 )
 
-// snapshot builds the scheduler's view from s.tasks (a slice in ID
-// order, as world.tasks walks) or from m (a map, walked and then sorted,
-// as the live code did before) if m is not nil.
+// snapshot builds the scheduler's view from s.tasks (a slice in claim
+// order, walked and then put in ID order with sched.IDSorter, as
+// world.snapshot does) or from m (a map, walked and then sorted by a
+// comparison sort, as the live code did before) if m is not nil.
 func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 	snap := &sched.Snapshot{
 		Trigger: sched.Tick, Now: s.since(now), Endpoints: make(map[string]*sched.Endpoint, len(s.eps)),
@@ -855,6 +857,8 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 		for _, t := range s.tasks {
 			add(t)
 		}
+		s.idSort.Sort(waiting)
+		s.idSort.Sort(running)
 	}
 	clear(waiting[len(waiting):cap(waiting)])
 	clear(running[len(running):cap(running)])
