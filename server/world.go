@@ -1013,8 +1013,24 @@ func (w *world) saveProgress(now time.Time) {
 			ts = append(ts, t)
 		}
 	}
-	if len(ts) > 0 {
-		w.persist(ts, nil)
+	if len(ts) == 0 {
+		return
+	}
+	ps := make([]store.Progress, len(ts))
+	for i, t := range ts {
+		ps[i] = store.Progress{ID: t.ID, SrcEndpoint: t.SrcEndpoint, Term: t.Term, Done: t.Done}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
+	defer cancel()
+	// Only the bytes done: a server running ten thousand transfers writes
+	// this every two seconds.
+	err := w.s.st.SaveProgress(ctx, w.s.cfg.ServerID, ps)
+	var se *store.StaleTermError
+	switch {
+	case errors.As(err, &se):
+		w.stale = append(w.stale, se.Partitions...)
+	case err != nil:
+		w.s.log.Error("saving progress", "err", err)
 	}
 }
 

@@ -312,3 +312,57 @@ func TestServersAndLoads(t *testing.T) {
 		}
 	})
 }
+
+// TestSaveProgress: progress is written only to rows still claimed under
+// the given term and not terminal, and a stale lease refuses it all.
+func TestSaveProgress(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice := mustUser(t, s, "alice")
+		tasks := makeTasks(4)
+		for i := range tasks {
+			tasks[i].SrcEndpoint = "a"
+		}
+		tasks[3].State = StateDone
+		j := mustJob(t, s, alice, tasks)
+		if _, ok, err := s.AcquireLease(ctx, "a", "s1", time.Hour); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		got, err := s.ClaimTasks(ctx, "s1", 100)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("claimed %d, %v", len(got), err)
+		}
+		stored, err := s.Tasks(ctx, j.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := []Progress{
+			{ID: got[0].ID, SrcEndpoint: "a", Term: 1, Done: 100},
+			{ID: got[1].ID, SrcEndpoint: "a", Term: 1, Done: 200},
+			{ID: stored[3].ID, SrcEndpoint: "a", Term: 1, Done: 999}, // done: left alone
+		}
+		if err := s.SaveProgress(ctx, "s1", ps); err != nil {
+			t.Fatal(err)
+		}
+		after, err := s.Tasks(ctx, j.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[int64]int64{got[0].ID: 100, got[1].ID: 200, got[2].ID: 0, stored[3].ID: stored[3].Done}
+		for _, tk := range after {
+			if tk.Done != want[tk.ID] {
+				t.Fatalf("task %d: done %d, want %d", tk.ID, tk.Done, want[tk.ID])
+			}
+		}
+		// After a take-over, the old owner's progress is refused.
+		if err := s.ReleaseLease(ctx, "a", "s1", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.AcquireLease(ctx, "a", "s2", time.Hour); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		var se *StaleTermError
+		if err := s.SaveProgress(ctx, "s1", ps[:1]); !errors.As(err, &se) || se.Partitions[0] != "a" {
+			t.Fatalf("stale progress: %v", err)
+		}
+	})
+}

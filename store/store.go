@@ -343,6 +343,7 @@ type Store interface {
 	ServerBeat(ctx context.Context, id, url string, ttl time.Duration) ([]ServerInfo, error)
 	ClaimTasks(ctx context.Context, owner string, limit int) ([]Task, error)
 	UpdateTasksFenced(ctx context.Context, owner string, tasks []Task, audit []AuditEntry) (skipped []int64, err error)
+	SaveProgress(ctx context.Context, owner string, ps []Progress) error
 	CheckClaim(ctx context.Context, owner string, taskID, term int64) error
 	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
 	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)

@@ -16,7 +16,7 @@
 //     CanceledJobs, EndpointLoads + PutEndpointLoads, the in-memory
 //     snapshot build, UpdateTasksFenced of the cycle's decisions (N queued
 //     tasks started, with audit entries, for several N), and every
-//     -progress-every cycles UpdateTasksFenced of the running tasks' Done
+//     -progress-every cycles SaveProgress of the running tasks' Done
 //     (the 2 s progress save);
 //   - outside the target, but part of a server's steady store traffic:
 //     the completions that keep the running set at its size, and
@@ -1137,14 +1137,13 @@ func (s *server) cycle(ctx context.Context, cfg config, n int, progress bool, rn
 	}
 
 	if progress {
-		rows = rows[:0]
+		ps := make([]store.Progress, 0, len(s.runq))
 		for _, t := range s.runq {
 			t.Done = min(t.Size, t.Done+int64(1+rng.IntN(1<<26)))
-			rows = append(rows, t.Task)
+			ps = append(ps, store.Progress{ID: t.ID, SrcEndpoint: t.SrcEndpoint, Term: t.Term, Done: t.Done})
 		}
 		if err := timed("progress save (per call)", func() error {
-			_, err := s.st.UpdateTasksFenced(ctx, s.id, rows, nil)
-			return err
+			return s.st.SaveProgress(ctx, s.id, ps) // as world.saveProgress
 		}); err != nil {
 			return err
 		}
