@@ -11,7 +11,25 @@ import (
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
+	root, stopProfile := newRoot(), func() {}
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		// A CPU profile of any command, for diagnosing Sluice's own cost
+		// (benchmarks; sluice serve stops on SIGINT or SIGTERM and writes
+		// it then).
+		file, _ := cmd.Flags().GetString("cpuprofile")
+		if file == "" {
+			return nil
+		}
+		stop, err := startCPUProfile(file)
+		if err != nil {
+			return err
+		}
+		stopProfile = stop
+		return nil
+	}
+	err := root.Execute()
+	stopProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
 	}
@@ -24,6 +42,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),

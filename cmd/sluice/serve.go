@@ -54,7 +54,7 @@ func defaultDataDir() string {
 }
 
 func newServeCmd() *cobra.Command {
-	var cfgFile, cpuProfile string
+	var cfgFile string
 	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: "seal", CycleSeconds: 0.5, HeartbeatTimeout: 10, LeaseTTL: server.DefaultLeaseTTL.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -83,21 +83,10 @@ docs/SCALING.md). Agents list every server in --server.`,
 					return err
 				}
 			}
-			if cpuProfile != "" {
-				stop, err := startCPUProfile(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
 			return runServe(cmd, c)
 		},
 	}
 	f := cmd.Flags()
-	// For diagnosing the service's own cost (bench scripts); written when
-	// the server stops on SIGINT or SIGTERM.
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
-	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
 	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
