@@ -52,10 +52,10 @@ func TestServiceMultiSource(t *testing.T) {
 		t.Errorf("the server did not run a multi-source transfer:\n%s", out)
 	}
 
-	// The service's status: the scheduler, its cycle, the queues by class.
+	// The service's status: the scheduler (seal+ by default), its cycle, the queues by class.
 	code, _, body := rawCall(t, "GET", "http://"+c.addr+"/v1/status", c.adminTo, "")
 	var st api.StatusOut
-	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Scheduler != "seal" || st.Period != 0.5 || st.CycleSeconds < 0 {
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.Scheduler != "seal+" || st.Period != 0.5 || st.CycleSeconds < 0 {
 		t.Errorf("GET /v1/status: %d %s (%v)", code, body, err)
 	}
 	if code, _, _ := rawCall(t, "GET", "http://"+c.addr+"/v1/status", "", ""); code != 401 {

@@ -55,7 +55,7 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: "seal", CycleSeconds: 0.5, HeartbeatTimeout: 10, LeaseTTL: server.DefaultLeaseTTL.Seconds()}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, LeaseTTL: server.DefaultLeaseTTL.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
@@ -73,7 +73,7 @@ stable --server-id): any of them answers the API and takes agents'
 heartbeats, and scheduling is shared out by source endpoint under leases that
 move to the surviving servers within --lease-ttl when one dies (see
 docs/SCALING.md). Agents list every server in --server.`,
-		Example: `  sluice serve --listen :8080 --scheduler seal
+		Example: `  sluice serve --listen :8080 --scheduler seal   # the paper's SEAL instead of seal+
   sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token
   sluice serve --db postgres://sluice@db/sluice --server-id sched1 --listen :8080   # one of several`,
 		Args: cobra.NoArgs,
