@@ -95,6 +95,7 @@ type pairHist struct {
 	lastRow    *row
 	lastRowKey uint64
 	recent     []recentObs // oldest first
+	h          *History    // the owner, which counts the rows
 	corr       float64
 	corrAt     float64 // the time corr was computed for
 	dirty      bool    // observations added since
@@ -120,11 +121,24 @@ type History struct {
 	// Fallback answers for signatures with no history at all (may be nil,
 	// then such queries predict 0).
 	Fallback func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64
+	// MaxRows bounds the memory of remembered fallback answers: past it,
+	// rows that hold no observation (only priors, cheap to ask the
+	// fallback for again) are dropped. A facility's thousands of pairs,
+	// each asked about at every load it passes through, otherwise grow
+	// the history without end (4.4 GB of a 1.5-hour facility replay). 0:
+	// no bound. NewHistory sets DefaultMaxRows.
+	MaxRows int
+	rows    int // rows (and far cells) made
+	dropAt  int // the row count at which priors are next dropped
 }
+
+// DefaultMaxRows is NewHistory's MaxRows: a quarter of a million rows,
+// about 150 MB at sixteen concurrency levels a row.
+const DefaultMaxRows = 1 << 18
 
 // NewHistory returns an empty estimator.
 func NewHistory() *History {
-	return &History{pairs: map[[2]string]*pairHist{}, RecentWindow: 1800, RecentMax: 32}
+	return &History{pairs: map[[2]string]*pairHist{}, RecentWindow: 1800, RecentMax: 32, MaxRows: DefaultMaxRows}
 }
 
 // LoadBucket maps a known load (concurrency) to its history bucket: exact up
@@ -177,7 +191,7 @@ func (h *History) pair(src, dst string) *pairHist {
 	k := [2]string{src, dst}
 	p := h.pairs[k]
 	if p == nil {
-		p = &pairHist{corr: 1} // maps made on first write: most pairs are only asked about
+		p = &pairHist{corr: 1, h: h} // maps made on first write: most pairs are only asked about
 		h.pairs[k] = p
 	}
 	h.last, h.lastSrc, h.lastDst = p, src, dst
@@ -231,6 +245,9 @@ func (h *History) Observe(o Obs) {
 // fallback (a calibration prior); without one, the nearest signature with
 // data on the pair (same size class, closest concurrency and loads).
 func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad int, size int64) float64 {
+	if h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt) {
+		h.dropPriors()
+	}
 	c := p.find(s)
 	if c != nil && c.n > 0 {
 		return c.sum / c.n
@@ -272,6 +289,48 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 	return best
 }
 
+// dropPriors removes every row (and far cell) that holds no observation,
+// only remembered fallback answers. It runs when the history passes
+// MaxRows rows, and next when the rows left have doubled, so that a
+// history whose observed rows alone pass the bound does not sweep at
+// every query. Which rows go depends only on the calls made so far: the
+// simulator stays deterministic.
+func (h *History) dropPriors() {
+	h.rows = 0
+	for _, p := range h.pairs {
+		for key, r := range p.rows {
+			if r.observed() {
+				h.rows++
+			} else {
+				delete(p.rows, key)
+			}
+		}
+		for k, c := range p.far {
+			if c.n > 0 {
+				h.rows++
+			} else {
+				delete(p.far, k)
+			}
+		}
+		p.lastRow = nil
+	}
+	h.dropAt = 2 * h.rows
+}
+
+// Rows is how many rows (signature groups) the history holds now; see
+// MaxRows.
+func (h *History) Rows() int { return h.rows }
+
+// observed reports whether any cell of r holds an observation.
+func (r *row) observed() bool {
+	for i := range r.cells {
+		if r.cells[i].n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // row returns the pair's row for key, making it if create is set (else
 // nil if there is none).
 func (p *pairHist) row(key uint64, create bool) *row {
@@ -288,6 +347,7 @@ func (p *pairHist) row(key uint64, create bool) *row {
 		}
 		r = &row{}
 		p.rows[key] = r
+		p.h.rows++
 	}
 	p.lastRow, p.lastRowKey = r, key
 	return r
@@ -319,6 +379,7 @@ func (p *pairHist) cell(s sig) *cell {
 			}
 			c = &cell{}
 			p.far[s] = c
+			p.h.rows++
 		}
 		return c
 	}

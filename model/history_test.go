@@ -231,6 +231,51 @@ func TestHistoryWideSignatures(t *testing.T) {
 	}
 }
 
+// TestHistoryMaxRows: remembered fallback answers are dropped past
+// MaxRows (and asked for again), observations never are.
+func TestHistoryMaxRows(t *testing.T) {
+	h := model.NewHistory()
+	h.MaxRows = 100
+	h.Fallback = func(src, dst string, cc, sl, dl int, size int64) float64 {
+		return float64(cc*1000 + sl + dl)
+	}
+	observed := []struct{ cc, sl, dl int }{{1, 0, 0}, {4, 2, 3}, {8, 40, 1}}
+	for _, o := range observed {
+		h.AddHistory(obs(o.cc, o.sl, o.dl, big, 7))
+	}
+	most := 0
+	for i := range 20_000 {
+		src := []string{"S", "A", "B"}[i%3]
+		cc, sl, dl := 1+i%16, i%97, (i/16)%89
+		got := h.Throughput(src, "D", cc, sl, dl, big)
+		if src == "S" && cc == 1 && sl == 0 && dl == 0 && got != 7 {
+			t.Fatalf("query %d: observed signature answered %g, want 7", i, got)
+		}
+		if got <= 0 {
+			t.Fatalf("query %d: %g", i, got)
+		}
+		most = max(most, h.Rows())
+	}
+	if most > 101 {
+		t.Fatalf("history grew to %d rows, bound 100", most)
+	}
+	for _, o := range observed {
+		if got := h.Throughput("S", "D", o.cc, o.sl, o.dl, big); got != 7 {
+			t.Errorf("observed cc %d loads %d/%d: %g after drops, want 7", o.cc, o.sl, o.dl, got)
+		}
+	}
+	// Without a bound the same queries keep every row.
+	u := model.NewHistory()
+	u.MaxRows = 0
+	u.Fallback = h.Fallback
+	for i := range 20_000 {
+		u.Throughput([]string{"S", "A", "B"}[i%3], "D", 1+i%16, i%97, (i/16)%89, big)
+	}
+	if u.Rows() <= 1000 {
+		t.Fatalf("unbounded history holds %d rows: the test does not exercise the bound", u.Rows())
+	}
+}
+
 func TestHistoryIdeal(t *testing.T) {
 	h := model.NewHistory()
 	for cc, thr := range map[int]float64{1: 100, 2: 180, 3: 250, 4: 240} {
