@@ -557,10 +557,11 @@ func (w *world) persistSome(ts []*task, audit []store.AuditEntry) (written func(
 				keep = append(keep, t)
 			}
 		}
-		if len(keep) > 0 && len(keep) < len(ts) {
-			return w.persistSome(keep, auditOf(keep, audit))
+		if len(keep) == 0 || len(keep) == len(ts) {
+			return none
 		}
-		return none
+		rest := w.persistSome(keep, auditOf(keep, audit))
+		return func(t *task) bool { return !lost[t.SrcEndpoint] && rest(t) }
 	case err != nil:
 		w.s.log.Error("writing task state", "err", err)
 		return none
