@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluice-dtn/sluice/engine"
@@ -21,7 +22,14 @@ const (
 	stopShutdown  = "server shutdown"
 	// stopLost: another server took the task's partition over.
 	stopLost = "partition taken over"
+	// stopNotRecorded: the store did not take the start; the task waits
+	// again.
+	stopNotRecorded = "start not recorded"
 )
+
+// errNotRecorded ends a run that never began because its start was not
+// written (see cycle).
+var errNotRecorded = errors.New("server: the start was not recorded")
 
 // task is the loop's view of one active task.
 type task struct {
@@ -478,9 +486,23 @@ func (w *world) cycle(trig sched.Trigger) {
 		return
 	}
 	// One write for the cycle's starts, then the runs begin: the store
-	// says running before any byte moves.
-	w.persist(starts, audit)
+	// says running before any byte moves. A start the store refused
+	// never runs: its partition was taken over while this server did not
+	// know (a paused process; it is forgotten, and the new owner runs
+	// it), or the write failed (it waits for a later cycle). A run begun
+	// anyway would write a temporary file next to a destination another
+	// server may already have put in place.
+	written := w.persistSome(starts, audit)
 	for _, t := range starts {
+		if !written(t) && t.State == store.StateRunning && t.cancel == nil {
+			t.stop = stopNotRecorded
+			if slices.Contains(w.stale, t.SrcEndpoint) {
+				t.stop = stopLost
+			}
+			w.inflight++ // finished counts the run that never began
+			w.finished(t.ID, t.run, engine.Result{}, errNotRecorded)
+			continue
+		}
 		if t.State == store.StateRunning && t.cancel == nil {
 			ctx, cancel := context.WithCancel(w.ctx)
 			t.cancel = cancel
