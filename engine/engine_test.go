@@ -345,3 +345,46 @@ func (r *replacedAfterRename) Rename(ctx context.Context, from, to string) error
 	}
 	return err
 }
+
+// TestBeginRefused: a Begin hook that refuses stops the transfer before it
+// touches the destination: an existing temporary file (another run's) and
+// journal stay as they were, and nothing is put in place.
+func TestBeginRefused(t *testing.T) {
+	e := newEnv(t)
+	data := e.put(t, "f", 200<<10, 3)
+	s := e.spec("f", int64(len(data)))
+	if err := os.MkdirAll(e.local("out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := e.local(TempName(s.DstPath))
+	if err := os.WriteFile(tmp, []byte("another run's bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.Journal, []byte("another run's journal"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errLost := errors.New("lost the claim")
+	began := 0
+	s.Begin = func(context.Context) error { began++; return errLost }
+	if _, err := Run(context.Background(), s); !errors.Is(err, errLost) {
+		t.Fatalf("Run = %v, want the Begin error", err)
+	}
+	if began != 1 {
+		t.Fatalf("Begin called %d times, want 1", began)
+	}
+	if b, err := os.ReadFile(tmp); err != nil || string(b) != "another run's bytes" {
+		t.Fatalf("temporary file after a refused Begin: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(s.Journal); err != nil || string(b) != "another run's journal" {
+		t.Fatalf("journal after a refused Begin: %q, %v", b, err)
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Fatal("the destination was created")
+	}
+	// Allowed, the same transfer completes.
+	s.Begin = func(context.Context) error { return nil }
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+}

@@ -128,6 +128,13 @@ type Spec struct {
 	// file (see server: a scheduler that lost its partition to another
 	// server must not put the file in place too).
 	Commit func(ctx context.Context) error
+
+	// Begin, if set, is called once the source is known and before the
+	// transfer touches the destination or its journal; an error stops it
+	// there. A service uses it as Commit: a scheduler paused past its
+	// lease must not, on waking, remove or recreate a temporary file the
+	// new owner is writing, or has already renamed into place.
+	Begin func(ctx context.Context) error
 }
 
 // RetryPolicy is exponential backoff with deterministic jitter.

@@ -428,6 +428,11 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 	t.size, t.srcMtime = fi.Size, fi.ModTime
 	t.mu.Unlock()
 
+	if s.Begin != nil {
+		if err := s.Begin(ctx); err != nil {
+			return fmt.Errorf("engine: not starting %s: %w", s.DstPath, err)
+		}
+	}
 	done, why, err := t.resumable(ctx, fi, pass)
 	if err != nil {
 		return err

@@ -171,6 +171,11 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		Commit: func(ctx context.Context) error {
 			return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
 		},
+		// And its first: before the run touches the temporary file or
+		// the journal (see engine.Spec.Begin).
+		Begin: func(ctx context.Context) error {
+			return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
+		},
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
