@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -78,5 +79,73 @@ func TestPersistSomeStalePartition(t *testing.T) {
 		if want := r.SrcEndpoint == "a"; (r.State == store.StateDone) != want {
 			t.Errorf("task %d of %s is %s in the store", r.ID, r.SrcEndpoint, r.State)
 		}
+	}
+}
+
+// TestStaleStartNeverRuns: a server whose partition was taken over while
+// it did not know (a paused process) decides to start a task; the store
+// refuses the start, and no run begins: the task is forgotten, the new
+// owner's to run.
+func TestStaleStartNeverRuns(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"a", "d"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: name, URL: "http://127.0.0.1:1", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := st.EnsureUser(ctx, "alice", "vo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
+	tasks := []store.Task{{Src: "sluice://a/f", Dst: "sluice://d/f", SrcEndpoint: "a", DstEndpoint: "d", Size: 1 << 20, State: store.StateQueued}}
+	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s1 holds partition a and claims its task, as the coordinator would.
+	l, ok, err := st.AcquireLease(ctx, "a", "s1", time.Hour)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	w.parts["a"] = l.Term
+	claimed, err := st.ClaimTasks(ctx, "s1", 100)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	w.claimed(claimed)
+	for _, e := range w.eps {
+		e.Up = true
+	}
+	// Meanwhile s2 took partition a over (s1 was paused past its lease).
+	if err := st.ReleaseLease(ctx, "a", "s1", l.Term); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := st.AcquireLease(ctx, "a", "s2", time.Hour); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	w.cycle(sched.Tick)
+	if w.inflight != 0 {
+		t.Fatalf("%d runs begun on a partition the store says is another server's", w.inflight)
+	}
+	if w.tasks.get(claimed[0].ID) != nil {
+		t.Error("the task stayed in the loop")
+	}
+	rows, err := st.Tasks(ctx, j.ID, 0, 0)
+	if err != nil || len(rows) != 1 || rows[0].State != store.StateQueued {
+		t.Fatalf("task in the store: %+v, %v (want queued, untouched)", rows, err)
 	}
 }
