@@ -8,6 +8,10 @@ package sched
 // over as many digits as the largest ID has: linear, stable, and reading
 // each task once, where a comparison sort of a million pointers chases
 // every pointer twenty times. Input already in order costs one pass.
+//
+// It sorts the pointers with their IDs rather than going through the
+// cycle's sortKeys (keys with an index, then a permutation): that was
+// 10-20% slower on a million-task snapshot, measured alternately.
 type IDSorter struct {
 	buf []idRef
 }

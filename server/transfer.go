@@ -160,22 +160,19 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 			return
 		}
 	}
+	claimed := func(ctx context.Context) error {
+		return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
+	}
 	spec := engine.Spec{
 		Src: src, SrcPath: p.srcPath, Dst: dst, DstPath: p.dstPath,
 		Size: p.task.Size, CC: max(p.task.CC, 1),
 		ChunkMin: s.cfg.ChunkMin, SubWrite: s.cfg.SubWrite,
 		Checksum: p.checksum, Expected: p.expected,
 		Journal: key, Journals: js, KeepJournal: true, CheckpointEvery: p.checkpointEvery,
-		// The fence's last check: another server may have taken the
-		// partition over while this ran.
-		Commit: func(ctx context.Context) error {
-			return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
-		},
-		// And its first: before the run touches the temporary file or
-		// the journal (see engine.Spec.Begin).
-		Begin: func(ctx context.Context) error {
-			return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
-		},
+		// The fence, checked before the run touches the temporary file
+		// or the journal and again before the rename: another server
+		// may have taken the partition over (engine.Spec.Begin, Commit).
+		Begin: claimed, Commit: claimed,
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
