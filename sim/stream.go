@@ -232,7 +232,10 @@ type event struct {
 	kind evKind
 }
 
-// evHeap is a binary min-heap of events by (time, insertion order).
+// evHeap is a binary min-heap of events by (time, insertion order). It
+// is written out for its element type, like the allocator's levelHeap:
+// container/heap's interface calls, and a generic heap taking a less
+// function, were about 12% slower on the facility replay.
 type evHeap []event
 
 func (h evHeap) less(i, j int) bool {
