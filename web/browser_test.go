@@ -75,10 +75,10 @@ func TestBrowser(t *testing.T) {
 	admin := readToken(t, filepath.Join(data, "admin.token"))
 	join := readToken(t, filepath.Join(data, "join.token"))
 	roots := map[string]string{}
-	// a4 serves at 2 MB/s (the testbed's emulation), so that a job from
+	// a4 serves at 8 MB/s (the testbed's emulation), so that a job from
 	// it runs long enough for the page to show its progress advance.
 	slow := filepath.Join(dir, "slow.json")
-	if err := os.WriteFile(slow, []byte(`{"capacity_bps": 2000000}`), 0o644); err != nil {
+	if err := os.WriteFile(slow, []byte(`{"capacity_bps": 8000000}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"a1", "a2", "a4"} {
@@ -134,10 +134,15 @@ func TestBrowser(t *testing.T) {
 		return done.State == "done"
 	})
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "held-job", "files": files("held", "a3", 3)}, &held)
-	// A running job: 40 MB from a4 at 2 MB/s.
-	big := make([]byte, 40<<20)
-	rand.Read(big)
-	if err := os.WriteFile(filepath.Join(roots["a4"], "big"), big, 0o644); err != nil {
+	// A running job: 1 GiB from a4 at 8 MB/s, over two minutes, so that it
+	// is still running when the page looks at it on a slow machine (a
+	// 20-second job had finished by then on CI). The file is sparse: it
+	// costs no disk on the source and no time to create.
+	if f, err := os.Create(filepath.Join(roots["a4"], "big")); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	} else if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var running job

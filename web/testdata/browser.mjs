@@ -74,11 +74,11 @@ try {
   await bar.waitFor();
   const at = async () => Number(await bar.getAttribute("value"));
   let first = await at();
-  for (let i = 0; i < 40 && first <= 0; i++) { await page.waitForTimeout(250); first = await at(); }
-  // Progress counts written sub-writes (16 MiB to an agent): at 2 MB/s the
-  // next one lands within 10 s.
+  for (let i = 0; i < 120 && first <= 0; i++) { await page.waitForTimeout(250); first = await at(); }
+  // Progress counts written sub-writes (16 MiB to an agent): at 8 MB/s
+  // shared by up to four partial transfers the next one lands within 10 s.
   let later = first;
-  for (let i = 0; i < 60 && later <= first; i++) { await page.waitForTimeout(250); later = await at(); }
+  for (let i = 0; i < 120 && later <= first; i++) { await page.waitForTimeout(250); later = await at(); }
   check(first > 0 && later > first && later < 100, `the running job's progress advances (${first.toFixed(1)}% -> ${later.toFixed(1)}%)`);
   await page.getByRole("link", { name: "Overview" }).click();
   await page.locator('[data-ep="a4"] .chart canvas').waitFor();
