@@ -36,6 +36,8 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/rename":             s.rename,
 		"POST /v1/batch":              s.batch,
 		"POST /v1/pull":               s.pull,
+		"POST /v1/pullbatch":          s.pullBatch,
+		"POST /v1/renames":            s.renames,
 		"GET /v1/info":                s.info,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -459,18 +461,29 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 // batchFrame is the JSON line before each file of a batch (or instead of
 // it, when the file cannot be sent).
 type batchFrame struct {
-	Path  string `json:"path"`
-	Size  *int64 `json:"size,omitempty"`
-	Error string `json:"error,omitempty"`
-	Kind  string `json:"kind,omitempty"`
+	Path     string `json:"path"`
+	Size     *int64 `json:"size,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Checksum string `json:"checksum,omitempty"` // the line after a file's bytes, when asked for
 }
 
 func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
 	var in struct {
 		Paths []string `json:"paths"`
+		// With a checksum algorithm, each file's bytes are followed by
+		// a line with their checksum, computed as they are sent: the
+		// receiver verifies without asking for it (one request per
+		// file) or reading the file a second time.
+		Checksum string `json:"checksum"`
 	}
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
+	}
+	if in.Checksum != "" {
+		if _, err := backend.NewHash(in.Checksum); err != nil {
+			return err
+		}
 	}
 	// A token's prefix covers itself, so this checks the scope alone; a
 	// read-less token is refused whole, paths outside the prefix one by one.
@@ -491,7 +504,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 		if err := r.Context().Err(); err != nil {
 			return nil
 		}
-		if err := s.batchFile(out, r, c, name); err != nil {
+		if err := s.batchFile(out, r, c, name, in.Checksum); err != nil {
 			// The response has started: all that can be done for the
 			// client is to end it, mid-frame, which it detects.
 			s.log.Warn("batch response cut short", "remote", r.RemoteAddr, "path", name, "err", err)
@@ -504,7 +517,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 // batchFile sends one frame. It returns an error only if the stream can
 // no longer be framed (a write failed, or the file shrank while read);
 // a file that cannot be sent gets an error frame.
-func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name string) error {
+func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, algo string) error {
 	frame := func(f batchFrame) error {
 		js, err := json.Marshal(f)
 		if err != nil {
@@ -543,10 +556,20 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name str
 	if err := frame(batchFrame{Path: name, Size: &size}); err != nil {
 		return err
 	}
-	if _, err := io.CopyN(w, f, size); err != nil {
+	if algo == "" {
+		if _, err := io.CopyN(w, f, size); err != nil {
+			return fmt.Errorf("sending %s: %w", p, err)
+		}
+		return nil
+	}
+	h, err := backend.NewHash(algo)
+	if err != nil {
+		return err // checked by the caller
+	}
+	if _, err := io.CopyN(io.MultiWriter(w, h), f, size); err != nil {
 		return fmt.Errorf("sending %s: %w", p, err)
 	}
-	return nil
+	return frame(batchFrame{Path: name, Checksum: hex.EncodeToString(h.Sum(nil))})
 }
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) error {

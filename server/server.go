@@ -101,6 +101,10 @@ type Config struct {
 	Client *http.Client
 	// ChunkMin and SubWrite are passed to the engine (0: its defaults).
 	ChunkMin, SubWrite int64
+	// BatchMax: files of at most this many bytes, started in the same
+	// cycle, move in pull batches (pipelining, batch.go). 0: ChunkMin;
+	// negative: never.
+	BatchMax int64
 	// Registry receives the service's metrics (nil: a new one).
 	Registry *prometheus.Registry
 	// Estimator, if set, is the throughput model to start from (for

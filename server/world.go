@@ -50,6 +50,7 @@ type task struct {
 	runDone    int64 // Done when the run started
 	rate       float64
 	canceling  bool // its job was canceled (in the store) while it ran
+	batched    bool // the current run is in a pull batch (batch.go)
 
 	// The loop's endpoints of the task, looked up once: the snapshot
 	// needs them for every queued task every cycle. w.eps entries are
@@ -493,6 +494,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	// anyway would write a temporary file next to a destination another
 	// server may already have put in place.
 	written := w.persistSome(starts, audit)
+	var batch []*task
 	for _, t := range starts {
 		if !written(t) && t.State == store.StateRunning && t.cancel == nil {
 			t.stop = stopNotRecorded
@@ -501,6 +503,10 @@ func (w *world) cycle(trig sched.Trigger) {
 			}
 			w.inflight++ // finished counts the run that never began
 			w.finished(t.ID, t.run, engine.Result{}, errNotRecorded)
+			continue
+		}
+		if t.State == store.StateRunning && t.cancel == nil && w.batchable(t) {
+			batch = append(batch, t)
 			continue
 		}
 		if t.State == store.StateRunning && t.cancel == nil {
@@ -515,6 +521,7 @@ func (w *world) cycle(trig sched.Trigger) {
 			go w.s.runTransfer(ctx, w.plan(t), t.run)
 		}
 	}
+	w.launchBatches(batch)
 }
 
 // setState moves t to state, accounting wait and transfer time, and
@@ -626,6 +633,7 @@ func (w *world) actor() string { return "scheduler@" + w.s.cfg.ServerID }
 func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	a := w.setState(t, store.StateRunning, fmt.Sprintf("cc=%d", cc), now)
 	t.CC, t.pending, t.stop, t.preemptFor = cc, true, "", 0
+	t.batched = false
 	t.run++
 	t.runStart, t.runDone, t.rate = now, t.Done, 0
 	if t.Started.IsZero() {
@@ -825,7 +833,8 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	// A file from several replicas says nothing about one pair's
 	// throughput.
 	var obs *store.Observation
-	if t.Throughput > 0 && moved == t.Size && len(t.Replicas) == 0 {
+	// Nor does one of a pull batch: its time is the whole batch's.
+	if t.Throughput > 0 && moved == t.Size && len(t.Replicas) == 0 && !t.batched {
 		o := store.Observation{Src: t.SrcEndpoint, Dst: t.DstEndpoint, CC: max(t.CC, 1), SrcLoad: t.srcLoad, DstLoad: t.dstLoad, Size: t.Size, Throughput: t.Throughput, At: now}
 		w.est.Observe(model.Obs{Time: w.s.since(now), Src: o.Src, Dst: o.Dst, CC: o.CC, SrcLoad: o.SrcLoad, DstLoad: o.DstLoad, Size: o.Size, Thr: o.Throughput})
 		w.linkObserve(o)

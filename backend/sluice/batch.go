@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/sluice-dtn/sluice/backend"
 )
 
 // maxFrameHeader bounds one frame's JSON line: a path and a size, or a
@@ -22,14 +24,36 @@ type BatchReader struct {
 	br   *bufio.Reader
 	cur  *frame // the file being read, nil before the first
 	err  error  // sticky: the stream is broken or over
+
+	// With checksums asked for, each file's bytes are followed by a
+	// line with the source's checksum of them (read by Checksum or by
+	// the next Next).
+	sums    bool
+	sum     string // the current file's, once read
+	sumRead bool
 }
 
 // Batch asks the agent for several files in one response (pipelining for
 // small files). Read them with Next; Close the reader when done.
 func (b *Backend) Batch(ctx context.Context, paths []string) (*BatchReader, error) {
+	return b.batch(ctx, paths, "")
+}
+
+// BatchSums is Batch with the source's checksum (algo, one of
+// backend.Algorithms) of every file it sends, computed from the bytes as
+// they leave: read a file to its end, then call Checksum.
+func (b *Backend) BatchSums(ctx context.Context, paths []string, algo string) (*BatchReader, error) {
+	if _, err := backend.NewHash(algo); err != nil {
+		return nil, wrap("batch", fmt.Sprintf("(%d paths)", len(paths)), err)
+	}
+	return b.batch(ctx, paths, algo)
+}
+
+func (b *Backend) batch(ctx context.Context, paths []string, algo string) (*BatchReader, error) {
 	in := struct {
-		Paths []string `json:"paths"`
-	}{paths}
+		Paths    []string `json:"paths"`
+		Checksum string   `json:"checksum,omitempty"`
+	}{paths, algo}
 	if in.Paths == nil {
 		in.Paths = []string{}
 	}
@@ -42,7 +66,7 @@ func (b *Backend) Batch(ctx context.Context, paths []string) (*BatchReader, erro
 	if err != nil {
 		return nil, wrap("batch", fmt.Sprintf("(%d paths)", len(paths)), err)
 	}
-	return &BatchReader{body: resp.Body, br: bufio.NewReader(resp.Body)}, nil
+	return &BatchReader{body: resp.Body, br: bufio.NewReader(resp.Body), sums: algo != ""}, nil
 }
 
 // Next moves to the next file and returns its name (as asked for), its
@@ -60,8 +84,14 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 		if _, err := io.Copy(io.Discard, br.cur); err != nil {
 			return br.fail(err)
 		}
+		if br.sums && !br.sumRead {
+			if _, err := br.readSum(); err != nil {
+				return br.fail(err)
+			}
+		}
 		br.cur = nil
 	}
+	br.sum, br.sumRead = "", false
 	line, err := br.readLine()
 	if err != nil {
 		return br.fail(err)
@@ -85,8 +115,52 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 	case h.Size == nil || *h.Size < 0:
 		return br.fail(fmt.Errorf("bad frame header %.100q: no size", line))
 	}
-	br.cur = &frame{r: br.br, left: *h.Size}
+	br.cur = &frame{r: br.br, left: *h.Size, name: h.Path}
 	return h.Path, *h.Size, br.cur, nil
+}
+
+// Checksum returns the source's checksum of the current file, sent after
+// its bytes (BatchSums only). Call it once the file's reader is at its
+// end; it fails if bytes of the file are left unread.
+func (br *BatchReader) Checksum() (string, error) {
+	switch {
+	case !br.sums:
+		return "", errors.New("sluice batch: no checksums asked for")
+	case br.cur == nil:
+		return "", errors.New("sluice batch: no current file")
+	case br.sumRead:
+		return br.sum, nil
+	case br.cur.left > 0:
+		return "", fmt.Errorf("sluice batch: %d bytes of %s unread", br.cur.left, br.cur.name)
+	case br.err != nil:
+		return "", br.err
+	}
+	sum, err := br.readSum()
+	if err != nil {
+		br.fail(err)
+		return "", br.err
+	}
+	return sum, nil
+}
+
+// readSum reads the checksum line after the current file's bytes.
+func (br *BatchReader) readSum() (string, error) {
+	line, err := br.readLine()
+	if err == io.EOF {
+		err = fmt.Errorf("stream ended before the checksum of %s: %w", br.cur.name, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return "", err
+	}
+	var t struct {
+		Path     string `json:"path"`
+		Checksum string `json:"checksum"`
+	}
+	if err := json.Unmarshal(line, &t); err != nil || t.Checksum == "" || t.Path != br.cur.name {
+		return "", fmt.Errorf("bad checksum line %.100q after %s", line, br.cur.name)
+	}
+	br.sum, br.sumRead = t.Checksum, true
+	return t.Checksum, nil
 }
 
 func (br *BatchReader) fail(err error) (string, int64, io.Reader, error) {
@@ -135,6 +209,7 @@ func (br *BatchReader) Close() error {
 type frame struct {
 	r    io.Reader
 	left int64
+	name string
 }
 
 func (f *frame) Read(p []byte) (int, error) {

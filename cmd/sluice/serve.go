@@ -41,6 +41,7 @@ type serveConfig struct {
 	ServerID         string  `json:"server_id"`
 	LeaseTTL         float64 `json:"lease_ttl_seconds"`
 	JournalWrites    float64 `json:"journal_writes"`
+	BatchMax         string  `json:"batch_max"`
 }
 
 func defaultDataDir() string {
@@ -99,6 +100,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
 	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
+	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
 	return cmd
 }
@@ -157,12 +159,27 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.LeaseTTL != 0 {
 		set("lease-ttl", func() { c.LeaseTTL = fc.LeaseTTL })
 	}
+	if fc.BatchMax != "" {
+		set("batch-max", func() { c.BatchMax = fc.BatchMax })
+	}
 	return nil
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
 	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 {
 		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative")
+	}
+	var batchMax int64 // 0: the server's default
+	switch strings.TrimSpace(c.BatchMax) {
+	case "":
+	case "0":
+		batchMax = -1 // off
+	default:
+		n, err := parseSize("--batch-max", c.BatchMax)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		batchMax = n
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()
@@ -190,6 +207,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		TotalMaxCC:       c.TotalMaxCC,
 		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
 		Policy:           c.Policy,
+		BatchMax:         batchMax,
 	})
 	if err != nil {
 		return err

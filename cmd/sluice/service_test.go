@@ -910,3 +910,89 @@ func TestServiceEndpointDown(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceSmallFilesBatched: a job of many small files moves in pull
+// batches (several files per request to the destination agent, server
+// batch.go), every file arrives whole and verified, a file whose expected
+// checksum is wrong fails with a clear error without holding the others
+// back, and --batch-max 0 moves each file on its own.
+func TestServiceSmallFilesBatched(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		batched bool
+	}{
+		{"default", nil, true},
+		{"off", []string{"--batch-max", "0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 2, tc.flags...)
+			const n = 240
+			var job api.JobIn
+			r := rand.New(rand.NewPCG(3, 3))
+			for i := range n {
+				rel := fmt.Sprintf("small/d%d/f%03d", i%2, i)
+				c.file("a1", rel, r.Int64N(64<<10), uint64(i))
+				job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+			}
+			// One file the user says has another checksum: it fails, and
+			// only it.
+			c.file("a1", "small/d0/wrong", 1000, 99)
+			job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/small/d0/wrong", Destination: "sluice://a2/small/d0/wrong", Checksum: "adler32:00000001"})
+			ctx := context.Background()
+			j, _, err := c.admin.Submit(ctx, job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j = c.waitJob(c.admin, j.ID, 2*time.Minute)
+			if j.FilesDone != n {
+				t.Fatalf("job ended %s with %d of %d files done", j.State, j.FilesDone, n)
+			}
+			files, err := c.admin.AllFiles(ctx, j.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range files[:n] {
+				rel := fmt.Sprintf("small/d%d/f%03d", i%2, i)
+				if f.State != store.StateDone || !strings.HasPrefix(f.Checksum, "adler32:") {
+					t.Errorf("%s: state %s checksum %q error %q", rel, f.State, f.Checksum, f.Error)
+				}
+				if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
+					t.Errorf("%s differs at the destination", rel)
+				}
+			}
+			if w := files[n]; w.State != store.StateFailed || !strings.Contains(w.Error, "expected") {
+				t.Errorf("the file with a wrong expected checksum: state %s, error %q", w.State, w.Error)
+			}
+			if _, err := os.Stat(c.path("a2", "small/d0/wrong")); !os.IsNotExist(err) {
+				t.Errorf("the file with a wrong checksum is at the destination (stat: %v)", err)
+			}
+			left, _ := filepath.Glob(filepath.Join(c.roots["a2"], "small", "*", ".*"))
+			if len(left) > 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+			// How the files went: the destination agent logs each batch.
+			batches, inBatches := 0, 0
+			for _, l := range strings.Split(c.agents["a2"].output(), "\n") {
+				if strings.Contains(l, `msg="pulled batch"`) {
+					var files int
+					if i := strings.Index(l, " files="); i >= 0 {
+						fmt.Sscanf(l[i+len(" files="):], "%d", &files)
+					}
+					batches++
+					inBatches += files
+				}
+			}
+			t.Logf("%d files in %d batches", inBatches, batches)
+			switch {
+			case tc.batched && (inBatches < n || batches > n/2):
+				t.Errorf("batching on: %d of %d files went in %d batches; want all, in at most %d", inBatches, n, batches, n/2)
+			case !tc.batched && batches > 0:
+				t.Errorf("batching off, yet %d batches", batches)
+			}
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package agent
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+// maxBatchFiles bounds the files of one pull batch or rename batch: the
+// request and its answer stay small JSON documents.
+const maxBatchFiles = 4096
+
+// pullBatch is the third-party form of the batch GET: this agent asks
+// another one for many whole files in one response and writes each into
+// its own file here (normally a temporary name the caller renames after
+// its own checks, with POST /v1/renames). Small files move back to back
+// over one connection, a round trip per batch rather than several per
+// file, and never pass through the client.
+//
+// With a checksum algorithm, the source sends each file's checksum after
+// its bytes (computed as they leave) and this agent computes its own from
+// the bytes as they are written; a file whose two sums differ is removed
+// and reported as failed. The files written are made durable (SyncMany)
+// before the answer, which lists per file what happened, in order.
+func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	var in sluice.PullBatchRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	if len(in.Files) == 0 || len(in.Files) > maxBatchFiles {
+		return fmt.Errorf("%w: %d files in a pull batch (1 to %d)", backend.ErrInvalid, len(in.Files), maxBatchFiles)
+	}
+	if in.Checksum != "" && in.Checksum != "none" {
+		if _, err := backend.NewHash(in.Checksum); err != nil {
+			return err
+		}
+	} else {
+		in.Checksum = ""
+	}
+	dsts := make([]string, len(in.Files))
+	srcs := make([]string, len(in.Files))
+	for i, f := range in.Files {
+		dst, err := bodyPath("dst", f.Dst)
+		if err != nil {
+			return err
+		}
+		if err := c.Allows(auth.Write, dst); err != nil {
+			return err
+		}
+		if f.Size < -1 {
+			return fmt.Errorf("%w: size %d of %s (-1: any)", backend.ErrInvalid, f.Size, f.Src)
+		}
+		if f.Src == "" {
+			return fmt.Errorf("%w: no source path for %s", backend.ErrInvalid, dst)
+		}
+		dsts[i], srcs[i] = dst, f.Src
+	}
+	base, _, err := sluice.ParseURL(in.Source)
+	if err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+	}
+	if in.Token == "" {
+		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
+	}
+	from, err := sluice.New(base, in.Token, s.client)
+	if err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
+	}
+	start := time.Now()
+	ctx := r.Context()
+	var br *sluice.BatchReader
+	if in.Checksum != "" {
+		br, err = from.BatchSums(ctx, srcs, in.Checksum)
+	} else {
+		br, err = from.Batch(ctx, srcs)
+	}
+	if err != nil {
+		return fmt.Errorf("pull batch from %s: %w", in.Source, err)
+	}
+	defer br.Close()
+	out := sluice.PullBatchResponse{Files: make([]sluice.PullBatchResult, len(in.Files))}
+	var written []string
+	var moved int64
+	var broken error // the stream failed: the files after it were not sent
+	for i, f := range in.Files {
+		res := &out.Files[i]
+		res.Dst = dsts[i]
+		if broken != nil {
+			setErr(res, broken)
+			continue
+		}
+		if err := s.pullOne(ctx, br, f, dsts[i], in.Checksum, res); err != nil {
+			var fe fileError
+			if errors.As(err, &fe) {
+				setErr(res, fe.err) // this file only; the batch goes on
+				continue
+			}
+			broken = fmt.Errorf("pull batch from %s broke at %s: %w", in.Source, f.Src, err)
+			setErr(res, broken)
+			continue
+		}
+		written = append(written, dsts[i])
+		moved += res.Bytes
+	}
+	if len(written) > 0 {
+		if err := s.fs.SyncMany(ctx, written); err != nil {
+			// Nothing written may be reported durable.
+			for i := range out.Files {
+				if out.Files[i].Error == "" {
+					setErr(&out.Files[i], fmt.Errorf("sync: %w", err))
+				}
+			}
+		}
+	}
+	s.log.Info("pulled batch", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source,
+		"files", len(in.Files), "written", len(written), "bytes", moved, slog.Duration("took", time.Since(start)))
+	return writeJSON(w, out)
+}
+
+// fileError is a failure of one file of a batch that leaves the stream
+// usable for the next.
+type fileError struct{ err error }
+
+func (e fileError) Error() string { return e.err.Error() }
+
+// pullOne lands the next file of br at dst. It returns a fileError when
+// only this file failed, any other error when the stream is broken.
+func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.PullBatchFile, dst, algo string, res *sluice.PullBatchResult) error {
+	name, size, rd, err := br.Next()
+	switch {
+	case err != nil && name != "":
+		return fileError{err} // the source could not send this one
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("the source ended the batch early: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		return err
+	case name != f.Src:
+		return fmt.Errorf("the source sent %q where %q was due", name, f.Src)
+	}
+	if f.Size >= 0 && size != f.Size {
+		// The source changed since it was listed: not this file (the
+		// next Next skips its bytes).
+		return fileError{fmt.Errorf("%w: %s is %d bytes, expected %d", backend.ErrInvalid, f.Src, size, f.Size)}
+	}
+	// A stale leftover of an earlier attempt goes first, so nothing of
+	// it survives under the new bytes.
+	if err := s.fs.Remove(ctx, dst); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		return fileError{err}
+	}
+	var data io.Reader = rd
+	if s.shape != nil {
+		// Emulating: the pulled bytes are a stream of this endpoint too.
+		sr := s.shape.Reader(ctx, rd)
+		defer sr.Close()
+		data = sr
+	}
+	var h hash.Hash
+	if algo != "" {
+		h, _ = backend.NewHash(algo) // checked by the caller
+		data = io.TeeReader(data, h)
+	}
+	if err := s.fs.WriteAt(ctx, dst, 0, data, size); err != nil {
+		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		// Where the stream stands is unknown now.
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	res.Bytes = size
+	if h == nil {
+		return nil
+	}
+	srcSum, err := br.Checksum()
+	if err != nil {
+		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		return err
+	}
+	res.SourceChecksum, res.Checksum = srcSum, hex.EncodeToString(h.Sum(nil))
+	if res.SourceChecksum != res.Checksum {
+		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		return fileError{fmt.Errorf("checksum mismatch (%s): source %s, written %s", algo, res.SourceChecksum, res.Checksum)}
+	}
+	return nil
+}
+
+// setErr records err as a batch result's failure, with the protocol's
+// error kind (so the caller's errors.Is works as for a single request).
+func setErr(res *sluice.PullBatchResult, err error) {
+	_, kind := classify(err)
+	res.Error, res.Kind = err.Error(), kind
+}
+
+// renames renames many files in one request, each as POST /v1/rename
+// would, and answers per pair, in order: the last step of a pull batch,
+// after the caller's own checks.
+func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	var in sluice.RenamesRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	if len(in.Pairs) == 0 || len(in.Pairs) > maxBatchFiles {
+		return fmt.Errorf("%w: %d renames in a batch (1 to %d)", backend.ErrInvalid, len(in.Pairs), maxBatchFiles)
+	}
+	type pair struct{ from, to string }
+	ps := make([]pair, len(in.Pairs))
+	for i, p := range in.Pairs {
+		from, err := bodyPath("from", p.From)
+		if err != nil {
+			return err
+		}
+		to, err := bodyPath("to", p.To)
+		if err != nil {
+			return err
+		}
+		if err := c.Allows(auth.Write, from); err != nil {
+			return err
+		}
+		if err := c.Allows(auth.Write, to); err != nil {
+			return err
+		}
+		ps[i] = pair{from, to}
+	}
+	out := sluice.RenamesResponse{Results: make([]sluice.PullBatchResult, len(ps))}
+	done := 0
+	for i, p := range ps {
+		out.Results[i].Dst = p.to
+		if err := s.fs.Rename(r.Context(), p.from, p.to); err != nil {
+			setErr(&out.Results[i], err)
+			continue
+		}
+		done++
+	}
+	s.log.Info("renamed batch", "remote", r.RemoteAddr, "sub", c.Sub, "files", len(ps), "renamed", done)
+	return writeJSON(w, out)
+}

@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+func pullBatchReply(t *testing.T, r reply) []sluice.PullBatchResult {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("pull batch: %v", r)
+	}
+	var out sluice.PullBatchResponse
+	if err := json.Unmarshal([]byte(r.body), &out); err != nil {
+		t.Fatalf("pull batch answer %q: %v", r.body, err)
+	}
+	return out.Files
+}
+
+// TestPullBatch: the destination agent fetches many files in one batch,
+// verifies each against the source's checksum, and answers per file; a
+// file the source cannot send, or of another size than expected, fails
+// alone and leaves nothing behind.
+func TestPullBatch(t *testing.T) {
+	src, dst, data, dstTok, srcTok := pullSetup(t, 100<<10)
+	src.write("data/a", "hello, batch")
+	src.write("data/empty", "")
+	src.write("other/x", "not for this token")
+	source := "sluice://" + src.addr()
+	files := []sluice.PullBatchFile{
+		{Src: "/data/a", Dst: "/in/a", Size: 12},
+		{Src: "/data/nope", Dst: "/in/nope", Size: -1},
+		{Src: "/data/empty", Dst: "/in/sub/empty", Size: 0},
+		{Src: "/other/x", Dst: "/in/x", Size: -1},
+		{Src: "/data/big", Dst: "/in/big", Size: int64(len(data))},
+		{Src: "/data/a", Dst: "/in/a-wrong-size", Size: 5},
+	}
+	dst.write("in/big", "stale bytes of an earlier attempt, longer than nothing")
+	res := pullBatchReply(t, dst.raw("POST", "/v1/pullbatch", dstTok, nil,
+		jsonBody(sluice.PullBatchRequest{Source: source, Token: srcTok, Checksum: "adler32", Files: files})))
+	if len(res) != len(files) {
+		t.Fatalf("%d results for %d files", len(res), len(files))
+	}
+	for i, want := range []struct {
+		kind    string // "" for success
+		content string
+	}{
+		{"", "hello, batch"}, {"not_found", ""}, {"", ""}, {"permission", ""}, {"", string(data)}, {"invalid", ""},
+	} {
+		r, f := res[i], files[i]
+		p := filepath.Join(dst.root, strings.TrimPrefix(f.Dst, "/"))
+		if want.kind == "" {
+			if r.Error != "" || r.Checksum == "" || r.Checksum != r.SourceChecksum {
+				t.Errorf("%s: %+v, want success with equal checksums", f.Src, r)
+			}
+			if got := dst.read(strings.TrimPrefix(f.Dst, "/")); got != want.content {
+				t.Errorf("%s: %d bytes written, want %d", f.Dst, len(got), len(want.content))
+			}
+			continue
+		}
+		if r.Kind != want.kind || r.Error == "" {
+			t.Errorf("%s: %+v, want a %s error", f.Src, r, want.kind)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: a failed file is at %s (%v)", f.Src, f.Dst, err)
+		}
+	}
+
+	// Refused as a whole, before the source is asked.
+	for _, tc := range []struct {
+		name   string
+		in     sluice.PullBatchRequest
+		status int
+	}{
+		{"no files", sluice.PullBatchRequest{Source: source, Token: srcTok}, 400},
+		{"dst outside the token's prefix", sluice.PullBatchRequest{Source: source, Token: srcTok, Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/elsewhere", Size: -1}}}, 403},
+		{"dst escapes", sluice.PullBatchRequest{Source: source, Token: srcTok, Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/in/../../outside/x", Size: -1}}}, 403},
+		{"unknown checksum", sluice.PullBatchRequest{Source: source, Token: srcTok, Checksum: "crc99", Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/in/q", Size: -1}}}, 400},
+		{"no source token", sluice.PullBatchRequest{Source: source, Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/in/q", Size: -1}}}, 400},
+		{"source token for the destination", sluice.PullBatchRequest{Source: source, Token: dstTok, Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/in/q", Size: -1}}}, 403},
+	} {
+		if r := dst.raw("POST", "/v1/pullbatch", dstTok, nil, jsonBody(tc.in)); r.status != tc.status {
+			t.Errorf("%s: %v, want %d", tc.name, r, tc.status)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst.outside, "x")); !os.IsNotExist(err) {
+		t.Error("a pull batch wrote outside the root")
+	}
+	if strings.Contains(dst.logs.String(), srcTok) {
+		t.Error("the source token was logged")
+	}
+}
+
+// TestPullBatchCorruptSource: bytes that do not match the checksum the
+// source sent with them are not kept.
+func TestPullBatchCorruptSource(t *testing.T) {
+	dst := newEnv(t, "dst", nil)
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-sluice-batch")
+		w.Write([]byte(`{"path":"/f","size":5}` + "\nhellx" + `{"path":"/f","checksum":"062c0215"}` + "\n"))
+	}))
+	defer fake.Close()
+	in := sluice.PullBatchRequest{Source: "sluice://" + fake.Listener.Addr().String(), Token: "t", Checksum: "adler32",
+		Files: []sluice.PullBatchFile{{Src: "/f", Dst: "/in/f", Size: 5}}}
+	res := pullBatchReply(t, dst.raw("POST", "/v1/pullbatch", dst.token("write", "/in"), nil, jsonBody(in)))
+	if res[0].Error == "" || !strings.Contains(res[0].Error, "checksum mismatch") {
+		t.Fatalf("corrupt bytes: %+v, want a checksum mismatch", res[0])
+	}
+	if _, err := os.Stat(filepath.Join(dst.root, "in", "f")); !os.IsNotExist(err) {
+		t.Errorf("corrupt bytes kept (%v)", err)
+	}
+}
+
+// TestRenames: a rename batch answers per pair; a pair outside the token's
+// prefix refuses the whole request.
+func TestRenames(t *testing.T) {
+	e := newEnv(t, "a", nil)
+	e.write("in/.a.tmp", "A")
+	e.write("in/.b.tmp", "B")
+	tok := e.token("write", "/in")
+	body := jsonBody(sluice.RenamesRequest{Pairs: []sluice.RenamePair{
+		{From: "/in/.a.tmp", To: "/in/a"}, {From: "/in/.missing", To: "/in/m"}, {From: "/in/.b.tmp", To: "/in/d/b"},
+	}})
+	r := e.raw("POST", "/v1/renames", tok, nil, body)
+	var out sluice.RenamesResponse
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &out) != nil || len(out.Results) != 3 {
+		t.Fatalf("renames: %v", r)
+	}
+	if out.Results[0].Error != "" || out.Results[2].Error != "" || out.Results[1].Kind != "not_found" {
+		t.Errorf("renames: %+v", out.Results)
+	}
+	if e.read("in/a") != "A" || e.read("in/d/b") != "B" {
+		t.Error("renamed files hold the wrong bytes")
+	}
+	e.write("in/.c.tmp", "C")
+	body = jsonBody(sluice.RenamesRequest{Pairs: []sluice.RenamePair{{From: "/in/.c.tmp", To: "/in/c"}, {From: "/in/a", To: "/out/a"}}})
+	if r := e.raw("POST", "/v1/renames", tok, nil, body); r.status != 403 {
+		t.Errorf("a rename out of the prefix: %v, want 403", r)
+	}
+	if e.read("in/.c.tmp") != "C" {
+		t.Error("a refused batch renamed something")
+	}
+}

@@ -1,0 +1,100 @@
+package sluice
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+// PullBatchFile is one file of a pull batch: Src on the source agent,
+// written whole to Dst on the agent asked (a temporary name, normally).
+// Size is what the caller expects; -1 accepts any.
+type PullBatchFile struct {
+	Src  string `json:"src"`
+	Dst  string `json:"dst"`
+	Size int64  `json:"size"`
+}
+
+// PullBatchRequest is the body of POST /v1/pullbatch.
+type PullBatchRequest struct {
+	Source   string          `json:"source"`             // the source agent, sluice://host:port
+	Token    string          `json:"token"`              // read token for the source's files
+	Checksum string          `json:"checksum,omitempty"` // algorithm, or "" / "none"
+	Files    []PullBatchFile `json:"files"`
+}
+
+// PullBatchResult is what happened to one file of a pull or rename
+// batch: an empty Error means it is in place (written, verified against
+// the source's checksum and made durable; or renamed).
+type PullBatchResult struct {
+	Dst            string `json:"dst"`
+	Bytes          int64  `json:"bytes,omitempty"`
+	SourceChecksum string `json:"source_checksum,omitempty"`
+	Checksum       string `json:"checksum,omitempty"`
+	Error          string `json:"error,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+}
+
+// Err is the result's failure as an error (errors.Is works with
+// backend's sentinels, as for a single request), nil on success.
+func (r PullBatchResult) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return &StatusError{Status: http.StatusOK, Kind: r.Kind, Message: r.Error}
+}
+
+// PullBatchResponse is the answer of POST /v1/pullbatch: one result per
+// file, in the order asked.
+type PullBatchResponse struct {
+	Files []PullBatchResult `json:"files"`
+}
+
+// RenamePair is one rename of a rename batch.
+type RenamePair struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// RenamesRequest is the body of POST /v1/renames.
+type RenamesRequest struct {
+	Pairs []RenamePair `json:"pairs"`
+}
+
+// RenamesResponse is the answer of POST /v1/renames, one result per pair.
+type RenamesResponse struct {
+	Results []PullBatchResult `json:"results"`
+}
+
+// PullBatch tells the agent to fetch files from the source agent in one
+// batch (pipelined, back to back on one connection) and write each whole
+// into its Dst, verifying the source's checksum (algo; "none" for none)
+// against its own of the bytes written. The error is for the request as
+// a whole; per-file failures are in the results, one per file in order.
+func (b *Backend) PullBatch(ctx context.Context, source, sourceToken, algo string, files []PullBatchFile) ([]PullBatchResult, error) {
+	if _, _, err := ParseURL(source); err != nil {
+		return nil, wrap("pull batch", source, err)
+	}
+	in := PullBatchRequest{Source: source, Token: sourceToken, Checksum: algo, Files: files}
+	var out PullBatchResponse
+	if err := b.call(ctx, http.MethodPost, "/v1/pullbatch", nil, in, &out); err != nil {
+		return nil, wrap("pull batch", fmt.Sprintf("%s (%d files)", source, len(files)), err)
+	}
+	if len(out.Files) != len(files) {
+		return nil, fmt.Errorf("pull batch from %s: the agent answered for %d of %d files", source, len(out.Files), len(files))
+	}
+	return out.Files, nil
+}
+
+// Renames renames many files in one request; per-pair failures are in the
+// results, one per pair in order.
+func (b *Backend) Renames(ctx context.Context, pairs []RenamePair) ([]PullBatchResult, error) {
+	var out RenamesResponse
+	if err := b.call(ctx, http.MethodPost, "/v1/renames", nil, RenamesRequest{pairs}, &out); err != nil {
+		return nil, wrap("renames", fmt.Sprintf("(%d files)", len(pairs)), err)
+	}
+	if len(out.Results) != len(pairs) {
+		return nil, fmt.Errorf("renames: the agent answered for %d of %d files", len(out.Results), len(pairs))
+	}
+	return out.Results, nil
+}
