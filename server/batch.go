@@ -28,10 +28,14 @@ import (
 // Scheduling does not change: each file is still a task that the
 // scheduler starts, with its own state, preemption and cancellation; only
 // the runs it starts together share connections. A batch carries about
-// one ChunkMin of bytes (Optimal_PP's pp = BDP / mean file size, with the
-// engine's ChunkMin standing for the bandwidth-delay product, as it does
-// for partial transfers), so the scheduler's concurrency still sets how
-// many connections move small files at once.
+// pp = 1 + BDP / mean file size files (the paper's Optimal_PP), with BDP
+// one connection's bandwidth-delay product (Config.BatchBDP): files that
+// fill a connection's pipe on their own go one per batch, and each still
+// saves the per-file requests; only files well under the BDP share a
+// batch. A batch of pp files is one connection where the scheduler
+// started pp, so grouping more than the pipe needs would trade away
+// parallelism the scheduler chose (measured: 0.87x the unbatched rate on
+// a 20 MB/s-per-connection path when 1 MiB files went eight to a batch).
 
 // maxBatchFiles bounds the files of one batch (the paper's max pp).
 const maxBatchFiles = 64
@@ -52,6 +56,18 @@ func (s *Server) chunkMin() int64 {
 		return s.cfg.ChunkMin
 	}
 	return engine.DefaultChunkMin
+}
+
+// DefaultBatchBDP is Config.BatchBDP's default: one TCP connection's
+// bandwidth-delay product on a typical research WAN path (about 100 Mb/s
+// per stream over a 20 ms round trip).
+const DefaultBatchBDP = 256 << 10
+
+func (s *Server) batchBDP() int64 {
+	if s.cfg.BatchBDP > 0 {
+		return s.cfg.BatchBDP
+	}
+	return DefaultBatchBDP
 }
 
 // batchable reports whether t's run can go in a batch: a small file from
@@ -101,17 +117,17 @@ func (w *world) launchBatches(ts []*task) {
 		}
 		groups[k] = append(groups[k], member{p: p, run: t.run, ctx: ctx})
 	}
-	target := w.s.chunkMin()
+	bdp := w.s.batchBDP()
 	for _, k := range keys {
 		ms := groups[k]
 		var total int64
 		for _, m := range ms {
 			total += m.p.task.Size
 		}
-		// pp files per batch: about one ChunkMin of bytes, at least 1,
-		// at most maxBatchFiles; the batches get equal shares.
+		// pp = 1 + BDP / mean, at most maxBatchFiles; the batches get
+		// equal shares.
 		mean := max(total/int64(len(ms)), 1)
-		pp := int(min(max((target+mean-1)/mean, 1), maxBatchFiles))
+		pp := int(min(1+bdp/mean, maxBatchFiles))
 		n := (len(ms) + pp - 1) / pp
 		for i := range n {
 			lo, hi := i*len(ms)/n, (i+1)*len(ms)/n

@@ -105,6 +105,10 @@ type Config struct {
 	// cycle, move in pull batches (pipelining, batch.go). 0: ChunkMin;
 	// negative: never.
 	BatchMax int64
+	// BatchBDP is one connection's bandwidth-delay product on the
+	// endpoints' paths, which sets how many small files share a batch:
+	// 1 + BatchBDP / their mean size (default DefaultBatchBDP).
+	BatchBDP int64
 	// Registry receives the service's metrics (nil: a new one).
 	Registry *prometheus.Registry
 	// Estimator, if set, is the throughput model to start from (for

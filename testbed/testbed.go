@@ -422,6 +422,12 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		// The operator knows the cost of a start on these paths: the
 		// emulation's connection start-up.
 		StartupCost: ServerStartupCost(tb),
+		// Every file is its own transfer, as in the SC'15 testbed
+		// (GridFTP without pipelining) and in the simulator, whose
+		// predictions are checked against these runs: pull batches
+		// (the service's default for small files) would share
+		// connections the simulator gives each file.
+		BatchMax: -1,
 	})
 	if err != nil {
 		return fail(err)

@@ -42,6 +42,7 @@ type serveConfig struct {
 	LeaseTTL         float64 `json:"lease_ttl_seconds"`
 	JournalWrites    float64 `json:"journal_writes"`
 	BatchMax         string  `json:"batch_max"`
+	BatchBDP         string  `json:"batch_bdp"`
 }
 
 func defaultDataDir() string {
@@ -101,6 +102,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
 	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
+	f.StringVar(&c.BatchBDP, "batch-bdp", "", "one connection's bandwidth-delay product on your paths (e.g. 256KiB, the default): a batch carries 1 + this / the mean file size files")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
 	return cmd
 }
@@ -162,6 +164,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.BatchMax != "" {
 		set("batch-max", func() { c.BatchMax = fc.BatchMax })
 	}
+	if fc.BatchBDP != "" {
+		set("batch-bdp", func() { c.BatchBDP = fc.BatchBDP })
+	}
 	return nil
 }
 
@@ -180,6 +185,14 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 			return fmt.Errorf("serve: %w", err)
 		}
 		batchMax = n
+	}
+	var batchBDP int64
+	if c.BatchBDP != "" {
+		n, err := parseSize("--batch-bdp", c.BatchBDP)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		batchBDP = n
 	}
 	if c.DataDir == "" {
 		c.DataDir = defaultDataDir()
@@ -208,6 +221,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
 		Policy:           c.Policy,
 		BatchMax:         batchMax,
+		BatchBDP:         batchBDP,
 	})
 	if err != nil {
 		return err
