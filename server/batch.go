@@ -40,6 +40,13 @@ import (
 // maxBatchFiles bounds the files of one batch (the paper's max pp).
 const maxBatchFiles = 64
 
+// batchAttempts and batchBackoff: how often, and how far apart (growing
+// linearly), a failed pull batch request is sent again.
+const (
+	batchAttempts = 3
+	batchBackoff  = 250 * time.Millisecond
+)
+
 // batchMax is the size up to which a file may go in a batch (0: none).
 func (s *Server) batchMax() int64 {
 	switch {
@@ -202,7 +209,20 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		p := ms[i].p
 		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempName(p.dstPath), Size: p.task.Size}
 	}
-	results, err := dst.PullBatch(ctx, pullBase(first.srcURL), srcTok, first.checksum, files)
+	// A pull batch only writes temporary names, so a failed request is
+	// simply sent again, a few times, as the engine retries a failed
+	// range: an agent restarting should not cost every file an attempt.
+	var results []sluice.PullBatchResult
+	for attempt := 1; ; attempt++ {
+		results, err = dst.PullBatch(ctx, pullBase(first.srcURL), srcTok, first.checksum, files)
+		if err == nil || backend.Permanent(err) || ctx.Err() != nil || attempt == batchAttempts {
+			break
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * batchBackoff):
+		case <-ctx.Done():
+		}
+	}
 	if err != nil {
 		for _, i := range live {
 			report(i, engine.Result{}, err)
