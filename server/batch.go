@@ -209,6 +209,8 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		p := ms[i].p
 		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempName(p.dstPath), Size: p.task.Size}
 	}
+	s.met.batches.Inc()
+	s.met.batchFiles.Add(float64(len(files)))
 	// A pull batch only writes temporary names, so a failed request is
 	// simply sent again, a few times, as the engine retries a failed
 	// range: an agent restarting should not cost every file an attempt.

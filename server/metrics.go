@@ -19,6 +19,8 @@ type metrics struct {
 	jobsSubmitted prometheus.Counter
 	filesDone     *prometheus.CounterVec
 	bytesDone     *prometheus.CounterVec
+	batches       prometheus.Counter
+	batchFiles    prometheus.Counter
 }
 
 func newMetrics(r *prometheus.Registry) *metrics {
@@ -47,9 +49,13 @@ func newMetrics(r *prometheus.Registry) *metrics {
 			Help: "Files transferred and verified, by class."}, []string{"class"}),
 		bytesDone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sluice_bytes_done_total",
 			Help: "Bytes of files transferred and verified, by class."}, []string{"class"}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_pull_batches_total",
+			Help: "Pull batches of small files sent to destination agents."}),
+		batchFiles: prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_pull_batch_files_total",
+			Help: "Files sent in pull batches (over sluice_pull_batches_total: the mean pipelining depth)."}),
 	}
 	r.MustRegister(m.queued, m.running, m.throughput, m.endpointCC, m.slowdown, m.cycleSeconds,
-		m.preemptions, m.retries, m.jobsSubmitted, m.filesDone, m.bytesDone)
+		m.preemptions, m.retries, m.jobsSubmitted, m.filesDone, m.bytesDone, m.batches, m.batchFiles)
 	return m
 }
 
