@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -387,4 +388,48 @@ func TestBeginRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkFinal(t, s, data)
+}
+
+// fencedJournals refuses every save after the first few with ErrFenced,
+// as the service's store does once another server owns the task.
+type fencedJournals struct {
+	FileJournals
+	mu    sync.Mutex
+	saves int
+	allow int
+}
+
+func (j *fencedJournals) Save(ctx context.Context, key string, data []byte) error {
+	j.mu.Lock()
+	j.saves++
+	refuse := j.saves > j.allow
+	j.mu.Unlock()
+	if refuse {
+		return fmt.Errorf("store says: %w", ErrFenced)
+	}
+	return j.FileJournals.Save(ctx, key, data)
+}
+
+// TestFencedJournalStops: a checkpoint refused with ErrFenced stops the
+// transfer with that error (a run that lost its claim stops moving bytes
+// at its next checkpoint) and nothing is put in place.
+func TestFencedJournalStops(t *testing.T) {
+	e := newEnv(t)
+	data := e.put(t, "f", 4<<20, 5)
+	s := e.spec("f", int64(len(data)))
+	// 4 MiB at 2 MB/s: two seconds, a hundred checkpoint intervals.
+	s.Dst = &fault{Backend: e.dst, rate: 2e6}
+	j := &fencedJournals{allow: 3}
+	s.Journals = j
+	start := time.Now()
+	_, err := Run(context.Background(), s)
+	if !errors.Is(err, ErrFenced) {
+		t.Fatalf("Run = %v, want ErrFenced", err)
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("the fenced transfer went on for %s", el)
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Error("a fenced transfer put its file in place")
+	}
 }

@@ -97,6 +97,20 @@ func ReadCheckpoint(ctx context.Context, js Journals, key string) (c Checkpoint,
 	return Checkpoint{Src: j.Src, Dst: j.Dst, Size: j.Size, Done: j.ranges().total()}, true, nil
 }
 
+// SaveComplete records under key a checkpoint of a copy of src to dst,
+// size bytes, with every byte written: what the engine itself saves before
+// it verifies and renames. A caller that moves a file without the engine
+// (the service's pull batches) saves it before putting the file in place,
+// so that a rerun after a crash finds the file may be in place already
+// (Checkpoint.Complete) and checks it instead of copying it again.
+func SaveComplete(ctx context.Context, js Journals, key, src, dst string, size int64) error {
+	var done ranges
+	if size > 0 {
+		done = ranges{{0, size}}
+	}
+	return saveJournal(ctx, js, key, newJournal(src, dst, size, time.Time{}, done))
+}
+
 // readJournal loads a journal from a local file.
 func readJournal(name string) (journal, bool, error) {
 	return loadJournal(context.Background(), FileJournals{}, name)

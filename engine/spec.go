@@ -37,6 +37,11 @@ var (
 	ErrChecksum = errors.New("checksum mismatch")
 	// ErrFinished: Pause was called on a transfer that has already ended.
 	ErrFinished = errors.New("transfer already finished")
+	// ErrFenced: a Journals.Save error that wraps it stops the transfer
+	// (with that error) instead of being noted and retried at the next
+	// checkpoint: the caller no longer owns the file (the service's
+	// fencing, when another server took the task over).
+	ErrFenced = errors.New("no longer allowed to write this transfer")
 )
 
 // Source is one replica of the file in a multi-source transfer

@@ -644,6 +644,15 @@ func (t *Transfer) copyAll(ctx context.Context) error {
 		case <-t.wake:
 		case <-tick.C:
 			if err := t.checkpoint(ctx); err != nil && ctx.Err() == nil {
+				if errors.Is(err, ErrFenced) {
+					t.mu.Lock()
+					if t.werr == nil {
+						t.werr = fmt.Errorf("engine: %w", err)
+						t.wcancel()
+					}
+					t.mu.Unlock()
+					continue
+				}
 				t.notef("checkpoint failed: %v", err)
 			}
 		case <-ctxDone:

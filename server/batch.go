@@ -174,12 +174,29 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		})
 		defer stop()
 	}
+	journals := func(m member) storeJournals {
+		return storeJournals{st: s.st, owner: s.cfg.ServerID, task: m.p.task.ID, term: m.p.task.Term}
+	}
 	// live: the members still going, by index.
 	live := make([]int, 0, len(ms))
 	for i, m := range ms {
 		if err := m.ctx.Err(); err != nil {
 			report(i, engine.Result{}, err)
 			continue
+		}
+		// An earlier run (on this server or another that died) may have
+		// put the file in place without recording it: check it rather
+		// than put it in place a second time, as runTransfer does.
+		if cp, ok, err := engine.ReadCheckpoint(ctx, journals(m), journalKey(m.p.task.ID)); err == nil && ok && cp.Complete() && cp.Size == m.p.task.Size {
+			res, done, err := s.checkInPlace(ctx, m.p)
+			switch {
+			case err != nil:
+				report(i, engine.Result{}, fmt.Errorf("checking whether %s is already complete: %w", m.p.task.Dst, err))
+				continue
+			case done:
+				report(i, res, nil)
+				continue
+			}
 		}
 		// The fence, as the engine's Spec.Begin: another server may own
 		// the partition now.
@@ -250,7 +267,9 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 			report(i, engine.Result{}, err)
 			continue
 		}
-		if err := s.st.CheckClaim(ctx, s.cfg.ServerID, m.p.task.ID, m.p.task.Term); err != nil {
+		// The fence before the rename, and the record that the file
+		// may be in place from now on, in one fenced write.
+		if err := engine.SaveComplete(ctx, journals(m), journalKey(m.p.task.ID), m.p.srcPath, m.p.dstPath, m.p.task.Size); err != nil {
 			report(i, engine.Result{}, fmt.Errorf("engine: not putting %s in place: %w", m.p.dstPath, err))
 			continue
 		}
@@ -284,6 +303,15 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		report(i, engine.Result{Size: r.Bytes, Bytes: r.Bytes, Seconds: secs, Checksum: sum, Algo: algo,
 			Note: fmt.Sprintf("pipelined: one of %d files in a batch", len(live))}, nil)
 	}
+}
+
+// checkInPlace is alreadyDone for one file of a batch.
+func (s *Server) checkInPlace(ctx context.Context, p plan) (engine.Result, bool, error) {
+	src, dst, _, err := s.backends(p)
+	if err != nil {
+		return engine.Result{}, false, err
+	}
+	return s.alreadyDone(ctx, src, dst, p)
 }
 
 // batchBackends returns the client for a batch's destination agent, with

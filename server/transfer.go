@@ -40,7 +40,14 @@ func journalKey(id int64) string { return fmt.Sprintf("task/%d", id) }
 
 // storeJournals keeps the engine's checkpoint journals in the store, so
 // that a restarted server (or another one) resumes where a run stopped.
-type storeJournals struct{ st store.Store }
+// With a fence (owner non-empty), saves are written only while the task
+// is still claimed under term by owner (store.PutCheckpointFenced).
+type storeJournals struct {
+	st    store.Store
+	owner string
+	task  int64
+	term  int64
+}
 
 func (j storeJournals) Load(ctx context.Context, key string) ([]byte, error) {
 	b, err := j.st.Checkpoint(ctx, key)
@@ -51,6 +58,14 @@ func (j storeJournals) Load(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (j storeJournals) Save(ctx context.Context, key string, data []byte) error {
+	if j.owner != "" {
+		err := j.st.PutCheckpointFenced(ctx, key, data, j.owner, j.task, j.term)
+		if errors.Is(err, store.ErrStaleTerm) {
+			// Stop the run: another server owns the task now.
+			err = fmt.Errorf("%w: %w", engine.ErrFenced, err)
+		}
+		return err
+	}
 	return j.st.PutCheckpoint(ctx, key, data)
 }
 
@@ -138,7 +153,10 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		report(engine.Result{}, err)
 		return
 	}
-	js := storeJournals{s.st}
+	// The run's checkpoints are fenced like its start and its rename: a
+	// server that lost the partition while the run went on must not
+	// overwrite the journal of the new owner's run.
+	js := storeJournals{st: s.st, owner: s.cfg.ServerID, task: id, term: p.task.Term}
 	key := journalKey(id)
 	// A complete checkpoint means an earlier run verified and (perhaps)
 	// renamed the file, and the server died before recording it: check

@@ -597,6 +597,36 @@ func (s *sqlStore) CheckClaim(ctx context.Context, owner string, taskID, term in
 	return nil
 }
 
+// PutCheckpointFenced implements Store.
+func (s *sqlStore) PutCheckpointFenced(ctx context.Context, key string, data []byte, owner string, taskID, term int64) error {
+	if data == nil {
+		data = []byte{} // the column is NOT NULL; nil would bind as NULL
+	}
+	// The WHERE clause also keeps SQLite from reading ON CONFLICT as part
+	// of a join (its upsert-after-SELECT ambiguity).
+	res, err := s.w.ExecContext(ctx,
+		`INSERT INTO checkpoints (key, data, updated)
+		SELECT $1, $2, $3 FROM tasks t JOIN leases l ON l.name = t.src_endpoint AND l.owner = $5 AND l.term = $6
+		WHERE t.id = $4 AND t.claim = $6
+		ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated = excluded.updated`,
+		key, data, toNanos(time.Now()), taskID, owner, term)
+	if err != nil {
+		return fmt.Errorf("store: put checkpoint %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("store: put checkpoint %q: %w", key, err)
+	}
+	if n == 0 {
+		// Stale, or the task is gone: CheckClaim says which.
+		if err := s.CheckClaim(ctx, owner, taskID, term); err != nil {
+			return fmt.Errorf("store: put checkpoint %q: %w", key, err)
+		}
+		return fmt.Errorf("store: put checkpoint %q: task %d not claimed under term %d", key, taskID, term)
+	}
+	return nil
+}
+
 // CanceledJobs returns the IDs of jobs canceled at or after since (by
 // their finish time), so that every server stops its share of a job
 // canceled through another.

@@ -182,6 +182,14 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		if err := s.CheckClaim(ctx, "s2", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
 			t.Fatalf("CheckClaim by a server without the lease: %v", err)
 		}
+		// Its run's checkpoints are written under the claim, and only
+		// under it.
+		if err := s.PutCheckpointFenced(ctx, "task/a0", []byte("s1's journal"), "s1", got[0].ID, 1); err != nil {
+			t.Fatalf("fenced checkpoint of a held task: %v", err)
+		}
+		if err := s.PutCheckpointFenced(ctx, "task/a0", []byte("s2's"), "s2", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
+			t.Fatalf("fenced checkpoint by a server without the lease: %v", err)
+		}
 		// s1 may not write partition b's tasks.
 		bTask := tasks[1]
 		bTask.Term = 1
@@ -198,6 +206,12 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		}
 		if err := s.CheckClaim(ctx, "s1", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
 			t.Fatalf("CheckClaim after a take-over: %v", err)
+		}
+		if err := s.PutCheckpointFenced(ctx, "task/a0", []byte("stale"), "s1", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
+			t.Fatalf("fenced checkpoint after a take-over: %v", err)
+		}
+		if b, err := s.Checkpoint(ctx, "task/a0"); err != nil || string(b) != "s1's journal" {
+			t.Fatalf("checkpoint after refused writes: %q %v", b, err)
 		}
 		got[0].Done = 10
 		var se *StaleTermError

@@ -345,6 +345,13 @@ type Store interface {
 	UpdateTasksFenced(ctx context.Context, owner string, tasks []Task, audit []AuditEntry) (skipped []int64, err error)
 	SaveProgress(ctx context.Context, owner string, ps []Progress) error
 	CheckClaim(ctx context.Context, owner string, taskID, term int64) error
+	// PutCheckpointFenced is PutCheckpoint under the claim CheckClaim
+	// checks, in the same statement: a *StaleTermError, and nothing
+	// written, if task taskID is no longer claimed under term or owner no
+	// longer holds its partition's lease under that term. A server that
+	// lost a partition while a run went on cannot overwrite the journal
+	// of the new owner's run.
+	PutCheckpointFenced(ctx context.Context, key string, data []byte, owner string, taskID, term int64) error
 	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
 	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)
 	PutEndpointLoads(ctx context.Context, server string, loads []EndpointLoad) error
