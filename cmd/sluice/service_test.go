@@ -996,3 +996,92 @@ func TestServiceSmallFilesBatched(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceBatchFileAlreadyInPlace: a small file whose earlier run put
+// it in place without the done state being recorded (a server killed
+// between the rename and the write) is checked, not copied and put in
+// place a second time. The state is made by hand: the destination holds
+// the file and the store a complete checkpoint while the destination
+// agent is down.
+func TestServiceBatchFileAlreadyInPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	c.agents["a2"].kill()
+	for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		es, err := c.admin.Endpoints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := false
+		for _, e := range es {
+			down = down || (e.Name == "a2" && !e.Up)
+		}
+		if down {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a2 was not marked down")
+		}
+	}
+	var job api.JobIn
+	for i := range 3 {
+		rel := fmt.Sprintf("placed/%d", i)
+		c.file("a1", rel, 100<<10, uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// File 1 is "already in place": its bytes at the destination, and a
+	// complete checkpoint in the store.
+	in := c.path("a2", "placed/1")
+	if err := os.MkdirAll(filepath.Dir(in), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(c.path("a1", "placed/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(c.dir, "data", "sluice.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := st.Tasks(ctx, j.ID, 0, 10)
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("tasks: %d, %v", len(tasks), err)
+	}
+	cp := fmt.Sprintf(`{"version":1,"src":"/placed/1","dst":"/placed/1","size":%d,"done":[[0,%d]]}`, len(b), len(b))
+	if err := st.PutCheckpoint(ctx, fmt.Sprintf("task/%d", tasks[1].ID), []byte(cp)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	c.agents["a2"].start()
+	j = c.waitJob(c.admin, j.ID, time.Minute)
+	if j.State != store.StateDone || j.FilesDone != 3 {
+		t.Fatalf("job ended %s with %d/3 done", j.State, j.FilesDone)
+	}
+	after, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("the file already in place was copied and put in place again")
+	}
+	for i := range 3 {
+		rel := fmt.Sprintf("placed/%d", i)
+		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
+			t.Errorf("%s differs", rel)
+		}
+	}
+}
