@@ -149,7 +149,7 @@ range checksums, dropped, and its ranges fetched again.`,
 	fl.BoolVar(&f.auto, "auto", true, "with -r: choose --cc, --pp and --p per chunk of the dataset (off when any of them is given)")
 	fl.Float64Var(&f.bandwidth, "bandwidth", 0, "the path's bandwidth in MB/s for --auto (default: a short probe)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with -r: print each chunk's settings and throughput")
-	fl.StringVar(&f.checksum, "checksum", "adler32", "adler32, md5, sha256, crc32c or none")
+	fl.StringVar(&f.checksum, "checksum", "auto", "adler32, md5, sha256, crc32c, none, or auto: crc32c between local files and sluice agents, adler32 when a GridFTP or XRootD server is one end")
 	fl.StringVar(&f.token, "token", os.Getenv("SLUICE_TOKEN"), "bearer token for agents (default $SLUICE_TOKEN)")
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
@@ -160,6 +160,24 @@ range checksums, dropped, and its ranges fetched again.`,
 	f.pol.register(fl)
 	f.multi.register(fl)
 	return cmd
+}
+
+// autoChecksum is --checksum auto. crc32c where every end computes it
+// itself (local files, sluice agents): Go computes it in hardware, about
+// 25 GB/s on this machine against adler32's 3.5 GB/s, and it is the
+// stronger check (adler32 is weak on short inputs). adler32 where a
+// GridFTP or XRootD server is an end: those servers compute it themselves
+// (the Globus server offers no CRC32C), so nothing is read back through
+// this process to check it.
+func autoChecksum(eps ...copyjob.Endpoint) string {
+	for _, e := range eps {
+		for _, scheme := range []string{"ftp://", "gsiftp://", "root://", "xroot://"} {
+			if strings.HasPrefix(e.URL, scheme) {
+				return "adler32"
+			}
+		}
+	}
+	return "crc32c"
 }
 
 // endpoint turns a command-line location into a copyjob endpoint.
@@ -314,6 +332,9 @@ func (f *cpFlags) resolve(ctx context.Context, srcArgs []string, dstArg string) 
 	}
 	if dst, err = f.endpoint(ctx, dstArg, true, client); err != nil {
 		return nil, dst, "", nil, err
+	}
+	if f.checksum == "auto" {
+		f.checksum = autoChecksum(append(srcs, dst)...)
 	}
 	journalDir = f.journalDir
 	if journalDir == "" {

@@ -248,3 +248,27 @@ func TestCpPolicyServer(t *testing.T) {
 		t.Errorf("a refused copy created its destination (%v)", err)
 	}
 }
+
+// TestAutoChecksum: --checksum auto picks crc32c between local files and
+// agents, adler32 as soon as a GridFTP or XRootD server is an end.
+func TestAutoChecksum(t *testing.T) {
+	for _, tc := range []struct {
+		urls []string
+		want string
+	}{
+		{[]string{"/data/a", "/tmp/b"}, "crc32c"},
+		{[]string{"sluice://dtn1:7000/a", "sluices://dtn2:7000/b"}, "crc32c"},
+		{[]string{"ftp://gridftp:2811/a", "/tmp/b"}, "adler32"},
+		{[]string{"sluice://dtn1:7000/a", "gsiftp://dtn2/b"}, "adler32"},
+		{[]string{"root://eos//a", "/tmp/b"}, "adler32"},
+		{[]string{"xroot://eos//a", "sluice://dtn1:7000/b"}, "adler32"},
+	} {
+		var eps []copyjob.Endpoint
+		for _, u := range tc.urls {
+			eps = append(eps, copyjob.Endpoint{URL: u})
+		}
+		if got := autoChecksum(eps...); got != tc.want {
+			t.Errorf("%v: %s, want %s", tc.urls, got, tc.want)
+		}
+	}
+}
