@@ -51,10 +51,10 @@ const (
 //   - pp is how many files a channel asks for in one request: a batch GET
 //     (POST /v1/batch) of pp files, sent back to back in one response,
 //     paying one round trip rather than pp. This needs a source that is a
-//     sluice agent (a Batcher) and the bytes passing through this process.
-//     With any other source, or with a third-party copy (the destination
-//     agent pulls; the protocol has no batch pull), files go one request
-//     each and pp has no effect.
+//     sluice agent (a Batcher). Agent to agent (a third-party copy), the
+//     destination agent makes that batch GET itself (POST /v1/pullbatch,
+//     a PullBatcher) and the files are renamed in one request. With any
+//     other source, files go one request each and pp has no effect.
 //   - p is the number of partial transfers (byte ranges moving at once)
 //     of one file. A file of at least 2·ChunkMin goes through the engine,
 //     as copyjob.Run sends big files (journal, resume), with p partial
@@ -279,7 +279,7 @@ func (d *Dataset) units(files []dataset.File, pp, p int) ([]unit, int64, error) 
 			out = append(out, unit{kind: unitBig, items: []item{it}, parts: p})
 		case p > 1 && it.size >= 2*o.PartMin:
 			out = append(out, unit{kind: unitSplit, items: []item{it}, parts: int(min(int64(p), it.size/o.PartMin))})
-		case d.batcher(it.from) != nil:
+		case d.canBatch(it.from):
 			if len(group) > 0 && group[0].from != it.from {
 				flush()
 			}
@@ -304,6 +304,32 @@ func (d *Dataset) batcher(from int) Batcher {
 		return nil
 	}
 	return b
+}
+
+// PullBatcher is implemented by destinations that fetch many whole files
+// from a source agent in one request and rename many in one
+// (backend/sluice: POST /v1/pullbatch, /v1/renames): pipelining for a
+// third-party copy.
+type PullBatcher interface {
+	PullBatch(ctx context.Context, source, sourceToken, algo string, files []sluice.PullBatchFile) ([]sluice.PullBatchResult, error)
+	Renames(ctx context.Context, pairs []sluice.RenamePair) ([]sluice.PullBatchResult, error)
+}
+
+// pullBatcher is the destination's PullBatcher when files of source from
+// go agent to agent (the destination pulls them); nil otherwise.
+func (d *Dataset) pullBatcher(from int) PullBatcher {
+	src := d.st.srcs[from]
+	if d.st.puller(src) == nil {
+		return nil
+	}
+	pb, _ := d.st.dst.Backend.(PullBatcher)
+	return pb
+}
+
+// canBatch reports whether files of source from can go in batches, one
+// way or the other.
+func (d *Dataset) canBatch(from int) bool {
+	return d.batcher(from) != nil || d.pullBatcher(from) != nil
 }
 
 // do moves one unit.
@@ -383,6 +409,9 @@ func (d *Dataset) copyBatch(ctx context.Context, items []item) error {
 // it arrives. It returns the items not delivered, and why (the first
 // permanent error if there is one: no retry will help those).
 func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
+	if pb := d.pullBatcher(items[0].from); pb != nil {
+		return d.pullBatchOnce(ctx, pb, items)
+	}
 	st := d.st
 	src := st.srcs[items[0].from]
 	paths := make([]string, len(items))
@@ -459,6 +488,67 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 	}
 	if broken != nil {
 		return left, broken
+	}
+	return left, first
+}
+
+// pullBatchOnce is batchOnce agent to agent: the destination fetches the
+// items in one pull batch (each verified there against the checksum the
+// source sent with its bytes, and synced), then they are renamed in one
+// request. It returns the items not delivered and why, as batchOnce.
+func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []item) ([]item, error) {
+	st := d.st
+	src := st.srcs[items[0].from]
+	files := make([]sluice.PullBatchFile, len(items))
+	for i, it := range items {
+		files[i] = sluice.PullBatchFile{Src: it.src, Dst: engine.TempName(it.dst), Size: it.size}
+	}
+	res, err := pb.PullBatch(ctx, sourceBase(src), src.Token, st.o.Checksum, files)
+	if err != nil {
+		return items, fmt.Errorf("pull batch of %d files from %s: %w", len(items), src.URL, err)
+	}
+	errs := make([]error, len(items))
+	var pairs []sluice.RenamePair
+	var pass []int
+	for i, it := range items {
+		if err := res[i].Err(); err != nil {
+			errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+			continue
+		}
+		pairs = append(pairs, sluice.RenamePair{From: files[i].Dst, To: it.dst})
+		pass = append(pass, i)
+	}
+	if len(pairs) > 0 {
+		rr, err := pb.Renames(ctx, pairs)
+		if err != nil {
+			for _, i := range pass {
+				errs[i] = fmt.Errorf("%s -> %s: %w", items[i].src, items[i].dst, err)
+			}
+		} else {
+			for k, i := range pass {
+				if err := rr[k].Err(); err != nil {
+					errs[i] = fmt.Errorf("%s -> %s: %w", items[i].src, items[i].dst, err)
+					continue
+				}
+				st.done.Add(items[i].size)
+				st.filesDone.Add(1)
+			}
+		}
+	}
+	var left []item
+	var first error
+	for i, it := range items {
+		e := errs[i]
+		if e == nil {
+			continue
+		}
+		left = append(left, it)
+		if !retryable(e) {
+			return left, e // nothing will deliver this file
+		}
+		if first == nil {
+			first = e
+		}
 	}
 	return left, first
 }

@@ -390,3 +390,31 @@ func TestPerformRefuses(t *testing.T) {
 		t.Errorf("no files: %v, %v", thr, err)
 	}
 }
+
+// TestPullBatchThirdParty: agent to agent, small files go in pull batches
+// (the destination agent makes one batch GET per pp files, with the
+// checksums sent beside the bytes): no GET and no checksum request per
+// file, and every file arrives whole, with nothing left behind.
+func TestPullBatchThirdParty(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	sizes := make([]int, 40)
+	for i := range sizes {
+		sizes[i] = 1 + i*997
+	}
+	want := tree(t, srcDir, sizes...)
+	log := &requestLog{gets: map[string]int{}, sums: map[string]int{}}
+	src := sourceAgent(t, srcDir, "/tree", nil, log.wrap)
+	urlB, bB, _ := testAgent(t, dstDir, key(t))
+	dst := Endpoint{Backend: bB, Path: "/arch/", URL: urlB + "/arch/", Puller: bB}
+	d := prepare(t, src, dst, opts(t))
+	if _, err := d.Perform(context.Background(), d.Files(), 16, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, filepath.Join(dstDir, "arch", "tree"), want)
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.batches) != 3 || len(log.gets) != 0 || len(log.sums) != 0 {
+		t.Errorf("the source answered %d batches, %d file GETs and %d checksum requests; want 3 batches (40 files, pp 16) and nothing per file",
+			len(log.batches), len(log.gets), len(log.sums))
+	}
+}
