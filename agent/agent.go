@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/sluice-dtn/sluice/auth"
@@ -62,6 +63,10 @@ type Server struct {
 	client *http.Client
 	now    func() time.Time // the clock tokens are checked against
 	shape  *emul.Shaper     // nil unless emulating
+	// bufs holds the copy buffers of checksummed batch responses: a
+	// MultiWriter offers no ReadFrom, so io.Copy would move a file 32
+	// KiB per system call.
+	bufs sync.Pool
 }
 
 // New checks cfg and opens the root.
@@ -94,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		client: cfg.Client,
 		now:    time.Now,
 	}
+	s.bufs.New = func() any { b := make([]byte, 256<<10); return &b }
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

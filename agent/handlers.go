@@ -566,7 +566,13 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 	if err != nil {
 		return err // checked by the caller
 	}
-	if _, err := io.CopyN(io.MultiWriter(w, h), f, size); err != nil {
+	buf := s.bufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(io.MultiWriter(w, h), io.LimitReader(f, size), *buf)
+	s.bufs.Put(buf)
+	if err == nil && n < size {
+		err = io.ErrUnexpectedEOF // the file shrank while read
+	}
+	if err != nil {
 		return fmt.Errorf("sending %s: %w", p, err)
 	}
 	return frame(batchFrame{Path: name, Checksum: hex.EncodeToString(h.Sum(nil))})
