@@ -427,6 +427,24 @@ func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 	return writeOp(w, r, c, s.fs.Mkdir)
 }
 
+// renamePaths checks a rename's two body paths against the token: both
+// inside the root and writable.
+func renamePaths(c auth.Claims, rawFrom, rawTo string) (from, to string, err error) {
+	if from, err = bodyPath("from", rawFrom); err != nil {
+		return "", "", err
+	}
+	if to, err = bodyPath("to", rawTo); err != nil {
+		return "", "", err
+	}
+	if err := c.Allows(auth.Write, from); err != nil {
+		return "", "", err
+	}
+	if err := c.Allows(auth.Write, to); err != nil {
+		return "", "", err
+	}
+	return from, to, nil
+}
+
 func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
 	var in struct {
 		From string `json:"from"`
@@ -435,18 +453,8 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	from, err := bodyPath("from", in.From)
+	from, to, err := renamePaths(c, in.From, in.To)
 	if err != nil {
-		return err
-	}
-	to, err := bodyPath("to", in.To)
-	if err != nil {
-		return err
-	}
-	if err := c.Allows(auth.Write, from); err != nil {
-		return err
-	}
-	if err := c.Allows(auth.Write, to); err != nil {
 		return err
 	}
 	if err := s.fs.Rename(r.Context(), from, to); err != nil {

@@ -212,18 +212,8 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	type pair struct{ from, to string }
 	ps := make([]pair, len(in.Pairs))
 	for i, p := range in.Pairs {
-		from, err := bodyPath("from", p.From)
+		from, to, err := renamePaths(c, p.From, p.To)
 		if err != nil {
-			return err
-		}
-		to, err := bodyPath("to", p.To)
-		if err != nil {
-			return err
-		}
-		if err := c.Allows(auth.Write, from); err != nil {
-			return err
-		}
-		if err := c.Allows(auth.Write, to); err != nil {
 			return err
 		}
 		ps[i] = pair{from, to}
