@@ -174,6 +174,9 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	}
 	for i, s := range srcs {
 		src := engine.Source{Name: s.URL, Backend: mon.Observe(i), Path: s.Path, Share: float64(alloc[i])}
+		if m := links[i].Mean; m > 0 && !math.IsInf(m, 0) {
+			src.Rate = m // the prediction stealing weighs it by until it delivers
+		}
 		if pull := pullerFor(s, dst); pull != nil {
 			src.Pull = pull
 			src.Backend = s.Backend

@@ -197,7 +197,9 @@ func (t *Transfer) stealLocked(thief int) *piece {
 		}
 	}
 	for i, s := range t.srcs {
-		rates[i] = s.rate(now)
+		if rates[i] = s.rate(now); rates[i] == 0 {
+			rates[i] = s.Rate // the plan's, if it gave one
+		}
 		if s.dead != nil {
 			continue
 		}

@@ -276,3 +276,36 @@ func TestMultiSourceCollapse(t *testing.T) {
 		t.Errorf("with steal %v, without %v: want at least 3x sooner", took[1], took[0])
 	}
 }
+
+// TestStealUnmeasuredReplica: a slow replica the plan gave no bytes
+// finishes its (empty) work first and may steal. Counted at the plan's
+// predicted rate (Source.Rate) it takes no more than it can finish in
+// time. Before Rate, an unmeasured replica counted as fast as the others
+// and took half of the fast replica's remaining bytes, a sub-write of
+// which it then held for seconds (this test took 4.0 s instead of 0.6 s;
+// seen in the multi-source evaluation, fig5).
+func TestStealUnmeasuredReplica(t *testing.T) {
+	const size = 4 << 20
+	e := newEnv(t)
+	data := e.put(t, "f", size, 9)
+	reps, s := e.replicas(2, "f", size, 1, 0)
+	reps[0].rate, reps[1].rate = 8<<20, 256<<10 // 32 times faster
+	s.Sources[0].Rate, s.Sources[1].Rate = 8<<20, 256<<10
+	s.Steal = true
+	// Sub-writes as large as the service's in proportion to the file:
+	// bytes in flight are never stolen back, so a slow replica's
+	// sub-write is what it holds the file back by.
+	s.SubWrite = 512 << 10
+	start := time.Now()
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	e.checkFinal(t, s, data)
+	t.Logf("%v, slow replica sent %d bytes; note %q", took, reps[1].served.Load(), res.Note)
+	// Alone, the fast replica needs about 0.5 s.
+	if took > 900*time.Millisecond {
+		t.Errorf("with the predicted rates: %v, want under 0.9 s (the fast replica alone takes 0.5 s)", took)
+	}
+}

@@ -59,6 +59,12 @@ type Source struct {
 	// means equal parts. A replica with Share 0 among others sends
 	// nothing unless it steals (Spec.Steal) or another replica fails.
 	Share float64
+	// Rate is the replica's rate as the plan predicted it, bytes/s (0:
+	// unknown). Stealing weighs a replica by what it has delivered; one
+	// that has delivered nothing yet (a replica planned no bytes, say)
+	// counts at this rate rather than as fast as the others, which made
+	// a slow replica take half of a fast one's work.
+	Rate float64
 }
 
 // Spec describes one file transfer.
@@ -178,6 +184,8 @@ func (s Spec) normalize() (Spec, error) {
 				return bad("source %d has no backend or path", i)
 			case math.IsNaN(r.Share) || math.IsInf(r.Share, 0) || r.Share < 0:
 				return bad("source %d (%s) has share %v; want a finite share >= 0", i, r.Path, r.Share)
+			case math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) || r.Rate < 0:
+				return bad("source %d (%s) has rate %v; want a finite rate >= 0", i, r.Path, r.Rate)
 			}
 		}
 		s.Sources = slices.Clone(s.Sources)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +116,7 @@ func (w *world) planReplicas(t *task, p *plan) {
 		pol = multisrc.TCS
 	}
 	p.shares = make([]float64, len(names))
+	p.rates = make([]float64, len(names))
 	var alloc []int64
 	var err error
 	if known && t.Size > 0 {
@@ -131,8 +133,19 @@ func (w *world) planReplicas(t *task, p *plan) {
 	}
 	for i, a := range alloc {
 		p.shares[i] = float64(a)
+		if m := links[i].Mean; m > 0 && !math.IsInf(m, 0) {
+			p.rates[i] = m
+		}
 	}
 	p.split = split
+}
+
+// rateOf is replica i's predicted rate in the plan, 0 if it has none.
+func (p plan) rateOf(i int) float64 {
+	if i < len(p.rates) {
+		return p.rates[i]
+	}
+	return 0
 }
 
 // urlHost is the endpoint of a sluice://endpoint/path URL.
@@ -232,14 +245,14 @@ func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, sr
 			return dst.Pull(ctx, base+srcPath, tok, dstPath, off, n)
 		}
 	}
-	spec.Sources = []engine.Source{{Name: p.task.Src, Backend: src, Path: p.srcPath, Pull: pull(pullBase(p.srcURL), srcTok), Share: p.shares[0]}}
+	spec.Sources = []engine.Source{{Name: p.task.Src, Backend: src, Path: p.srcPath, Pull: pull(pullBase(p.srcURL), srcTok), Share: p.shares[0], Rate: p.rateOf(0)}}
 	for i, r := range p.replicas {
 		b, tok, err := s.replicaBackend(p, r)
 		if err != nil {
 			return err
 		}
 		spec.Sources = append(spec.Sources, engine.Source{Name: "sluice://" + r.name + r.path, Backend: b, Path: r.path,
-			Pull: pull(pullBase(r.url), tok), Share: p.shares[i+1]})
+			Pull: pull(pullBase(r.url), tok), Share: p.shares[i+1], Rate: p.rateOf(i + 1)})
 	}
 	spec.Src, spec.SrcPath, spec.Pull = nil, "", nil
 	spec.Steal = p.steal

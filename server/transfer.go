@@ -30,6 +30,7 @@ type plan struct {
 	// dynamic mode (see multisource.go).
 	replicas []replicaPlan
 	shares   []float64
+	rates    []float64 // the plan's predicted rate per replica (0: none)
 	steal    bool
 	split    string // how the shares were chosen, for the audit
 	// checkpointEvery is the journal interval (world.checkpointEvery).
