@@ -104,7 +104,15 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.client == nil {
-		s.client = &http.Client{Transport: sluice.NewTransport()}
+		// The agent's own requests (pulls from other agents) are small;
+		// the bodies they read go straight into 1 MiB copy buffers,
+		// which bufio passes through. Megabyte connection buffers,
+		// right for a client that uploads, cost 2 MiB per pooled
+		// connection here (a destination pulling many batches at once
+		// peaked at 190-260 MiB with them).
+		t := sluice.NewTransport()
+		t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
+		s.client = &http.Client{Transport: t}
 	}
 	if cfg.Emulation != nil {
 		if s.shape, err = emul.New(*cfg.Emulation); err != nil {
