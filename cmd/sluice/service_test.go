@@ -975,7 +975,7 @@ func TestServiceSmallFilesBatched(t *testing.T) {
 				t.Errorf("temporary files left: %v", left)
 			}
 			// How the files went: the destination agent logs each batch.
-			batches, inBatches := 0, 0
+			batches, inBatches, largest := 0, 0, 0
 			for _, l := range strings.Split(c.agents["a2"].output(), "\n") {
 				if strings.Contains(l, `msg="pulled batch"`) {
 					var files int
@@ -984,12 +984,16 @@ func TestServiceSmallFilesBatched(t *testing.T) {
 					}
 					batches++
 					inBatches += files
+					largest = max(largest, files)
 				}
 			}
-			t.Logf("%d files in %d batches", inBatches, batches)
+			t.Logf("%d files in %d batches, the largest of %d", inBatches, batches, largest)
+			// How many files share a batch depends on how many the
+			// scheduler starts together, which depends on the machine's
+			// speed: ask only that they were pipelined at all.
 			switch {
-			case tc.batched && (inBatches < n || batches > n/2):
-				t.Errorf("batching on: %d of %d files went in %d batches; want all, in at most %d", inBatches, n, batches, n/2)
+			case tc.batched && (inBatches < n || batches >= n || largest < 2):
+				t.Errorf("batching on: %d of %d files went in %d batches, the largest of %d; want all, in fewer batches than files", inBatches, n, batches, largest)
 			case !tc.batched && batches > 0:
 				t.Errorf("batching off, yet %d batches", batches)
 			}
