@@ -472,22 +472,30 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 		})
 	}
 	landing.Wait()
+	left, err := undelivered(items, landed, errs)
+	if broken != nil && (err == nil || retryable(err)) {
+		return left, broken
+	}
+	return left, err
+}
+
+// undelivered is what a batch attempt returns: the items not delivered,
+// and the first permanent error among theirs (returned at once, with the
+// items up to it: nothing will deliver that file), else the first error.
+func undelivered(items []item, delivered []bool, errs []error) ([]item, error) {
 	var left []item
 	var first error
 	for i, it := range items {
-		if landed[i] {
+		if delivered[i] {
 			continue
 		}
 		left = append(left, it)
 		switch e := errs[i]; {
 		case e != nil && !retryable(e):
-			return left, e // nothing will deliver this file
+			return left, e
 		case e != nil && first == nil:
 			first = e
 		}
-	}
-	if broken != nil {
-		return left, broken
 	}
 	return left, first
 }
@@ -508,6 +516,7 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 		return items, fmt.Errorf("pull batch of %d files from %s: %w", len(items), src.URL, err)
 	}
 	errs := make([]error, len(items))
+	delivered := make([]bool, len(items))
 	var pairs []sluice.RenamePair
 	var pass []int
 	for i, it := range items {
@@ -532,25 +541,11 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 				}
 				st.done.Add(items[i].size)
 				st.filesDone.Add(1)
+				delivered[i] = true
 			}
 		}
 	}
-	var left []item
-	var first error
-	for i, it := range items {
-		e := errs[i]
-		if e == nil {
-			continue
-		}
-		left = append(left, it)
-		if !retryable(e) {
-			return left, e // nothing will deliver this file
-		}
-		if first == nil {
-			first = e
-		}
-	}
-	return left, first
+	return undelivered(items, delivered, errs)
 }
 
 // errBatchOrder is an agent answering a batch out of order: a broken

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/engine"
@@ -319,16 +318,7 @@ func (s *Server) checkInPlace(ctx context.Context, p plan) (engine.Result, bool,
 // a token for the destination directory, and a read token for the source
 // directory that the destination agent fetches the files with.
 func (s *Server) batchBackends(p plan, n int) (dst *sluice.Backend, srcTok string, err error) {
-	if p.srcURL == "" || p.dstURL == "" {
-		return nil, "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
-	}
-	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
-	sub := fmt.Sprintf("job %d batch of %d files", p.task.JobID, n)
-	srcTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: path.Dir(p.srcPath), Aud: p.srcAud, Exp: exp})
-	if err != nil {
-		return nil, "", err
-	}
-	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp})
+	srcTok, dstTok, err := s.dataTokens(p, fmt.Sprintf("job %d batch of %d files", p.task.JobID, n), path.Dir(p.srcPath))
 	if err != nil {
 		return nil, "", err
 	}

@@ -110,16 +110,7 @@ func urlPath(u string) string {
 // the file being read and to the destination's directory (the engine
 // writes a temporary file beside the destination and renames it).
 func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok string, err error) {
-	if p.srcURL == "" || p.dstURL == "" {
-		return nil, nil, "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
-	}
-	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
-	sub := fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index)
-	srcTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: p.srcPath, Aud: p.srcAud, Exp: exp})
-	if err != nil {
-		return nil, nil, "", err
-	}
-	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp})
+	srcTok, dstTok, err := s.dataTokens(p, fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index), p.srcPath)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -130,6 +121,23 @@ func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok string, err 
 		return nil, nil, "", err
 	}
 	return src, dst, srcTok, nil
+}
+
+// dataTokens mints the two data tokens of a run: read on the source below
+// srcPrefix, and read-write in the destination's directory (the temporary
+// file is written beside the destination and renamed over it).
+func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok string, err error) {
+	if p.srcURL == "" || p.dstURL == "" {
+		return "", "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
+	}
+	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
+	if srcTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Aud: p.srcAud, Exp: exp}); err != nil {
+		return "", "", err
+	}
+	if dstTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp}); err != nil {
+		return "", "", err
+	}
+	return srcTok, dstTok, nil
 }
 
 // pullBase turns an agent's http(s)://host:port into the sluice(s)://
