@@ -270,8 +270,20 @@ func (s *Server) cleanup(t store.Task) {
 		if a != nil {
 			p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
 			if _, dst, _, err := s.backends(p); err == nil {
-				if err := dst.Remove(ctx, engine.TempName(p.dstPath)); err != nil && !errors.Is(err, backend.ErrNotFound) {
-					s.log.Warn("removing partial file of a canceled task", "task", t.ID, "err", err)
+				// Twice: a request of the run that the cancellation
+				// abandoned on this side (the allocation of the file,
+				// say) may still be running at the agent and create the
+				// file again just after the first removal.
+				for pass := range 2 {
+					if pass > 0 {
+						select {
+						case <-time.After(2 * time.Second):
+						case <-ctx.Done():
+						}
+					}
+					if err := dst.Remove(ctx, engine.TempName(p.dstPath)); err != nil && !errors.Is(err, backend.ErrNotFound) {
+						s.log.Warn("removing partial file of a canceled task", "task", t.ID, "err", err)
+					}
 				}
 			}
 		}
