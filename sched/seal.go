@@ -71,9 +71,15 @@ type entry struct {
 	src, dst int32 // endpoint indexes
 	cc       int   // concurrency now: the task's, or what this cycle gave it
 	xf       float64
-	batch    bool // batch for STEAL's purposes (after promotion)
-	stopped  bool // preempted in this cycle
-	started  bool // started or resized in this cycle
+	// A running task's xfactor is computed when first needed (most
+	// endpoints of a large facility have no waiting task, so nothing
+	// there is ever compared), at the loads of the cycle's start:
+	// load0 holds them, xfOK says xf is set.
+	load0   [2]int
+	xfOK    bool
+	batch   bool // batch for STEAL's purposes (after promotion)
+	stopped bool // preempted in this cycle
+	started bool // started or resized in this cycle
 }
 
 // link is the tasks of one source-destination pair at an endpoint, taken
@@ -101,9 +107,14 @@ type epState struct {
 	sat     [2]bool // test (a)
 	probe   bool    // test (b) on the links in use, valid while probed
 	probed  bool
-	linkVer int      // 0: links not built; 1: built, unsorted; 2: sorted
-	links   []link   // busiest first
-	run     []*entry // running entries here, ascending xfactor at cycle start
+	linkVer int    // 0: links not built; 1: built, unsorted; 2: sorted
+	links   []link // busiest first
+	// run is the running entries here: the n0 running at the cycle's
+	// start, in ascending xfactor once sorted is set (see runAt), then
+	// those this cycle started.
+	run    []*entry
+	n0     int
+	sorted bool
 	// noVictimXF: a waiting task with this xfactor or lower finds no
 	// task to preempt here.
 	noVictimXF float64
@@ -231,14 +242,15 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 			c.eps[e.src].obs += thr
 			c.eps[e.dst].obs += thr
 		}
-		e.xf = c.xfactor(e, nil)
+		s, d := c.loads(e, nil)
+		e.load0 = [2]int{s, d}
 		c.eps[e.src].run = append(c.eps[e.src].run, e)
 		if e.dst != e.src {
 			c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 		}
 	}
 	for i := range c.eps {
-		sortAsc(c.eps[i].run)
+		c.eps[i].n0 = len(c.eps[i].run)
 	}
 	// W is kept as values in one array and sorted in place: a cycle over
 	// a hundred thousand waiting tasks is dominated by memory access.
@@ -546,13 +558,51 @@ func (c *cycle) loads(e *entry, without []*entry) (int, int) {
 // (WT + TT_load) / TT_ideal, where the running tasks in without are taken
 // away from the load.
 func (c *cycle) xfactor(e *entry, without []*entry) float64 {
-	t := e.t
 	src, dst := c.loads(e, without)
+	return c.xfactorLoads(e, src, dst, len(without) == 0)
+}
+
+// xfactorLoads is xfactor at the given loads; alone says no task is
+// taken away.
+func (c *cycle) xfactorLoads(e *entry, src, dst int, alone bool) float64 {
+	t := e.t
 	_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
-	if t.Running && t.Rate > 0 && len(without) == 0 && c.plusOn(noErrorGuard) && c.modelWrong(e) {
+	if t.Running && t.Rate > 0 && alone && c.plusOn(noErrorGuard) && c.modelWrong(e) {
 		thr = t.Rate
 	}
 	return c.xfactorAt(e, thr, c.idealTT(e))
+}
+
+// runningXF sets the xfactor of e, running at the cycle's start, as the
+// cycle's start saw it.
+func (c *cycle) runningXF(e *entry) {
+	if !e.xfOK {
+		e.xf = c.xfactorLoads(e, e.load0[0], e.load0[1], true)
+		e.xfOK = true
+	}
+}
+
+// runAt returns endpoint i's running entries: those running at the
+// cycle's start in ascending xfactor, then those this cycle started.
+// The xfactors are computed and sorted on the first call.
+func (c *cycle) runAt(i int32) []*entry {
+	st := &c.eps[i]
+	if !st.sorted {
+		for _, e := range st.run[:st.n0] {
+			c.runningXF(e)
+		}
+		sortAsc(st.run[:st.n0])
+		st.sorted = true
+	}
+	return st.run
+}
+
+// allRunningXF sets the xfactor of every task running at the cycle's
+// start.
+func (c *cycle) allRunningXF() {
+	for _, e := range c.running {
+		c.runningXF(e)
+	}
 }
 
 // waitMemo holds, for the waiting tasks of one pair met in a row, the
@@ -1042,12 +1092,13 @@ func (c *cycle) findTasksToPreempt(host int32, w *entry, already []*entry) []*en
 	var cands []*entry
 	if host < 0 {
 		if c.byXF == nil {
+			c.allRunningXF()
 			c.byXF = append([]*entry(nil), c.running...)
 			sortAsc(c.byXF)
 		}
 		cands = c.byXF
 	} else {
-		cands = c.eps[host].run
+		cands = c.runAt(host)
 	}
 	var cl []*entry
 	gone := append([]*entry(nil), already...)
@@ -1087,7 +1138,7 @@ func maxXF(es []*entry, gone []*entry) float64 {
 func (c *cycle) preemptBatchFor(e *entry) bool {
 	var b []*entry
 	for _, h := range [2]int32{e.src, e.dst} {
-		for _, r := range c.eps[h].run {
+		for _, r := range c.runAt(h) {
 			if r.batch && !r.stopped && !r.started && !r.t.Pending && !slices.Contains(b, r) {
 				b = append(b, r)
 			}
@@ -1273,6 +1324,9 @@ func (c *cycle) increaseCC(batch bool) {
 		}
 	}
 	byXF := c.plusOn(noRetune)
+	if byXF {
+		c.allRunningXF()
+	}
 	sort.Slice(rs, func(i, j int) bool {
 		if byXF && rs[i].xf != rs[j].xf {
 			// seal+ gives room to the tasks furthest behind first.

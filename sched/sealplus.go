@@ -130,7 +130,7 @@ func (c *cycle) findByCost(host int32, w *entry, already []*entry) []*entry {
 	if host < 0 {
 		cands = c.running
 	} else {
-		cands = c.eps[host].run
+		cands = c.runAt(host)
 	}
 	gone := append([]*entry(nil), already...)
 	eligible := func(r *entry) bool {

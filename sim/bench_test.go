@@ -133,14 +133,22 @@ func historyFor(caps map[string]float64) *model.History {
 // its own random pair, or jobs of 100 files on one pair); and the room at
 // the endpoints (up to 64 connections each, so the cycle starts some twenty
 // thousand tasks at once, or two more each, the steady state of a
-// backlog).
+// backlog). The facility variant is the shape of issue 10's facility day
+// in steady state: 5,000 endpoints, 6,500 running tasks and a short
+// queue of 250 on random pairs, where most endpoints have nothing waiting.
 func BenchmarkSEALCycle(b *testing.B) {
 	for _, g := range []struct {
-		name   string
-		group  int
-		steady bool
-	}{{"random-pairs", 1, false}, {"jobs-of-100", 100, false}, {"steady-backlog", 100, true}} {
-		snap, caps := cycleSnapshot(500, 1000, 100000, g.group)
+		name           string
+		group          int
+		steady         bool
+		eps, run, wait int
+	}{
+		{"random-pairs", 1, false, 500, 1000, 100000},
+		{"jobs-of-100", 100, false, 500, 1000, 100000},
+		{"steady-backlog", 100, true, 500, 1000, 100000},
+		{"facility", 1, false, 2500, 6500, 250},
+	} {
+		snap, caps := cycleSnapshot(g.eps, g.run, g.wait, g.group)
 		if g.steady {
 			// A backlog of 100,000 exists because the endpoints are
 			// busy: every endpoint has room for two more connections, so
