@@ -67,6 +67,8 @@ type Server struct {
 	// MultiWriter offers no ReadFrom, so io.Copy would move a file 32
 	// KiB per system call.
 	bufs sync.Pool
+	// fences holds per-file fence locks (see fence.go).
+	fences *fences
 }
 
 // New checks cfg and opens the root.
@@ -98,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 		log:    cfg.Logger,
 		client: cfg.Client,
 		now:    time.Now,
+		fences: newFences(),
 	}
 	s.bufs.New = func() any { b := make([]byte, 256<<10); return &b }
 	if s.log == nil {

@@ -21,6 +21,7 @@ const (
 	kindNoSpace      = "no_space"
 	kindInvalid      = "invalid"
 	kindExist        = "exist"
+	kindFenced       = "fenced"
 	kindInternal     = "internal"
 )
 
@@ -57,6 +58,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, kindInvalid
 	case errors.Is(err, backend.ErrExist):
 		return http.StatusConflict, kindExist
+	case errors.Is(err, backend.ErrFenced):
+		return http.StatusConflict, kindFenced
 	// Errors backend/file leaves unclassified that are the request's
 	// fault, not the server's: retrying them cannot help. POSIX lets
 	// rmdir of a non-empty directory fail with EEXIST, hence exist.

@@ -284,7 +284,11 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 		defer sr.Close()
 		body = sr
 	}
-	if err := s.fs.WriteAt(r.Context(), p, off, body, n); err != nil {
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
+	if err := s.fencedWrite(p, fc, func() error { return s.fs.WriteAt(r.Context(), p, off, body, n) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -292,8 +296,12 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
 	return writeOp(w, r, c, func(ctx context.Context, p string) error {
-		if err := s.fs.Remove(ctx, p); err != nil {
+		if err := s.fencedRemove(p, fc, func() error { return s.fs.Remove(ctx, p) }); err != nil {
 			return err
 		}
 		s.log.Info("removed", "remote", r.RemoteAddr, "sub", c.Sub, "path", p)
@@ -412,7 +420,11 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims)
 	if err != nil {
 		return fmt.Errorf("%w: size=%q (want a decimal size)", backend.ErrInvalid, v)
 	}
-	if err := s.fs.Truncate(r.Context(), p, size); err != nil {
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
+	if err := s.fencedWrite(p, fc, func() error { return s.fs.Truncate(r.Context(), p, size) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -457,7 +469,11 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err != nil {
 		return err
 	}
-	if err := s.fs.Rename(r.Context(), from, to); err != nil {
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
+	if err := s.fencedRename(from, to, fc, func() error { return s.fs.Rename(r.Context(), from, to) }); err != nil {
 		return err
 	}
 	// Renames put files in place (and may replace one): worth a line.
@@ -614,6 +630,18 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if in.Token == "" {
 		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
 	}
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
+	// A refusal before the source is asked for anything (the write
+	// checks again).
+	unlock := s.fences.lock(dst)
+	err = s.admit(dst, fc)
+	unlock()
+	if err != nil {
+		return err
+	}
 	// The destination must exist (the engine allocates it before it
 	// pulls): refuse a missing or unwritable one before asking the source
 	// for anything.
@@ -641,7 +669,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 		defer sr.Close()
 		data = sr
 	}
-	if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length); err != nil {
+	if err := s.fencedWrite(dst, fc, func() error { return s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length) }); err != nil {
 		return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 	}
 	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,

@@ -49,6 +49,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 	}
 	dsts := make([]string, len(in.Files))
 	srcs := make([]string, len(in.Files))
+	fcs := make([]*backend.Fence, len(in.Files))
 	for i, f := range in.Files {
 		dst, err := bodyPath("dst", f.Dst)
 		if err != nil {
@@ -62,6 +63,9 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 		}
 		if f.Src == "" {
 			return fmt.Errorf("%w: no source path for %s", backend.ErrInvalid, dst)
+		}
+		if fcs[i], err = bodyFence(f.Fence); err != nil {
+			return err
 		}
 		dsts[i], srcs[i] = dst, f.Src
 	}
@@ -99,7 +103,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 			setErr(res, broken)
 			continue
 		}
-		if err := s.pullOne(ctx, br, f, dsts[i], in.Checksum, res); err != nil {
+		if err := s.pullOne(ctx, br, f, dsts[i], fcs[i], in.Checksum, res); err != nil {
 			var fe fileError
 			if errors.As(err, &fe) {
 				setErr(res, fe.err) // this file only; the batch goes on
@@ -135,7 +139,7 @@ func (e fileError) Error() string { return e.err.Error() }
 
 // pullOne lands the next file of br at dst. It returns a fileError when
 // only this file failed, any other error when the stream is broken.
-func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.PullBatchFile, dst, algo string, res *sluice.PullBatchResult) error {
+func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.PullBatchFile, dst string, fc *backend.Fence, algo string, res *sluice.PullBatchResult) error {
 	name, size, rd, err := br.Next()
 	switch {
 	case err != nil && name != "":
@@ -153,8 +157,9 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 		return fileError{fmt.Errorf("%w: %s is %d bytes, expected %d", backend.ErrInvalid, f.Src, size, f.Size)}
 	}
 	// A stale leftover of an earlier attempt goes first, so nothing of
-	// it survives under the new bytes.
-	if err := s.fs.Remove(ctx, dst); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	// it survives under the new bytes; not if a newer owner wrote it.
+	// (Refused, the file's bytes are read past by the next Next.)
+	if err := s.fencedRemove(dst, fc, func() error { return s.fs.Remove(ctx, dst) }); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fileError{err}
 	}
 	var data io.Reader = rd
@@ -169,7 +174,11 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 		h, _ = backend.NewHash(algo) // checked by the caller
 		data = io.TeeReader(data, h)
 	}
-	if err := s.fs.WriteAt(ctx, dst, 0, data, size); err != nil {
+	if err := s.fencedWrite(dst, fc, func() error { return s.fs.WriteAt(ctx, dst, 0, data, size) }); err != nil {
+		if errors.Is(err, backend.ErrFenced) {
+			// A newer owner wrote the file meanwhile: it is theirs.
+			return fileError{err}
+		}
 		s.fs.Remove(context.WithoutCancel(ctx), dst)
 		// Where the stream stands is unknown now.
 		return fmt.Errorf("writing %s: %w", dst, err)
@@ -209,20 +218,27 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	if len(in.Pairs) == 0 || len(in.Pairs) > maxBatchFiles {
 		return fmt.Errorf("%w: %d renames in a batch (1 to %d)", backend.ErrInvalid, len(in.Pairs), maxBatchFiles)
 	}
-	type pair struct{ from, to string }
+	type pair struct {
+		from, to string
+		fence    *backend.Fence
+	}
 	ps := make([]pair, len(in.Pairs))
 	for i, p := range in.Pairs {
 		from, to, err := renamePaths(c, p.From, p.To)
 		if err != nil {
 			return err
 		}
-		ps[i] = pair{from, to}
+		fc, err := bodyFence(p.Fence)
+		if err != nil {
+			return err
+		}
+		ps[i] = pair{from, to, fc}
 	}
 	out := sluice.RenamesResponse{Results: make([]sluice.PullBatchResult, len(ps))}
 	done := 0
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fs.Rename(r.Context(), p.from, p.to); err != nil {
+		if err := s.fencedRename(p.from, p.to, p.fence, func() error { return s.fs.Rename(r.Context(), p.from, p.to) }); err != nil {
 			setErr(&out.Results[i], err)
 			continue
 		}

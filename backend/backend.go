@@ -79,5 +79,5 @@ var (
 func Permanent(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermission) ||
 		errors.Is(err, ErrNoSpace) || errors.Is(err, ErrInvalid) ||
-		errors.Is(err, context.Canceled)
+		errors.Is(err, ErrFenced) || errors.Is(err, context.Canceled)
 }

@@ -223,7 +223,7 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	files := make([]sluice.PullBatchFile, len(live))
 	for j, i := range live {
 		p := ms[i].p
-		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempName(p.dstPath), Size: p.task.Size}
+		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempName(p.dstPath), Size: p.task.Size, Fence: taskFence(p.task).String()}
 	}
 	s.met.batches.Inc()
 	s.met.batchFiles.Add(float64(len(files)))
@@ -272,7 +272,7 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 			report(i, engine.Result{}, fmt.Errorf("engine: not putting %s in place: %w", m.p.dstPath, err))
 			continue
 		}
-		pairs = append(pairs, sluice.RenamePair{From: files[j].Dst, To: m.p.dstPath})
+		pairs = append(pairs, sluice.RenamePair{From: files[j].Dst, To: m.p.dstPath, Fence: files[j].Fence})
 		pass = append(pass, j)
 	}
 	if len(pairs) == 0 {

@@ -211,7 +211,11 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 			return
 		}
 	}
-	x, err := engine.Start(ctx, spec)
+	// Every write, rename and removal at the destination carries the
+	// task's fence: the agent refuses them once a newer owner of the
+	// partition has written the file (the check before the rename and the
+	// rename are then one step, at the agent).
+	x, err := engine.Start(backend.WithFence(ctx, taskFence(p.task)), spec)
 	if err != nil {
 		report(engine.Result{}, err)
 		return
@@ -224,6 +228,12 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 	}
 	res, err := x.Wait()
 	report(res, err)
+}
+
+// taskFence is the fence of t's runs: its partition (the source endpoint)
+// and the lease term it was claimed under.
+func taskFence(t store.Task) backend.Fence {
+	return backend.Fence{Partition: t.SrcEndpoint, Term: t.Term}
 }
 
 // alreadyDone reports whether dst already holds the verified file. An

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/sched"
@@ -757,9 +758,10 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		// Another server schedules it now and resumes it from the
 		// checkpoint; nothing of this run may be written.
 		w.forget(t)
-	case errors.Is(err, store.ErrStaleTerm):
-		// The check before putting the file in place found another
-		// server in charge: it finishes the file.
+	case errors.Is(err, store.ErrStaleTerm), errors.Is(err, backend.ErrFenced):
+		// The check before putting the file in place (here, or the
+		// destination agent's fence) found another server in charge:
+		// it finishes the file.
 		w.stale = append(w.stale, t.SrcEndpoint)
 		w.forget(t)
 	case err == nil:

@@ -13,6 +13,9 @@ type PullBatchFile struct {
 	Src  string `json:"src"`
 	Dst  string `json:"dst"`
 	Size int64  `json:"size"`
+	// Fence, if set, is the writer's fence for Dst (backend.Fence's
+	// wire form): a file of a batch may belong to its own task.
+	Fence string `json:"fence,omitempty"`
 }
 
 // PullBatchRequest is the body of POST /v1/pullbatch.
@@ -54,6 +57,8 @@ type PullBatchResponse struct {
 type RenamePair struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+	// Fence, if set, is checked against From's as a single rename's.
+	Fence string `json:"fence,omitempty"`
 }
 
 // RenamesRequest is the body of POST /v1/renames.

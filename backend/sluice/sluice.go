@@ -44,6 +44,11 @@ type Backend struct {
 // New returns a backend for the agent at baseURL (http://host:port or
 // https://host:port) that presents token. A nil client means a plain
 // http.Client of its own; pass one to set TLS roots or timeouts.
+// FenceHeader carries the request's fence (backend.WithFence) to the
+// agent, which refuses writes, renames and removals of a file under a
+// fence older than the newest it has seen there (409, kind "fenced").
+const FenceHeader = "Sluice-Fence"
+
 func New(baseURL, token string, client *http.Client) (*Backend, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -161,6 +166,8 @@ func kindError(kind string) error {
 		return backend.ErrInvalid
 	case "exist":
 		return backend.ErrExist
+	case "fenced":
+		return backend.ErrFenced
 	}
 	return nil
 }
@@ -231,6 +238,9 @@ func (b *Backend) do(ctx context.Context, method, endpoint string, q url.Values,
 		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
+	if f, ok := backend.FenceFrom(ctx); ok {
+		req.Header.Set(FenceHeader, f.String())
+	}
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+// TestFence: a server that lost its lease (an older term of the same
+// partition) can neither put a file in place, nor remove it, nor write
+// into it, once the new owner has written it; the new owner can, as can a
+// writer of another partition and a client that sends no fence (sluice
+// cp). The refusal reaches the client as backend.ErrFenced, so the
+// server leaves the task to its new owner.
+func TestFence(t *testing.T) {
+	e := newEnv(t, "d", nil)
+	c, err := sluice.New("http://"+e.addr(), e.token("write", "/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	old := backend.WithFence(bg, backend.Fence{Partition: "src-a", Term: 4})
+	cur := backend.WithFence(bg, backend.Fence{Partition: "src-a", Term: 5})
+	other := backend.WithFence(bg, backend.Fence{Partition: "src-b", Term: 1})
+	write := func(ctx context.Context, p, s string) error {
+		return c.WriteAt(ctx, p, 0, strings.NewReader(s), int64(len(s)))
+	}
+	// The old owner writes first (its term is the newest the file has
+	// seen), then the new owner takes over and writes.
+	if err := write(old, "/in/.f.part", "AAAA"); err != nil {
+		t.Fatalf("first write under term 4: %v", err)
+	}
+	if err := c.Truncate(cur, "/in/.f.part", 4); err != nil {
+		t.Fatalf("term 5 after term 4: %v", err)
+	}
+	if err := write(cur, "/in/.f.part", "BBBB"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		do   func() error
+	}{
+		{"rename", func() error { return c.Rename(old, "/in/.f.part", "/in/f") }},
+		{"remove", func() error { return c.Remove(old, "/in/.f.part") }},
+		{"write", func() error { return write(old, "/in/.f.part", "CCCC") }},
+		{"truncate", func() error { return c.Truncate(old, "/in/.f.part", 0) }},
+	} {
+		err := tc.do()
+		if !errors.Is(err, backend.ErrFenced) {
+			t.Errorf("%s under the stale term: %v, want ErrFenced", tc.name, err)
+		}
+	}
+	if got := e.read("in/.f.part"); got != "BBBB" {
+		t.Fatalf("after the stale requests the file holds %q, want the new owner's BBBB", got)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "in/f")); !os.IsNotExist(err) {
+		t.Fatalf("the stale rename put the file in place: %v", err)
+	}
+	if !strings.Contains(e.logs.String(), "fenced") {
+		t.Error("a refusal is not logged")
+	}
+	// The new owner renames; the fence does not follow the file.
+	if err := c.Rename(cur, "/in/.f.part", "/in/f"); err != nil {
+		t.Fatalf("rename under the current term: %v", err)
+	}
+	if fh, err := os.Open(filepath.Join(e.root, "in/f")); err == nil {
+		if v, ok, _ := getXattr(fh, fenceXattr); ok && v != "" {
+			t.Errorf("the file put in place keeps fence %q", v)
+		}
+		fh.Close()
+	}
+	// Another partition's fence and no fence at all are not compared.
+	if err := write(cur, "/in/.g.part", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(other, "/in/.g.part", "2"); err != nil {
+		t.Errorf("another partition's writer: %v", err)
+	}
+	if err := write(bg, "/in/.g.part", "3"); err != nil {
+		t.Errorf("a writer without a fence: %v", err)
+	}
+	// A malformed fence is the request's error.
+	r := e.raw("DELETE", "/v1/files/in/f", e.token("write", "/"), map[string]string{sluice.FenceHeader: "x:y"}, "")
+	if r.status != 400 {
+		t.Errorf("malformed fence: %v, want 400", r)
+	}
+	// A fence past fenceMaxAge is not enforced (a database started
+	// afresh counts terms from 1 again).
+	long := e.tokenFor(auth.Claims{Sub: "test", Scope: "write", Prefix: "/", Aud: e.name, Exp: time.Now().Add(3 * time.Hour).Unix()})
+	if c, err = sluice.New("http://"+e.addr(), long, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.s.now = func() time.Time { return time.Now().Add(fenceMaxAge + time.Minute) }
+	if err := c.Remove(backend.WithFence(bg, backend.Fence{Partition: "src-b", Term: 0}), "/in/.g.part"); err != nil {
+		t.Errorf("removal under an old fence past its age: %v", err)
+	}
+}
+
+// TestFencePullBatch: in a pull batch and a rename batch each file
+// carries its own fence; a file a newer owner wrote is neither replaced
+// nor renamed, and the others of the batch go through.
+func TestFencePullBatch(t *testing.T) {
+	src, dst, _, dstTok, srcTok := pullSetup(t, 1<<10)
+	src.write("data/a", "new a")
+	src.write("data/b", "new b")
+	c, err := sluice.New("http://"+dst.addr(), dstTok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new owner (term 7) has written .b already.
+	newer := backend.WithFence(context.Background(), backend.Fence{Partition: "s", Term: 7})
+	if err := c.WriteAt(newer, "/in/.b", 0, strings.NewReader("owner's b"), 9); err != nil {
+		t.Fatal(err)
+	}
+	stale := backend.Fence{Partition: "s", Term: 6}.String()
+	res := pullBatchReply(t, dst.raw("POST", "/v1/pullbatch", dstTok, nil, jsonBody(sluice.PullBatchRequest{
+		Source: "sluice://" + src.addr(), Token: srcTok, Checksum: "crc32c",
+		Files: []sluice.PullBatchFile{{Src: "/data/a", Dst: "/in/.a", Size: 5, Fence: stale}, {Src: "/data/b", Dst: "/in/.b", Size: 5, Fence: stale}},
+	})))
+	if res[0].Error != "" || res[1].Kind != "fenced" {
+		t.Fatalf("pull batch results %+v: want the first written, the second fenced", res)
+	}
+	if dst.read("in/.a") != "new a" || dst.read("in/.b") != "owner's b" {
+		t.Fatalf("files hold %q and %q", dst.read("in/.a"), dst.read("in/.b"))
+	}
+	rr, err := c.Renames(context.Background(), []sluice.RenamePair{{From: "/in/.a", To: "/in/a", Fence: stale}, {From: "/in/.b", To: "/in/b", Fence: stale}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr[0].Err() != nil || !errors.Is(rr[1].Err(), backend.ErrFenced) {
+		t.Fatalf("renames: %v, %v; want the first done, the second fenced", rr[0].Err(), rr[1].Err())
+	}
+	if dst.read("in/a") != "new a" || dst.read("in/.b") != "owner's b" {
+		t.Fatal("renames did the wrong thing")
+	}
+}
