@@ -112,17 +112,21 @@ run_tool() { # tool dataset
 }
 
 declare -A results
+filebytes() { find "$1" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'; }
 tools_for() { case $1 in big) echo "cp sluice-3rd sluice-client guc-p1 guc-fast-p4 rclone aria2c curl" ;; *) echo "cp sluice-3rd sluice-client guc-fast-p4 rclone" ;; esac; }
 for d in "${sets[@]}"; do
   ds=$d; [ "$d" = big ] && ds=big.bin
-  bytes=$(du -sb "$BENCH_DIR/src/$ds" | cut -f1)
+  # File bytes only: du would count directories too, whose sizes differ
+  # between a tree and its copy (cp's 5,000-file copy measured 4 KiB
+  # "short" and was dropped).
+  bytes=$(filebytes "$BENCH_DIR/src/$ds")
   for r in $(seq 1 "$RUNS"); do
     for t in $(tools_for "$d"); do
       warm "$BENCH_DIR/src/$ds"
       start=$(date +%s.%N)
       if run_tool "$t" "$ds"; then
         end=$(date +%s.%N)
-        got=$(du -sb "$BENCH_DIR/dst" | cut -f1)
+        got=$(filebytes "$BENCH_DIR/dst")
         if [ "$got" -lt "$bytes" ]; then echo "$t on $d: copied $got of $bytes bytes" >&2; continue; fi
         mbps=$(python3 -c "print(round($bytes/($end-$start)/1e6, 1))")
         results[$d,$t]="${results[$d,$t]:-} $mbps"
@@ -152,6 +156,8 @@ for d in "${sets[@]}"; do
   peers=""
   for t in rclone aria2c curl; do m=$(median ${results[$d,$t]:-}); [ "$m" != - ] && peers="$peers $m"; done
   best_peer=$(python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print(max(v) if v else 0)" $peers $best_guc)
+  [ "$cpv" = - ] && cpv=0
+  [ "$s3" = - ] && s3=0
   python3 -c "
 s=$s3; g=$best_guc; c=${cpv:-0}; p=$best_peer
 print('sluice-3rd / best globus-url-copy: %.2fx' % (s/g if g else float('nan')))
