@@ -127,6 +127,24 @@ func (c *coordinator) leaseRound(ctx context.Context) {
 	if err != nil {
 		s.log.Warn("cluster: server heartbeat", "err", err)
 	}
+	// Partitions the loop gave up after a refused write: release them
+	// (a no-op if another server's term replaced ours), so that they are
+	// taken again, here or elsewhere, under a newer term.
+	s.mu.Lock()
+	givenUp := s.givenUp
+	s.givenUp = nil
+	s.mu.Unlock()
+	for p, term := range givenUp {
+		if c.held[p] != term {
+			continue
+		}
+		if err := s.st.ReleaseLease(ctx, p, s.cfg.ServerID, term); err != nil {
+			s.log.Warn("cluster: releasing a lease", "partition", p, "err", err)
+		}
+		s.log.Info("cluster: released a partition after a refused write", "partition", p, "term", term)
+		delete(c.held, p)
+		delete(c.renewed, p)
+	}
 	// Renew. A lease the store no longer confirms is lost at once if
 	// another term replaced it, and by our own clock a margin before its
 	// expiry if the store cannot be reached (others may take it then).
@@ -491,9 +509,20 @@ func (w *world) settle() {
 		stale, skipped := w.stale, w.skipped
 		w.stale, w.skipped = nil, nil
 		for _, p := range stale {
-			if _, ok := w.parts[p]; ok {
+			if term, ok := w.parts[p]; ok {
 				w.s.log.Warn("cluster: a write was refused: another server schedules this partition", "partition", p)
 				w.lostPartition(p)
+				// The coordinator must stop renewing it too: if the
+				// refusal was not a take-over after all (a destination
+				// holding a newer fence from an earlier database, say),
+				// a lease renewed for a partition nobody schedules
+				// would leave its tasks waiting for ever.
+				w.s.mu.Lock()
+				if w.s.givenUp == nil {
+					w.s.givenUp = map[string]int64{}
+				}
+				w.s.givenUp[p] = term
+				w.s.mu.Unlock()
 				w.s.wakeUp()
 			}
 		}

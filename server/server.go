@@ -177,6 +177,9 @@ type Server struct {
 
 	wake    chan struct{}      // hints for the coordinator (cluster.go)
 	ownLoad map[string]extLoad // this server's load per endpoint, to publish (under mu)
+	// givenUp: partitions (-> term) the loop dropped after a refused
+	// write, for the coordinator to release (under mu).
+	givenUp map[string]int64
 
 	// The Policy Service (policy.go): held for reading by each operation,
 	// for writing while SetPolicy swaps it.
