@@ -110,6 +110,62 @@ func (p *pairLocks) lock(src, dst string) func() {
 	return l.Unlock
 }
 
+// sampleLeaseTTL is how long a pair's sampling lease lasts unrenewed: a
+// server that dies while sampling blocks the pair's other samplers this
+// long at most.
+const sampleLeaseTTL = 30 * time.Second
+
+// sampleLease names the lease of the sampling of src -> dst. Endpoint
+// names have no ':' (validName), so it never names a scheduling
+// partition.
+func sampleLease(src, dst string) string { return "sample:" + src + ">" + dst }
+
+// lockSampling takes the store's lease on sampling the pair, so that
+// servers sharing a database never sample one path at once either
+// (pairLocks does it within this server, and is held first: the lease is
+// this server's whichever of its requests holds it). It waits while
+// another server holds the lease, renews it while held, and returns its
+// release.
+func (s *Server) lockSampling(ctx context.Context, src, dst string) (func(), error) {
+	name := sampleLease(src, dst)
+	for {
+		l, ok, err := s.st.AcquireLease(ctx, name, s.cfg.ServerID, sampleLeaseTTL)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(done)
+				t := time.NewTicker(sampleLeaseTTL / 3)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+						if _, err := s.st.RenewLeases(context.WithoutCancel(ctx), s.cfg.ServerID, map[string]int64{name: l.Term}, sampleLeaseTTL); err != nil {
+							s.log.Warn("estimate: renewing the sampling lease", "pair", src+" -> "+dst, "err", err)
+						}
+					}
+				}
+			}()
+			return func() {
+				close(stop)
+				<-done
+				if err := s.st.ReleaseLease(context.WithoutCancel(ctx), name, s.cfg.ServerID, l.Term); err != nil {
+					s.log.Warn("estimate: releasing the sampling lease", "pair", src+" -> "+dst, "err", err)
+				}
+			}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // Estimate answers an estimation request: from the pair's stored
 // optimisation when use_history allows, else by sampling the path
 // (Algorithm 2 of seed paper 003) and fitting the parallel-stream model.
@@ -179,6 +235,11 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	}
 	unlock := s.estimating.lock(src.Name, dst.Name)
 	defer unlock()
+	release, err := s.lockSampling(ctx, src.Name, dst.Name)
+	if err != nil {
+		return Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
+	}
+	defer release()
 	if req.UseHistory {
 		// Someone may have sampled the pair while this request waited.
 		if o, ok, err := fresh(); err != nil || ok {
