@@ -41,14 +41,14 @@ type Backend struct {
 	client *http.Client
 }
 
-// New returns a backend for the agent at baseURL (http://host:port or
-// https://host:port) that presents token. A nil client means a plain
-// http.Client of its own; pass one to set TLS roots or timeouts.
 // FenceHeader carries the request's fence (backend.WithFence) to the
 // agent, which refuses writes, renames and removals of a file under a
 // fence older than the newest it has seen there (409, kind "fenced").
 const FenceHeader = "Sluice-Fence"
 
+// New returns a backend for the agent at baseURL (http://host:port or
+// https://host:port) that presents token. A nil client means a plain
+// http.Client of its own; pass one to set TLS roots or timeouts.
 func New(baseURL, token string, client *http.Client) (*Backend, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
