@@ -43,10 +43,14 @@ type fences struct {
 	locks [64]sync.Mutex
 	mu    sync.Mutex
 	mem   map[string]string
+	// The extended-attribute calls (xattr_*.go); tests replace them to
+	// stand for a file system without any.
+	get func(f *os.File, name string) (string, bool, error)
+	set func(f *os.File, name, v string) (bool, error)
 }
 
 func newFences() *fences {
-	return &fences{seed: maphash.MakeSeed(), mem: map[string]string{}}
+	return &fences{seed: maphash.MakeSeed(), mem: map[string]string{}, get: getXattr, set: setXattr}
 }
 
 // lock takes the lock of path p's stripe and returns its unlock.
@@ -113,7 +117,7 @@ func (s *Server) admit(p string, fc *backend.Fence) error {
 	}
 	v := fc.String() + "@" + strconv.FormatInt(now.Unix(), 10)
 	if !inMem {
-		ok, err := setXattr(fh, fenceXattr, v)
+		ok, err := s.fences.set(fh, fenceXattr, v)
 		if err != nil {
 			return fmt.Errorf("recording the fence of %s: %w", p, err)
 		}
@@ -131,16 +135,21 @@ func (s *Server) admit(p string, fc *backend.Fence) error {
 // none), and whether it lives in memory because the file system keeps no
 // extended attributes.
 func (s *Server) readFence(fh *os.File, p string) (string, bool, error) {
-	v, ok, err := getXattr(fh, fenceXattr)
+	v, ok, err := s.fences.get(fh, fenceXattr)
 	if err != nil {
 		return "", false, fmt.Errorf("reading the fence of %s: %w", p, err)
 	}
-	if ok {
+	if ok && v != "" {
 		return v, false, nil
 	}
+	// None on the file: one kept in memory, if setting it failed (a file
+	// system without extended attributes, or another user's file).
 	s.fences.mu.Lock()
 	defer s.fences.mu.Unlock()
-	return s.fences.mem[p], true, nil
+	if m, held := s.fences.mem[p]; held {
+		return m, true, nil
+	}
+	return "", !ok, nil
 }
 
 // forgetFence drops what the agent holds of p's fence once the file is

@@ -142,3 +142,34 @@ func TestFencePullBatch(t *testing.T) {
 		t.Fatal("renames did the wrong thing")
 	}
 }
+
+// TestFenceInMemory: where the file system keeps no extended attributes
+// (or the agent may not set them on a file), fences are kept in memory
+// and enforced the same way, and forgotten with the file.
+func TestFenceInMemory(t *testing.T) {
+	e := newEnv(t, "d", nil)
+	e.s.fences.get = func(*os.File, string) (string, bool, error) { return "", false, nil }
+	e.s.fences.set = func(*os.File, string, string) (bool, error) { return false, nil }
+	c, err := sluice.New("http://"+e.addr(), e.token("write", "/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	cur := backend.WithFence(bg, backend.Fence{Partition: "p", Term: 3})
+	old := backend.WithFence(bg, backend.Fence{Partition: "p", Term: 2})
+	if err := c.WriteAt(cur, "/.x.part", 0, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rename(old, "/.x.part", "/x"); !errors.Is(err, backend.ErrFenced) {
+		t.Fatalf("stale rename with fences in memory: %v, want ErrFenced", err)
+	}
+	if err := c.Rename(cur, "/.x.part", "/x"); err != nil {
+		t.Fatal(err)
+	}
+	e.s.fences.mu.Lock()
+	n := len(e.s.fences.mem)
+	e.s.fences.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d fences still in memory after the rename", n)
+	}
+}
