@@ -204,38 +204,37 @@ func (s *Server) fencedWrite(p string, fc *backend.Fence, write func() error) er
 
 // fencedRename renames from to to if fence fc (nil: none) admits it, with
 // from's lock held throughout, so no newer fence can land between the
-// check and the rename.
+// check and the rename. The fence does not follow the file.
 func (s *Server) fencedRename(from, to string, fc *backend.Fence, rename func() error) error {
-	if fc == nil {
-		return rename()
-	}
-	unlock := s.fences.lock(from)
-	defer unlock()
-	if err := s.admit(from, fc); err != nil {
-		return err
-	}
-	if err := rename(); err != nil {
-		return err
-	}
-	s.forgetFence(from)
-	s.forgetFence(to)
-	return nil
+	return s.fencedLast(from, fc, rename, to)
 }
 
 // fencedRemove removes p if fence fc (nil: none) admits it, with p's lock
 // held throughout.
 func (s *Server) fencedRemove(p string, fc *backend.Fence, remove func() error) error {
+	return s.fencedLast(p, fc, remove, "")
+}
+
+// fencedLast runs op, which takes the file at p away (a rename to moved,
+// or a removal: moved ""), if fence fc admits it, holding p's lock from
+// the check to the end of op; then what the agent held of p's fence goes.
+func (s *Server) fencedLast(p string, fc *backend.Fence, op func() error, moved string) error {
 	if fc == nil {
-		return remove()
+		return op()
 	}
 	unlock := s.fences.lock(p)
 	defer unlock()
 	if err := s.admit(p, fc); err != nil {
 		return err
 	}
-	if err := remove(); err != nil {
+	if err := op(); err != nil {
 		return err
 	}
-	s.forgetFence(p)
+	s.fences.mu.Lock()
+	delete(s.fences.mem, p) // p is gone: nothing on disk to clear
+	s.fences.mu.Unlock()
+	if moved != "" {
+		s.forgetFence(moved)
+	}
 	return nil
 }

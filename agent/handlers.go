@@ -634,14 +634,6 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if err != nil {
 		return err
 	}
-	// A refusal before the source is asked for anything (the write
-	// checks again).
-	unlock := s.fences.lock(dst)
-	err = s.admit(dst, fc)
-	unlock()
-	if err != nil {
-		return err
-	}
 	// The destination must exist (the engine allocates it before it
 	// pulls): refuse a missing or unwritable one before asking the source
 	// for anything.
@@ -653,24 +645,33 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	start := time.Now()
-	// The range streams from the source's response body into the file;
-	// the source's refusals arrive as backend sentinels (its 401 as a
-	// permission error: it is not this agent refusing the caller).
-	rc, err := from.OpenRange(r.Context(), src, in.Offset, in.Length)
+	// The source is asked inside the fenced write, so a stale fence is
+	// refused before anything is fetched.
+	err = s.fencedWrite(dst, fc, func() error {
+		// The range streams from the source's response body into the
+		// file; the source's refusals arrive as backend sentinels (its
+		// 401 as a permission error: it is not this agent refusing the
+		// caller).
+		rc, err := from.OpenRange(r.Context(), src, in.Offset, in.Length)
+		if err != nil {
+			return fmt.Errorf("pull from %s: %w", in.Source, err)
+		}
+		defer rc.Close()
+		var data io.Reader = rc
+		if s.shape != nil {
+			// Emulating: the pulled bytes are a stream of this endpoint
+			// too (the source paces its side of them as well).
+			sr := s.shape.Reader(r.Context(), rc)
+			defer sr.Close()
+			data = sr
+		}
+		if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length); err != nil {
+			return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("pull from %s: %w", in.Source, err)
-	}
-	defer rc.Close()
-	var data io.Reader = rc
-	if s.shape != nil {
-		// Emulating: the pulled bytes are a stream of this endpoint too
-		// (the source paces its side of them as well).
-		sr := s.shape.Reader(r.Context(), rc)
-		defer sr.Close()
-		data = sr
-	}
-	if err := s.fencedWrite(dst, fc, func() error { return s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length) }); err != nil {
-		return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
+		return err
 	}
 	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,
 		"offset", in.Offset, "bytes", in.Length, slog.Duration("took", time.Since(start)))
