@@ -35,6 +35,9 @@ type FacilityRunOptions struct {
 	// SampleSize is how many cycles a uniform sample keeps for scatter
 	// plots (default 4000).
 	SampleSize int
+	// Resolution is the grain of completion times in seconds
+	// (StreamOptions.Resolution); zero keeps exact times.
+	Resolution float64
 }
 
 // CycleBin summarises the cycles whose task count fell in [Lo, Hi]:
@@ -120,9 +123,11 @@ type FacilityReport struct {
 	Cycle     float64   `json:"cycle_seconds"`
 	Startup   float64   `json:"startup_seconds"`
 	// CompletionCycles says whether completions triggered cycles.
-	CompletionCycles bool          `json:"completion_cycles"`
-	Result           *StreamResult `json:"result"`
-	Perf             FacilityPerf  `json:"perf"`
+	CompletionCycles bool `json:"completion_cycles"`
+	// Resolution is the grain of completion times in seconds (0: exact).
+	Resolution float64       `json:"resolution_seconds,omitempty"`
+	Result     *StreamResult `json:"result"`
+	Perf       FacilityPerf  `json:"perf"`
 	// CyclesByQueued bins the cycles by queued (waiting) tasks,
 	// CyclesByTasks by queued plus running tasks: powers of two.
 	CyclesByQueued []CycleBin       `json:"cycles_by_queued"`
@@ -161,7 +166,10 @@ func RunFacility(spec FacilitySpec, o FacilityRunOptions) (*FacilityReport, erro
 	}
 	gen := time.Since(t0)
 	opt := o.Options.withDefaults()
-	rep := &FacilityReport{Facility: f, Scheduler: s.Name(), Cycle: opt.Cycle, Startup: opt.Startup, CompletionCycles: !opt.NoCycleOnCompletion}
+	rep := &FacilityReport{Facility: f, Scheduler: s.Name(), Cycle: opt.Cycle, Startup: opt.Startup, CompletionCycles: !opt.NoCycleOnCompletion, Resolution: o.Resolution}
+	if !(o.Resolution >= 0) || math.IsInf(o.Resolution, 1) {
+		return nil, fmt.Errorf("facility: resolution %v: want a finite, non-negative number of seconds", o.Resolution)
+	}
 	every := o.TimelineEvery
 	if every <= 0 {
 		every = 900
@@ -178,6 +186,7 @@ func RunFacility(spec FacilitySpec, o FacilityRunOptions) (*FacilityReport, erro
 	cpu0 := processCPU()
 	so := StreamOptions{
 		Options:       o.Options,
+		Resolution:    o.Resolution,
 		ProgressEvery: every,
 		OnCycle: func(c CycleInfo) {
 			m.add(c)

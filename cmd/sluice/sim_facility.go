@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,7 @@ func newSimFacility() *cobra.Command {
 		scheduler, plotDir, out, name string
 		jsonOut, completion, progress bool
 		cycle, startup, pf, beta      float64
+		resolution                    float64
 		maxCC                         int
 	)
 	cmd := &cobra.Command{
@@ -53,7 +55,13 @@ at a fraction of the replay time.
 
 Cycles run every --cycle seconds. A completion does not trigger a cycle unless
 --completion-cycles is given: a facility finishes hundreds of transfers a
-second, and a cycle per completion would run the scheduler that often.`,
+second, and a cycle per completion would run the scheduler that often.
+
+--resolution S rounds completion times up to multiples of S seconds, so that
+the completions of one step share one reallocation of rates (0, the default,
+keeps exact times). Each completion re-shares the capacity of a component of
+hundreds of flows; a step of a tenth of a cycle makes the replay about 1.5
+times faster and delays each transfer by less than one step.`,
 		Example: `  sluice sim facility --endpoints 50 --transfers 250000 --plot charts/
   sluice sim facility --until 2 --progress --out day-2h.json --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,6 +74,9 @@ second, and a cycle per completion would run the scheduler that often.`,
 			so := sched.Options{PF: pf, Beta: beta, MaxCC: maxCC}
 			if _, err := sched.New(scheduler, so); err != nil {
 				return fmt.Errorf("--scheduler: %w", err)
+			}
+			if !(resolution >= 0) || math.IsInf(resolution, 1) {
+				return errors.New("--resolution must be a finite number of seconds, not negative")
 			}
 			if !(cycle > 0) || !(startup >= 0) {
 				return errors.New("--cycle must be positive and --startup not negative")
@@ -87,7 +98,8 @@ second, and a cycle per completion would run the scheduler that often.`,
 			}
 			o := sim.FacilityRunOptions{
 				Scheduler: scheduler, Sched: so,
-				Options: sim.Options{Cycle: cycle, Startup: startup, NoStartup: startup == 0, NoCycleOnCompletion: !completion},
+				Options:    sim.Options{Cycle: cycle, Startup: startup, NoStartup: startup == 0, NoCycleOnCompletion: !completion},
+				Resolution: resolution,
 			}
 			if progress {
 				stderr := cmd.ErrOrStderr()
@@ -136,6 +148,7 @@ second, and a cycle per completion would run the scheduler that often.`,
 	fl.IntVar(&maxCC, "max-cc", 16, "largest concurrency of one task")
 	fl.Float64Var(&cycle, "cycle", 0.5, "scheduling cycle in seconds")
 	fl.Float64Var(&startup, "startup", 0.5, "start-up cost of a (re)start in seconds")
+	fl.Float64Var(&resolution, "resolution", 0, "round completion times up to multiples of this many seconds (0: exact)")
 	fl.BoolVar(&completion, "completion-cycles", false, "also run a cycle when a completion frees capacity while tasks wait (as sim run does)")
 	fl.BoolVar(&jsonOut, "json", false, "print the report as JSON")
 	fl.StringVar(&out, "out", "", "also write the report as JSON to this file")
@@ -228,7 +241,11 @@ func printFacility(w io.Writer, rep *sim.FacilityReport) {
 		f.Spec.Endpoints, strings.Join(cls, ", "), f.CapacityScale, f.Links, f.OfferedMin, f.OfferedMax, 100*f.NominalUtilisation)
 	fmt.Fprintf(w, "day: %s transfers%s, SC'15 %s%% sizes (mean %.0f MB), seed %d\n",
 		humanInt(f.Spec.Transfers), untilText(f.Spec), strconv.FormatFloat(f.Spec.SizeLoad*100, 'f', -1, 64), f.MeanSize/1e6, f.Spec.Seed)
-	fmt.Fprintf(w, "scheduler %s, cycle %g s, start-up %g s, cycles on completion: %v\n", rep.Scheduler, rep.Cycle, rep.Startup, rep.CompletionCycles)
+	fmt.Fprintf(w, "scheduler %s, cycle %g s, start-up %g s, cycles on completion: %v", rep.Scheduler, rep.Cycle, rep.Startup, rep.CompletionCycles)
+	if rep.Resolution > 0 {
+		fmt.Fprintf(w, ", completion times in steps of %g ms", rep.Resolution*1000)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "replay: %.1f s wall, %.1f s CPU (facility built in %.2f s), %.0f simulated s per wall s, peak RSS %.0f MB, peak Go heap %.0f MB\n",
 		p.ReplaySeconds, p.ReplayCPUSeconds, p.GenerateSeconds, p.SimPerWall, float64(p.PeakRSSBytes)/1e6, float64(p.PeakHeapBytes)/1e6)
 	fmt.Fprintf(w, "transfers: %s arrived, %s completed, %.1f TB; starts %d, preemptions %d, concurrency changes %d, makespan %.0f s\n",
