@@ -130,6 +130,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Shaper is the agent's link emulation (nil unless Config.Emulation was
+// set): evaluations rewind its outside traffic between runs.
+func (s *Server) Shaper() *emul.Shaper { return s.shape }
+
 // Close releases the root. Requests still being served fail.
 func (s *Server) Close() error { return s.fs.Close() }
 

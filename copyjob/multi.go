@@ -45,6 +45,10 @@ type MultiOptions struct {
 	// ProbeTime (default 2 s) before planning.
 	Monitor   *linkmon.Monitor
 	ProbeTime time.Duration
+	// History, if set, is what the plan is made from instead of the
+	// monitor's live series (a linkmon.Snapshot: several copies planned
+	// from one moment's knowledge); Monitor still observes the copy.
+	History linkmon.History
 	// CheckReplicas compares the replicas' checksums before the copy (a
 	// full read at each source; sizes are always compared).
 	CheckReplicas bool
@@ -134,7 +138,11 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 			return rep, err
 		}
 	}
-	links, plans := predictLinks(mon, srcs, size, o.Window)
+	var hist linkmon.History = mon
+	if o.History != nil {
+		hist = o.History
+	}
+	links, plans := predictLinks(hist, srcs, size, o.Window)
 	var unmeasured []string
 	for i, l := range links {
 		if !(l.Mean > 0) {
@@ -278,7 +286,7 @@ func equalParts(size int64, n int) []int64 {
 // as the transfer is expected to take (eq. 4: the aggregation degree is
 // that time times the sampling frequency; the expected time is the size
 // over the links' summed recent means), and the probes' latency.
-func predictLinks(mon *linkmon.Monitor, srcs []Endpoint, size int64, window int) ([]multisrc.Link, []LinkPlan) {
+func predictLinks(mon linkmon.History, srcs []Endpoint, size int64, window int) ([]multisrc.Link, []LinkPlan) {
 	series := make([][]float64, len(srcs))
 	var sum float64
 	for i := range srcs {

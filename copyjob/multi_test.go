@@ -34,3 +34,42 @@ func TestRunMultiUnmeasured(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// fixedHistory is a frozen link history for tests.
+type fixedHistory [][]float64
+
+func (h fixedHistory) Series(i int) []float64 { return h[i] }
+func (h fixedHistory) Latency(int) float64    { return 0 }
+func (h fixedHistory) Hz() float64            { return 4 }
+
+// TestRunMultiHistory: given a History, the plan is made from it, not
+// from the monitor's own (here empty) series: a link predicted nine
+// times as fast gets nine tenths of the file.
+func TestRunMultiHistory(t *testing.T) {
+	a, b, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	data := writeRandom(t, filepath.Join(a, "f"), 4<<20)
+	if err := os.WriteFile(filepath.Join(b, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srcs := []Endpoint{localEP(t, filepath.Join(a, "f")), localEP(t, filepath.Join(b, "f"))}
+	var links []linkmon.Link
+	for _, s := range srcs {
+		links = append(links, linkmon.Link{Name: s.URL, Backend: s.Backend, Path: s.Path, Size: int64(len(data))})
+	}
+	mon := linkmon.New(links, linkmon.Options{}) // never run: no samples
+	fast, slow := make([]float64, 40), make([]float64, 40)
+	for i := range fast {
+		fast[i], slow[i] = 9e6, 1e6
+	}
+	rep, err := RunMulti(context.Background(), srcs, localEP(t, dst+"/"), MultiOptions{Split: "ms", Monitor: mon, History: fixedHistory{fast, slow}, JournalDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dst, "f"), data)
+	if rep.Links[0].Mean != 9e6 || rep.Links[1].Mean != 1e6 {
+		t.Fatalf("planned from means %v and %v, want the history's 9e6 and 1e6", rep.Links[0].Mean, rep.Links[1].Mean)
+	}
+	if share := float64(rep.Links[0].Planned) / float64(len(data)); share < 0.85 || share > 0.95 {
+		t.Errorf("the link predicted nine times as fast got %.0f%% of the file, want about 90%%", 100*share)
+	}
+}

@@ -472,3 +472,25 @@ func TestLoad(t *testing.T) {
 		t.Error("a missing file loaded")
 	}
 }
+
+// TestRewind: Clock reads the External clock, and Rewind replays the
+// outside traffic from the time given: before the step again, then past
+// it, at the rates of those times.
+func TestRewind(t *testing.T) {
+	s := newShaper(t, Config{CapacityBps: 40 * mb, External: []Step{{At: 0.5, Fraction: 0.5}}})
+	s.Rewind(5) // past the step: half the capacity
+	if c := s.Clock(); c < 5 || c > 5.5 {
+		t.Fatalf("clock %.2f s just after Rewind(5)", c)
+	}
+	var total atomic.Int64
+	measure(t, s, 4, 600*time.Millisecond, &total)
+	within(t, "rewound past the step", float64(total.Load())/0.6, 20*mb, 0.15)
+	s.Rewind(0) // before the step again: the whole capacity for 0.5 s
+	total.Store(0)
+	measure(t, s, 4, 400*time.Millisecond, &total)
+	within(t, "rewound before the step", float64(total.Load())/0.4, 40*mb, 0.15)
+	s.Rewind(-1) // refused: the clock goes on
+	if c := s.Clock(); c < 0.4 {
+		t.Errorf("Rewind(-1) moved the clock to %.2f s", c)
+	}
+}

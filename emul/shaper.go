@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,39 @@ func New(c Config) (*Shaper, error) {
 		s.mu.Unlock()
 	}
 	return s, nil
+}
+
+// Clock is the External clock: seconds since the Shaper started, or
+// since the moment a Rewind set it to.
+func (s *Shaper) Clock() float64 {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.start).Seconds()
+}
+
+// Rewind sets the External clock to at seconds, so that the outside
+// traffic replays from there. An evaluation that runs several transfers
+// against the same stretch of a varying link (the same conditions for
+// each policy it compares, rather than adjacent ones) rewinds before
+// each. Streams open now are re-timed at once.
+func (s *Shaper) Rewind(at float64) {
+	if s == nil || !(at >= 0) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.start = now.Add(-time.Duration(at * float64(time.Second)))
+	ext := s.cfg.External
+	s.step = sort.Search(len(ext), func(i int) bool { return ext[i].At > at })
+	s.frac = 0
+	if s.step > 0 {
+		s.frac = ext[s.step-1].Fraction
+	}
+	s.update(now)
 }
 
 // Config returns the configuration s emulates.

@@ -74,7 +74,23 @@ func (o *Options) defaults() {
 type Monitor struct {
 	o     Options
 	links []*link
+	// paused stops new probes; probing is read-held by every probe, so
+	// that Pause can wait for those in flight.
+	paused  atomic.Bool
+	probing sync.RWMutex
 }
+
+// Pause stops the monitor's probes, once those in flight have finished,
+// until Resume; passive samples go on. An evaluation pauses it so that
+// no probe shares a link with the transfer it times.
+func (m *Monitor) Pause() {
+	m.paused.Store(true)
+	m.probing.Lock()
+	m.probing.Unlock() //nolint:staticcheck // an empty section: waits for the probes in flight
+}
+
+// Resume lets the monitor probe again.
+func (m *Monitor) Resume() { m.paused.Store(false) }
 
 type link struct {
 	Link
@@ -130,10 +146,14 @@ func (m *Monitor) runLink(ctx context.Context, l *link) {
 	for {
 		// A probe now, unless a transfer is reading: then its bytes are
 		// the sample.
-		if !wasActive {
-			if bps, lat, err := m.probe(ctx, l); err == nil {
-				l.add(bps, lat, false, m.o.Keep)
+		if !wasActive && !m.paused.Load() {
+			m.probing.RLock()
+			if !m.paused.Load() { // Pause may have begun while this waited
+				if bps, lat, err := m.probe(ctx, l); err == nil {
+					l.add(bps, lat, false, m.o.Keep)
+				}
 			}
+			m.probing.RUnlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -259,12 +279,72 @@ func (m *Monitor) Latency(i int) float64 {
 	l.mu.Lock()
 	xs := slices.Clone(l.latency)
 	l.mu.Unlock()
+	return medianOf(xs)
+}
+
+func medianOf(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
+	xs = slices.Clone(xs)
 	slices.Sort(xs)
 	return xs[len(xs)/2]
 }
+
+// History is what a planner reads of a monitor: each link's series, the
+// sampling frequency and the links' latency. A Monitor is one, live; a
+// Snapshot is one frozen.
+type History interface {
+	Series(i int) []float64
+	Latency(i int) float64
+	Hz() float64
+}
+
+// Snapshot is a monitor's history frozen at one moment.
+type Snapshot struct {
+	hz      float64
+	series  [][]float64
+	latency [][]float64
+}
+
+// Snapshot freezes the monitor's history as it is now: planners given
+// the same Snapshot predict the same links.
+func (m *Monitor) Snapshot() *Snapshot {
+	s := &Snapshot{hz: m.o.Hz}
+	for _, l := range m.links {
+		l.mu.Lock()
+		s.series = append(s.series, slices.Clone(l.samples))
+		s.latency = append(s.latency, slices.Clone(l.latency))
+		l.mu.Unlock()
+	}
+	return s
+}
+
+// Restore puts back the samples of a Snapshot of this monitor, dropping
+// those taken since (the counts of probes and passive samples stay): an
+// evaluation that replayed a stretch of its links several times keeps
+// one copy of it in the history.
+func (m *Monitor) Restore(s *Snapshot) {
+	for i, l := range m.links {
+		if i >= len(s.series) {
+			break
+		}
+		l.mu.Lock()
+		l.samples = slices.Clone(s.series[i])
+		l.latency = slices.Clone(s.latency[i])
+		l.mu.Unlock()
+	}
+}
+
+// Series returns a copy of link i's frozen samples (bytes/s), oldest
+// first.
+func (s *Snapshot) Series(i int) []float64 { return slices.Clone(s.series[i]) }
+
+// Latency is link i's median probe latency when the snapshot was taken.
+func (s *Snapshot) Latency(i int) float64 { return medianOf(s.latency[i]) }
+
+// Hz is the sampling frequency of the series.
+func (s *Snapshot) Hz() float64 { return s.hz }
 
 // Counts returns how many probes and passive samples link i has.
 func (m *Monitor) Counts(i int) (probes, passive int) {

@@ -95,3 +95,48 @@ func median(xs []float64) float64 {
 	slices.Sort(c)
 	return c[len(c)/2]
 }
+
+// TestSnapshotRestorePause: a Snapshot keeps the history of its moment
+// while the monitor goes on; Restore takes the monitor back to it; a
+// paused monitor takes no probe (and Pause waits for the one in flight)
+// until Resume.
+func TestSnapshotRestorePause(t *testing.T) {
+	l := emulated(t, 2e6)
+	m := New([]Link{l}, Options{Hz: 8, ProbeBytes: 64 << 10, SkipBytes: 16 << 10})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitSamples := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); len(m.Series(0)) < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("monitor has %d samples after 5 s, want %d", len(m.Series(0)), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitSamples(3)
+	snap := m.Snapshot()
+	at := snap.Series(0)
+	if snap.Hz() != 8 || snap.Latency(0) <= 0 || !slices.Equal(at, m.Series(0)[:len(at)]) {
+		t.Fatalf("snapshot %v (hz %v, latency %v) is not the monitor's history %v", at, snap.Hz(), snap.Latency(0), m.Series(0))
+	}
+	waitSamples(len(at) + 2)
+	if got := snap.Series(0); !slices.Equal(got, at) {
+		t.Fatalf("snapshot changed as the monitor went on: %v, was %v", got, at)
+	}
+
+	m.Pause()
+	probes, _ := m.Counts(0)
+	time.Sleep(600 * time.Millisecond) // several periods
+	if p, _ := m.Counts(0); p != probes {
+		t.Errorf("paused monitor probed %d times", p-probes)
+	}
+	m.Restore(snap)
+	if got := m.Series(0); !slices.Equal(got, at) {
+		t.Errorf("restored history %v, want %v", got, at)
+	}
+	m.Resume()
+	waitSamples(len(at) + 1)
+}

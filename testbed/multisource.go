@@ -85,6 +85,22 @@ type MultiOptions struct {
 	// Warmup is how long the monitor samples before the first run
 	// (default 10 s).
 	Warmup time.Duration
+	// SameLinks runs every policy of a group against the same stretch of
+	// the links (common random numbers) instead of one after another on
+	// a link that keeps varying: at the start of a group the monitor's
+	// history is frozen and every emulated link's clock noted; before
+	// each policy's run the links are rewound to that clock, and the
+	// plan is made from the frozen history. So the policies of a group
+	// differ only by how they split the file, and their differences are
+	// measured free of the links' run-to-run variation (the paper, on
+	// real networks, could only alternate). After the group the links
+	// go on from where the longest run left them, the replays are taken
+	// out of the monitor's history, and it samples for Settle (default
+	// 2 s) before the next group. The monitor does not probe during a
+	// group's runs (its history is frozen then), so no probe shares a
+	// link with a timed transfer.
+	SameLinks bool
+	Settle    time.Duration
 }
 
 // MultiRun is one transfer.
@@ -102,18 +118,19 @@ type MultiRun struct {
 // paper's five policies) and Tables 4-5 (one-tailed paired and unpaired t
 // tests of TCS against each other policy, p-values).
 type MultiResult struct {
-	Config   string                `json:"config"`
-	Bytes    int64                 `json:"bytes"`
-	Policies []string              `json:"policies"`
-	Runs     []MultiRun            `json:"runs"`
-	Mean     map[string]float64    `json:"mean_s"`
-	SD       map[string]float64    `json:"sd_s"`
-	Compare  map[string][]int      `json:"compare"` // best, good, avg, poor, worst among the paper's five
-	Paired   map[string]float64    `json:"paired_p"`
-	Unpaired map[string]float64    `json:"unpaired_p"`
-	Samples  map[string][2]int     `json:"monitor_samples"` // probes, passive per link
-	Links    []MultiLink           `json:"links"`
-	Measured map[string][2]float64 `json:"measured_link_mbps"` // mean and SD of each link's monitor series, paper Mb/s
+	Config    string                `json:"config"`
+	Bytes     int64                 `json:"bytes"`
+	Policies  []string              `json:"policies"`
+	Runs      []MultiRun            `json:"runs"`
+	Mean      map[string]float64    `json:"mean_s"`
+	SD        map[string]float64    `json:"sd_s"`
+	Compare   map[string][]int      `json:"compare"` // best, good, avg, poor, worst among the paper's five
+	Paired    map[string]float64    `json:"paired_p"`
+	Unpaired  map[string]float64    `json:"unpaired_p"`
+	Samples   map[string][2]int     `json:"monitor_samples"` // probes, passive per link
+	Links     []MultiLink           `json:"links"`
+	SameLinks bool                  `json:"same_links,omitempty"`
+	Measured  map[string][2]float64 `json:"measured_link_mbps"` // mean and SD of each link's monitor series, paper Mb/s
 }
 
 // paperFive are the policies of the paper's Tables 2-5.
@@ -174,6 +191,7 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 	hc := &http.Client{Transport: sluice.NewTransport()}
 	var srcs []copyjob.Endpoint
 	var links []linkmon.Link
+	var shapers []*emul.Shaper
 	var wg sync.WaitGroup
 	// The agents and the monitor stop with ctx; cancel before waiting.
 	defer func() { cancel(); wg.Wait() }()
@@ -200,6 +218,7 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		if err != nil {
 			return nil, err
 		}
+		shapers = append(shapers, a.Shaper())
 		wg.Go(func() { defer a.Close(); a.Serve(ctx, ln, "", "") })
 		b, err := sluice.New("http://"+ln.Addr().String(), tok, hc)
 		if err != nil {
@@ -231,17 +250,54 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		return nil, ctx.Err()
 	}
 
-	res := &MultiResult{Config: cfg.Name, Bytes: size, Policies: o.Policies, Links: cfg.Links}
+	if o.Settle <= 0 {
+		o.Settle = 2 * time.Second
+	}
+	res := &MultiResult{Config: cfg.Name, Bytes: size, Policies: o.Policies, Links: cfg.Links, SameLinks: o.SameLinks}
 	for g := range o.Runs {
+		var snap *linkmon.Snapshot
+		var clocks, ends []float64
+		if o.SameLinks {
+			snap = mon.Snapshot()
+			for _, sh := range shapers {
+				c := sh.Clock()
+				clocks, ends = append(clocks, c), append(ends, c)
+			}
+		}
 		for _, p := range o.Policies {
 			os.Remove(filepath.Join(dstDir, "data.bin"))
-			rep, err := copyjob.RunMulti(ctx, srcs, dst, copyjob.MultiOptions{Split: p, Monitor: mon, JournalDir: filepath.Join(dir, "journal"),
-				SubWrite: 256 << 10, ChunkMin: 1 << 20})
+			mo := copyjob.MultiOptions{Split: p, Monitor: mon, JournalDir: filepath.Join(dir, "journal"),
+				SubWrite: 256 << 10, ChunkMin: 1 << 20}
+			if o.SameLinks {
+				mo.History = snap
+				mon.Pause()
+				for i, sh := range shapers {
+					sh.Rewind(clocks[i])
+				}
+			}
+			rep, err := copyjob.RunMulti(ctx, srcs, dst, mo)
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d %s: %w", cfg.Name, g, p, err)
 			}
+			for i, sh := range shapers {
+				if o.SameLinks {
+					ends[i] = math.Max(ends[i], sh.Clock())
+				}
+			}
 			res.Runs = append(res.Runs, MultiRun{Group: g, Policy: p, Seconds: rep.Seconds, Predicted: rep.Predicted, Links: rep.Links, Note: rep.Note})
 			logf("%s group %d %-11s %6.2f s (predicted %6.2f s) %s", cfg.Name, g, p, rep.Seconds, rep.Predicted, shares(rep.Links, size))
+		}
+		if o.SameLinks {
+			mon.Restore(snap)
+			for i, sh := range shapers {
+				sh.Rewind(ends[i])
+			}
+			mon.Resume()
+			select {
+			case <-time.After(o.Settle):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 	res.summarise(mon, len(cfg.Links))

@@ -28,6 +28,7 @@ func newTestbedMultiSource() *cobra.Command {
 		jsonOut  bool
 		verbose  bool
 		show     []string
+		same     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "multisource",
@@ -42,7 +43,13 @@ the policies alternated run by run (§5.1). Each transfer is ` + "`sluice cp --s
 
 It prints per policy the mean and SD of transfer time (Table 2), the Compare counts
 among the paper's five policies (Table 3), and one-tailed paired and unpaired (Welch) t
-tests of TCS against each other policy (Tables 4 and 5).`,
+tests of TCS against each other policy (Tables 4 and 5).
+
+--same-links runs every policy of a group against the same stretch of the links: the
+emulated links are rewound to the group's start before each run and every plan is made
+from the monitor's history frozen at that start (common random numbers). The paper, on
+real networks, could only alternate, so adjacent runs saw similar but not equal
+conditions; here a group's runs differ only by the policy's split.`,
 		Example: `  sluice testbed multisource --config fig3 --runs 30
   sluice testbed multisource --config all --runs 30 --out docs/results/multisource`,
 		Args: cobra.NoArgs,
@@ -80,7 +87,7 @@ tests of TCS against each other policy (Tables 4 and 5).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			o := testbed.MultiOptions{Runs: runs, Policies: policies, Seed: seed}
+			o := testbed.MultiOptions{Runs: runs, Policies: policies, Seed: seed, SameLinks: same}
 			if verbose {
 				o.Log = cmd.ErrOrStderr()
 			}
@@ -127,6 +134,7 @@ tests of TCS against each other policy (Tables 4 and 5).`,
 	fl.StringSliceVar(&policies, "policies", nil, "policies to alternate (default all: "+strings.Join(copyjob.SplitNames(), ", ")+")")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the emulated bandwidth")
 	fl.StringVar(&out, "out", "", "write <config>.json and <config>.txt here")
+	fl.BoolVar(&same, "same-links", false, "run every policy of a group against the same stretch of the links, planned from the same history")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print every run")
 	fl.StringSliceVar(&show, "show", nil, "print the tables of saved runs (<config>.json files of --out) instead of running")
@@ -144,7 +152,11 @@ func contains(xs []string, x string) bool {
 
 // printMulti prints the paper's Tables 2-5 for one configuration.
 func printMulti(w io.Writer, r *testbed.MultiResult) {
-	fmt.Fprintf(w, "%s: %d run groups, %.1f MB from %d replicas\n", r.Config, len(r.Runs)/max(1, len(r.Policies)), float64(r.Bytes)/1e6, len(r.Links))
+	fmt.Fprintf(w, "%s: %d run groups, %.1f MB from %d replicas", r.Config, len(r.Runs)/max(1, len(r.Policies)), float64(r.Bytes)/1e6, len(r.Links))
+	if r.SameLinks {
+		fmt.Fprint(w, "; every policy of a group on the same stretch of the links")
+	}
+	fmt.Fprintln(w)
 	names := make([]string, 0, len(r.Measured))
 	for n := range r.Measured {
 		names = append(names, n)
