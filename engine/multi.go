@@ -208,6 +208,14 @@ func (t *Transfer) stealLocked(thief int) *piece {
 			tails[i], queued[i] = p, true
 		}
 	}
+	// The thief is trusted no faster than the plan predicted it: what a
+	// replica with a small part delivered is mostly the burst that a
+	// token bucket or socket buffers let through at once, and a slow
+	// replica that took over a fast one's tail at that rate would hold
+	// the file back by the time it really needs for it.
+	if p := t.srcs[thief].Rate; p > 0 && rates[thief] > p {
+		rates[thief] = p
+	}
 	v, take, ok := multisrc.Steal(thief, remaining, rates, t.spec.SubWrite, 1)
 	if !ok || v == thief || tails[v] == nil {
 		return nil

@@ -23,6 +23,7 @@ type replica struct {
 	backend.Backend
 	served   atomic.Int64
 	rate     float64 // bytes/s per read stream (0: no limit)
+	burst    int64   // the first bytes served at once (a token bucket's or socket buffers' burst)
 	down     bool    // every call fails (transiently)
 	failFrom int64   // reads fail once this many bytes were served (0: never)
 	slowFrom int64   // reads slow to slowRate once this many bytes were served (0: never)
@@ -71,7 +72,7 @@ func (x *replicaReader) Read(b []byte) (int, error) {
 	if x.r.slowFrom > 0 && x.r.served.Load() >= x.r.slowFrom {
 		rate = x.r.slowRate
 	}
-	if rate > 0 && n > 0 {
+	if rate > 0 && n > 0 && x.r.served.Load() > x.r.burst {
 		time.Sleep(time.Duration(float64(n) / rate * float64(time.Second)))
 	}
 	return n, err
@@ -307,5 +308,37 @@ func TestStealUnmeasuredReplica(t *testing.T) {
 	// Alone, the fast replica needs about 0.5 s.
 	if took > 900*time.Millisecond {
 		t.Errorf("with the predicted rates: %v, want under 0.9 s (the fast replica alone takes 0.5 s)", took)
+	}
+}
+
+// TestStealBurstyThief: a slow replica whose small part arrives at once
+// (the burst a token bucket or socket buffers let through) looks fast by
+// what it delivered; taking over a fast replica's tail at that rate would
+// hold the file back by seconds. A thief is trusted no faster than the
+// plan predicted it, so it takes over nothing here.
+func TestStealBurstyThief(t *testing.T) {
+	const size = 8 << 20
+	e := newEnv(t)
+	data := e.put(t, "f", size, 11)
+	fast, slow := 8.0*(1<<20), 256.0*(1<<10)
+	reps, s := e.replicas(3, "f", size, fast, fast, slow) // time-balanced shares
+	for i, r := range []float64{fast, fast, slow} {
+		reps[i].rate, s.Sources[i].Rate = r, r
+	}
+	reps[2].burst = 128 << 10 // its whole part (about 126 KiB)
+	s.Steal = true
+	s.SubWrite = 256 << 10
+	start := time.Now()
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	e.checkFinal(t, s, data)
+	t.Logf("%v; slow replica sent %d bytes; note %q", took, reps[2].served.Load(), res.Note)
+	// The plan finishes in about 0.5 s; 256 KiB more from the slow
+	// replica alone would take a second.
+	if took > 800*time.Millisecond || reps[2].served.Load() > 200<<10 {
+		t.Errorf("took %v, the slow replica sent %d bytes: it took over work at the rate of its burst", took, reps[2].served.Load())
 	}
 }
