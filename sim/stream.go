@@ -431,6 +431,11 @@ func (st *stream) grow(m int) {
 }
 
 func (st *stream) push(t float64, task *simTask, kind evKind) {
+	if q := st.so.Resolution; q > 0 && kind == evComplete {
+		// The event is due at the end of its grain; kept in the heap at
+		// that time, it stays in order with the other kinds of event.
+		t = math.Ceil(t/q) * q
+	}
 	st.seq++
 	st.ev.push(event{t: t, seq: st.seq, task: task, ver: task.fx.ver, kind: kind})
 	if len(st.ev) > 1024 && len(st.ev) > 8*st.inFlight {
@@ -479,16 +484,6 @@ func (st *stream) peek() (event, bool) {
 		st.ev.pop()
 	}
 	return event{}, false
-}
-
-// due is when the loop handles event e: its time, or for a completion
-// under a Resolution the next multiple of the grain.
-func (st *stream) due(e event) float64 {
-	q := st.so.Resolution
-	if q <= 0 || e.kind != evComplete {
-		return e.t
-	}
-	return math.Ceil(e.t/q) * q
 }
 
 // settle brings t's progress up to now at its current rate.
@@ -546,8 +541,8 @@ func (st *stream) loop(src ArrivalSource) error {
 		if st.inFlight > 0 && nextCycle < tn {
 			tn = nextCycle
 		}
-		if e, ok := st.peek(); ok && st.due(e) < tn {
-			tn = st.due(e)
+		if e, ok := st.peek(); ok && e.t < tn {
+			tn = e.t
 		}
 		if math.IsInf(tn, 1) {
 			if st.inFlight > 0 {
@@ -579,7 +574,7 @@ func (st *stream) loop(src ArrivalSource) error {
 		completed := false
 		for {
 			e, ok := st.peek()
-			if !ok || st.due(e) > w.now+eps {
+			if !ok || e.t > w.now+eps {
 				break
 			}
 			st.ev.pop()
