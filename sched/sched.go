@@ -49,8 +49,12 @@ type Task struct {
 	// ordered by an earlier cycle has not yet taken effect; schedulers
 	// leave such tasks alone.
 	Pending bool
-	// IdealTT caches TT_ideal: it depends only on the task's size and pair,
-	// so the world computes it once (zero means not known yet).
+	// IdealTT, if positive, is TT_ideal as the world knows it (for
+	// example from its own records), and the cycle uses it as is. Zero
+	// means not known: the cycle computes it from the estimator at zero
+	// load, once per pair and size key per cycle. The simulator and the
+	// live service leave it zero, so TT_ideal follows what the
+	// estimator learns.
 	IdealTT float64
 }
 
