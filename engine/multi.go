@@ -197,8 +197,11 @@ func (t *Transfer) stealLocked(thief int) *piece {
 		}
 	}
 	for i, s := range t.srcs {
-		if rates[i] = s.rate(now); rates[i] == 0 {
-			rates[i] = s.Rate // the plan's, if it gave one
+		// A replica that has delivered less than a sub-write is judged
+		// by the plan's rate, if it gave one: a rate measured over so
+		// little is mostly its start-up (too slow) or a burst (too fast).
+		if rates[i] = s.rate(now); rates[i] == 0 || (s.Rate > 0 && s.moved < t.spec.SubWrite) {
+			rates[i] = s.Rate
 		}
 		if s.dead != nil {
 			continue
