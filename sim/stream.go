@@ -138,7 +138,7 @@ type StreamOptions struct {
 	// exact times. A facility finishes hundreds of transfers a second,
 	// and each re-shares the capacity of a component of hundreds of
 	// flows; a grain of a tenth of a scheduling cycle makes its replay
-	// about 1.5 times faster and delays each transfer by less than the
+	// about 1.8 times faster and delays each transfer by less than the
 	// grain.
 	Resolution float64
 }

@@ -60,7 +60,7 @@ second, and a cycle per completion would run the scheduler that often.
 --resolution S rounds completion times up to multiples of S seconds, so that
 the completions of one step share one reallocation of rates (0, the default,
 keeps exact times). Each completion re-shares the capacity of a component of
-hundreds of flows; a step of a tenth of a cycle makes the replay about 1.5
+hundreds of flows; a step of a tenth of a cycle makes the replay about 1.8
 times faster and delays each transfer by less than one step.`,
 		Example: `  sluice sim facility --endpoints 50 --transfers 250000 --plot charts/
   sluice sim facility --until 2 --progress --out day-2h.json --plot charts/`,
