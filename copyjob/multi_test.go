@@ -10,12 +10,14 @@ import (
 	"github.com/sluice-dtn/sluice/linkmon"
 )
 
-// TestRunMultiUnmeasured: when the links could not be measured, the copy
-// is not refused: equal parts, and replicas that finish take over from
-// the others; the file arrives whole.
-func TestRunMultiUnmeasured(t *testing.T) {
+// twoReplicas writes size random bytes as file f in two local source
+// directories and returns them as replicas, an empty destination
+// directory, the data, and a monitor of both links that has never run (no
+// samples).
+func twoReplicas(t *testing.T, size int) ([]Endpoint, string, []byte, *linkmon.Monitor) {
+	t.Helper()
 	a, b, dst := t.TempDir(), t.TempDir(), t.TempDir()
-	data := writeRandom(t, filepath.Join(a, "f"), 3<<20)
+	data := writeRandom(t, filepath.Join(a, "f"), size)
 	if err := os.WriteFile(filepath.Join(b, "f"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,14 @@ func TestRunMultiUnmeasured(t *testing.T) {
 	for _, s := range srcs {
 		links = append(links, linkmon.Link{Name: s.URL, Backend: s.Backend, Path: s.Path, Size: int64(len(data))})
 	}
-	mon := linkmon.New(links, linkmon.Options{}) // never run: no samples
+	return srcs, dst, data, linkmon.New(links, linkmon.Options{})
+}
+
+// TestRunMultiUnmeasured: when the links could not be measured, the copy
+// is not refused: equal parts, and replicas that finish take over from
+// the others; the file arrives whole.
+func TestRunMultiUnmeasured(t *testing.T) {
+	srcs, dst, data, mon := twoReplicas(t, 3<<20)
 	rep, err := RunMulti(context.Background(), srcs, localEP(t, dst+"/"), MultiOptions{Split: "tcs", Monitor: mon, JournalDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -46,17 +55,7 @@ func (h fixedHistory) Hz() float64            { return 4 }
 // from the monitor's own (here empty) series: a link predicted nine
 // times as fast gets nine tenths of the file.
 func TestRunMultiHistory(t *testing.T) {
-	a, b, dst := t.TempDir(), t.TempDir(), t.TempDir()
-	data := writeRandom(t, filepath.Join(a, "f"), 4<<20)
-	if err := os.WriteFile(filepath.Join(b, "f"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srcs := []Endpoint{localEP(t, filepath.Join(a, "f")), localEP(t, filepath.Join(b, "f"))}
-	var links []linkmon.Link
-	for _, s := range srcs {
-		links = append(links, linkmon.Link{Name: s.URL, Backend: s.Backend, Path: s.Path, Size: int64(len(data))})
-	}
-	mon := linkmon.New(links, linkmon.Options{}) // never run: no samples
+	srcs, dst, data, mon := twoReplicas(t, 4<<20)
 	fast, slow := make([]float64, 40), make([]float64, 40)
 	for i := range fast {
 		fast[i], slow[i] = 9e6, 1e6
