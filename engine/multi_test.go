@@ -200,14 +200,9 @@ func TestMultiSourceSteal(t *testing.T) {
 		reps, s := e.replicas(3, "f", size)
 		reps[2].rate = 1 << 20 // 1 MiB/s: its third takes 0.7 s alone
 		s.Steal = steal
-		start := time.Now()
-		res, err := Run(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.checkFinal(t, s, data)
+		res, took := e.runTimed(t, s, data)
 		part := float64(reps[2].served.Load()) / size
-		t.Logf("steal %v: slow replica sent %.3f of the file in %v; note %q", steal, part, time.Since(start), res.Note)
+		t.Logf("steal %v: slow replica sent %.3f of the file in %v; note %q", steal, part, took, res.Note)
 		switch {
 		case !steal && (part < 0.33 || part > 0.34):
 			t.Errorf("static plan: slow replica sent %.3f, want its third", part)
@@ -264,13 +259,8 @@ func TestMultiSourceCollapse(t *testing.T) {
 		}
 		reps[0].slowFrom, reps[0].slowRate = 256<<10, 256<<10
 		s.Steal = steal
-		start := time.Now()
-		res, err := Run(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		took[k] = time.Since(start)
-		e.checkFinal(t, s, data)
+		res, d := e.runTimed(t, s, data)
+		took[k] = d
 		t.Logf("steal %v: %v, collapsed replica sent %d bytes; note %q", steal, took[k], reps[0].served.Load(), res.Note)
 	}
 	if took[1]*3 > took[0] {
@@ -297,13 +287,7 @@ func TestStealUnmeasuredReplica(t *testing.T) {
 	// bytes in flight are never stolen back, so a slow replica's
 	// sub-write is what it holds the file back by.
 	s.SubWrite = 512 << 10
-	start := time.Now()
-	res, err := Run(context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
-	e.checkFinal(t, s, data)
+	res, took := e.runTimed(t, s, data)
 	t.Logf("%v, slow replica sent %d bytes; note %q", took, reps[1].served.Load(), res.Note)
 	// Alone, the fast replica needs about 0.5 s.
 	if took > 900*time.Millisecond {
@@ -328,6 +312,19 @@ func TestStealBurstyThief(t *testing.T) {
 	reps[2].burst = 128 << 10 // its whole part (about 126 KiB)
 	s.Steal = true
 	s.SubWrite = 256 << 10
+	res, took := e.runTimed(t, s, data)
+	t.Logf("%v; slow replica sent %d bytes; note %q", took, reps[2].served.Load(), res.Note)
+	// The plan finishes in about 0.5 s; 256 KiB more from the slow
+	// replica alone would take a second.
+	if took > 800*time.Millisecond || reps[2].served.Load() > 200<<10 {
+		t.Errorf("took %v, the slow replica sent %d bytes: it took over work at the rate of its burst", took, reps[2].served.Load())
+	}
+}
+
+// runTimed runs s, fails the test on an error, checks the file against
+// data, and returns the result and how long the run took.
+func (e *env) runTimed(t *testing.T, s Spec, data []byte) (Result, time.Duration) {
+	t.Helper()
 	start := time.Now()
 	res, err := Run(context.Background(), s)
 	if err != nil {
@@ -335,10 +332,5 @@ func TestStealBurstyThief(t *testing.T) {
 	}
 	took := time.Since(start)
 	e.checkFinal(t, s, data)
-	t.Logf("%v; slow replica sent %d bytes; note %q", took, reps[2].served.Load(), res.Note)
-	// The plan finishes in about 0.5 s; 256 KiB more from the slow
-	// replica alone would take a second.
-	if took > 800*time.Millisecond || reps[2].served.Load() > 200<<10 {
-		t.Errorf("took %v, the slow replica sent %d bytes: it took over work at the rate of its burst", took, reps[2].served.Load())
-	}
+	return res, took
 }
