@@ -277,11 +277,11 @@ func (m *Monitor) Series(i int) []float64 {
 func (m *Monitor) Latency(i int) float64 {
 	l := m.links[i]
 	l.mu.Lock()
-	xs := slices.Clone(l.latency)
-	l.mu.Unlock()
-	return medianOf(xs)
+	defer l.mu.Unlock()
+	return medianOf(l.latency)
 }
 
+// medianOf is the median of xs (0 if empty), sorting a copy.
 func medianOf(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

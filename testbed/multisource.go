@@ -279,8 +279,8 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d %s: %w", cfg.Name, g, p, err)
 			}
-			for i, sh := range shapers {
-				if o.SameLinks {
+			if o.SameLinks {
+				for i, sh := range shapers {
 					ends[i] = math.Max(ends[i], sh.Clock())
 				}
 			}
