@@ -18,6 +18,10 @@ type TraceSpec struct {
 	Name   string
 	Format string // for files: csv, jsonl, gridftp or "" to guess
 	Seed   int64
+	// Report, if set, is told what the loader read from a file and what
+	// it left out (a transfer log's failed transfers, malformed lines),
+	// so that a user replaying their own log can see it.
+	Report func(*trace.LoadReport) `json:"-"`
 }
 
 // paperTraces maps the SC'15 trace names to generator settings.
@@ -44,9 +48,12 @@ func LoadTrace(tb *Testbed, ts TraceSpec) (*trace.Trace, error) {
 		}
 		return generate(tb, v, "", ts.Seed)
 	}
-	tr, err := trace.Read(ts.Name, ts.Format)
+	tr, rep, err := trace.ReadFile(ts.Name, ts.Format)
 	if err != nil {
 		return nil, err
+	}
+	if ts.Report != nil && rep != nil {
+		ts.Report(rep)
 	}
 	return trace.Remap(tr, tb.Source, tb.Destinations(), tb.Has, ts.Seed), nil
 }

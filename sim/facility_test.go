@@ -295,7 +295,7 @@ func TestStreamBadInput(t *testing.T) {
 	}{
 		{"out of order", &badSource{xs: []trace.Transfer{x(1, 5, "gordon", 1e6), x(2, 1, "gordon", 1e6)}}, Options{}, "before the previous one"},
 		{"unknown endpoint", &badSource{xs: []trace.Transfer{x(1, 0, "nowhere", 1e6)}}, Options{}, "not endpoints of testbed"},
-		{"empty file", &badSource{xs: []trace.Transfer{x(1, 0, "gordon", 0)}}, Options{}, "has size 0"},
+		{"negative size", &badSource{xs: []trace.Transfer{x(1, 0, "gordon", -5)}}, Options{}, "negative size -5"},
 		{"negative arrival", &badSource{xs: []trace.Transfer{x(1, -1, "gordon", 1e6)}}, Options{}, "arrival -1"},
 		{"NaN arrival", &badSource{xs: []trace.Transfer{x(1, math.NaN(), "gordon", 1e6)}}, Options{}, "arrival NaN"},
 		{"duplicate id in flight", &badSource{xs: []trace.Transfer{x(1, 0, "gordon", 1e9), x(1, 0, "darter", 1e9)}}, Options{}, "appears twice"},

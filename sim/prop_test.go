@@ -17,7 +17,9 @@ import (
 // about one in five batch. The load is kept light so that every task must
 // finish within minutes: if a destination (or the source) would get more
 // than half of what it can move in the 60 s window, that destination's
-// (every) size is scaled down to fit, never below 1 KB.
+// (every) size is scaled down to fit, never below 1 KB. About one in ten
+// transfers is empty (0 B), as real logs have them: empty files are
+// copied too, and pay the start-up like any other.
 func lightTrace(t *rapid.T, tb *Testbed) *trace.Trace {
 	dests := tb.Destinations()
 	n := rapid.IntRange(2, 60).Draw(t, "n")
@@ -25,13 +27,16 @@ func lightTrace(t *rapid.T, tb *Testbed) *trace.Trace {
 	perDst := map[string]float64{}
 	total := 0.0
 	for i := 0; i < n; i++ {
-		size := int64(math.Exp(rapid.Float64Range(math.Log(1e3), math.Log(5e9)).Draw(t, "logsize")))
+		size := max(int64(math.Exp(rapid.Float64Range(math.Log(1e3), math.Log(5e9)).Draw(t, "logsize"))), 1000)
+		if rapid.IntRange(0, 9).Draw(t, "empty") == 0 {
+			size = 0
+		}
 		x := trace.Transfer{
 			ID:      int64(i),
 			Arrival: rapid.Float64Range(0, 60).Draw(t, "arrival"),
 			Src:     tb.Source,
 			Dst:     rapid.SampledFrom(dests).Draw(t, "dst").Name,
-			Size:    max(size, 1000),
+			Size:    size,
 			Batch:   rapid.IntRange(0, 4).Draw(t, "batch") == 0,
 		}
 		tr.Transfers = append(tr.Transfers, x)
@@ -43,7 +48,7 @@ func lightTrace(t *rapid.T, tb *Testbed) *trace.Trace {
 	for i := range tr.Transfers {
 		x := &tr.Transfers[i]
 		f := math.Min(srcScale, share*window*Gbps(tb.Endpoint(x.Dst).CapacityGbps)/perDst[x.Dst])
-		if f < 1 {
+		if f < 1 && x.Size > 0 {
 			x.Size = max(int64(float64(x.Size)*f), 1000)
 		}
 	}

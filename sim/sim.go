@@ -226,8 +226,8 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 		if !tb.Has(x.Src) || !tb.Has(x.Dst) {
 			return nil, fmt.Errorf("sim: transfer %d goes %s -> %s, not endpoints of testbed %s (remap the trace)", x.ID, x.Src, x.Dst, tb.Name)
 		}
-		if x.Size <= 0 {
-			return nil, fmt.Errorf("sim: transfer %d has size %d", x.ID, x.Size)
+		if x.Size < 0 {
+			return nil, fmt.Errorf("sim: transfer %d has negative size %d", x.ID, x.Size)
 		}
 		if _, dup := w.byID[sched.TaskID(x.ID)]; dup {
 			return nil, fmt.Errorf("sim: transfer id %d appears twice", x.ID)

@@ -675,8 +675,8 @@ func (st *stream) arrive(x trace.Transfer) error {
 	if !ok1 || !ok2 {
 		return fmt.Errorf("sim: transfer %d goes %s -> %s, not endpoints of testbed %s", x.ID, x.Src, x.Dst, w.tb.Name)
 	}
-	if x.Size <= 0 {
-		return fmt.Errorf("sim: transfer %d has size %d", x.ID, x.Size)
+	if x.Size < 0 {
+		return fmt.Errorf("sim: transfer %d has negative size %d", x.ID, x.Size)
 	}
 	id := sched.TaskID(x.ID)
 	if _, dup := w.byID[id]; dup {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/trace"
 )
 
 // TestStreamMatchesRun: the streaming engine is Run's world with another
@@ -42,5 +43,60 @@ func TestStreamMatchesRun(t *testing.T) {
 				t.Errorf("trace %s, %s: Run %+v makespan %.3f; RunStream %+v makespan %.3f", tr, name, a.Interactive, a.Makespan, b.Interactive, b.Makespan)
 			}
 		}
+	}
+}
+
+// TestEmptyTransfers: real transfer logs hold empty files (NBYTES=0).
+// Both engines replay them under every scheduler: each empty transfer
+// starts, pays the start-up cost, moves nothing and finishes, and the
+// other transfers are replayed as they would be.
+func TestEmptyTransfers(t *testing.T) {
+	tb, err := LoadTestbed("sc15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := func(id int64, at float64, dst string, size int64) trace.Transfer {
+		return trace.Transfer{ID: id, Arrival: at, Src: "stampede", Dst: dst, Size: size}
+	}
+	tr := &trace.Trace{Name: "empty", Transfers: []trace.Transfer{
+		x(0, 0, "gordon", 0), x(1, 0, "gordon", 2e9), x(2, 0.2, "darter", 0),
+		x(3, 1, "darter", 5e8), x(4, 1, "gordon", 0), x(5, 3, "yellowstone", 0),
+	}}
+	const startup = 0.5
+	for _, name := range sched.Names() {
+		t.Run(name, func(t *testing.T) {
+			s, err := sched.New(name, sched.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(tb, tr, s, Options{Startup: startup})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if len(res.Tasks) != len(tr.Transfers) {
+				t.Fatalf("Run: %d results for %d transfers", len(res.Tasks), len(tr.Transfers))
+			}
+			for _, r := range res.Tasks {
+				if r.Size != 0 {
+					continue
+				}
+				// An empty transfer runs for its start-up and no longer
+				// (it may wait for a cycle first).
+				if math.Abs(r.Run-startup) > 1e-6 || r.Finish < r.Arrival+startup-1e-9 || r.Slowdown < 1-1e-9 {
+					t.Errorf("Run: empty task %d: run %.3f s, arrival %.3f, finish %.3f, slowdown %.3f", r.ID, r.Run, r.Arrival, r.Finish, r.Slowdown)
+				}
+			}
+			if want := 2.5e9; math.Abs(res.BytesMoved-res.BytesLost-want) > 2 {
+				t.Errorf("Run: moved %.0f - lost %.0f bytes, want %.0f", res.BytesMoved, res.BytesLost, want)
+			}
+			s2, _ := sched.New(name, sched.Options{})
+			st, err := RunStream(tb, NewSliceSource(tr), s2, StreamOptions{Options: Options{Startup: startup}})
+			if err != nil {
+				t.Fatalf("RunStream: %v", err)
+			}
+			if st.Completed != int64(len(tr.Transfers)) || math.Abs(st.Makespan-res.Makespan) > 0.01*res.Makespan {
+				t.Errorf("RunStream: %d of %d completed, makespan %.3f s (Run: %.3f s)", st.Completed, len(tr.Transfers), st.Makespan, res.Makespan)
+			}
+		})
 	}
 }

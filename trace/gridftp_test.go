@@ -3,6 +3,7 @@ package trace
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,48 @@ func TestParseGridFTPTime(t *testing.T) {
 		if (err == nil) != tc.ok || (tc.ok && !got.Equal(tc.want)) {
 			t.Errorf("parseGridFTPTime(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestLoadReportString: what `sluice trace stats` and `sluice sim` print
+// about a log says how many transfers were read, that empty files are
+// kept, and what was skipped and why, with the first malformed line.
+func TestLoadReportString(t *testing.T) {
+	line := func(repl ...string) string { return strings.NewReplacer(repl...).Replace(okLine) }
+	tests := []struct {
+		name string
+		in   string
+		want []string
+		not  []string
+	}{
+		{"clean", okLine + "\n" + okLine + "\n", []string{"gridftp: 2 lines, 2 transfers"}, []string{"skipped", "0 bytes"}},
+		{"empty file kept", okLine + "\n" + line("NBYTES=100", "NBYTES=0") + "\n",
+			[]string{"2 transfers", "1 of 0 bytes, kept"}, []string{"skipped"}},
+		{"everything skipped once", strings.Join([]string{okLine, line("CODE=226", "CODE=426"), line("FTP_INFO", "FTP_OTHER"),
+			line("TYPE=RETR", "TYPE=LIST"), "garbage"}, "\n"),
+			[]string{"5 lines, 1 transfers", "1 failed (CODE other than 226)", "1 not transfer records", "1 not data transfers", "1 malformed", "first: line 5:"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "x.log")
+			if err := os.WriteFile(p, []byte(tc.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, rep, err := ReadFile(p, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := rep.String()
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("%q lacks %q", s, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(s, w) {
+					t.Errorf("%q has %q", s, w)
+				}
+			}
+		})
 	}
 }

@@ -59,6 +59,47 @@ type LoadReport struct {
 	Origin time.Time
 	// Warnings describes up to MaxWarnings skipped lines, "line N: why".
 	Warnings []string
+	// Empty counts the transfers of 0 bytes (empty files), which are
+	// kept: they cost a start-up like any other (ReadFile only).
+	Empty int
+}
+
+// Skipped is how many input lines other than blank ones did not become a
+// transfer.
+func (r *LoadReport) Skipped() int {
+	return r.OtherEvent + r.FailedCode + r.OtherType + r.Malformed
+}
+
+// String says in one line what the loader read and what it left out and
+// why, for a user replaying their own logs.
+func (r *LoadReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d lines, %d transfers", r.Format, r.Lines, r.Parsed)
+	if r.Empty > 0 {
+		fmt.Fprintf(&b, " (%d of 0 bytes, kept: empty files are copied too)", r.Empty)
+	}
+	if r.Skipped() == 0 {
+		return b.String()
+	}
+	var why []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{r.FailedCode, "failed (CODE other than 226)"},
+		{r.OtherEvent, "not transfer records (NL.EVNT other than FTP_INFO)"},
+		{r.OtherType, "not data transfers (TYPE such as LIST)"},
+		{r.Malformed, "malformed"},
+	} {
+		if c.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	fmt.Fprintf(&b, "; skipped %s", strings.Join(why, ", "))
+	if len(r.Warnings) > 0 {
+		fmt.Fprintf(&b, "; first: %s", r.Warnings[0])
+	}
+	return b.String()
 }
 
 func (r *LoadReport) warn(line int, err error) {
@@ -131,6 +172,11 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		return nil, rep, fmt.Errorf("%s: %w", path, err)
 	}
 	t.Name = strings.TrimSuffix(name, ext)
+	for _, x := range t.Transfers {
+		if x.Size == 0 {
+			rep.Empty++
+		}
+	}
 	return t, rep, nil
 }
 

@@ -120,3 +120,51 @@ func TestErrorsAreClear(t *testing.T) {
 		}
 	}
 }
+
+// TestSimRunOwnLog: an operator replays a transfer log that has what real
+// logs have (an empty file, a failed transfer, a line from something
+// else). The replay runs every transfer that happened, empty files
+// included; stdout stays clean JSON; stderr says what was left out and why.
+func TestSimRunOwnLog(t *testing.T) {
+	ok := "DATE=20190731073044.992375 HOST=dtn PROG=globus-gridftp-server NL.EVNT=FTP_INFO START=20190731073030.000000 USER=u FILE=/d/f BUFFER=1 BLOCK=2 NBYTES=2000000000 VOLUME=/ STREAMS=1 STRIPES=1 DEST=[10.0.0.1] TYPE=STOR CODE=226"
+	lines := []string{
+		ok,
+		strings.Replace(strings.Replace(ok, "NBYTES=2000000000", "NBYTES=0", 1), "START=20190731073030", "START=20190731073031", 1),
+		strings.Replace(ok, "CODE=226", "CODE=426", 1),
+		"Nov 22 10:00:01 dtn sshd[4]: session opened",
+		strings.Replace(ok, "START=20190731073030", "START=20190731073032", 1),
+	}
+	p := filepath.Join(t.TempDir(), "dtn.log")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := newRoot()
+	var stdout, stderr bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"sim", "run", "--trace", p, "--scheduler", "seal", "--json"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var res struct {
+		Interactive struct {
+			N int `json:"n"`
+		} `json:"interactive"`
+		ByClass map[string]struct {
+			N int `json:"n"`
+		} `json:"by_class"`
+		BytesMoved float64 `json:"bytes_moved"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not the result's JSON: %v\n%s", err, stdout.String())
+	}
+	if res.Interactive.N != 3 || res.ByClass["0-1M"].N != 1 || res.BytesMoved < 4e9-2 {
+		t.Errorf("%d tasks (%d under 1 MB), %.0f bytes moved; want the 3 transfers that happened, 1 of them empty, and 4 GB",
+			res.Interactive.N, res.ByClass["0-1M"].N, res.BytesMoved)
+	}
+	for _, w := range []string{"3 transfers", "1 of 0 bytes, kept", "1 failed", "1 malformed", "line 4"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr %q does not say %q", stderr.String(), w)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/trace"
 )
 
 // simFlags are the flags shared by the sim subcommands.
@@ -55,11 +56,15 @@ func (f *simFlags) options() (sched.Options, sim.Options) {
 	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, o
 }
 
-func (f *simFlags) traces(list string) []sim.TraceSpec {
+// traces parses a comma-separated list of traces. For trace files, what
+// the loader read and left out goes to notes, one line per file.
+func (f *simFlags) traces(list string, notes io.Writer) []sim.TraceSpec {
 	var out []sim.TraceSpec
 	for _, n := range strings.Split(list, ",") {
 		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed})
+			name := n
+			report := func(rep *trace.LoadReport) { fmt.Fprintf(notes, "trace %s: %s\n", name, rep) }
+			out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed, Report: report})
 		}
 	}
 	return out
@@ -91,7 +96,7 @@ func newSimRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			specs := f.traces(tr)
+			specs := f.traces(tr, cmd.ErrOrStderr())
 			if len(specs) != 1 {
 				return fmt.Errorf("--trace takes one trace (use `sluice sim compare` for several)")
 			}
@@ -174,7 +179,7 @@ against the best baseline when basecc1 was not run.`,
 			if err := checkPlot(plotDir, names); err != nil {
 				return err
 			}
-			res, err := sim.Compare(tb, f.traces(traces), names, so, opt)
+			res, err := sim.Compare(tb, f.traces(traces, cmd.ErrOrStderr()), names, so, opt)
 			if err != nil {
 				return err
 			}
@@ -275,7 +280,7 @@ func newSimSteal() *cobra.Command {
 				return err
 			}
 			so, opt := f.options()
-			res, err := sim.Steal(tb, f.traces(traces), ls, so, opt)
+			res, err := sim.Steal(tb, f.traces(traces, cmd.ErrOrStderr()), ls, so, opt)
 			if err != nil {
 				return err
 			}

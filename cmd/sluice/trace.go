@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -75,7 +76,19 @@ func newTraceCmd() *cobra.Command {
 				fmt.Fprintf(w, "  %-8s %7d  %10.3f GB\n", sim.ClassNames[i], n, float64(st.ClassBytes[i])/1e9)
 			}
 			if rep != nil {
-				fmt.Fprintf(w, "%+v\n", *rep)
+				fmt.Fprintf(w, "read: %s\n", rep)
+				if rep.Renumbered {
+					fmt.Fprintln(w, "  transfers numbered 0..n-1 in arrival order (the input had no unique ids)")
+				}
+				if !rep.Origin.IsZero() {
+					fmt.Fprintf(w, "  arrival 0 is %s\n", rep.Origin.Format(time.RFC3339Nano))
+				}
+				for _, m := range rep.Warnings {
+					fmt.Fprintf(w, "  skipped %s\n", m)
+				}
+				if n := rep.Malformed; n > len(rep.Warnings) {
+					fmt.Fprintf(w, "  (%d more malformed lines not shown)\n", n-len(rep.Warnings))
+				}
 			}
 			return nil
 		},
