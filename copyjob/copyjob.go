@@ -97,13 +97,16 @@ type Progress struct {
 
 // Summary is what a finished copy reports (the JSON of `sluice cp --json`).
 type Summary struct {
-	Bytes    int64   `json:"bytes"`
-	Seconds  float64 `json:"seconds"`
-	MBps     float64 `json:"mb_per_s"`
-	Files    int     `json:"files"`
-	Skipped  int     `json:"skipped"`
-	Retries  int     `json:"retries"`
-	Checksum string  `json:"checksum"`
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	MBps    float64 `json:"mb_per_s"`
+	Files   int     `json:"files"`
+	// Dirs is how many empty directories were made (files make their
+	// own parents).
+	Dirs     int    `json:"dirs,omitempty"`
+	Skipped  int    `json:"skipped"`
+	Retries  int    `json:"retries"`
+	Checksum string `json:"checksum"`
 	// Resent is how many bytes were sent more than once (retries,
 	// resumed chunks).
 	Resent int64 `json:"resent"`
@@ -154,22 +157,24 @@ func (o *Options) defaults() error {
 // file onto a non-directory is copied to that name; anything into an
 // existing directory (or a destination ending in "/", or several sources)
 // goes below it under its own name; a directory is copied recursively
-// only with Recursive.
-func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([]item, error) {
+// only with Recursive. dirs are the destination directories no file
+// will be written below (empty directories of the sources, or a source
+// directory with no file at all), which the copy must make itself, as
+// cp -r does.
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) (items []item, dirs []string, err error) {
 	if len(srcs) == 0 {
-		return nil, errors.New("nothing to copy")
+		return nil, nil, errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
 	if fi, err := dst.Backend.Stat(ctx, dst.Path); err == nil && fi.IsDir {
 		intoDir = true
 	} else if err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return nil, fmt.Errorf("destination %s: %w", dst.URL, err)
+		return nil, nil, fmt.Errorf("destination %s: %w", dst.URL, err)
 	}
-	var items []item
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", s.URL, err)
+			return nil, nil, fmt.Errorf("source %s: %w", s.URL, err)
 		}
 		base := path.Base(strings.TrimSuffix(s.Path, "/"))
 		target := dst.Path
@@ -181,24 +186,67 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) ([
 			continue
 		}
 		if !recursive {
-			return nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
+			return nil, nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
 		}
 		list, err := s.Backend.List(ctx, s.Path, true)
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", s.URL, err)
+			return nil, nil, fmt.Errorf("listing %s: %w", s.URL, err)
 		}
 		root := strings.TrimSuffix(fi.Path, "/")
+		dirs = append(dirs, target)
 		for _, f := range list {
+			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
 			if f.IsDir {
+				dirs = append(dirs, path.Join(target, rel))
 				continue
 			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
 			items = append(items, item{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime, root: target})
 		}
 	}
+	dirs = emptyDirs(dirs, items)
 	// Large files first: they set the copy's length; small ones fill in.
 	sort.SliceStable(items, func(i, j int) bool { return items[i].size > items[j].size })
-	return items, nil
+	return items, dirs, nil
+}
+
+// emptyDirs returns the directories of dirs that no item is written
+// below and that hold no other such directory: making those makes every
+// empty directory of the tree, and writing the items makes the rest.
+func emptyDirs(dirs []string, items []item) []string {
+	busy := map[string]bool{}
+	mark := func(p string) {
+		for d := path.Dir(p); !busy[d]; d = path.Dir(d) {
+			busy[d] = true
+			if d == "." || d == "/" {
+				break
+			}
+		}
+	}
+	for _, it := range items {
+		mark(it.dst)
+	}
+	for _, d := range dirs {
+		mark(d)
+	}
+	var out []string
+	for _, d := range dirs {
+		if !busy[d] {
+			busy[d] = true // once, however often it was listed
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// makeDirs makes the directories plan found empty at the destination.
+func makeDirs(ctx context.Context, dst Endpoint, dirs []string) error {
+	for _, d := range dirs {
+		if err := dst.Backend.Mkdir(ctx, d); err != nil {
+			return fmt.Errorf("making directory %s at %s: %w", d, dst.URL, err)
+		}
+	}
+	return nil
 }
 
 // journalFor names the journal of one file's copy.
@@ -214,11 +262,14 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		return Summary{}, err
 	}
 	startAt := time.Now()
-	items, err := plan(ctx, srcs, dst, o.Recursive)
+	items, dirs, err := plan(ctx, srcs, dst, o.Recursive)
 	if err != nil {
 		return Summary{}, err
 	}
-	st := &state{o: o, srcs: srcs, dst: dst}
+	if err := makeDirs(ctx, dst, dirs); err != nil {
+		return Summary{}, err
+	}
+	st := &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}
 	for _, it := range items {
 		st.total += it.size
 	}
@@ -283,7 +334,7 @@ func (st *state) summary(elapsed time.Duration) Summary {
 	sec := elapsed.Seconds()
 	sum := Summary{
 		Bytes: st.done.Load(), Seconds: sec, Files: int(st.filesDone.Load()), Skipped: int(st.skipped.Load()),
-		Retries: int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(),
+		Retries: int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(), Dirs: st.dirs,
 	}
 	if sec > 0 {
 		sum.MBps = float64(sum.Bytes) / sec / 1e6
@@ -298,6 +349,7 @@ type state struct {
 	dst   Endpoint
 	total int64
 	files int
+	dirs  int // empty directories made
 
 	done      atomic.Int64 // bytes of finished files
 	filesDone atomic.Int64

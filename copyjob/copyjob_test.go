@@ -197,3 +197,78 @@ func TestCopyErrors(t *testing.T) {
 		t.Errorf("unreachable agent: %v", err)
 	}
 }
+
+// TestEmptyDirectories: cp -r makes the source tree's empty directories
+// too (files make their own parents), through Run and through a prepared
+// dataset, to a local directory and to an agent; a source directory with
+// no file at all is copied as an empty tree, not as nothing.
+func TestEmptyDirectories(t *testing.T) {
+	k := key(t)
+	srcDir := t.TempDir()
+	writeRandom(t, filepath.Join(srcDir, "tree/a/f"), 100)
+	for _, d := range []string{"tree/empty", "tree/a/deep/er", "bare/x/y"} {
+		if err := os.MkdirAll(filepath.Join(srcDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirA := t.TempDir()
+	urlA, bA, _ := testAgent(t, dirA, k)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		dst     func(sub string) (Endpoint, string)
+		dataset bool
+	}{
+		{"local", func(sub string) (Endpoint, string) {
+			root := filepath.Join(t.TempDir(), sub)
+			return localEP(t, root+"/"), root
+		}, false},
+		{"agent", func(sub string) (Endpoint, string) {
+			return Endpoint{Backend: bA, Path: "/" + sub + "/", URL: urlA + "/" + sub + "/", Puller: bA}, filepath.Join(dirA, sub)
+		}, false},
+		{"agent dataset", func(sub string) (Endpoint, string) {
+			return Endpoint{Backend: bA, Path: "/ds-" + sub + "/", URL: urlA + "/ds-" + sub + "/", Puller: bA}, filepath.Join(dirA, "ds-"+sub)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := opts(t)
+			o.Recursive = true
+			for _, tc := range []struct {
+				src   string
+				files int
+				dirs  []string
+			}{
+				{"tree", 1, []string{"tree/a/f", "tree/empty/", "tree/a/deep/er/"}},
+				{"bare", 0, []string{"bare/x/y/"}},
+			} {
+				dst, local := c.dst(tc.src)
+				src := []Endpoint{localEP(t, filepath.Join(srcDir, tc.src))}
+				var sum Summary
+				if c.dataset {
+					d, err := PrepareDataset(ctx, src, dst, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := d.Perform(ctx, d.Files(), 4, 1, 1); err != nil {
+						t.Fatal(err)
+					}
+					sum = d.Summary()
+				} else {
+					var err error
+					if sum, err = Run(ctx, src, dst, o, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if sum.Files != tc.files || sum.Dirs != len(tc.dirs)-tc.files {
+					t.Errorf("%s: summary %d files, %d directories; want %d and %d", tc.src, sum.Files, sum.Dirs, tc.files, len(tc.dirs)-tc.files)
+				}
+				for _, p := range tc.dirs {
+					fi, err := os.Stat(filepath.Join(local, p))
+					if err != nil || fi.IsDir() != strings.HasSuffix(p, "/") {
+						t.Errorf("%s: %s: %v", tc.src, p, err)
+					}
+				}
+			}
+		})
+	}
+}

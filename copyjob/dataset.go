@@ -96,11 +96,16 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 		return nil, err
 	}
 	start := time.Now()
-	items, err := plan(ctx, srcs, dst, o.Recursive)
+	items, dirs, err := plan(ctx, srcs, dst, o.Recursive)
 	if err != nil {
 		return nil, err
 	}
-	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst}, start: start, items: make(map[string]item, len(items))}
+	// Empty directories are made now: no file will make them, and an
+	// empty directory is never a half-written file.
+	if err := makeDirs(ctx, dst, dirs); err != nil {
+		return nil, err
+	}
+	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}, start: start, items: make(map[string]item, len(items))}
 	for _, it := range items {
 		key := sourceBase(srcs[it.from]) + it.src
 		if _, dup := d.items[key]; dup {

@@ -380,8 +380,12 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		return printJSON(stdout, rep)
 	}
 	sum := rep.Summary
-	fmt.Fprintf(stderr, "copied %d files, %.1f MB in %.1f s (%.1f MB/s), %d retries, checksum %s\n",
-		sum.Files, float64(sum.Bytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
+	dirs := ""
+	if sum.Dirs > 0 {
+		dirs = fmt.Sprintf(" (and %d empty directories)", sum.Dirs)
+	}
+	fmt.Fprintf(stderr, "copied %d files%s, %.1f MB in %.1f s (%.1f MB/s), %d retries, checksum %s\n",
+		sum.Files, dirs, float64(sum.Bytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
 	if a := rep.Auto; a != nil && len(sum.Steps) > 0 {
 		last := sum.Steps[len(sum.Steps)-1]
 		fmt.Fprintf(stderr, "auto: rtt %.1f ms, bandwidth %.1f MB/s (%s), BDP %.2f MB; %d steps, the last with pp %d, p %d, cc %d\n",
