@@ -100,6 +100,9 @@ func AddBatch(t *Trace, n int, size int64, src string, dests []Dest, at float64,
 	if src == "" {
 		return errors.New("trace: empty batch source name")
 	}
+	if n < 0 || n > maxGeneratedFiles-len(t.Transfers) {
+		return fmt.Errorf("trace: %d batch tasks: want 0 to %d (a trace holds at most %d transfers)", n, max(maxGeneratedFiles-len(t.Transfers), 0), maxGeneratedFiles)
+	}
 	shares, err := Apportion(n, dests)
 	if err != nil {
 		return err

@@ -74,6 +74,11 @@ func TestAddBatch(t *testing.T) {
 		{ID: 2, Arrival: 9, Src: "s", Dst: "a", Size: 3},
 	}}
 	dests := []Dest{{"a", 3}, {"b", 1}}
+	for _, n := range []int{-1, 1e8} {
+		if err := AddBatch(tr, n, PaperBatchSize, "src", dests, 5, 1); err == nil || len(tr.Transfers) != 3 {
+			t.Errorf("%d batch tasks: error %v, %d transfers; want an error and the trace as it was", n, err, len(tr.Transfers))
+		}
+	}
 	if err := AddBatch(tr, 5, PaperBatchSize, "src", dests, 5, 1); err != nil {
 		t.Fatal(err)
 	}

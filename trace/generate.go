@@ -311,6 +311,15 @@ func Generate(spec GenSpec) (*Trace, error) {
 		// Table 2 counts files per 15 minutes; a longer or shorter window
 		// keeps the same file rate, so that the sizes needed to reach
 		// the volume (which scales with the window) stay in their classes.
+		// The bound is checked on the float counts: an absurd window
+		// would overflow the integers and slip past it.
+		want := 0.0
+		for _, n := range counts {
+			want += math.Round(float64(n) * minutes / DefaultMinutes)
+		}
+		if want > maxGeneratedFiles {
+			return nil, fmt.Errorf("trace: %.4g files in %v minutes is more than the %d a generated trace may hold", want, minutes, maxGeneratedFiles)
+		}
 		for c := range counts {
 			counts[c] = int(math.Round(float64(counts[c]) * minutes / DefaultMinutes))
 		}
@@ -321,6 +330,9 @@ func Generate(spec GenSpec) (*Trace, error) {
 	}
 	if total > maxGeneratedFiles {
 		return nil, fmt.Errorf("trace: %d files in %v minutes is more than the %d a generated trace may hold", total, minutes, maxGeneratedFiles)
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("trace: %v minutes at load %v holds no file", minutes, spec.Load)
 	}
 	window := minutes * 60
 	target := spec.Load * capacity * window

@@ -234,6 +234,10 @@ func TestGenerateErrors(t *testing.T) {
 		{"negative capacity", func(s *GenSpec) { s.SourceCapacity = -1 }, "capacity"},
 		{"negative burstiness", func(s *GenSpec) { s.Burstiness = -1 }, "burstiness"},
 		{"window too long", func(s *GenSpec) { s.Minutes = 1e9 }, "more than"},
+		// Counts that would overflow an int must not slip past the bound.
+		{"window absurdly long", func(s *GenSpec) { s.Minutes = 1e17 }, "more than"},
+		{"window overflowing float", func(s *GenSpec) { s.Minutes = 1e300 }, "more than"},
+		{"window too short to hold a file", func(s *GenSpec) { s.Minutes = 1e-6 }, "no file"},
 		// 232 files of at most 10 GB cannot hold 0.45 x 1e12 x 900 bytes.
 		{"volume too large", func(s *GenSpec) { s.SourceCapacity = 1e12 }, "unreachable"},
 		// 232 files above 1 GB cannot fit in 0.45 x 1e6 x 900 bytes.

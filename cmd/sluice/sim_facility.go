@@ -87,10 +87,9 @@ times faster and delays each transfer by less than one step.`,
 				}
 			}
 			if out != "" {
-				if dir := filepath.Dir(out); dir != "" {
-					if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-						return fmt.Errorf("--out %s: directory %s does not exist", out, dir)
-					}
+				// Before hours of replay, not after.
+				if err := checkOutFile(out); err != nil {
+					return fmt.Errorf("--out: %w", err)
 				}
 			}
 			if name == "" {
@@ -180,7 +179,10 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	if err := writeOutFile(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	return nil

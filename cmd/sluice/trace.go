@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -31,6 +30,12 @@ func newTraceCmd() *cobra.Command {
 		Example: `  sluice trace gen --load 0.45 --out t45.csv
   sluice trace gen --load 0.45 --variant 4x --seed 7 --out t45-4x.jsonl`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if batch < 0 {
+				return fmt.Errorf("--batch %d: want 0 or more batch tasks", batch)
+			}
+			if cmd.Flags().Changed("minutes") && !(minutes > 0) {
+				return fmt.Errorf("--minutes %v: want a positive window", minutes)
+			}
 			tb, err := sim.LoadTestbed(testbed)
 			if err != nil {
 				return err
@@ -118,21 +123,8 @@ func writeTrace(stdout io.Writer, tr *trace.Trace, out, format string) error {
 	if out == "-" || out == "" {
 		return write(stdout, tr)
 	}
-	// Write beside the target and rename, so a failure never leaves a
-	// half-written trace under the requested name.
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing trace: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp, tr); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing trace %s: %w", out, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing trace %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
+	// Never a half-written trace under the requested name.
+	if err := writeOutFile(out, 0o644, func(w io.Writer) error { return write(w, tr) }); err != nil {
 		return fmt.Errorf("writing trace %s: %w", out, err)
 	}
 	return nil
