@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,7 +81,7 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", backend.ErrNoSpace, err)
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
 		return fmt.Errorf("%w: %w", backend.ErrExist, err)
-	case strings.Contains(err.Error(), "escapes from parent"), strings.Contains(err.Error(), "path escapes"):
+	case escapes(err):
 		// os.Root's refusal of a path or symlink leaving the root.
 		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
 	}
@@ -101,11 +102,59 @@ func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 	if err != nil {
 		return backend.FileInfo{}, err
 	}
-	fi, err := b.root.Stat(name)
+	fi, err := b.stat(name)
 	if err != nil {
 		return backend.FileInfo{}, classify(err)
 	}
 	return info(name, fi), nil
+}
+
+// machineRoot says whether the backend serves the whole machine (sluice
+// cp's local files), where no path can leave the root.
+func (b *Backend) machineRoot() bool { return path.Clean(b.dir) == "/" }
+
+// stat is os.Root's Stat, which follows symbolic links inside the root.
+// os.Root refuses absolute links as leaving it; on the machine's root
+// nothing can leave it, so such a link is resolved and followed there.
+func (b *Backend) stat(name string) (fs.FileInfo, error) {
+	fi, err := b.root.Stat(name)
+	if err != nil && b.machineRoot() && escapes(err) {
+		if real, rerr := resolve(name); rerr == nil {
+			return b.root.Stat(real)
+		}
+	}
+	return fi, err
+}
+
+// resolve resolves name's symbolic links on the machine's root, giving a
+// name without any (which os.Root then opens).
+func resolve(name string) (string, error) {
+	real, err := filepath.EvalSymlinks("/" + name)
+	if err != nil {
+		return "", err
+	}
+	if real = strings.TrimPrefix(filepath.ToSlash(real), "/"); real == "" {
+		real = "."
+	}
+	return real, nil
+}
+
+// escapes says whether err is os.Root's refusal of a path leaving it.
+func escapes(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "escapes from parent") || strings.Contains(err.Error(), "path escapes"))
+}
+
+// kind names a file type that is not copied, for error messages.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }
 
 // List implements backend.Backend.
@@ -132,6 +181,25 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 		if err != nil {
 			return err
 		}
+		switch m := fi.Mode(); {
+		case m&fs.ModeSymlink != 0:
+			// A link to a file is followed: its target's bytes and
+			// size are what a copy moves (listing the link's own size
+			// would cut the copy short). A link to a directory is not
+			// followed, which could loop; a broken one has nothing.
+			t, err := b.stat(n)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%w: /%s is a symbolic link that is broken or leaves the root: %w", backend.ErrInvalid, n, err)
+			case t.IsDir():
+				return fmt.Errorf("%w: /%s is a symbolic link to a directory; links to directories are not followed (name the directory itself)", backend.ErrInvalid, n)
+			case !t.Mode().IsRegular():
+				return fmt.Errorf("%w: /%s links to %s, which cannot be copied", backend.ErrInvalid, n, kind(t.Mode()))
+			}
+			fi = t
+		case !m.IsRegular() && !m.IsDir():
+			return fmt.Errorf("%w: /%s is %s, which cannot be copied", backend.ErrInvalid, n, kind(m))
+		}
 		out = append(out, info(n, fi))
 		if d.IsDir() && !recursive {
 			return fs.SkipDir
@@ -150,9 +218,26 @@ func (b *Backend) Open(p string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := b.root.Open(name)
+	// Non-blocking, so that a named pipe cannot hang the open; it is
+	// refused below, with devices and sockets. Reads of regular files
+	// are not affected.
+	f, err := b.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil && b.machineRoot() && escapes(err) {
+		if real, rerr := resolve(name); rerr == nil {
+			f, err = b.root.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		}
+	}
 	if err != nil {
 		return nil, classify(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, classify(err)
+	}
+	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is %s, which cannot be copied", backend.ErrInvalid, p, kind(m))
 	}
 	return f, nil
 }

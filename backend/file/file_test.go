@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -143,5 +144,90 @@ func TestListAndRename(t *testing.T) {
 	}
 	if _, err := b.List(ctx, "z/1", true); !errors.Is(err, backend.ErrInvalid) {
 		t.Errorf("listing a file: %v", err)
+	}
+}
+
+// TestLinksAndSpecialFiles: a listing moves what a copy would read. A
+// link to a file is listed with its target's size (the link's own length
+// once cut copies short, with matching checksums); links to directories,
+// broken links and named pipes are refused with a message naming them,
+// and opening a named pipe fails at once instead of hanging. On the
+// machine's root (sluice cp's local files) absolute links are followed;
+// below an agent's root they stay refused.
+func TestLinksAndSpecialFiles(t *testing.T) {
+	ctx := context.Background()
+	b, dir := newTest(t)
+	target := []byte("the target file, longer than its link")
+	mk := func(p string) string {
+		p = filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		return p
+	}
+	os.WriteFile(mk("data/target"), target, 0o644)
+	if err := os.Symlink("../data/target", mk("ok/link")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(mk("ok/plain"), []byte("x"), 0o644)
+	os.Symlink("..", mk("dirlink/up"))
+	os.Symlink("nowhere", mk("broken/l"))
+	if err := syscallMkfifo(mk("pipe/p")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := b.List(ctx, "/ok", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list {
+		if strings.HasSuffix(e.Path, "/link") && (e.Size != int64(len(target)) || e.IsDir) {
+			t.Errorf("link listed as %+v, want its target's %d bytes", e, len(target))
+		}
+	}
+	if len(list) != 2 {
+		t.Errorf("listing %+v, want the link and the plain file", list)
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{"/dirlink", "link to a directory"},
+		{"/broken", "broken"},
+		{"/pipe", "named pipe"},
+	} {
+		if _, err := b.List(ctx, tc.dir, true); err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, backend.ErrInvalid) {
+			t.Errorf("listing %s: %v, want an invalid-request error saying %q", tc.dir, err, tc.want)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := b.Open("/pipe/p"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "named pipe") {
+			t.Errorf("opening a named pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("opening a named pipe hangs")
+	}
+
+	// Absolute links: followed on the machine's root, refused below any
+	// other.
+	os.Symlink(filepath.Join(dir, "data/target"), mk("abs/link"))
+	if _, err := b.Stat(ctx, "/abs/link"); !errors.Is(err, backend.ErrPermission) {
+		t.Errorf("absolute link below a root: %v, want a permission error", err)
+	}
+	machine, err := New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer machine.Close()
+	abs := filepath.ToSlash(filepath.Join(dir, "abs/link"))
+	fi, err := machine.Stat(ctx, abs)
+	if err != nil || fi.Size != int64(len(target)) {
+		t.Fatalf("absolute link on the machine's root: %+v, %v", fi, err)
+	}
+	r, err := machine.OpenRange(ctx, abs, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r)
+	r.Close()
+	if string(got) != string(target) {
+		t.Errorf("read %q through the absolute link", got)
 	}
 }
