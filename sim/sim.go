@@ -65,6 +65,47 @@ type Options struct {
 	Live *LiveService
 }
 
+// MaxArrival is the latest arrival time the simulator replays (seconds
+// from the trace's start; about 31.7 years). Far beyond it the clock's
+// float64 cannot tell a completion from the present, and a run would spin.
+const MaxArrival = 1e9
+
+// validate refuses what the simulator cannot run: non-finite times, and a
+// cycle so short that a replay would never end.
+func (o Options) validate() error {
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"Cycle", o.Cycle}, {"Startup", o.Startup}, {"Checkpoint", o.Checkpoint}, {"ObsWindow", o.ObsWindow},
+		{"BatchShift", o.BatchShift}, {"MaxTime", o.MaxTime}, {"Window", o.Window}} {
+		if math.IsNaN(c.v) || math.IsInf(c.v, 0) {
+			return fmt.Errorf("sim: %s is %v", c.name, c.v)
+		}
+	}
+	if o.Cycle > 0 && o.Cycle < 1e-3 {
+		return fmt.Errorf("sim: a cycle of %v s (at least 1 ms)", o.Cycle)
+	}
+	if o.Startup > 3600 {
+		return fmt.Errorf("sim: a start-up cost of %v s (at most an hour)", o.Startup)
+	}
+	return nil
+}
+
+// later is now+dt, but never now itself: late in a long replay a
+// completion a few bytes away is closer than the clock's resolution, and
+// an event at the present would never move the clock to it.
+func later(now, dt float64) float64 {
+	return math.Max(now+dt, math.Nextafter(now, math.Inf(1)))
+}
+
+// checkArrival refuses an arrival the simulator cannot replay.
+func checkArrival(id int64, at float64) error {
+	if math.IsNaN(at) || math.IsInf(at, 0) || at < 0 || at > MaxArrival {
+		return fmt.Errorf("sim: transfer %d has arrival %v (want 0 to %g s)", id, at, float64(MaxArrival))
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
 	if o.Cycle <= 0 {
 		o.Cycle = 0.5
@@ -204,6 +245,9 @@ func (w *World) Concurrency() (map[string]int, int) {
 
 // Run simulates tr on tb under s.
 func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result, error) {
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
 	opt = opt.withDefaults()
 	if tr == nil || len(tr.Transfers) == 0 {
 		return nil, errors.New("sim: empty trace")
@@ -228,6 +272,9 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 		}
 		if x.Size < 0 {
 			return nil, fmt.Errorf("sim: transfer %d has negative size %d", x.ID, x.Size)
+		}
+		if err := checkArrival(x.ID, x.Arrival); err != nil {
+			return nil, err
 		}
 		if _, dup := w.byID[sched.TaskID(x.ID)]; dup {
 			return nil, fmt.Errorf("sim: transfer id %d appears twice", x.ID)
@@ -284,7 +331,7 @@ func (w *World) loop() error {
 				tn = math.Min(tn, t.readyAt)
 			case running:
 				if t.rate > 0 {
-					tn = math.Min(tn, w.now+t.left/t.rate)
+					tn = math.Min(tn, later(w.now, t.left/t.rate))
 				}
 				if t.readyAt > 0 {
 					tn = math.Min(tn, t.readyAt)

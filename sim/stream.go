@@ -387,6 +387,9 @@ func RunStream(tb *Testbed, src ArrivalSource, s sched.Scheduler, so StreamOptio
 			return nil, fmt.Errorf("sim: endpoint %s has external load, which the streaming engine does not model; use Run", e.Name)
 		}
 	}
+	if err := so.Options.validate(); err != nil {
+		return nil, err
+	}
 	opt := so.Options.withDefaults()
 	w := &World{tb: tb, opt: opt, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, deferRates: true}
 	for i, e := range tb.Endpoints {
@@ -520,8 +523,8 @@ func (st *stream) loop(src ArrivalSource) error {
 			}
 			return nil
 		}
-		if math.IsNaN(x.Arrival) || math.IsInf(x.Arrival, 0) || x.Arrival < 0 {
-			return fmt.Errorf("sim: transfer %d has arrival %v", x.ID, x.Arrival)
+		if err := checkArrival(x.ID, x.Arrival); err != nil {
+			return err
 		}
 		if st.haveArr && x.Arrival < st.lastArr {
 			return fmt.Errorf("sim: transfer %d arrives at %v, before the previous one (%v): the source must be in arrival order", x.ID, x.Arrival, st.lastArr)
@@ -986,9 +989,9 @@ func (st *stream) reallocate() {
 		t.rate = r
 		t.fx.ver++
 		if r > 0 {
-			st.push(now+t.left/r, t, evComplete)
+			st.push(later(now, t.left/r), t, evComplete)
 			st.seq++
-			st.cross.push(event{t: now + math.Max(t.left-0.5, 0)/r, seq: st.seq, task: t, ver: t.fx.ver, kind: evComplete})
+			st.cross.push(event{t: later(now, math.Max(t.left-0.5, 0)/r), seq: st.seq, task: t, ver: t.fx.ver, kind: evComplete})
 			if len(st.cross) > 1024 && len(st.cross) > 8*st.inFlight {
 				st.cross.compact()
 			}

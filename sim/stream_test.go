@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/sluice-dtn/sluice/sched"
@@ -98,5 +99,47 @@ func TestEmptyTransfers(t *testing.T) {
 				t.Errorf("RunStream: %d of %d completed, makespan %.3f s (Run: %.3f s)", st.Completed, len(tr.Transfers), st.Makespan, res.Makespan)
 			}
 		})
+	}
+}
+
+// TestRunBadInput: Run refuses, with an error naming the problem, what
+// would otherwise make it spin for ever (found by feeding the CLI odd
+// values): non-finite options, cycles of nanoseconds, arrivals so far out
+// that the clock cannot tell a completion from the present.
+func TestRunBadInput(t *testing.T) {
+	tb, err := LoadTestbed("sc15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(at float64) *trace.Trace {
+		return &trace.Trace{Name: "x", Transfers: []trace.Transfer{{ID: 1, Arrival: at, Src: "stampede", Dst: "gordon", Size: 1e6}}}
+	}
+	tests := []struct {
+		name string
+		tr   *trace.Trace
+		opt  Options
+		want string
+	}{
+		{"NaN start-up", one(0), Options{Startup: math.NaN()}, "Startup is NaN"},
+		{"infinite start-up", one(0), Options{Startup: math.Inf(1)}, "Startup is +Inf"},
+		{"start-up of days", one(0), Options{Startup: 1e6}, "at most an hour"},
+		{"NaN cycle", one(0), Options{Cycle: math.NaN()}, "Cycle is NaN"},
+		{"nanosecond cycles", one(0), Options{Cycle: 1e-9}, "at least 1 ms"},
+		{"arrival beyond the clock", one(1e12), Options{}, "want 0 to"},
+		{"negative arrival", one(-1), Options{}, "want 0 to"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := sched.New("seal", sched.Options{})
+			_, err := Run(tb, tc.tr, s, tc.opt)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+	// The bound itself still runs.
+	s, _ := sched.New("seal", sched.Options{})
+	if _, err := Run(tb, one(MaxArrival), s, Options{}); err != nil {
+		t.Errorf("arrival at MaxArrival: %v", err)
 	}
 }

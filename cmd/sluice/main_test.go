@@ -112,6 +112,24 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "run", "--trace", "/does/not/exist.csv"}, "no such file"},
 		{[]string{"sim", "steal", "--lambda", "1.5"}, "not a fraction"},
 		{[]string{"trace", "gen", "--load", "-1"}, "load"},
+		// Values the libraries would read as "default", or that would
+		// stall a replay, are refused by name rather than replaced.
+		{[]string{"sim", "run", "--cycle", "0"}, "--cycle 0"},
+		{[]string{"sim", "run", "--cycle", "1e-9"}, "--cycle"},
+		{[]string{"sim", "run", "--startup", "NaN"}, "--startup NaN"},
+		{[]string{"sim", "run", "--startup", "-1"}, "--startup -1"},
+		{[]string{"sim", "run", "--pf", "0"}, "--pf 0"},
+		{[]string{"sim", "run", "--beta", "-1"}, "--beta -1"},
+		{[]string{"sim", "run", "--max-cc", "0"}, "--max-cc 0"},
+		{[]string{"sim", "compare", "--schedulers", ""}, "no scheduler"},
+		{[]string{"sim", "compare", "--trace", " , "}, "no trace"},
+		{[]string{"sim", "steal", "--lambda", ""}, "no value"},
+		{[]string{"sim", "steal", "--lambda", "NaN"}, "not a fraction"},
+		{[]string{"sim", "sweep", "--schedulers", ""}, "no scheduler"},
+		{[]string{"trace", "gen", "--minutes", "1e17"}, "more than"},
+		{[]string{"trace", "gen", "--minutes", "0"}, "--minutes"},
+		{[]string{"trace", "gen", "--batch", "-3"}, "--batch"},
+		{[]string{"trace", "gen", "--batch", "100000000"}, "batch tasks"},
 	}
 	for _, c := range cases {
 		_, err := run(t, c.args...)

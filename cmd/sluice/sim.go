@@ -45,7 +45,30 @@ func (f *simFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.ownCC, "own-throughput-cc", false, "SEAL/STEAL: choose concurrency on the task's own predicted throughput (Listing 2 read literally) instead of on its endpoints' aggregate")
 }
 
-func (f *simFlags) options() (sched.Options, sim.Options) {
+// options turns the flags into the scheduler's and the world's options.
+// The libraries read zero as "the default"; a user who types a value means
+// it, so values the simulator cannot honour are refused here by name
+// rather than replaced (or, for NaN, left to stall a run).
+func (f *simFlags) options(cmd *cobra.Command) (sched.Options, sim.Options, error) {
+	set := func(name string) bool { return cmd.Flags().Changed(name) }
+	for _, c := range []struct {
+		name   string
+		v      float64
+		lo, hi float64
+		why    string
+	}{
+		{"cycle", f.cycle, 0.001, 3600, "seconds between scheduling cycles, from 0.001 to 3600"},
+		{"startup", f.startup, 0, 3600, "seconds of start-up cost, from 0 to 3600"},
+		{"pf", f.pf, 1, 1e6, "a preemption factor of at least 1 (a waiting task must matter pf times more than the tasks it preempts)"},
+		{"beta", f.beta, 1e-9, 100, "a positive fractional gain"},
+	} {
+		if set(c.name) && !(c.v >= c.lo && c.v <= c.hi) {
+			return sched.Options{}, sim.Options{}, fmt.Errorf("--%s %v: want %s", c.name, c.v, c.why)
+		}
+	}
+	if set("max-cc") && f.maxCC < 1 {
+		return sched.Options{}, sim.Options{}, fmt.Errorf("--max-cc %d: want at least 1", f.maxCC)
+	}
 	o := sim.Options{Cycle: f.cycle, Startup: f.startup, NoStartup: f.startup == 0}
 	if f.live {
 		o.Live = sim.LiveDefaults()
@@ -53,12 +76,12 @@ func (f *simFlags) options() (sched.Options, sim.Options) {
 			o.Live.StartupCost = f.startup
 		}
 	}
-	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, o
+	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, o, nil
 }
 
 // traces parses a comma-separated list of traces. For trace files, what
 // the loader read and left out goes to notes, one line per file.
-func (f *simFlags) traces(list string, notes io.Writer) []sim.TraceSpec {
+func (f *simFlags) traces(list string, notes io.Writer) ([]sim.TraceSpec, error) {
 	var out []sim.TraceSpec
 	for _, n := range strings.Split(list, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -67,7 +90,10 @@ func (f *simFlags) traces(list string, notes io.Writer) []sim.TraceSpec {
 			out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed, Report: report})
 		}
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--trace %q: no trace named", list)
+	}
+	return out, nil
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -96,7 +122,10 @@ func newSimRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			specs := f.traces(tr, cmd.ErrOrStderr())
+			specs, err := f.traces(tr, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			if len(specs) != 1 {
 				return fmt.Errorf("--trace takes one trace (use `sluice sim compare` for several)")
 			}
@@ -104,7 +133,10 @@ func newSimRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			so, opt := f.options()
+			so, opt, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
 			so.Lambda = lambda
 			s, err := sched.New(scheduler, so)
 			if err != nil {
@@ -169,7 +201,10 @@ against the best baseline when basecc1 was not run.`,
 			if err != nil {
 				return err
 			}
-			so, opt := f.options()
+			so, opt, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
 			names := splitList(schedulers)
 			for _, n := range names {
 				if _, err := sched.New(n, so); err != nil {
@@ -179,7 +214,14 @@ against the best baseline when basecc1 was not run.`,
 			if err := checkPlot(plotDir, names); err != nil {
 				return err
 			}
-			res, err := sim.Compare(tb, f.traces(traces, cmd.ErrOrStderr()), names, so, opt)
+			if len(names) == 0 {
+				return fmt.Errorf("--schedulers %q: no scheduler named", schedulers)
+			}
+			specs, err := f.traces(traces, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			res, err := sim.Compare(tb, specs, names, so, opt)
 			if err != nil {
 				return err
 			}
@@ -271,16 +313,26 @@ func newSimSteal() *cobra.Command {
 			var ls []float64
 			for _, s := range splitList(lambdas) {
 				v, err := strconv.ParseFloat(s, 64)
-				if err != nil || v <= 0 || v > 1 {
+				if err != nil || !(v > 0 && v <= 1) {
 					return fmt.Errorf("--lambda: %q is not a fraction in (0, 1]", s)
 				}
 				ls = append(ls, v)
 			}
+			if len(ls) == 0 {
+				return fmt.Errorf("--lambda %q: no value given", lambdas)
+			}
 			if err := checkPlot(plotDir, nil); err != nil {
 				return err
 			}
-			so, opt := f.options()
-			res, err := sim.Steal(tb, f.traces(traces, cmd.ErrOrStderr()), ls, so, opt)
+			so, opt, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
+			specs, err := f.traces(traces, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			res, err := sim.Steal(tb, specs, ls, so, opt)
 			if err != nil {
 				return err
 			}
@@ -397,12 +449,21 @@ Parameters:
 					}
 				}
 			}
-			so, opt := f.options()
+			so, opt, err := f.options(cmd)
+			if err != nil {
+				return err
+			}
 			names := splitList(schedulers)
+			if len(names) == 0 {
+				return fmt.Errorf("--schedulers %q: no scheduler named", schedulers)
+			}
 			for _, n := range names {
 				if _, err := sched.New(n, so); err != nil {
 					return err
 				}
+			}
+			if len(splitList(traces)) == 0 {
+				return fmt.Errorf("--trace %q: no trace named", traces)
 			}
 			res, err := sim.RunSweep(tb, splitList(traces), ss, names, p, so, opt)
 			if err != nil {
