@@ -181,12 +181,21 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) (i
 		if intoDir {
 			target = path.Join(dst.Path, base)
 		}
+		same := sourceBase(s) == sourceBase(dst)
+		srcClean, dstClean := path.Clean("/"+s.Path), path.Clean("/"+target)
 		if !fi.IsDir {
+			if same && srcClean == dstClean {
+				return nil, nil, fmt.Errorf("%s and %s are the same file", s.URL, dst.URL)
+			}
 			items = append(items, item{from: from, src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime, root: target})
 			continue
 		}
 		if !recursive {
 			return nil, nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
+		}
+		if same && (dstClean == srcClean || strings.HasPrefix(dstClean, strings.TrimSuffix(srcClean, "/")+"/")) {
+			// A copy into itself would copy its own copies on a rerun.
+			return nil, nil, fmt.Errorf("cannot copy directory %s into itself (%s)", s.URL, dstClean)
 		}
 		list, err := s.Backend.List(ctx, s.Path, true)
 		if err != nil {

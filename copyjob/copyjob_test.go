@@ -272,3 +272,36 @@ func TestEmptyDirectories(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyOntoItself: as cp, a file is not copied onto itself and a
+// directory not into itself (a rerun would copy its own copies); the
+// source is left as it was. A sibling with a shared prefix is fine.
+func TestCopyOntoItself(t *testing.T) {
+	srcDir := t.TempDir()
+	data := writeRandom(t, filepath.Join(srcDir, "tree/f"), 1000)
+	ctx := context.Background()
+	o := opts(t)
+	o.Recursive = true
+	tree := filepath.Join(srcDir, "tree")
+	for _, tc := range []struct {
+		name, src, dst, want string
+	}{
+		{"file onto itself", filepath.Join(tree, "f"), filepath.Join(tree, "f"), "same file"},
+		{"file into its own directory", filepath.Join(tree, "f"), tree + "/", "same file"},
+		{"directory onto itself", tree, tree, "into itself"},
+		{"directory into a subdirectory", tree, filepath.Join(tree, "sub") + "/", "into itself"},
+	} {
+		_, err := Run(ctx, []Endpoint{localEP(t, tc.src)}, localEP(t, tc.dst), o, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+	sameFile(t, filepath.Join(tree, "f"), data)
+	if ents, _ := os.ReadDir(tree); len(ents) != 1 {
+		t.Errorf("the source directory now holds %d entries", len(ents))
+	}
+	if _, err := Run(ctx, []Endpoint{localEP(t, tree)}, localEP(t, tree+"2"), o, nil); err != nil {
+		t.Errorf("copy to a sibling sharing the name's prefix: %v", err)
+	}
+	sameFile(t, filepath.Join(tree+"2", "f"), data)
+}
