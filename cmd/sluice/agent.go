@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -32,6 +33,12 @@ func newAgentCmd() *cobra.Command {
   sluice agent --listen :7000 --root /data --name dtn1 --token-key /etc/sluice/token.key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if maxCC < 0 {
+				return fmt.Errorf("agent: --max-cc %d: want 0 (no limit) or more", maxCC)
+			}
+			if !(maxMBps >= 0) || math.IsInf(maxMBps, 0) {
+				return fmt.Errorf("agent: --max-mbps %v: want 0 (learn it) or a positive rate", maxMBps)
+			}
 			if root == "" {
 				return errors.New("agent: --root is required (the directory to serve)")
 			}

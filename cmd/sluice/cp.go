@@ -349,6 +349,14 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.cc < 1 || f.pp < 1 || f.p < 1 {
 		return errors.New("--cc, --p and --pp must be at least 1")
 	}
+	// Zero keeps the defaults; smaller pieces than these only multiply
+	// requests and checkpoints (a 1-byte sub-write moves 0.1 MB/s).
+	if f.chunkMin != 0 && f.chunkMin < 64<<10 {
+		return fmt.Errorf("--chunk-min %d: want at least 65536 bytes (0: the default, 8 MiB)", f.chunkMin)
+	}
+	if f.subWrite != 0 && f.subWrite < 64<<10 {
+		return fmt.Errorf("--sub-write %d: want at least 65536 bytes (0: the default)", f.subWrite)
+	}
 	if f.bandwidth < 0 {
 		return errors.New("--bandwidth must be positive (MB/s)")
 	}

@@ -165,6 +165,10 @@ func TestCpFlagsRefused(t *testing.T) {
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--cc", "4", "a", "b"}, "--cc does not apply"},
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--policy-pair", "a1", "a", "b"}, "SRC:DST"},
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--auto", "a", "b"}, "--auto does not apply"},
+		{[]string{"cp", "--chunk-min", "-1", "a", "b"}, "--chunk-min -1"},
+		{[]string{"cp", "--sub-write", "1", "a", "b"}, "--sub-write 1"},
+		{[]string{"agent", "--root", ".", "--max-cc", "-1"}, "--max-cc -1"},
+		{[]string{"agent", "--root", ".", "--max-mbps", "-5"}, "--max-mbps -5"},
 	} {
 		out, err := run(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
