@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,8 @@ func TestReadCSV(t *testing.T) {
 		{name: "fractional size", in: "arrival,src,dst,size\n1,s,a,1.5\n", wantErr: `line 2: size "1.5"`},
 		{name: "negative size", in: "arrival,src,dst,size\n1,s,a,-1\n", wantErr: `line 2: size "-1": negative`},
 		{name: "negative arrival", in: "arrival,src,dst,size\n-1,s,a,1\n", wantErr: `line 2: arrival "-1": negative`},
+		{name: "size of 1 EB", in: "arrival,src,dst,size\n1,s,a,1e18\n", want: []Transfer{{ID: 0, Arrival: 1, Src: "s", Dst: "a", Size: 1e18}}},
+		{name: "size past 1 EB", in: "arrival,src,dst,size\n1,s,a,9000000000000000000\n", wantErr: `line 2: size "9000000000000000000": more than`},
 		{name: "NaN arrival", in: "arrival,src,dst,size\nNaN,s,a,1\n", wantErr: `line 2: arrival "NaN": not a finite number`},
 		{name: "bad batch", in: "arrival,src,dst,size,batch\n1,s,a,1,maybe\n", wantErr: `line 2: batch "maybe"`},
 		{name: "bad id", in: "id,arrival,src,dst,size\nx,1,s,a,1\n", wantErr: `line 2: id "x": invalid syntax`},
@@ -151,6 +154,7 @@ func TestReadJSONL(t *testing.T) {
 		{name: "missing arrival", in: `{"src":"s","dst":"a","size":1}`, wantErr: `line 1: missing "arrival"`},
 		{name: "missing size", in: "\n" + `{"arrival":1,"src":"s","dst":"a"}`, wantErr: `line 2: missing "size"`},
 		{name: "negative size", in: `{"arrival":1,"src":"s","dst":"a","size":-4}`, wantErr: `line 1: size "-4": negative`},
+		{name: "absurd size", in: `{"arrival":1,"src":"s","dst":"a","size":1e30}`, wantErr: `line 1: size "1e30": more than`},
 		{name: "negative arrival", in: `{"arrival":-1,"src":"s","dst":"a","size":4}`, wantErr: "line 1: arrival -1: negative"},
 		{name: "string size", in: `{"arrival":1,"src":"s","dst":"a","size":"big"}`, wantErr: "line 1:"},
 		{name: "not an object", in: `[1,2]`, wantErr: "line 1: want a JSON object"},
@@ -248,5 +252,23 @@ func TestRead(t *testing.T) {
 		if _, err := Read(tc.file, tc.format); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Read(%s, %q): error %v, want %q", tc.file, tc.format, err, tc.want)
 		}
+	}
+}
+
+// TestReadFileVolumeOverflow: transfers that are each allowed but sum past
+// what the volume counts hold are refused, not summed into a negative
+// volume.
+func TestReadFileVolumeOverflow(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("arrival,src,dst,size\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "%d,s,a,1000000000000000000\n", i)
+	}
+	p := filepath.Join(t.TempDir(), "big.csv")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadFile(p, ""); err == nil || !strings.Contains(err.Error(), "add up to more than") {
+		t.Errorf("got %v, want an error about the total volume", err)
 	}
 }

@@ -172,10 +172,15 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		return nil, rep, fmt.Errorf("%s: %w", path, err)
 	}
 	t.Name = strings.TrimSuffix(name, ext)
+	var total int64
 	for _, x := range t.Transfers {
 		if x.Size == 0 {
 			rep.Empty++
 		}
+		if total > math.MaxInt64-x.Size {
+			return nil, rep, fmt.Errorf("%s: the transfers add up to more than %d bytes", path, int64(math.MaxInt64))
+		}
+		total += x.Size
 	}
 	return t, rep, nil
 }
@@ -241,16 +246,27 @@ func parseSize(s string) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) >= math.MaxInt64 {
+		switch {
+		case ferr != nil || math.IsNaN(f) || f != math.Trunc(f):
 			return 0, fmt.Errorf("size %q: %w", s, numErr(err))
+		case f > MaxSize:
+			return 0, fmt.Errorf("size %q: more than %g bytes (1 EB), the largest transfer a trace may hold", s, float64(MaxSize))
 		}
 		v = int64(f)
 	}
 	if v < 0 {
 		return 0, fmt.Errorf("size %q: negative", s)
 	}
+	if v > MaxSize {
+		return 0, fmt.Errorf("size %q: more than %g bytes (1 EB), the largest transfer a trace may hold", s, float64(MaxSize))
+	}
 	return v, nil
 }
+
+// MaxSize is the largest transfer a trace file may hold, 10^18 bytes (1 EB):
+// far beyond any file, and small enough that millions of them sum without
+// overflow in the volume counts.
+const MaxSize = 1_000_000_000_000_000_000
 
 // numErr strips strconv's "strconv.ParseInt: parsing ...:" prefix, which
 // repeats the value the caller already quotes.
