@@ -400,7 +400,8 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		})
 	}
 	if res.Curves == 0 {
-		return res, fmt.Errorf("model: eval: no curve over %s has the sample levels %s (%d skipped)", axis, res.Sampling, res.Skipped)
+		return res, fmt.Errorf("model: eval: no curve over %s has the sample levels %s (%d curves skipped; %d of %d rows dropped as not positive or above the link bandwidth)",
+			axis, res.Sampling, res.Skipped, res.DroppedRows, len(rows))
 	}
 	return res, nil
 }

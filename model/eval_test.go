@@ -102,16 +102,28 @@ func TestEvalTuningSynthetic(t *testing.T) {
 }
 
 func TestReadTuningCSVErrors(t *testing.T) {
-	cases := map[string]string{
-		"empty":          "",
-		"no rows":        tuningHeader,
-		"missing column": "FileSize,FileCount\n1,2\n",
-		"bad number":     tuningHeader + "3150088,3409,1e10,0.04,33554432,1,1,1,0,fast,1,d,t,A,B\n",
+	row := func(p string) string {
+		return tuningHeader + "3150088,3409,1e10,0.04,33554432," + p + ",1,1,0,900,1,d,t,A,B\n"
 	}
-	for name, in := range cases {
-		if _, err := model.ReadTuningCSV(strings.NewReader(in)); err == nil {
-			t.Errorf("%s: no error", name)
+	cases := []struct{ name, in, want string }{
+		{"empty", "", "header"},
+		{"no rows", tuningHeader, "no rows"},
+		{"missing column", "FileSize,FileCount\n1,2\n", `no "Bandwidth" column`},
+		{"bad number", tuningHeader + "3150088,3409,1e10,0.04,33554432,1,1,1,0,fast,1,d,t,A,B\n", `line 2: Throughput "fast"`},
+		{"duplicate column", strings.Replace(tuningHeader, "Duration", "Throughput", 1) + "1,1,1,1,1,1,1,1,0,1,1,d,t,A,B\n", `"Throughput" appears twice`},
+		{"fractional parallelism", row("1.5"), `line 2: Parallelism "1.5": want a whole number`},
+		{"zero parallelism", row("0"), `line 2: Parallelism "0"`},
+		{"NaN parallelism", row("NaN"), "not a finite number"},
+	}
+	for _, tc := range cases {
+		if _, err := model.ReadTuningCSV(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error mentioning %q", tc.name, err, tc.want)
 		}
+	}
+	// A byte-order mark (spreadsheets write one) is not part of the first
+	// column's name.
+	if rows, err := model.ReadTuningCSV(strings.NewReader("\ufeff" + row("2"))); err != nil || len(rows) != 1 || rows[0].FileSize != 3150088 {
+		t.Errorf("with a byte-order mark: %+v, %v", rows, err)
 	}
 }
 

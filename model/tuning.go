@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -35,7 +36,14 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 	}
 	col := map[string]int{}
 	for i, h := range head {
-		col[strings.TrimSpace(h)] = i
+		if i == 0 {
+			h = strings.TrimPrefix(h, "\ufeff") // a byte-order mark, as spreadsheets write
+		}
+		h = strings.TrimSpace(h)
+		if _, dup := col[h]; dup && h != "" {
+			return nil, fmt.Errorf("tuning csv: column %q appears twice in the header", h)
+		}
+		col[h] = i
 	}
 	need := []string{"FileSize", "FileCount", "Bandwidth", "RTT", "Parallelism", "Concurrency", "Pipelining", "Throughput", "Duration"}
 	for _, n := range need {
@@ -60,6 +68,20 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 			if err != nil {
 				return 0, fmt.Errorf("tuning csv line %d: %s %q: %w", line, name, rec[i], err)
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("tuning csv line %d: %s %q: not a finite number", line, name, rec[i])
+			}
+			switch name {
+			case "FileSize", "FileCount", "Parallelism", "Concurrency", "Pipelining":
+				// Counts: whole numbers, and levels of at least one.
+				min := 1.0
+				if name == "FileSize" {
+					min = 0
+				}
+				if v != math.Trunc(v) || v < min || v > 1<<53 {
+					return 0, fmt.Errorf("tuning csv line %d: %s %q: want a whole number of at least %g", line, name, rec[i], min)
+				}
 			}
 			return v, nil
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -133,7 +134,7 @@ func modelEvalOptions(samples string, threshold float64, method string) (model.E
 	case "span":
 		opt.Span = true
 	case "alg2", "algorithm2":
-		if threshold <= 0 {
+		if !(threshold > 0) || math.IsInf(threshold, 0) {
 			return opt, fmt.Errorf("model eval: --threshold %g must be positive", threshold)
 		}
 		opt.Adaptive, opt.Threshold = true, threshold
