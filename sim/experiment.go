@@ -53,6 +53,19 @@ func LoadTrace(tb *Testbed, ts TraceSpec) (*trace.Trace, error) {
 		return nil, err
 	}
 	if ts.Report != nil && rep != nil {
+		seen := map[string]bool{}
+		for _, x := range tr.Transfers {
+			if tb.Has(x.Src) && tb.Has(x.Dst) {
+				continue
+			}
+			rep.Remapped++
+			for _, n := range []string{x.Src, x.Dst} {
+				if !tb.Has(n) && !seen[n] && len(rep.Unknown) < trace.MaxWarnings {
+					seen[n] = true
+					rep.Unknown = append(rep.Unknown, strconv.Quote(n))
+				}
+			}
+		}
 		ts.Report(rep)
 	}
 	return trace.Remap(tr, tb.Source, tb.Destinations(), tb.Has, ts.Seed), nil

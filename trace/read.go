@@ -62,6 +62,12 @@ type LoadReport struct {
 	// Empty counts the transfers of 0 bytes (empty files), which are
 	// kept: they cost a start-up like any other (ReadFile only).
 	Empty int
+	// Remapped counts the transfers that named an endpoint the replay's
+	// testbed lacks, which Remap put on the testbed's own endpoints, and
+	// Unknown lists up to MaxWarnings of those names (set by whoever
+	// remaps, such as the simulator's trace loading).
+	Remapped int
+	Unknown  []string
 }
 
 // Skipped is how many input lines other than blank ones did not become a
@@ -77,6 +83,10 @@ func (r *LoadReport) String() string {
 	fmt.Fprintf(&b, "%s: %d lines, %d transfers", r.Format, r.Lines, r.Parsed)
 	if r.Empty > 0 {
 		fmt.Fprintf(&b, " (%d of 0 bytes, kept: empty files are copied too)", r.Empty)
+	}
+	if r.Remapped > 0 {
+		fmt.Fprintf(&b, "; %d name endpoints the testbed lacks (%s), mapped onto its source and, by capacity, its destinations",
+			r.Remapped, strings.Join(r.Unknown, ", "))
 	}
 	if r.Skipped() == 0 {
 		return b.String()
