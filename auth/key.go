@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // maxKeyFile bounds how much of a key file LoadKey reads: a key is a line
@@ -71,6 +72,9 @@ func LoadKey(name string) ([]byte, error) {
 // and linked into place, so a crash leaves either no key or a whole one,
 // and a file created meanwhile by someone else is not overwritten.
 func GenerateKey(name string) ([]byte, error) {
+	if name == "" || strings.HasSuffix(name, "/") {
+		return nil, fmt.Errorf("token key: %q is not a file name", name)
+	}
 	if _, err := os.Lstat(name); err == nil {
 		return nil, fmt.Errorf("token key %s already exists; remove it first if you mean to replace it", name)
 	} else if !errors.Is(err, fs.ErrNotExist) {

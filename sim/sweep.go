@@ -287,6 +287,9 @@ func sweepTrace(tb *Testbed, name string, seed int64, burstiness float64) (*trac
 	})
 }
 
+// maxSeeds bounds a sweep's seeds (each is a full set of simulations).
+const maxSeeds = 10000
+
 // ParseSeeds reads "1..10" or "1,2,5" or a mix ("1..3,7").
 func ParseSeeds(s string) ([]int64, error) {
 	var out []int64
@@ -298,8 +301,11 @@ func ParseSeeds(s string) ([]int64, error) {
 		if lo, hi, ok := strings.Cut(part, ".."); ok {
 			a, err1 := strconv.ParseInt(lo, 10, 64)
 			b, err2 := strconv.ParseInt(hi, 10, 64)
-			if err1 != nil || err2 != nil || b < a || b-a > 10000 {
+			switch {
+			case err1 != nil || err2 != nil || b < a:
 				return nil, fmt.Errorf("seeds %q: want a range like 1..10", part)
+			case b-a >= maxSeeds || b-a < 0:
+				return nil, fmt.Errorf("seeds %q: %.4g seeds; a sweep takes at most %d", part, float64(b)-float64(a)+1, maxSeeds)
 			}
 			for i := a; i <= b; i++ {
 				out = append(out, i)
@@ -311,6 +317,12 @@ func ParseSeeds(s string) ([]int64, error) {
 			return nil, fmt.Errorf("seeds %q: %w", part, err)
 		}
 		out = append(out, v)
+		if len(out) > maxSeeds {
+			return nil, fmt.Errorf("seeds %q: more than %d seeds", s, maxSeeds)
+		}
+	}
+	if len(out) > maxSeeds {
+		return nil, fmt.Errorf("seeds %q: more than %d seeds", s, maxSeeds)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no seeds in %q", s)

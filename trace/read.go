@@ -148,6 +148,7 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		br = bufio.NewReader(zr)
 		r = br
 		name = strings.TrimSuffix(name, ".gz")
+		path += " (gzip-compressed)" // a corrupt archive reads as a truncated file
 	}
 	ext := strings.ToLower(filepath.Ext(name))
 	if format == "" {

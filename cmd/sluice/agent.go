@@ -167,8 +167,8 @@ func newTokenCmd() *cobra.Command {
 			if keyFile == "" {
 				return errors.New("token: --token-key is required")
 			}
-			if ttl <= 0 {
-				return fmt.Errorf("token: --ttl %s must be positive", ttl)
+			if ttl < time.Second || ttl > 366*24*time.Hour {
+				return fmt.Errorf("token: --ttl %s: want from 1s to a year (8784h); data tokens are meant to be short-lived", ttl)
 			}
 			key, err := auth.LoadKey(keyFile)
 			if err != nil {
