@@ -3,10 +3,13 @@ package engine
 import (
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestRangesAdd(t *testing.T) {
@@ -187,6 +190,33 @@ func TestTempName(t *testing.T) {
 	for in, want := range map[string]string{"f": ".f.sluice-part", "a/b/f.dat": "a/b/.f.dat.sluice-part", "/x/y": "/x/.y.sluice-part"} {
 		if got := TempName(in); got != want {
 			t.Errorf("TempName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTempNameFor: tagged temporary names differ between writers of one
+// destination, and never pass the 255 bytes a file name may have, however
+// long the destination's name (up to its own 255), cutting between
+// characters.
+func TestTempNameFor(t *testing.T) {
+	if a, b := TempNameFor("/d/f", "t1"), TempNameFor("/d/f", "t2"); a != "/d/.f.t1.sluice-part" || a == b {
+		t.Errorf("tagged names %q and %q", a, b)
+	}
+	long := strings.Repeat("é", 127) // 254 bytes
+	for _, tc := range []struct{ name, tag string }{
+		{strings.Repeat("a", 255), "t123456789"},
+		{strings.Repeat("a", 242), ""},
+		{long, "t1"},
+		{long + "x", "t1"},
+	} {
+		got := TempNameFor("dir/"+tc.name, tc.tag)
+		base := path.Base(got)
+		if len(base) > 255 || !utf8.ValidString(base) || !strings.HasPrefix(got, "dir/.") || !strings.HasSuffix(got, ".sluice-part") {
+			t.Errorf("TempNameFor(%d-byte name, %q) = %q (%d bytes)", len(tc.name), tc.tag, base, len(base))
+		}
+		// Two long names that differ only past the cut still differ.
+		if other := TempNameFor("dir/"+tc.name[:len(tc.name)-1]+"z", tc.tag); other == got && len(tc.name) > 200 {
+			t.Errorf("names differing at the end share the temporary name %q", got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -95,6 +97,10 @@ type Spec struct {
 	Checksum string
 	// Expected, if set, is the checksum (hex) the user expects of the file.
 	Expected string
+	// Tag, if set, is part of the temporary file's name (TempNameFor):
+	// a service running several transfers to one destination path gives
+	// each its own, so they never write into one file.
+	Tag string
 	// Journal names the checkpoint journal (required): with the default
 	// Journals, a local path whose directory is created if needed.
 	Journal string
@@ -164,9 +170,33 @@ type RetryPolicy struct {
 // TempName is the temporary name the engine writes dstPath under: a hidden
 // file in the same directory, so that the final rename stays within one
 // directory (and one file system).
-func TempName(dstPath string) string {
+func TempName(dstPath string) string { return TempNameFor(dstPath, "") }
+
+// maxName is the longest file name most file systems take (NAME_MAX).
+const maxName = 255
+
+// TempNameFor is TempName for one of several writers of dstPath: tag (a
+// task's ID, say) goes into the name, so two transfers to one destination
+// never write into each other's temporary file; each puts a whole,
+// verified file in place and the last rename wins. A temporary name that
+// would pass 255 bytes keeps the start of the file's name and a hash of
+// the rest, so every name a file system takes can be written.
+func TempNameFor(dstPath, tag string) string {
 	dir, name := path.Split(dstPath)
-	return dir + "." + name + ".sluice-part"
+	suffix := ".sluice-part"
+	if tag != "" {
+		suffix = "." + tag + suffix
+	}
+	if 1+len(name)+len(suffix) > maxName {
+		sum := sha256.Sum256([]byte(name))
+		h := "~" + hex.EncodeToString(sum[:6])
+		keep := max(maxName-1-len(suffix)-len(h), 0)
+		for keep > 0 && !utf8.RuneStart(name[keep]) {
+			keep-- // cut between characters, not inside one
+		}
+		name = name[:keep] + h
+	}
+	return dir + "." + name + suffix
 }
 
 // normalize checks a Spec and fills in defaults.

@@ -123,7 +123,7 @@ func start(ctx context.Context, s Spec, h hooks) (*Transfer, error) {
 	}
 	t := &Transfer{
 		spec:     s,
-		tmp:      TempName(s.DstPath),
+		tmp:      TempNameFor(s.DstPath, s.Tag),
 		hooks:    h,
 		started:  time.Now(),
 		wake:     make(chan struct{}, 1),

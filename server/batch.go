@@ -223,7 +223,7 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	files := make([]sluice.PullBatchFile, len(live))
 	for j, i := range live {
 		p := ms[i].p
-		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempName(p.dstPath), Size: p.task.Size, Fence: taskFence(p.task).String()}
+		files[j] = sluice.PullBatchFile{Src: p.srcPath, Dst: engine.TempNameFor(p.dstPath, tempTag(p.task)), Size: p.task.Size, Fence: taskFence(p.task).String()}
 	}
 	s.met.batches.Inc()
 	s.met.batchFiles.Add(float64(len(files)))

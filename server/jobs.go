@@ -82,6 +82,10 @@ func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, 
 
 // parseFileURL checks a sluice://endpoint/path URL and returns the
 // endpoint and a clean absolute path.
+// maxNameBytes is the longest name of one path element most file systems
+// take (NAME_MAX): a longer one could never be written.
+const maxNameBytes = 255
+
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "sluice" && scheme != "sluices") {
@@ -95,6 +99,9 @@ func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, st
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {
 			return store.Endpoint{}, "", fmt.Errorf("%q: '..' in the path", raw)
+		}
+		if len(el) > maxNameBytes {
+			return store.Endpoint{}, "", fmt.Errorf("%q: a name of %d bytes in the path; file systems take at most %d", raw, len(el), maxNameBytes)
 		}
 	}
 	e, ok := idx[host]
@@ -195,6 +202,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
 			return bad("file %d: destination %q names a directory; give the file's full path", i, f.Destination)
+		}
+		if se.Name == de.Name && sp == dp {
+			return bad("file %d: source and destination are the same file %q", i, f.Destination)
 		}
 		key := de.Name + dp
 		if j, dup := dsts[key]; dup {

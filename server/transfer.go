@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -196,6 +197,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		ChunkMin: s.cfg.ChunkMin, SubWrite: s.cfg.SubWrite,
 		Checksum: p.checksum, Expected: p.expected,
 		Journal: key, Journals: js, KeepJournal: true, CheckpointEvery: p.checkpointEvery,
+		Tag: tempTag(p.task),
 		// The fence, checked before the run touches the temporary file
 		// or the journal and again before the rename: another server
 		// may have taken the partition over (engine.Spec.Begin, Commit).
@@ -268,8 +270,13 @@ func (s *Server) alreadyDone(ctx context.Context, src, dst backend.Backend, p pl
 	return engine.Result{Size: fi.Size, Checksum: a, Algo: algo, Note: "already complete"}, true, nil
 }
 
-// cleanup removes a canceled task's partial file and checkpoint, in the
-// background.
+// tempTag names a task's temporary file apart from those of other tasks
+// writing the same destination path (engine.TempNameFor): two jobs may
+// name one destination, and must not write into one file.
+func tempTag(t store.Task) string { return "t" + strconv.FormatInt(t.ID, 10) }
+
+// cleanup removes the partial file and checkpoint of a task that will not
+// run again (canceled, or failed for good), in the background.
 func (s *Server) cleanup(t store.Task) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -291,8 +298,8 @@ func (s *Server) cleanup(t store.Task) {
 						case <-ctx.Done():
 						}
 					}
-					if err := dst.Remove(ctx, engine.TempName(p.dstPath)); err != nil && !errors.Is(err, backend.ErrNotFound) {
-						s.log.Warn("removing partial file of a canceled task", "task", t.ID, "err", err)
+					if err := dst.Remove(ctx, engine.TempNameFor(p.dstPath, tempTag(t))); err != nil && !errors.Is(err, backend.ErrNotFound) {
+						s.log.Warn("removing partial file of a canceled or failed task", "task", t.ID, "err", err)
 					}
 				}
 			}

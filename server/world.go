@@ -788,6 +788,9 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
 		w.persist([]*task{t}, []store.AuditEntry{a})
+		// Nothing will resume it: its partial file would hold the
+		// space (of a full disk, say) for good.
+		w.s.cleanup(t.Task)
 		w.s.log.Warn("transfer failed", "task", t.ID, "src", t.Src, "dst", t.Dst, "err", err)
 		t.job.failed++
 		w.drop(t)
@@ -800,6 +803,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 			a := w.setState(t, store.StateFailed, fmt.Sprintf("gave up after %d attempts: %v", t.Attempts, err), now)
 			t.Finished = now
 			w.persist([]*task{t}, []store.AuditEntry{a})
+			w.s.cleanup(t.Task)
 			t.job.failed++
 			w.drop(t)
 		} else {

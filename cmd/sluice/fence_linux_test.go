@@ -32,8 +32,11 @@ func TestServiceFenced(t *testing.T) {
 	small := c.file("a1", "in/small.dat", 100<<10, 2)
 	fence := []byte("99:a1@" + strconv.FormatInt(time.Now().Unix(), 10))
 	var parts []string
-	for _, name := range []string{"big.dat", "small.dat"} {
-		p := c.path("a2", "out/."+name+".sluice-part")
+	for i, name := range []string{"big.dat", "small.dat"} {
+		// The tasks' own temporary files (engine.TempNameFor, tagged
+		// with the task ID: the job below is the first in a fresh
+		// store, so its tasks are 1 and 2, in order).
+		p := c.path("a2", "out/."+name+".t"+strconv.Itoa(i+1)+".sluice-part")
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}

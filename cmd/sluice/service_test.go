@@ -440,6 +440,8 @@ func testAPIErrors(t *testing.T, db string) {
 		{"bad checksum", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y","checksum":"adler32:zz"}]}`, 422},
 		{"negative size", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/y","size":-5}]}`, 422},
 		{"replicas on one endpoint", "POST", "/v1/jobs", c.adminTo, `{"files":[{"sources":["sluice://a1/x","sluice://a1/z"],"destinations":["sluice://a2/y"]}]}`, 422},
+		{"source is the destination", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a1/./x"}]}`, 422},
+		{"name too long for a file system", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/` + strings.Repeat("n", 256) + `"}]}`, 422},
 		{"unknown selection", "POST", "/v1/jobs", c.adminTo, `{"selection":"fastest","files":[{"sources":["sluice://a1/x","sluice://a2/x"],"destinations":["sluice://a2/y"]}]}`, 422},
 		{"missing job", "GET", "/v1/jobs/999999", c.adminTo, "", 404},
 		{"bad job id", "GET", "/v1/jobs/abc", c.adminTo, "", 422},
@@ -1090,5 +1092,135 @@ func TestServiceBatchFileAlreadyInPlace(t *testing.T) {
 		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
 			t.Errorf("%s differs", rel)
 		}
+	}
+}
+
+// TestServiceSameDestination: jobs of two users that name one destination
+// path at once each write their own temporary file, so none writes into
+// another's. Both end done with a verified file, no temporary file is
+// left, and the destination holds, whole, the source of the job whose
+// rename came last (an earlier job's file was replaced by a later,
+// complete one, as a second upload replaces the first). Before, the two
+// shared one temporary name: one job ended "done, verified" while the
+// other's bytes were what stood at the destination. Small files (pull
+// batches) and files large enough for the engine are both run.
+func TestServiceSameDestination(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	alice := userClient(t, c, "alice", "cms")
+	bob := userClient(t, c, "bob", "atlas")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		size int64
+	}{{"small", 2 << 20}, {"large", 40 << 20}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcA := c.file("a1", tc.name+"/from-alice", tc.size, 11)
+			srcB := c.file("a1", tc.name+"/from-bob", tc.size+12345, 12)
+			dst := "sluice://a2/shared/" + tc.name + ".bin"
+			var ids [2]int64
+			var wg sync.WaitGroup
+			for i, u := range []struct {
+				cl  *client.Client
+				src string
+			}{{alice, "from-alice"}, {bob, "from-bob"}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					j, _, err := u.cl.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/" + tc.name + "/" + u.src, Destination: dst}}})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ids[i] = j.ID
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			var last time.Time
+			var lastSrc string
+			for i, cl := range []*client.Client{alice, bob} {
+				j := c.waitJob(cl, ids[i], 2*time.Minute)
+				files, err := cl.AllFiles(ctx, ids[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j.State != store.StateDone || len(files) != 1 || files[0].Checksum == "" {
+					t.Fatalf("job %d ended %s: %+v", ids[i], j.State, files)
+				}
+				if f := files[0].Finished; f != nil && f.After(last) {
+					last, lastSrc = *f, []string{srcA, srcB}[i]
+				}
+			}
+			got := c.path("a2", "shared/"+tc.name+".bin")
+			if !sameContent(t, srcA, got) && !sameContent(t, srcB, got) {
+				t.Errorf("the destination matches neither source whole")
+			} else if !sameContent(t, lastSrc, got) {
+				t.Logf("the destination holds the source of the job that finished first (their renames were close together)")
+			}
+			if parts, _ := filepath.Glob(filepath.Join(c.roots["a2"], "shared", ".*sluice-part")); len(parts) > 0 {
+				t.Errorf("temporary files left: %v", parts)
+			}
+		})
+	}
+}
+
+// TestServiceFailedLeavesNoPart: a file that fails for good in the middle
+// of its copy (here: its source is deleted while it moves, at 20 MB/s)
+// leaves no temporary file behind at the destination. Before, the partial
+// file kept its space (of a full disk, say) for good, while a canceled
+// file's was removed.
+func TestServiceFailedLeavesNoPart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	emu := filepath.Join(c.dir, "slow.json")
+	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 160e6, "conn_bps": 160e6}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addAgent("src", "--emulate", emu)
+	c.waitEndpoints(2)
+	src := c.file("src", "in/big.dat", 100<<20, 3)
+	ctx := context.Background()
+	retry := 0
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Retry: &retry, Files: []api.FileIn{
+		{Source: "sluice://src/in/big.dat", Destination: "sluice://a1/out/big.dat"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once bytes are moving, the source goes.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if parts, _ := filepath.Glob(filepath.Join(c.roots["a1"], "out", ".*sluice-part")); len(parts) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the copy never started")
+		}
+	}
+	if err := os.Remove(src); err != nil {
+		t.Fatal(err)
+	}
+	j = c.waitJob(c.admin, j.ID, 2*time.Minute)
+	if j.State != store.StateFailed || j.FilesFailed != 1 {
+		t.Fatalf("job ended %s with %d failed files, want failed", j.State, j.FilesFailed)
+	}
+	// The removal runs in the background: give it a few seconds.
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if left, _ = filepath.Glob(filepath.Join(c.roots["a1"], "out", ".*sluice-part")); len(left) == 0 {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("temporary files left by the failed file: %v", left)
+	}
+	if _, err := os.Stat(c.path("a1", "out/big.dat")); err == nil {
+		t.Error("out/big.dat is in place although its source went away")
 	}
 }
