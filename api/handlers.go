@@ -369,7 +369,7 @@ type TokenIn struct {
 	User       string `json:"user,omitempty" maxLength:"64" doc:"Whose token (default: the caller)."`
 	VO         string `json:"vo,omitempty" maxLength:"64" doc:"The user's VO if the user is new (default: default)."`
 	Admin      bool   `json:"admin,omitempty" doc:"Make a new user an admin (admins only)."`
-	TTLSeconds int64  `json:"ttl_seconds,omitempty" minimum:"0" doc:"Lifetime; 0: no expiry."`
+	TTLSeconds int64  `json:"ttl_seconds,omitempty" minimum:"0" maximum:"315360000" doc:"Lifetime, at most ten years; 0: no expiry."`
 	Label      string `json:"label,omitempty" maxLength:"256"`
 }
 

@@ -171,8 +171,9 @@ func policyErr(err error) error {
 	case errors.Is(err, policy.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, policy.ErrForbidden):
-		// Another user's allocation is not shown to exist.
-		return fmt.Errorf("%w: %w", ErrNotFound, err)
+		// Another user's allocation is not shown to exist, nor whose
+		// it is: the answer is the one for an unknown id.
+		return fmt.Errorf("%w: no such allocation", ErrNotFound)
 	case errors.Is(err, policy.ErrInvalid):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

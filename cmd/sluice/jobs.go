@@ -216,6 +216,9 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 		if optimize {
 			job.Optimization = true
 		}
+		if streams < 0 {
+			return fmt.Errorf("--streams %d: want 0 (the service chooses) or more", streams)
+		}
 		if streams > 0 {
 			job.Streams = streams
 		}

@@ -41,11 +41,11 @@ func testPolicy(t *testing.T, db string) {
 	}
 
 	// Other users neither see nor touch it; bad input changes nothing.
-	if _, err := bob.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{}); status(err) != http.StatusNotFound {
-		t.Errorf("bob updates alice's allocation: %v, want 404", err)
+	if _, err := bob.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{}); status(err) != http.StatusNotFound || strings.Contains(err.Error(), "alice") {
+		t.Errorf("bob updates alice's allocation: %v, want 404 that does not name its owner", err)
 	}
-	if err := bob.ReleaseAllocation(ctx, a.ID, ""); status(err) != http.StatusNotFound {
-		t.Errorf("bob releases alice's allocation: %v, want 404", err)
+	if err := bob.ReleaseAllocation(ctx, a.ID, ""); status(err) != http.StatusNotFound || strings.Contains(err.Error(), "alice") {
+		t.Errorf("bob releases alice's allocation: %v, want 404 that does not name its owner", err)
 	}
 	if _, err := bob.Allocation(ctx, a.ID); status(err) != http.StatusNotFound {
 		t.Errorf("bob reads alice's allocation: %v, want 404", err)

@@ -443,6 +443,7 @@ func testAPIErrors(t *testing.T, db string) {
 		{"source is the destination", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a1/./x"}]}`, 422},
 		{"name too long for a file system", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/` + strings.Repeat("n", 256) + `"}]}`, 422},
 		{"unknown selection", "POST", "/v1/jobs", c.adminTo, `{"selection":"fastest","files":[{"sources":["sluice://a1/x","sluice://a2/x"],"destinations":["sluice://a2/y"]}]}`, 422},
+		{"token lifetime past any clock", "POST", "/v1/tokens", c.adminTo, `{"ttl_seconds":9300000000}`, 422},
 		{"missing job", "GET", "/v1/jobs/999999", c.adminTo, "", 404},
 		{"bad job id", "GET", "/v1/jobs/abc", c.adminTo, "", 422},
 		{"bad join token", "POST", "/v1/agents/register", "sj_nope", `{"name":"evil","url":"http://127.0.0.1:1"}`, 401},
