@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -264,40 +265,100 @@ func storkArgs(s string) (sample, buffer int64, err error) {
 
 // runClassAds submits the transfer ads (one job each) and answers the
 // estimation ads, printing one line per ad.
+// classAdAction is one ad, checked and ready to run: a transfer job or
+// an estimation.
+type classAdAction struct {
+	src, dst string
+	job      *api.JobIn
+	est      *api.EstimateIn
+}
+
+// runClassAds runs a file of ads as Stork would, one job or estimation
+// per ad, after checking every ad first (their syntax, then that the
+// endpoints they name are registered), so that a mistake in one ad does
+// not leave the ads before it submitted and those after it not.
 func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w io.Writer, asJSON bool) error {
+	acts := make([]classAdAction, len(ads))
 	for i, ad := range ads {
-		if err := runClassAd(ctx, cl, ad, w, asJSON); err != nil {
-			return fmt.Errorf("ad %d: %w", i+1, err)
+		a, err := checkClassAd(ad)
+		if err != nil {
+			return fmt.Errorf("ad %d: %w (nothing was submitted)", i+1, err)
+		}
+		acts[i] = a
+	}
+	if eps, err := cl.Endpoints(ctx); err == nil {
+		known := map[string]bool{}
+		for _, e := range eps {
+			known[e.Name] = true
+			if u, err := url.Parse(e.URL); err == nil {
+				known[u.Host] = true
+			}
+		}
+		for i, a := range acts {
+			for _, u := range []string{a.src, a.dst} {
+				_, rest, _ := strings.Cut(u, "://")
+				if host, _, _ := strings.Cut(rest, "/"); !known[host] {
+					return fmt.Errorf("ad %d: %s: no endpoint %q is registered (see `sluice endpoints`; nothing was submitted)", i+1, u, host)
+				}
+			}
+		}
+	}
+	for i, a := range acts {
+		if err := a.run(ctx, cl, w, asJSON); err != nil {
+			if i == 0 {
+				return fmt.Errorf("ad 1: %w (nothing was submitted)", err)
+			}
+			return fmt.Errorf("ad %d: %w (ads 1-%d ran; the ads after it did not)", i+1, err, i)
 		}
 	}
 	return nil
 }
 
-func runClassAd(ctx context.Context, cl *client.Client, ad classAd, w io.Writer, asJSON bool) error {
-	src, err := storkURL(ad["src_url"])
-	if err != nil {
-		return fmt.Errorf("src_url: %w", err)
+// checkClassAd reads one ad without asking the service anything.
+func checkClassAd(ad classAd) (classAdAction, error) {
+	var a classAdAction
+	var err error
+	if a.src, err = storkURL(ad["src_url"]); err != nil {
+		return a, fmt.Errorf("src_url: %w", err)
 	}
-	dst, err := storkURL(ad["dest_url"])
-	if err != nil {
-		return fmt.Errorf("dest_url: %w", err)
+	if a.dst, err = storkURL(ad["dest_url"]); err != nil {
+		return a, fmt.Errorf("dest_url: %w", err)
 	}
 	sample, buffer, err := storkArgs(ad["arguments"])
 	if err != nil {
-		return err
+		return a, err
 	}
 	hist, err := yes(ad, "use_history")
 	if err != nil {
-		return err
+		return a, err
 	}
 	switch typ := strings.ToLower(ad["dap_type"]); typ {
 	case "transfer", "":
 		opt, err := yes(ad, "optimization")
 		if err != nil {
-			return err
+			return a, err
 		}
-		job := api.JobIn{Files: []api.FileIn{{Source: src, Destination: dst}}, Optimization: opt}
-		j, _, err := cl.Submit(ctx, job)
+		a.job = &api.JobIn{Files: []api.FileIn{{Source: a.src, Destination: a.dst}}, Optimization: opt}
+	case "estimation":
+		in := api.EstimateIn{Source: a.src, Destination: a.dst, SampleSize: sample, Buffer: buffer, UseHistory: hist}
+		sz, ok := ad["size"]
+		if !ok {
+			return a, errors.New(`an estimation ad needs size = "BYTES" (e.g. "5G"): Sluice predicts the time of a given size`)
+		}
+		if in.Size, err = parseSize("size", sz); err != nil {
+			return a, err
+		}
+		a.est = &in
+	default:
+		return a, fmt.Errorf("dap_type %q: want transfer or estimation", typ)
+	}
+	return a, nil
+}
+
+// run submits the job or asks for the estimate, and prints the answer.
+func (a classAdAction) run(ctx context.Context, cl *client.Client, w io.Writer, asJSON bool) error {
+	if a.job != nil {
+		j, _, err := cl.Submit(ctx, *a.job)
 		if err != nil {
 			return err
 		}
@@ -306,27 +367,16 @@ func runClassAd(ctx context.Context, cl *client.Client, ad classAd, w io.Writer,
 		}
 		fmt.Fprintln(w, j.ID)
 		return nil
-	case "estimation":
-		in := api.EstimateIn{Source: src, Destination: dst, SampleSize: sample, Buffer: buffer, UseHistory: hist}
-		sz, ok := ad["size"]
-		if !ok {
-			return errors.New(`an estimation ad needs size = "BYTES" (e.g. "5G"): Sluice predicts the time of a given size`)
-		}
-		if in.Size, err = parseSize("size", sz); err != nil {
-			return err
-		}
-		out, err := cl.Estimate(ctx, in)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			return jsonLine(w, out)
-		}
-		printEstimate(w, out)
-		return nil
-	default:
-		return fmt.Errorf("dap_type %q: want transfer or estimation", typ)
 	}
+	out, err := cl.Estimate(ctx, *a.est)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return jsonLine(w, out)
+	}
+	printEstimate(w, out)
+	return nil
 }
 
 func jsonLine(w io.Writer, v any) error {

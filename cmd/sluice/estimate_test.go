@@ -220,6 +220,28 @@ func TestServiceEstimate(t *testing.T) {
 	if !sameContent(t, c.path("src", "data/run.dat"), c.path("a1", "in/stork.dat")) {
 		t.Fatal("Stork job's file differs")
 	}
+
+	// A file whose second ad names an endpoint that does not exist runs
+	// none of its ads: fixing it and submitting again must not give the
+	// first ad's job twice.
+	mixed := filepath.Join(c.dir, "mixed.classad")
+	if err := os.WriteFile(mixed, []byte(`[ src_url = "gsiftp://src/data/run.dat"; dest_url = "gsiftp://a1/in/m1.dat"; ]
+[ src_url = "gsiftp://src/data/run.dat"; dest_url = "gsiftp://nope/in/m2.dat"; ]
+[ src_url = "gsiftp://src/data/run.dat"; dest_url = "gsiftp://a1/in/m3.dat"; ]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.admin.Jobs(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "submit", "--server", base, "--token", c.adminTo, "-f", mixed)
+	if err == nil || !strings.Contains(err.Error(), "ad 2") || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "nothing was submitted") {
+		t.Errorf("a file with a bad ad: %v\n%s", err, out)
+	}
+	if after, err := c.admin.Jobs(ctx, "", 0); err != nil || len(after) != len(before) {
+		t.Errorf("jobs went from %d to %d (%v): a file with a bad ad was partly submitted", len(before), len(after), err)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
