@@ -94,11 +94,15 @@ func withBearer(next http.Handler) http.Handler {
 	})
 }
 
+// token is the credentials of an Authorization header of the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1), as the agents
+// read it too.
 func token(h string) string {
-	if t, ok := strings.CutPrefix(h, "Bearer "); ok {
-		return strings.TrimSpace(t)
+	scheme, t, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
 	}
-	return ""
+	return strings.TrimSpace(t)
 }
 
 func bearerOf(ctx context.Context) string {

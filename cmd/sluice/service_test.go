@@ -462,6 +462,17 @@ func testAPIErrors(t *testing.T, db string) {
 			}
 		})
 	}
+	// The scheme's name is case-insensitive (RFC 9110 §11.1).
+	lower, _ := http.NewRequest("GET", base+"/v1/jobs", nil)
+	lower.Header.Set("Authorization", "bearer "+c.adminTo)
+	if resp, err := http.DefaultClient.Do(lower); err != nil {
+		t.Error(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("Authorization: bearer (lower case): %s, want 200", resp.Status)
+		}
+	}
 	// The FTS3 shape is accepted.
 	fts := `{"files":[{"sources":["sluice://a1/x"],"destinations":["sluice://a2/fts/x"],"filesize":1000}],"params":{"verify_checksum":"both","retry":2,"overwrite":true}}`
 	req, _ := http.NewRequest("POST", base+"/v1/jobs", strings.NewReader(fts))
