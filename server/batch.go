@@ -254,7 +254,10 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	for j, i := range live {
 		m, r := ms[i], results[j]
 		if err := r.Err(); err != nil {
-			report(i, engine.Result{}, fmt.Errorf("%s: %w", m.p.task.Src, err))
+			// The pull of one file failed: at the source (reading) or
+			// at the destination (writing); the agent's message says
+			// which path, so both ends are named.
+			report(i, engine.Result{}, fmt.Errorf("%s -> %s: %w", m.p.task.Src, m.p.task.Dst, err))
 			continue
 		}
 		if m.p.expected != "" && r.SourceChecksum != m.p.expected {

@@ -44,7 +44,9 @@ func (r PullBatchResult) Err() error {
 	if r.Error == "" {
 		return nil
 	}
-	return &StatusError{Status: http.StatusOK, Kind: r.Kind, Message: r.Error}
+	// The batch's answer was 200: the file's failure has no status of
+	// its own, only its kind.
+	return &StatusError{Kind: r.Kind, Message: r.Error}
 }
 
 // PullBatchResponse is the answer of POST /v1/pullbatch: one result per

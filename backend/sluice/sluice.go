@@ -140,12 +140,15 @@ func escape(p string) string {
 // backend sentinel error for its kind (ErrUnauthorized for 401), or to
 // nothing for internal errors, which are not permanent.
 type StatusError struct {
-	Status  int    // HTTP status
+	Status  int    // HTTP status; 0 for one file's failure within a batch
 	Kind    string // the agent's error kind (not_found, permission, ...)
 	Message string
 }
 
 func (e *StatusError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("%s (%s)", e.Message, e.Kind)
+	}
 	return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Kind)
 }
 
