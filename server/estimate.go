@@ -195,6 +195,10 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if err != nil {
 		return Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
 	}
+	if src.Name == dst.Name && srcPath == dstPath {
+		// A transfer of it would be refused (Submit): nothing to predict.
+		return Estimate{}, fmt.Errorf("%w: source and destination are the same file %s", ErrInvalid, req.Source)
+	}
 	maxStreams := req.MaxStreams
 	if maxStreams == 0 {
 		maxStreams = DefaultMaxStreams

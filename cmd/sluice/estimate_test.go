@@ -127,6 +127,7 @@ func TestServiceEstimate(t *testing.T) {
 		{"missing source file", `{"source":"sluice://src/data/none.dat","destination":"sluice://a1/in/x","size":100}`, 422},
 		{"path escape", `{"source":"sluice://src/../etc/passwd","destination":"sluice://a1/in/x","size":100}`, 422},
 		{"no destination", `{"source":"sluice://src/data/big.dat","size":100}`, 422},
+		{"source is the destination", `{"source":"sluice://src/data/big.dat","destination":"sluice://src/data/big.dat","size":100}`, 422},
 		{"no token", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100}`, 401},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
