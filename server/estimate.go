@@ -25,6 +25,9 @@ const (
 	// MaxSampleBytes bounds one sample transfer: sampling is meant to
 	// be a small fraction of the transfer it tunes.
 	MaxSampleBytes = 1 << 30
+	// minSampleBytes is the smallest sample, and the smallest source
+	// that can be sampled.
+	minSampleBytes = 64 << 10
 	// DefaultHistoryTTL is how long a stored optimisation answers
 	// use_history requests for its pair (paths change over hours).
 	DefaultHistoryTTL = time.Hour
@@ -177,7 +180,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if req.SampleBytes == 0 {
 		req.SampleBytes = DefaultSampleBytes
 	}
-	if req.SampleBytes < 64<<10 || req.SampleBytes > MaxSampleBytes {
+	if req.SampleBytes < minSampleBytes || req.SampleBytes > MaxSampleBytes {
 		return Estimate{}, fmt.Errorf("%w: sample size %d bytes is outside [64 KiB, %d MiB]", ErrInvalid, req.SampleBytes, MaxSampleBytes>>20)
 	}
 	if req.MaxStreams < 0 || req.MaxStreams > MaxStreams {
@@ -291,6 +294,11 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 	}
 	if fi.IsDir || fi.Size == 0 {
 		return store.Optimization{}, fmt.Errorf("%w: source %s is not a non-empty file to sample", ErrInvalid, srcPath)
+	}
+	if fi.Size < minSampleBytes {
+		// A few bytes move in the time of the round trips alone: the
+		// throughput "measured" would say nothing of the path.
+		return store.Optimization{}, fmt.Errorf("%w: source %s has %d bytes, too few to sample the path (at least %d); name a larger file", ErrInvalid, srcPath, fi.Size, minSampleBytes)
 	}
 	n := min(sampleBytes, fi.Size)
 	tmp := path.Join(dir, fmt.Sprintf(".sluice-sample-%x", randomBytes(6)))

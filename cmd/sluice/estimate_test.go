@@ -114,6 +114,7 @@ func TestServiceEstimate(t *testing.T) {
 	}
 
 	// Bad requests: 4xx with a problem document, nothing sampled.
+	c.file("src", "data/tiny.dat", 4, 9) // a few bytes say nothing of the path
 	base := "http://" + c.addr
 	for _, tt := range []struct {
 		name, body string
@@ -127,6 +128,7 @@ func TestServiceEstimate(t *testing.T) {
 		{"missing source file", `{"source":"sluice://src/data/none.dat","destination":"sluice://a1/in/x","size":100}`, 422},
 		{"path escape", `{"source":"sluice://src/../etc/passwd","destination":"sluice://a1/in/x","size":100}`, 422},
 		{"no destination", `{"source":"sluice://src/data/big.dat","size":100}`, 422},
+		{"source too small to sample", `{"source":"sluice://src/data/tiny.dat","destination":"sluice://a1/in/tiny","size":100}`, 422},
 		{"source is the destination", `{"source":"sluice://src/data/big.dat","destination":"sluice://src/data/big.dat","size":100}`, 422},
 		{"no token", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100}`, 401},
 	} {
