@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -316,14 +318,20 @@ func (t *Transfer) reference() (Source, time.Time) {
 	return t.srcs[0].Source, t.srcs[0].mtime
 }
 
-// blame looks, after a checksum mismatch, for the replicas that delivered
-// wrong bytes: for each replica's delivered ranges it compares the
-// destination's checksum of the range with another live replica's (or, if
-// there is none, its own: that still finds bytes damaged on the way). It
-// drops those replicas, forgets their ranges and queues them on the
-// others, and reports how many it dropped; 0 when it cannot tell (the
-// backends cannot sum ranges, or the bad bytes were written before a
-// resume), and the caller then starts over.
+// blame looks, after a checksum mismatch, for the replicas that hold or
+// delivered wrong bytes. For each range a replica delivered, it asks every
+// live replica for its checksum of the range: the value a strict majority
+// of them holds is the range's true content. A replica holding another
+// value is dropped (were it the reference of the final verification, the
+// file would be compared against its bytes), and so is a replica whose
+// delivered bytes, as the destination holds them, differ from the true
+// content (a bad source, or bytes damaged on the way). The dropped
+// replicas' ranges are forgotten and queued on the others. It reports how
+// many it dropped; 0 when it cannot tell (the backends cannot sum ranges,
+// or the bad bytes were written before a resume), and the caller then
+// starts over. When the replicas disagree with no majority (two replicas,
+// each with its own version), no replica can be trusted over another, and
+// the transfer fails saying so.
 func (t *Transfer) blame(ctx context.Context) (int, error) {
 	s := &t.spec
 	rc, ok := s.Dst.(backend.RangeChecksummer)
@@ -333,46 +341,77 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 	t.mu.Lock()
 	type job struct {
 		i    int
-		ref  Source
 		span span
 	}
 	var jobs []job
-	live := t.liveLocked()
 	// Every replica that delivered bytes this pass is checked, also one
 	// dropped since for another reason: its bytes are in the file.
 	for i, src := range t.srcs {
-		ref := src.Source
-		for _, j := range live {
-			if j != i {
-				ref = t.srcs[j].Source
-				break
-			}
-		}
 		for _, sp := range src.wrote {
-			jobs = append(jobs, job{i, ref, sp})
+			jobs = append(jobs, job{i, sp})
+		}
+	}
+	var voters []int
+	for _, i := range t.liveLocked() {
+		if _, ok := t.srcs[i].Backend.(backend.RangeChecksummer); ok {
+			voters = append(voters, i)
 		}
 	}
 	t.mu.Unlock()
+	if len(voters) == 0 {
+		return 0, nil
+	}
 	bad := map[int]bool{}
 	for _, j := range jobs {
-		refSum, ok := j.ref.Backend.(backend.RangeChecksummer)
-		if !ok || bad[j.i] {
+		holders := map[string][]int{} // checksum of the range -> the replicas holding it
+		for _, v := range voters {
+			src := t.srcs[v].Source
+			var sum string
+			if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) at %s", j.span.Off, j.span.End, src.Name), func() (err error) {
+				sum, err = src.Backend.(backend.RangeChecksummer).ChecksumRange(ctx, src.Path, s.Checksum, j.span.Off, j.span.len())
+				return err
+			}); err != nil {
+				return 0, err
+			}
+			holders[sum] = append(holders[sum], v)
+		}
+		truth := ""
+		for sum, vs := range holders {
+			if 2*len(vs) > len(voters) {
+				truth = sum
+			}
+		}
+		if truth == "" {
+			var versions []string
+			for sum, vs := range holders {
+				var names []string
+				for _, v := range vs {
+					names = append(names, t.srcs[v].Name)
+				}
+				versions = append(versions, fmt.Sprintf("%s at %s", sum, strings.Join(names, ", ")))
+			}
+			slices.Sort(versions)
+			return 0, fmt.Errorf("engine: %w: the replicas hold different bytes in [%d,%d) and no majority agrees (%s): cannot tell which is right",
+				ErrChecksum, j.span.Off, j.span.End, strings.Join(versions, "; "))
+		}
+		for sum, vs := range holders {
+			if sum != truth {
+				for _, v := range vs {
+					bad[v] = true
+				}
+			}
+		}
+		if bad[j.i] {
 			continue
 		}
-		var want, got string
-		if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) at %s", j.span.Off, j.span.End, j.ref.Name), func() (err error) {
-			want, err = refSum.ChecksumRange(ctx, j.ref.Path, s.Checksum, j.span.Off, j.span.len())
-			return err
-		}); err != nil {
-			return 0, err
-		}
+		var got string
 		if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) of %s", j.span.Off, j.span.End, t.tmp), func() (err error) {
 			got, err = rc.ChecksumRange(ctx, t.tmp, s.Checksum, j.span.Off, j.span.len())
 			return err
 		}); err != nil {
 			return 0, err
 		}
-		if got != want {
+		if got != truth {
 			bad[j.i] = true
 		}
 	}
@@ -391,12 +430,15 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 		return 0, nil // nobody left to fetch from: start over instead
 	}
 	var again []span
-	for i := range bad {
+	for i := range t.srcs {
+		if !bad[i] {
+			continue
+		}
 		src := t.srcs[i]
 		if src.dead == nil {
-			src.dead = fmt.Errorf("%w: sent bytes that differ from the other replicas", ErrChecksum)
+			src.dead = fmt.Errorf("%w: its bytes differ from those most replicas hold", ErrChecksum)
 		}
-		t.notes = append(t.notes, fmt.Sprintf("source %s dropped: sent %d bytes that do not match the other replicas; fetching them again", src.Name, src.wrote.total()))
+		t.notes = append(t.notes, fmt.Sprintf("source %s dropped: its bytes differ from those most replicas hold; the %d bytes it sent are fetched again", src.Name, src.wrote.total()))
 		for _, sp := range src.wrote {
 			t.done = t.done.remove(sp.Off, sp.End)
 			again = append(again, sp)

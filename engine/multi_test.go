@@ -140,7 +140,7 @@ func TestMultiSourceFaults(t *testing.T) {
 	}{
 		{"unreachable", func(r *replica) { r.down = true }, "unreachable"},
 		{"fails midway", func(r *replica) { r.failFrom = 100 << 10 }, "unreachable"},
-		{"wrong bytes", func(r *replica) { r.corrupt = true }, "do not match"},
+		{"wrong bytes", func(r *replica) { r.corrupt = true }, "differ from those most replicas hold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -157,6 +157,55 @@ func TestMultiSourceFaults(t *testing.T) {
 			}
 		})
 	}
+	// A replica whose file itself differs (same size, a few bytes
+	// changed where another replica sends the file's bytes) must not be
+	// the one the file is judged by because it is listed first: the
+	// replicas vote range by range, the odd one is dropped, and the file
+	// is the majority's. Two replicas that disagree leave no majority:
+	// the copy fails saying so rather than trusting either.
+	odd := func(t *testing.T, e *env, data []byte) backend.Backend {
+		t.Helper()
+		bad := append([]byte(nil), data...)
+		for i := range 8 {
+			bad[len(bad)*2/3+10+i] ^= 0xff
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f"), bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ob, err := file.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ob
+	}
+	t.Run("first replica differs at rest", func(t *testing.T) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 4)
+		_, s := e.replicas(3, "f", size)
+		s.Sources[0].Backend = odd(t, e, data)
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%v (note %q)", err, res.Note)
+		}
+		e.checkFinal(t, s, data)
+		if !strings.Contains(res.Note, "source r0 dropped") || strings.Contains(res.Note, "source r1 dropped") || strings.Contains(res.Note, "source r2 dropped") {
+			t.Errorf("note %q: want r0, and only r0, dropped", res.Note)
+		}
+	})
+	t.Run("two replicas disagree", func(t *testing.T) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 5)
+		_, s := e.replicas(2, "f", size)
+		s.Sources[0].Backend = odd(t, e, data)
+		_, err := Run(context.Background(), s)
+		if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "no majority") {
+			t.Errorf("two replicas with different bytes: %v, want a checksum error saying no majority agrees", err)
+		}
+		if exists(e.local(s.DstPath)) {
+			t.Error("a file was put in place")
+		}
+	})
 	t.Run("sizes differ", func(t *testing.T) {
 		e := newEnv(t)
 		e.put(t, "f", size, 3)

@@ -208,7 +208,7 @@ func TestCpMultiSourceWrongBytes(t *testing.T) {
 	if !sameContent(t, orig, filepath.Join(out, "f.bin")) {
 		t.Fatal("the file differs from the original")
 	}
-	if !strings.Contains(res, urls[1]+" dropped") || !strings.Contains(res, "do not match") {
+	if !strings.Contains(res, urls[1]+" dropped") || !strings.Contains(res, "differ from those most replicas hold") {
 		t.Errorf("the message does not say which replica sent wrong bytes:\n%s", res)
 	}
 }
