@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -117,11 +118,19 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		o.ProbeTime = 2 * time.Second
 	}
 	start := time.Now()
-	size, err := checkReplicas(ctx, srcs, o)
+	size, drop, err := checkReplicas(ctx, srcs, o)
 	if err != nil {
 		return rep, err
 	}
 	rep.Bytes = size
+	var keep []int // the replicas the copy uses: all but those checkReplicas left out
+	for i, s := range srcs {
+		if why, ok := drop[i]; ok {
+			rep.Note = joinNote(rep.Note, fmt.Sprintf("replica %s not used: %s", s.URL, why))
+			continue
+		}
+		keep = append(keep, i)
+	}
 	dstPath := dst.Path
 	if strings.HasSuffix(dstPath, "/") {
 		dstPath += path.Base(strings.TrimSuffix(srcs[0].Path, "/"))
@@ -142,10 +151,12 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	if o.History != nil {
 		hist = o.History
 	}
-	links, plans := predictLinks(hist, srcs, size, o.Window)
+	all, plans := predictLinks(hist, srcs, size, o.Window)
+	links := make([]multisrc.Link, len(keep))
 	var unmeasured []string
-	for i, l := range links {
-		if !(l.Mean > 0) {
+	for k, i := range keep {
+		links[k] = all[i]
+		if !(all[i].Mean > 0) {
 			unmeasured = append(unmeasured, srcs[i].URL)
 		}
 	}
@@ -156,18 +167,18 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		// equal parts instead and let the replicas that finish first
 		// take over from the others, which needs no prediction. The
 		// engine drops a replica that fails.
-		alloc = equalParts(size, len(srcs))
+		alloc = equalParts(size, len(keep))
 		steal = true
 		rep.Split += " (equal parts with stealing: no measurement of " + strings.Join(unmeasured, ", ") + ")"
 	} else if alloc, err = multisrc.Split(pol, links, size, 64<<10); err != nil {
 		return rep, fmt.Errorf("copyjob: planning the split: %w", err)
 	}
 	fin := multisrc.Finish(pol, links, alloc)
-	for i := range plans {
-		plans[i].Effective = multisrc.EffectiveBW(pol, links[i])
-		plans[i].Planned = alloc[i]
+	for k, i := range keep {
+		plans[i].Effective = multisrc.EffectiveBW(pol, links[k])
+		plans[i].Planned = alloc[k]
 		// No prediction for a link without one (JSON has no infinity).
-		if f := fin[i]; f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
+		if f := fin[k]; f > 0 && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			plans[i].Predicted = f
 			rep.Predicted = max(rep.Predicted, f)
 		}
@@ -180,9 +191,10 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		ChunkMin: o.ChunkMin, SubWrite: o.SubWrite, Checksum: o.Checksum, Steal: steal,
 		Journal: journalFor(o.JournalDir, "multi:"+srcs[0].URL, dst.URL+dstPath),
 	}
-	for i, s := range srcs {
-		src := engine.Source{Name: s.URL, Backend: mon.Observe(i), Path: s.Path, Share: float64(alloc[i])}
-		if m := links[i].Mean; m > 0 && !math.IsInf(m, 0) {
+	for k, i := range keep {
+		s := srcs[i]
+		src := engine.Source{Name: s.URL, Backend: mon.Observe(i), Path: s.Path, Share: float64(alloc[k])}
+		if m := links[k].Mean; m > 0 && !math.IsInf(m, 0) {
 			src.Rate = m // the prediction stealing weighs it by until it delivers
 		}
 		if pull := pullerFor(s, dst); pull != nil {
@@ -194,7 +206,7 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	copyStart := time.Now()
 	res, err := engine.Run(ctx, spec)
 	rep.Seconds = time.Since(copyStart).Seconds()
-	rep.Checksum, rep.Note = res.Checksum, res.Note
+	rep.Checksum, rep.Note = res.Checksum, joinNote(rep.Note, res.Note)
 	if err != nil {
 		return rep, fmt.Errorf("%s -> %s: %w", srcs[0].URL, dstPath, err)
 	}
@@ -202,10 +214,14 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 }
 
 // checkReplicas stats every replica at once and returns their common
-// size; with o.CheckReplicas it also compares their checksums. A replica
-// that cannot be reached is left to the engine (which carries on without
-// it), but at least one must answer.
-func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (int64, error) {
+// size; with o.CheckReplicas it also compares their checksums. What a
+// strict majority of the answering replicas holds is the file: a replica
+// of another size (or checksum) is left out of the copy, with the reason
+// in drop; with no majority (two replicas that differ, say) the copy is
+// refused, since no replica can be trusted over another. A replica that
+// cannot be reached is left to the engine (which carries on without it),
+// but at least one must answer.
+func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size int64, drop map[int]string, err error) {
 	infos := make([]backend.FileInfo, len(srcs))
 	errs := make([]error, len(srcs))
 	var wg sync.WaitGroup
@@ -213,60 +229,110 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (int64,
 		wg.Go(func() { infos[i], errs[i] = s.Backend.Stat(ctx, s.Path) })
 	}
 	wg.Wait()
-	size := int64(-1)
-	var first string
+	var answered []int
 	for i, s := range srcs {
 		switch {
 		case errs[i] != nil:
 			continue
 		case infos[i].IsDir:
-			return 0, fmt.Errorf("copyjob: %w: replica %s is a directory: a multi-source copy moves one file", backend.ErrInvalid, s.URL)
-		case size < 0:
-			size, first = infos[i].Size, s.URL
-		case infos[i].Size != size:
-			return 0, fmt.Errorf("copyjob: %w: replica %s has %d bytes and %s has %d: not copies of one file", backend.ErrInvalid, s.URL, infos[i].Size, first, size)
+			return 0, nil, fmt.Errorf("copyjob: %w: replica %s is a directory: a multi-source copy moves one file", backend.ErrInvalid, s.URL)
 		}
+		answered = append(answered, i)
 	}
-	if size < 0 {
-		return 0, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
+	if len(answered) == 0 {
+		return 0, nil, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
 	}
+	drop = map[int]string{}
+	sizes := make(map[int]string, len(answered))
+	for _, i := range answered {
+		sizes[i] = strconv.FormatInt(infos[i].Size, 10)
+	}
+	common, err := majority(srcs, answered, sizes, "sizes (bytes)", drop)
+	if err != nil {
+		return 0, nil, err
+	}
+	size, _ = strconv.ParseInt(common, 10, 64)
 	if !o.CheckReplicas || o.Checksum == "none" {
-		return size, nil
+		return size, drop, nil
 	}
 	algo := o.Checksum
 	if algo == "" {
 		algo = engine.DefaultChecksum
 	}
-	sums := make([]string, len(srcs))
-	for i, s := range srcs {
-		if errs[i] != nil {
-			continue
+	var kept []int
+	for _, i := range answered {
+		if _, gone := drop[i]; !gone {
+			kept = append(kept, i)
 		}
-		wg.Go(func() { sums[i], errs[i] = s.Backend.Checksum(ctx, s.Path, algo) })
+	}
+	sums := make(map[int]string, len(kept))
+	var mu sync.Mutex
+	for _, i := range kept {
+		wg.Go(func() {
+			sum, err := srcs[i].Backend.Checksum(ctx, srcs[i].Path, algo)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			sums[i] = sum
+		})
 	}
 	wg.Wait()
-	var differ []string
-	for i, s := range srcs {
-		if errs[i] == nil {
-			differ = append(differ, fmt.Sprintf("%s has %s", s.URL, sums[i]))
+	var summed []int
+	for _, i := range kept {
+		if _, ok := sums[i]; ok {
+			summed = append(summed, i)
 		}
 	}
-	for i := range srcs {
-		if errs[i] == nil && sums[i] != sums[firstOK(errs)] {
-			return 0, fmt.Errorf("copyjob: %w: the replicas' %s checksums differ (%s): not copies of one file", backend.ErrInvalid, algo, strings.Join(differ, ", "))
-		}
+	if len(summed) == 0 {
+		return 0, nil, fmt.Errorf("copyjob: no replica could compute its checksum: %w", errors.Join(errs...))
 	}
-	return size, nil
+	if _, err := majority(srcs, summed, sums, algo+" checksums", drop); err != nil {
+		return 0, nil, err
+	}
+	return size, drop, nil
 }
 
-// firstOK is the index of the first nil error.
-func firstOK(errs []error) int {
-	for i, err := range errs {
-		if err == nil {
-			return i
+// majority returns the value (of vals, for the replicas idx) a strict
+// majority of them holds, and records in drop why each other one is left
+// out; with no majority it fails, naming every version.
+func majority(srcs []Endpoint, idx []int, vals map[int]string, what string, drop map[int]string) (string, error) {
+	count := map[string]int{}
+	for _, i := range idx {
+		count[vals[i]]++
+	}
+	best := ""
+	for v, n := range count {
+		if 2*n > len(idx) {
+			best = v
 		}
 	}
-	return 0
+	if best == "" {
+		var versions []string
+		for _, i := range idx {
+			versions = append(versions, fmt.Sprintf("%s has %s", srcs[i].URL, vals[i]))
+		}
+		return "", fmt.Errorf("copyjob: %w: the replicas' %s differ and no majority agrees (%s): not copies of one file, or cannot tell which is", backend.ErrInvalid, what, strings.Join(versions, ", "))
+	}
+	for _, i := range idx {
+		if vals[i] != best {
+			drop[i] = fmt.Sprintf("its %s is %s where %d of %d replicas have %s", strings.TrimSuffix(strings.TrimSuffix(what, "s (bytes)"), "s"), vals[i], count[best], len(idx), best)
+		}
+	}
+	return best, nil
+}
+
+// joinNote joins notes with "; ", skipping empty ones.
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // equalParts splits size into n parts that differ by at most one byte.

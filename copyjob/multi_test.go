@@ -72,3 +72,40 @@ func TestRunMultiHistory(t *testing.T) {
 		t.Errorf("the link predicted nine times as fast got %.0f%% of the file, want about 90%%", 100*share)
 	}
 }
+
+// TestRunMultiOddReplica: with the replica check on, a replica whose
+// bytes differ from the others' (same size) is left out when the others
+// agree, the note says so and the file is theirs, even when the odd one
+// is listed first; two replicas that differ are refused before anything
+// is written, as no majority says which is right.
+func TestRunMultiOddReplica(t *testing.T) {
+	srcs, dst, data, _ := twoReplicas(t, 3<<20)
+	c := t.TempDir()
+	if err := os.WriteFile(filepath.Join(c, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	odd := append([]byte(nil), data...)
+	odd[len(odd)/2] ^= 1
+	if err := os.WriteFile(srcs[0].Path, odd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	three := append(srcs, localEP(t, filepath.Join(c, "f")))
+	ctx := context.Background()
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}, {1e6, 1e6}}
+	rep, err := RunMulti(ctx, three, localEP(t, dst+"/"), MultiOptions{Split: "tcs", History: hist, Monitor: nil, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dst, "f"), data)
+	if !strings.Contains(rep.Note, three[0].URL+" not used") || rep.Links[0].Planned != 0 {
+		t.Errorf("note %q, plan %+v: want the first replica left out", rep.Note, rep.Links)
+	}
+	dst2 := t.TempDir()
+	_, err = RunMulti(ctx, srcs, localEP(t, dst2+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true})
+	if err == nil || !strings.Contains(err.Error(), "no majority agrees") {
+		t.Errorf("two replicas that differ: %v", err)
+	}
+	if ents, _ := os.ReadDir(dst2); len(ents) != 0 {
+		t.Errorf("a refused copy wrote %d entries", len(ents))
+	}
+}

@@ -93,16 +93,25 @@ func TestCpMultiSource(t *testing.T) {
 	}
 	t.Logf("plan: %+v", rep.Links)
 
-	// Replicas that are not copies of one file.
+	// A replica that is not a copy of the others' file: two of three
+	// agree, so the odd one is left out (and said so) and the file is
+	// theirs; with two replicas that differ, no majority says which is
+	// right, and the copy is refused.
 	bad := filepath.Join(work, "repb", "d", "f.bin")
 	if err := os.Truncate(bad, size-1); err != nil {
 		t.Fatal(err)
 	}
 	res, err = run(t, "cp", "--token-key", keyFile, "--sources", strings.Join(urls, ","), filepath.Join(work, "out2")+"/")
-	if err == nil || !strings.Contains(err.Error(), "not copies of one file") {
-		t.Errorf("replicas of different sizes: %v\n%s", err, res)
+	if err != nil || !strings.Contains(res, urls[1]+" not used: its size is") {
+		t.Errorf("one replica of another size among three: %v\n%s", err, res)
+	} else if !sameContent(t, orig, filepath.Join(work, "out2", "f.bin")) {
+		t.Error("the file differs from the majority's")
 	}
-	if _, err := os.Stat(filepath.Join(work, "out2")); !os.IsNotExist(err) {
+	res, err = run(t, "cp", "--token-key", keyFile, "--sources", strings.Join(urls[:2], ","), filepath.Join(work, "out2b")+"/")
+	if err == nil || !strings.Contains(err.Error(), "no majority agrees") {
+		t.Errorf("two replicas of different sizes: %v\n%s", err, res)
+	}
+	if _, err := os.Stat(filepath.Join(work, "out2b")); !os.IsNotExist(err) {
 		t.Errorf("a refused copy created its destination (%v)", err)
 	}
 
