@@ -430,9 +430,19 @@ func (c *conn) mkdirAll(ctx context.Context, sp string) error {
 	if sp == "/" {
 		return nil
 	}
-	return await0(ctx, c, func(ctx context.Context) error {
+	err := await0(ctx, c, func(ctx context.Context) error {
 		return c.fs.MkdirAll(ctx, sp, dirMode)
 	})
+	if err != nil {
+		// XRootD (5.5) answers kXR_ItExists to a mkdir -p of a directory
+		// that exists with another mode than the one asked for (a
+		// shared 0775 or 1777 directory, an export root): it is there,
+		// which is all a mkdir -p means.
+		if es, serr := c.stat(ctx, sp); serr == nil && es.IsDir() {
+			return nil
+		}
+	}
+	return err
 }
 
 // Mkdir implements backend.Backend.

@@ -462,7 +462,23 @@ func testRemove(t *testing.T, tg *target, b *Backend) {
 
 func testMkdir(t *testing.T, tg *target, b *Backend) {
 	ctx := context.Background()
-	seed(t, tg, map[string]string{"mk/f": "x"})
+	seed(t, tg, map[string]string{"mk/f": "x", "mk/shared/": "", "mk/sticky/": ""})
+	// Shared directories on storage servers are often group-writable or
+	// sticky: XRootD answers "exists" to a mkdir -p of them with another
+	// mode, which must still mean "there" (and a file can go in).
+	for name, mode := range map[string]os.FileMode{"mk/shared": 0o775, "mk/sticky": 0o1777} {
+		if err := os.Chmod(filepath.Join(tg.dir, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/mk/shared", "/mk/sticky"} {
+		if err := b.Mkdir(ctx, p); err != nil {
+			t.Errorf("Mkdir of the existing %s: %v", p, err)
+		}
+		if err := b.WriteAt(ctx, p+"/up", 0, strings.NewReader("abc"), 3); err != nil {
+			t.Errorf("WriteAt into the existing %s: %v", p, err)
+		}
+	}
 	for _, tc := range []struct {
 		path string
 		err  error
