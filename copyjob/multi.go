@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -111,6 +112,15 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	if len(srcs) < 2 {
 		return rep, fmt.Errorf("copyjob: %w: a multi-source copy needs at least two replicas", backend.ErrInvalid)
 	}
+	seen := map[string]bool{}
+	for _, s := range srcs {
+		// One replica named twice would agree with itself, and be
+		// counted twice when replicas vote.
+		if seen[s.URL] {
+			return rep, fmt.Errorf("copyjob: %w: replica %s is named twice", backend.ErrInvalid, s.URL)
+		}
+		seen[s.URL] = true
+	}
 	if o.JournalDir == "" {
 		return rep, fmt.Errorf("copyjob: %w: a journal directory is required", backend.ErrInvalid)
 	}
@@ -132,6 +142,13 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		keep = append(keep, i)
 	}
 	dstPath := dst.Path
+	if !strings.HasSuffix(dstPath, "/") {
+		// An existing directory receives the file, as in a copy from
+		// one source.
+		if fi, err := dst.Backend.Stat(ctx, dstPath); err == nil && fi.IsDir {
+			dstPath += "/"
+		}
+	}
 	if strings.HasSuffix(dstPath, "/") {
 		dstPath += path.Base(strings.TrimSuffix(srcs[0].Path, "/"))
 	}
@@ -207,6 +224,12 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	res, err := engine.Run(ctx, spec)
 	rep.Seconds = time.Since(copyStart).Seconds()
 	rep.Checksum, rep.Note = res.Checksum, joinNote(rep.Note, res.Note)
+	if errors.Is(err, backend.ErrNoSpace) {
+		// As for one source: a partial copy kept for a resume would only
+		// hold on to the space that ran out.
+		dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(dstPath))
+		os.Remove(spec.Journal)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("%s -> %s: %w", srcs[0].URL, dstPath, err)
 	}

@@ -109,3 +109,20 @@ func TestRunMultiOddReplica(t *testing.T) {
 		t.Errorf("a refused copy wrote %d entries", len(ents))
 	}
 }
+
+// TestRunMultiDestinations: an existing directory given without a
+// trailing slash receives the file (as from one source), and a replica
+// named twice is refused (it would agree with itself when replicas vote).
+func TestRunMultiDestinations(t *testing.T) {
+	srcs, dst, data, _ := twoReplicas(t, 1<<20)
+	ctx := context.Background()
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}}
+	if _, err := RunMulti(ctx, srcs, localEP(t, dst), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dst, "f"), data)
+	_, err := RunMulti(ctx, []Endpoint{srcs[0], srcs[0]}, localEP(t, t.TempDir()+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "named twice") {
+		t.Errorf("one replica named twice: %v", err)
+	}
+}

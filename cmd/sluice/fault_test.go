@@ -283,6 +283,25 @@ func TestDiskFull(t *testing.T) {
 	for _, e := range ents {
 		t.Logf("left in the destination: %s", e.Name())
 	}
+	// From two replicas: the same error, and the partial file and its
+	// journal are given back too (they held on to the space that ran out).
+	jdir := filepath.Join(work, "jm")
+	src2 := filepath.Join(work, "src2.bin")
+	if b, err := os.ReadFile(src); err != nil || os.WriteFile(src2, b, 0o644) != nil {
+		t.Fatal("second replica", err)
+	}
+	_, err = copyjob.RunMulti(context.Background(), []copyjob.Endpoint{localEndpoint(t, src), localEndpoint(t, src2)},
+		copyjob.Endpoint{Backend: agentBackend(t, addr, k), Path: "/multi.bin", URL: "sluice://" + addr + "/multi.bin"},
+		copyjob.MultiOptions{JournalDir: jdir, ProbeTime: 200 * time.Millisecond})
+	if !errors.Is(err, backend.ErrNoSpace) {
+		t.Errorf("from two replicas: %v, want no space", err)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(small, ".multi.bin*")); len(parts) > 0 {
+		t.Errorf("from two replicas, left in the destination: %v", parts)
+	}
+	if js, _ := filepath.Glob(filepath.Join(jdir, "*.journal")); len(js) > 0 {
+		t.Errorf("from two replicas, journals left: %v", js)
+	}
 	// The command line says it too, with a non-zero exit.
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+work, "SLUICE_TEST_RUN="+strings.Join([]string{"cp", "--token-key", keyFile, src, "sluice://" + addr + "/out2.bin"}, "\x1f"))
