@@ -72,8 +72,10 @@ the best. -v prints each chunk's settings and throughput; --json has them as
 "steps". --auto=false sends the whole dataset with --cc/--pp/--p.
 
 SRC and DST are local paths (or file:///abs/path), agent URLs
-(sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, gsiftp://,
-through globus-url-copy, one stream per partial transfer) or XRootD URLs (root://host//path). Between two agents the destination
+(sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, through
+globus-url-copy, one stream per partial transfer; gsiftp:// needs a GSI control
+channel that is not implemented, so cp refuses it: use the server's ftp:// endpoint)
+or XRootD URLs (root://host//path). Between two agents the destination
 pulls the data from the source itself (third-party copy). Interrupted and run again,
 cp resumes large files from their checkpoint journal and skips files already copied.
 
