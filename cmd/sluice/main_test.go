@@ -130,6 +130,11 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"trace", "gen", "--minutes", "0"}, "--minutes"},
 		{[]string{"trace", "gen", "--batch", "-3"}, "--batch"},
 		{[]string{"trace", "gen", "--batch", "100000000"}, "batch tasks"},
+		{[]string{"testbed", "compare", "--schedulers", ","}, "no scheduler"},
+		{[]string{"testbed", "multisource", "--config", ""}, "no configuration"},
+		{[]string{"testbed", "multisource", "--policies", ""}, "no policy"},
+		{[]string{"testbed", "policy-exp", "--exp", ""}, "no experiment"},
+		{[]string{"testbed", "policy-exp", "--files", "0"}, "--files 0"},
 	}
 	for _, c := range cases {
 		_, err := run(t, c.args...)

@@ -69,6 +69,12 @@ conditions; here a group's runs differ only by the policy's split.`,
 				}
 				return nil
 			}
+			if len(configs) == 0 {
+				return fmt.Errorf("--config: no configuration named (want %s or all)", strings.Join(testbed.MultiConfigNames, ", "))
+			}
+			if cmd.Flags().Changed("policies") && len(policies) == 0 {
+				return fmt.Errorf("--policies: no policy named (want %s)", strings.Join(copyjob.SplitNames(), ", "))
+			}
 			if len(configs) == 1 && configs[0] == "all" {
 				configs = testbed.MultiConfigNames
 			}

@@ -53,6 +53,18 @@ the streams each client used over time (Figs. 5-8) and the aggregate throughput
 			if len(exps) == 1 && exps[0] == "all" {
 				exps = testbed.PolicyExpNames
 			}
+			if len(exps) == 0 {
+				return fmt.Errorf("--exp: no experiment named (want %s, or all)", strings.Join(testbed.PolicyExpNames, ", "))
+			}
+			// Zero means the default to the library; typed, it is a mistake.
+			for _, c := range []struct {
+				name string
+				v    int64
+			}{{"files", int64(files)}, {"min-size", minSize}, {"max-size", maxSize}} {
+				if cmd.Flags().Changed(c.name) && c.v <= 0 {
+					return fmt.Errorf("--%s %d: want a positive number", c.name, c.v)
+				}
+			}
 			var all [][]testbed.PolicyExp
 			for _, n := range exps {
 				vs, err := testbed.PolicyExps(n)

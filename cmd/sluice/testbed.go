@@ -286,6 +286,9 @@ files for several repetitions) it replays nothing: it prints, and with
 				return err
 			}
 			names := splitList(schedulers)
+			if len(names) == 0 {
+				return fmt.Errorf("--schedulers %q: no scheduler named", schedulers)
+			}
 			for _, n := range names {
 				if _, err := sched.New(n, sched.Options{}); err != nil {
 					return err
