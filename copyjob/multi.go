@@ -266,11 +266,11 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 		return 0, nil, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
 	}
 	drop = map[int]string{}
-	sizes := make(map[int]string, len(answered))
+	vals := make([]string, len(srcs)) // per replica: its size, then its checksum
 	for _, i := range answered {
-		sizes[i] = strconv.FormatInt(infos[i].Size, 10)
+		vals[i] = strconv.FormatInt(infos[i].Size, 10)
 	}
-	common, err := majority(srcs, answered, sizes, "sizes (bytes)", drop)
+	common, err := majority(srcs, answered, vals, "size", drop)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -286,42 +286,29 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	for _, i := range answered {
 		if _, gone := drop[i]; !gone {
 			kept = append(kept, i)
+			wg.Go(func() { vals[i], errs[i] = srcs[i].Backend.Checksum(ctx, srcs[i].Path, algo) })
 		}
-	}
-	sums := make(map[int]string, len(kept))
-	var mu sync.Mutex
-	for _, i := range kept {
-		wg.Go(func() {
-			sum, err := srcs[i].Backend.Checksum(ctx, srcs[i].Path, algo)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			sums[i] = sum
-		})
 	}
 	wg.Wait()
 	var summed []int
 	for _, i := range kept {
-		if _, ok := sums[i]; ok {
+		if errs[i] == nil {
 			summed = append(summed, i)
 		}
 	}
 	if len(summed) == 0 {
 		return 0, nil, fmt.Errorf("copyjob: no replica could compute its checksum: %w", errors.Join(errs...))
 	}
-	if _, err := majority(srcs, summed, sums, algo+" checksums", drop); err != nil {
+	if _, err := majority(srcs, summed, vals, algo+" checksum", drop); err != nil {
 		return 0, nil, err
 	}
 	return size, drop, nil
 }
 
-// majority returns the value (of vals, for the replicas idx) a strict
-// majority of them holds, and records in drop why each other one is left
-// out; with no majority it fails, naming every version.
-func majority(srcs []Endpoint, idx []int, vals map[int]string, what string, drop map[int]string) (string, error) {
+// majority returns the value of what (vals, by replica; of the replicas
+// idx) a strict majority of them holds, and records in drop why each
+// other one is left out; with no majority it fails, naming every version.
+func majority(srcs []Endpoint, idx []int, vals []string, what string, drop map[int]string) (string, error) {
 	count := map[string]int{}
 	for _, i := range idx {
 		count[vals[i]]++
@@ -337,11 +324,11 @@ func majority(srcs []Endpoint, idx []int, vals map[int]string, what string, drop
 		for _, i := range idx {
 			versions = append(versions, fmt.Sprintf("%s has %s", srcs[i].URL, vals[i]))
 		}
-		return "", fmt.Errorf("copyjob: %w: the replicas' %s differ and no majority agrees (%s): not copies of one file, or cannot tell which is", backend.ErrInvalid, what, strings.Join(versions, ", "))
+		return "", fmt.Errorf("copyjob: %w: the replicas' %ss differ and no majority agrees (%s): not copies of one file, or cannot tell which is", backend.ErrInvalid, what, strings.Join(versions, ", "))
 	}
 	for _, i := range idx {
 		if vals[i] != best {
-			drop[i] = fmt.Sprintf("its %s is %s where %d of %d replicas have %s", strings.TrimSuffix(strings.TrimSuffix(what, "s (bytes)"), "s"), vals[i], count[best], len(idx), best)
+			drop[i] = fmt.Sprintf("its %s is %s where %d of %d replicas have %s", what, vals[i], count[best], len(idx), best)
 		}
 	}
 	return best, nil
