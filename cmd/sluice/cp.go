@@ -100,8 +100,9 @@ parts; ms: time-balanced on the mean; ntss: on mean + SD; tcs: on mean + TF x SD
 the Tuned Conservative Scheduling; tcs-minus: on mean - TF x SD; tcs-dynamic: tcs,
 and replicas that finish early take over the tail of the slowest), and moves the
 parts with the same journal, resume and checksum as any copy. A replica that
-fails is dropped and the others carry on; one that sends wrong bytes is found by
-range checksums, dropped, and its ranges fetched again.`,
+fails is dropped and the others carry on; one that sends or holds wrong bytes is
+found by the replicas' majority vote on range checksums, dropped, and its ranges
+fetched again (two replicas that differ fail the copy: no majority says which is right).`,
 		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
   sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
   sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json
