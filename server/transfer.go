@@ -321,6 +321,7 @@ func backendPermanent(err error) bool {
 // time, and queues them.
 func (w *world) resolve() {
 	const parallel = 16
+	now := time.Now()
 	// One pass over the queue at most: tasks whose source is down go to
 	// the back and wait for a later call.
 	for n := len(w.toResolve); n > 0 && w.resolving < parallel; n-- {
@@ -332,7 +333,12 @@ func (w *world) resolve() {
 			continue
 		}
 		if !w.up(t.SrcEndpoint) {
+			w.waitNote(t, fmt.Sprintf("waiting: source endpoint %s is down; its size is not known yet", t.SrcEndpoint))
 			w.needResolve(t)
+			continue
+		}
+		if now.Before(t.notBefore) {
+			w.needResolve(t) // a failed stat waits before the next
 			continue
 		}
 		t.pending = true
@@ -344,6 +350,18 @@ func (w *world) resolve() {
 			w.s.post(func(w *world) { w.resolved(id, size, err) })
 		}()
 	}
+}
+
+// waitNote records why t waits, as its error: a user listing the files
+// of a job that does not move sees the reason, not an empty field. It is
+// written at the end of the turn, and only when it changes (a source down
+// for hours costs one write per file, not one per pass).
+func (w *world) waitNote(t *task, note string) {
+	if t.Error == note {
+		return
+	}
+	t.Error = note
+	w.pw.tasks = append(w.pw.tasks, t)
 }
 
 // needResolve queues t for a stat of its source. The queue spares
@@ -400,6 +418,8 @@ func (w *world) resolved(id int64, size int64, err error) {
 			t.job.Bytes += size
 		}
 		t.Size = size
+		t.Error = "" // a note of the wait, if any
+		t.notBefore = time.Time{}
 		a := w.setState(t, store.StateQueued, fmt.Sprintf("size %d", size), now)
 		t.since = t.Arrival // the stat was part of the wait
 		// Written with the turn's other changes (flush), before the
@@ -416,6 +436,10 @@ func (w *world) resolved(id int64, size int64, err error) {
 		w.drop(t)
 	default:
 		w.s.log.Warn("stat of source failed; will retry", "task", id, "err", err)
+		w.waitNote(t, "stat of the source failed, will retry: "+err.Error())
+		// Not at once: resolve runs again as this returns, and a source
+		// that refuses connections would be asked in a tight loop.
+		t.notBefore = now.Add(5 * time.Second)
 		w.needResolve(t)
 	}
 }

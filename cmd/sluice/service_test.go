@@ -928,6 +928,68 @@ func TestServiceEndpointDown(t *testing.T) {
 	}
 }
 
+// TestServiceSourceDownResolving: files submitted without sizes while
+// their source endpoint is down wait for it, and say so (their error
+// names the endpoint); when it returns they move and the note goes.
+func TestServiceSourceDownResolving(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	var job api.JobIn
+	for i := range 3 {
+		rel := fmt.Sprintf("wait/%d", i)
+		c.file("a1", rel, 1<<20, uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	c.agents["a1"].kill()
+	down := false
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline) && !down; time.Sleep(100 * time.Millisecond) {
+		es, err := c.admin.Endpoints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			down = down || (e.Name == "a1" && !e.Up)
+		}
+	}
+	if !down {
+		t.Fatal("a1 was not marked down")
+	}
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []api.FileOut
+	noted := false
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !noted; time.Sleep(100 * time.Millisecond) {
+		if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		noted = true
+		for _, f := range files {
+			noted = noted && f.State == store.StateResolving && strings.Contains(f.Error, "a1 is down")
+		}
+	}
+	if !noted {
+		t.Fatalf("files waiting for a down source do not say so: %+v", files)
+	}
+	c.agents["a1"].start()
+	j = c.waitJob(c.admin, j.ID, time.Minute)
+	if j.State != store.StateDone {
+		t.Fatalf("job ended %s with %d/3 done", j.State, j.FilesDone)
+	}
+	if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Error != "" {
+			t.Errorf("file %d done with error %q", f.Index, f.Error)
+		}
+	}
+}
+
 // TestServiceSmallFilesBatched: a job of many small files moves in pull
 // batches (several files per request to the destination agent, server
 // batch.go), every file arrives whole and verified, a file whose expected
