@@ -166,7 +166,7 @@ type JobIn struct {
 	Class          string               `json:"class,omitempty" enum:"interactive,batch" doc:"interactive (default) or batch (STEAL's background class)."`
 	Priority       *int                 `json:"priority,omitempty" minimum:"1" maximum:"5"`
 	Label          string               `json:"label,omitempty" maxLength:"256"`
-	Deadline       *time.Time           `json:"deadline,omitempty"`
+	Deadline       *time.Time           `json:"deadline,omitempty" doc:"When the job should be done by (RFC 3339, in the future). Recorded and returned with the job; the scheduler does not order by it: use priority."`
 	VerifyChecksum *bool                `json:"verify_checksum,omitempty" doc:"Verify each file end to end (default true)."`
 	Checksum       string               `json:"checksum_algorithm,omitempty" enum:"adler32,md5,sha256,crc32c,none" doc:"Algorithm used to verify (default adler32)."`
 	Retry          *int                 `json:"retry,omitempty" minimum:"0" maximum:"100" doc:"Transient failures tolerated per file (default 3)."`

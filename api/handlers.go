@@ -40,7 +40,7 @@ func (h *handlers) register(api huma.API) {
 	}, h.getJob)
 	huma.Register(api, huma.Operation{
 		OperationID: "cancel-job", Method: http.MethodDelete, Path: "/v1/jobs/{id}", Tags: []string{"jobs"},
-		Summary: "Cancel a job", Description: "Files not yet done are abandoned and their partial copies removed; files already done stay.", Security: bearer,
+		Summary: "Cancel a job", Description: "Files not yet done are abandoned and their partial copies removed; files already done stay. A file that was already being put in place when the cancel came (verified, renamed) ends done, not canceled, so files_done may still rise by a few after the cancel returns.", Security: bearer,
 	}, h.cancelJob)
 	huma.Register(api, huma.Operation{
 		OperationID: "list-files", Method: http.MethodGet, Path: "/v1/jobs/{id}/files", Tags: []string{"jobs"},

@@ -184,11 +184,14 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 		retry = *spec.Retry
 	}
+	now := time.Now()
+	if !spec.Deadline.IsZero() && !spec.Deadline.After(now) {
+		return bad("deadline %s has already passed", spec.Deadline.UTC().Format(time.RFC3339))
+	}
 	idx, err := s.endpointIndex(ctx)
 	if err != nil {
 		return store.Job{}, false, err
 	}
-	now := time.Now()
 	tasks := make([]store.Task, len(spec.Files))
 	dsts := make(map[string]int, len(spec.Files))
 	for i, f := range spec.Files {
@@ -347,7 +350,10 @@ func (s *Server) Files(ctx context.Context, c Caller, id int64, from, limit int)
 }
 
 // Cancel cancels a job: files not yet done are abandoned and their partial
-// copies removed. Files already done stay.
+// copies removed. Files already done stay. A file whose run was past its
+// last check (verified and being renamed) when the cancel came is in
+// place, and the store records it done: the job's done count may still
+// rise after Cancel returns.
 func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, error) {
 	j, err := s.visible(ctx, c, id)
 	if err != nil {

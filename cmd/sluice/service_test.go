@@ -442,6 +442,7 @@ func testAPIErrors(t *testing.T, db string) {
 		{"replicas on one endpoint", "POST", "/v1/jobs", c.adminTo, `{"files":[{"sources":["sluice://a1/x","sluice://a1/z"],"destinations":["sluice://a2/y"]}]}`, 422},
 		{"source is the destination", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a1/./x"}]}`, 422},
 		{"name too long for a file system", "POST", "/v1/jobs", c.adminTo, `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/` + strings.Repeat("n", 256) + `"}]}`, 422},
+		{"deadline already passed", "POST", "/v1/jobs", c.adminTo, `{"deadline":"2001-01-01T00:00:00Z","files":[{"source":"sluice://a1/x","destination":"sluice://a2/y"}]}`, 422},
 		{"unknown selection", "POST", "/v1/jobs", c.adminTo, `{"selection":"fastest","files":[{"sources":["sluice://a1/x","sluice://a2/x"],"destinations":["sluice://a2/y"]}]}`, 422},
 		{"token lifetime past any clock", "POST", "/v1/tokens", c.adminTo, `{"ttl_seconds":9300000000}`, 422},
 		{"missing job", "GET", "/v1/jobs/999999", c.adminTo, "", 404},
