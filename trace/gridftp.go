@@ -174,6 +174,18 @@ func parseGridFTPLine(line string) (gridftpRecord, lineKind, error) {
 	if rec.start, err = parseGridFTPTime(f["START"]); err != nil {
 		return rec, kindMalformed, fmt.Errorf("START %q: %w", f["START"], err)
 	}
+	// DATE is when the record was written, at the transfer's end, by the
+	// same clock: a START after it is a corrupt record, whose arrival
+	// would be wrong.
+	if d := f["DATE"]; d != "" {
+		date, err := parseGridFTPTime(d)
+		if err != nil {
+			return rec, kindMalformed, fmt.Errorf("DATE %q: %w", d, err)
+		}
+		if rec.start.After(date) {
+			return rec, kindMalformed, fmt.Errorf("START %s is after DATE %s: the transfer would end before it began", f["START"], d)
+		}
+	}
 	if rec.size, err = parseSize(f["NBYTES"]); err != nil {
 		return rec, kindMalformed, fmt.Errorf("NBYTES: %w", err)
 	}

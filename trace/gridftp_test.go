@@ -152,6 +152,8 @@ func TestReadGridFTPLogCases(t *testing.T) {
 		{name: "all malformed names first bad line", in: "\nnot a log\nneither\n", wantErr: "line 2: no NL.EVNT field"},
 		{name: "bad START", in: line("START=20190731073030.000000", "START=2019-07-31"), wantErr: `line 1: START "2019-07-31"`},
 		{name: "bad month", in: line("START=20190731073030.000000", "START=20191331073030.000000"), wantErr: "line 1: START"},
+		{name: "START after DATE", in: line("START=20190731073030.000000", "START=20190731083030.000000"), wantErr: "line 1: START 20190731083030.000000 is after DATE"},
+		{name: "bad DATE", in: line("DATE=20190731073044.992375", "DATE=yesterday"), wantErr: `line 1: DATE "yesterday"`},
 		{name: "negative NBYTES", in: line("NBYTES=100", "NBYTES=-1"), wantErr: "line 1: NBYTES: size \"-1\": negative"},
 		{name: "missing DEST", in: line("DEST=[1.2.3.4] ", ""), wantErr: "line 1: missing DEST"},
 		{name: "unterminated DEST", in: line("DEST=[1.2.3.4]", "DEST=[1.2.3.4"), wantErr: "unterminated"},
