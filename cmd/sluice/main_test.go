@@ -126,6 +126,7 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "steal", "--lambda", ""}, "no value"},
 		{[]string{"sim", "steal", "--lambda", "NaN"}, "not a fraction"},
 		{[]string{"sim", "sweep", "--schedulers", ""}, "no scheduler"},
+		{[]string{"sim", "facility", "--endpoints", "4", "--partners", "8"}, "--partners 8"},
 		{[]string{"trace", "gen", "--minutes", "1e17"}, "more than"},
 		{[]string{"trace", "gen", "--minutes", "0"}, "--minutes"},
 		{[]string{"trace", "gen", "--batch", "-3"}, "--batch"},

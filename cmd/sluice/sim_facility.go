@@ -71,6 +71,12 @@ times faster and delays each transfer by less than one step.`,
 			if spec.Until > spec.Hours {
 				return fmt.Errorf("--until %g is past the end of the %g-hour day", spec.Until, spec.Hours)
 			}
+			// The default is capped to the endpoints there are (a small
+			// facility sends to all the others); a number asked for is
+			// not cut down without a word.
+			if cmd.Flags().Changed("partners") && spec.Partners > spec.Endpoints-1 {
+				return fmt.Errorf("--partners %d: each of the %d endpoints has only %d others", spec.Partners, spec.Endpoints, spec.Endpoints-1)
+			}
 			so := sched.Options{PF: pf, Beta: beta, MaxCC: maxCC}
 			if _, err := sched.New(scheduler, so); err != nil {
 				return fmt.Errorf("--scheduler: %w", err)
