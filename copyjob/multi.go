@@ -88,7 +88,10 @@ type MultiReport struct {
 	// Predicted is the plan's predicted transfer time (the latest link).
 	Predicted float64 `json:"predicted_s"`
 	Checksum  string  `json:"checksum,omitempty"`
-	Note      string  `json:"note,omitempty"`
+	// Replicas is how many replicas the file came from: those named, less
+	// those left out before the copy or dropped during it (Note says why).
+	Replicas int    `json:"replicas"`
+	Note     string `json:"note,omitempty"`
 }
 
 // RunMulti copies one file from its replicas srcs (every endpoint a file;
@@ -224,6 +227,7 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	res, err := engine.Run(ctx, spec)
 	rep.Seconds = time.Since(copyStart).Seconds()
 	rep.Checksum, rep.Note = res.Checksum, joinNote(rep.Note, res.Note)
+	rep.Replicas = res.Sources
 	if errors.Is(err, backend.ErrNoSpace) {
 		// As for one source: a partial copy kept for a resume would only
 		// hold on to the space that ran out.

@@ -71,6 +71,20 @@ func TestRunMultiHistory(t *testing.T) {
 	if share := float64(rep.Links[0].Planned) / float64(len(data)); share < 0.85 || share > 0.95 {
 		t.Errorf("the link predicted nine times as fast got %.0f%% of the file, want about 90%%", 100*share)
 	}
+	if rep.Replicas != 2 {
+		t.Errorf("the report says the file came from %d replicas, want 2", rep.Replicas)
+	}
+	// The best single source plans nothing for the other replica: the
+	// file comes from one.
+	dst2 := t.TempDir()
+	rep, err = RunMulti(context.Background(), srcs, localEP(t, dst2+"/"), MultiOptions{Split: "bos", Monitor: mon, History: fixedHistory{fast, slow}, JournalDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dst2, "f"), data)
+	if rep.Replicas != 1 {
+		t.Errorf("bos: the report says the file came from %d replicas, want 1", rep.Replicas)
+	}
 }
 
 // TestRunMultiOddReplica: with the replica check on, a replica whose
@@ -99,6 +113,9 @@ func TestRunMultiOddReplica(t *testing.T) {
 	sameFile(t, filepath.Join(dst, "f"), data)
 	if !strings.Contains(rep.Note, three[0].URL+" not used") || rep.Links[0].Planned != 0 {
 		t.Errorf("note %q, plan %+v: want the first replica left out", rep.Note, rep.Links)
+	}
+	if rep.Replicas != 2 {
+		t.Errorf("the report says the file came from %d replicas, want the 2 that were used", rep.Replicas)
 	}
 	dst2 := t.TempDir()
 	_, err = RunMulti(ctx, srcs, localEP(t, dst2+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true})

@@ -89,6 +89,23 @@ func (t *Transfer) liveLocked() []int {
 	return out
 }
 
+// usedLocked is the number of replicas the file comes from: still used,
+// and planned a share or delivered bytes (a plan may give one nothing: the
+// best single source).
+func (t *Transfer) usedLocked() int {
+	shared := false // all shares 0 means equal parts
+	for _, s := range t.srcs {
+		shared = shared || s.Share > 0
+	}
+	n := 0
+	for _, s := range t.srcs {
+		if s.dead == nil && (!shared || s.Share > 0 || s.moved > 0 || len(s.wrote) > 0) {
+			n++
+		}
+	}
+	return n
+}
+
 // spreadLocked queues spans (in file order) on the live replicas: each gets
 // one contiguous part in proportion to its share (equal parts if no live
 // replica has a share), cut into pieces of about a quarter of a worker's

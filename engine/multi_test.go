@@ -155,6 +155,9 @@ func TestMultiSourceFaults(t *testing.T) {
 			if !strings.Contains(res.Note, "source r1 dropped") || !strings.Contains(res.Note, tc.note) {
 				t.Errorf("note %q: want r1 dropped (%s)", res.Note, tc.note)
 			}
+			if res.Sources != 2 {
+				t.Errorf("the file came from %d replicas by the result, want the 2 not dropped", res.Sources)
+			}
 		})
 	}
 	// A replica whose file itself differs (same size, a few bytes

@@ -48,6 +48,7 @@ type Result struct {
 	Checksum string  // the verified checksum (hex), "" for "none"
 	Algo     string  // its algorithm
 	Note     string  // see Progress.Note
+	Sources  int     // replicas the file came from: not dropped (see Note), and planned some bytes or sent some; 1 for one source
 }
 
 // Transfer is one running transfer; its methods are safe for concurrent
@@ -290,6 +291,7 @@ func (t *Transfer) run(ctx context.Context) {
 	t.result.Resent = t.result.Bytes - (t.doneN - t.base)
 	t.result.Seconds = time.Since(t.started).Seconds()
 	t.result.Retries = t.retries
+	t.result.Sources = t.usedLocked()
 	if t.steals > 0 {
 		t.notes = append(t.notes, fmt.Sprintf("%d ranges (%d bytes) taken over from slower replicas", t.steals, t.stolen))
 	}

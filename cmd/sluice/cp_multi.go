@@ -75,8 +75,12 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	if f.jsonOut {
 		return printJSON(stdout, rep)
 	}
-	fmt.Fprintf(stderr, "copied %.1f MB from %d replicas in %.1f s (%.1f MB/s; predicted %.1f s; %s split), checksum %s\n",
-		float64(rep.Bytes)/1e6, len(srcs), rep.Seconds, float64(rep.Bytes)/1e6/max(rep.Seconds, 1e-9), rep.Predicted, rep.Split, rep.Checksum)
+	from := fmt.Sprintf("%d replicas", rep.Replicas)
+	if rep.Replicas < len(srcs) {
+		from = fmt.Sprintf("%d of %d replicas", rep.Replicas, len(srcs)) // the note says why
+	}
+	fmt.Fprintf(stderr, "copied %.1f MB from %s in %.1f s (%.1f MB/s; predicted %.1f s; %s split), checksum %s\n",
+		float64(rep.Bytes)/1e6, from, rep.Seconds, float64(rep.Bytes)/1e6/max(rep.Seconds, 1e-9), rep.Predicted, rep.Split, rep.Checksum)
 	if rep.Note != "" {
 		fmt.Fprintf(stderr, "note: %s\n", rep.Note)
 	}
