@@ -180,6 +180,24 @@ func (c *cluster) waitEndpoints(n int) {
 }
 
 // file writes a random file of size bytes under an agent's root.
+// waitDown waits until the server marks the endpoint down: within the
+// heartbeat timeout (3 s here) and a cycle.
+func (c *cluster) waitDown(name string) {
+	c.t.Helper()
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		es, err := c.admin.Endpoints(context.Background())
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, e := range es {
+			if e.Name == name && !e.Up {
+				return
+			}
+		}
+	}
+	c.t.Fatalf("%s was not marked down", name)
+}
+
 func (c *cluster) file(agent, rel string, size int64, seed uint64) string {
 	p := filepath.Join(c.roots[agent], filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -889,22 +907,7 @@ func TestServiceEndpointDown(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	a2 := c.agents["a2"]
 	a2.kill()
-	// Marked down within the heartbeat timeout (3 s here) and a cycle.
-	down := false
-	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline) && !down; time.Sleep(100 * time.Millisecond) {
-		es, err := c.admin.Endpoints(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			if e.Name == "a2" && !e.Up {
-				down = true
-			}
-		}
-	}
-	if !down {
-		t.Fatal("a2 was not marked down")
-	}
+	c.waitDown("a2")
 	// Nothing runs towards it now.
 	time.Sleep(500 * time.Millisecond)
 	files, err := c.admin.AllFiles(ctx, j.ID)
@@ -945,19 +948,7 @@ func TestServiceSourceDownResolving(t *testing.T) {
 		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
 	}
 	c.agents["a1"].kill()
-	down := false
-	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline) && !down; time.Sleep(100 * time.Millisecond) {
-		es, err := c.admin.Endpoints(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range es {
-			down = down || (e.Name == "a1" && !e.Up)
-		}
-	}
-	if !down {
-		t.Fatal("a1 was not marked down")
-	}
+	c.waitDown("a1")
 	j, _, err := c.admin.Submit(ctx, job)
 	if err != nil {
 		t.Fatal(err)
