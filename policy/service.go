@@ -414,7 +414,7 @@ func (s *Service) ShrinkPair(now time.Time, pair Pair, total int, reason string)
 		streams[i] = a.Streams
 	}
 	var changed []Allocation
-	for i, to := range level(streams, total) {
+	for i, to := range Level(streams, total) {
 		if a := ps.allocs[i]; to < a.Streams {
 			s.shrinkLocked(a, to, reason)
 			changed = append(changed, *a)
@@ -423,11 +423,51 @@ func (s *Service) ShrinkPair(now time.Time, pair Pair, total int, reason string)
 	return changed, nil
 }
 
-// level caps streams so that their sum is at most total, cutting the
+// EnforceLimits takes allocations over their pair's current limits down
+// to them: each one above the per-client maximum to it, then each pair's
+// granted total to the pair maximum, leveled as ShrinkPair does. Call it
+// after lowering limits (SetDefaults, SetPairParams): the policies grow
+// allocations only within the limits but never take streams back, so
+// without it a client over a lowered limit keeps its streams for as long
+// as it renews. The clients hear at their next Update (Shrunk, Reason).
+// It returns the allocations it changed, oldest first.
+func (s *Service) EnforceLimits(now time.Time) []Allocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.checkLocked()
+	s.expireLocked(now)
+	changed := map[string]*Allocation{}
+	for pair, ps := range s.byPair {
+		p := s.paramsOrDefaultsLocked(pair)
+		streams := make([]int, len(ps.allocs))
+		for i, a := range ps.allocs {
+			if a.Streams > p.ClientMax {
+				s.shrinkLocked(a, p.ClientMax, fmt.Sprintf("the per-client limit on %s was lowered to %d streams", pair, p.ClientMax))
+				changed[a.ID] = a
+			}
+			streams[i] = a.Streams
+		}
+		for i, to := range Level(streams, p.PairMax) {
+			if a := ps.allocs[i]; to < a.Streams {
+				s.shrinkLocked(a, to, fmt.Sprintf("the limit of %s was lowered to %d streams", pair, p.PairMax))
+				changed[a.ID] = a
+			}
+		}
+	}
+	out := make([]Allocation, 0, len(changed))
+	for _, a := range sortAllocs(slices.Collect(maps.Values(changed))) {
+		out = append(out, *a)
+	}
+	return out
+}
+
+// Level caps streams so that their sum is at most total, cutting the
 // largest first: every value becomes min(v, L) for the largest L that
 // fits, and what is left under total goes back one stream at a time to
-// the capped values, oldest (lowest index) first.
-func level(streams []int, total int) []int {
+// the capped values, oldest (lowest index) first. The service levels
+// allocations with it; a client holding several transfers under one
+// allocation can level their streams the same way.
+func Level(streams []int, total int) []int {
 	sum, top := 0, 0
 	for _, v := range streams {
 		sum += v
@@ -741,9 +781,10 @@ func (s *Service) invariantsLocked() error {
 	n := 0
 	for pair, ps := range s.byPair {
 		params := s.paramsOrDefaultsLocked(pair)
-		sum := 0
+		sum, draining := 0, 0
 		for _, a := range ps.allocs {
 			n++
+			draining += a.Draining
 			if s.allocs[a.ID] != a || a.Pair != pair {
 				return fmt.Errorf("allocation %q indexed under %s, is %v", a.ID, pair, a)
 			}
@@ -758,8 +799,11 @@ func (s *Service) invariantsLocked() error {
 		if sum != ps.used {
 			return fmt.Errorf("pair %s: used %d, allocations hold %d", pair, ps.used, sum)
 		}
-		if ps.used > params.PairMax {
-			return fmt.Errorf("pair %s: used %d > pair max %d", pair, ps.used, params.PairMax)
+		// Streams Draining still run until their clients hear, and after
+		// a lowered limit (EnforceLimits) they may take the pair over
+		// its new maximum until then; what is granted may not.
+		if ps.used-draining > params.PairMax {
+			return fmt.Errorf("pair %s: %d streams granted > pair max %d", pair, ps.used-draining, params.PairMax)
 		}
 	}
 	if n != len(s.allocs) {

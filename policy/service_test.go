@@ -95,6 +95,56 @@ func TestShrinkReportedAtNextUpdate(t *testing.T) {
 	}
 }
 
+// TestEnforceLimits: limits an administrator lowers bind on the
+// allocations already granted: above the per-client maximum an
+// allocation comes down to it, above the pair maximum the pair is leveled
+// from the top; the clients hear at their next update (Shrunk, Reason)
+// and greedy does not give the streams back while the limits stand.
+func TestEnforceLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		lower      func(p Params) Params
+		want       map[string]int
+		reasonWord string
+	}{
+		{"client max", func(p Params) Params { p.ClientMax = 8; return p }, map[string]int{"alice": 8, "bob": 8}, "per-client"},
+		{"pair max", func(p Params) Params { p.PairMax = 24; return p }, map[string]int{"alice": 12, "bob": 12}, "limit of"},
+		{"higher limits", func(p Params) Params { p.PairMax = 200; return p }, map[string]int{"alice": 20, "bob": 21}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestService(t, paper(32, 0), nil)
+			a := mustRequest(t, s, t0, "alice", "vo", 20)
+			b := mustRequest(t, s, t0, "bob", "vo", 21)
+			p, err := s.PairParams(pair)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetPairParams(pair, tc.lower(p)); err != nil {
+				t.Fatal(err)
+			}
+			changed := s.EnforceLimits(t0)
+			if got := streams(s, t0); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("after lowering the limits: %v, want %v", got, tc.want)
+			}
+			if tc.reasonWord == "" {
+				if len(changed) != 0 {
+					t.Errorf("higher limits changed %+v", changed)
+				}
+				return
+			}
+			if len(changed) != 2 {
+				t.Errorf("changed %d allocations, want 2", len(changed))
+			}
+			for _, x := range []Allocation{a, b} {
+				u := mustUpdate(t, s, t0, x, 0)
+				if u.Streams != tc.want[x.Client] || u.Shrunk != x.Streams-tc.want[x.Client] || !strings.Contains(u.Reason, tc.reasonWord) {
+					t.Errorf("%s's update: %d streams, shrunk %d, reason %q; want %d, shrunk %d, a reason naming the %s", x.Client, u.Streams, u.Shrunk, u.Reason, tc.want[x.Client], x.Streams-tc.want[x.Client], tc.reasonWord)
+				}
+			}
+		})
+	}
+}
+
 func TestShrinkPairLevels(t *testing.T) {
 	s := newTestService(t, paper(32, 0), nil)
 	for i, want := range []int{32, 32, 16, 8} {
@@ -137,9 +187,9 @@ func TestLevel(t *testing.T) {
 		{[]int{9, 1, 9}, 5, []int{2, 1, 2}},
 		{nil, 3, []int{}},
 	} {
-		got := level(c.in, c.total)
+		got := Level(c.in, c.total)
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("level(%v, %d) = %v, want %v", c.in, c.total, got, c.want)
+			t.Errorf("Level(%v, %d) = %v, want %v", c.in, c.total, got, c.want)
 		}
 	}
 }

@@ -421,6 +421,14 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	if err := s.st.PutSetting(ctx, policySetting, string(raw)); err != nil {
 		return PolicyConfig{}, err
 	}
+	// Lowered limits bind now: allocations above them shrink, and their
+	// clients (the scheduler's VOs included) hear at the next update.
+	if shrunk := svc.EnforceLimits(time.Now()); len(shrunk) > 0 {
+		s.log.Info("policy change shrank allocations over the new limits", "allocations", len(shrunk))
+		if err := s.persistAllocations(ctx, shrunk, nil); err != nil {
+			s.log.Warn("storing allocations", "err", err)
+		}
+	}
 	s.pol, s.polCfg = svc, cfg
 	return cfg, nil
 }

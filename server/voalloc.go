@@ -1,7 +1,9 @@
 package server
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,36 +24,51 @@ import (
 // store; a failed write is logged, since the lease still holds in memory
 // and the next write (or its expiry) settles the store.
 
+// Each first collects the allocations (anyone's) whose leases ran out,
+// so that the store forgets them with this write: the operation would
+// expire them in memory without saying which, and the store would keep
+// their rows for good.
+
 func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
+	del := expiredIDs(svc, now)
 	pa, err := svc.Request(now, r)
 	done()
+	var put []policy.Allocation
 	if err == nil {
-		w.polStore([]policy.Allocation{pa}, nil)
+		put = append(put, pa)
 	}
+	w.polStore(put, del)
 	return pa, err
 }
 
 func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want int) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
+	del := expiredIDs(svc, now)
 	pa, err := svc.Update(now, id, owner, want)
 	done()
+	var put []policy.Allocation
 	if err == nil {
-		w.polStore([]policy.Allocation{pa}, nil)
+		put = append(put, pa)
 	}
+	w.polStore(put, del)
 	return pa, err
 }
 
 func (w *world) polRelease(now time.Time, id string, owner policy.Caller) {
 	svc, done := w.s.policyService()
-	err := svc.Release(now, id, owner)
-	done()
-	if err == nil {
-		w.polStore(nil, []string{id})
+	del := expiredIDs(svc, now)
+	if svc.Release(now, id, owner) == nil {
+		del = append(del, id)
 	}
+	done()
+	w.polStore(nil, del)
 }
 
 func (w *world) polStore(put []policy.Allocation, del []string) {
+	if len(put) == 0 && len(del) == 0 {
+		return
+	}
 	if err := w.s.persistAllocations(w.ctx, put, del); err != nil {
 		w.s.log.Warn("storing allocations", "err", err)
 	}
@@ -157,6 +174,10 @@ func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
 	if err != nil {
 		w.s.log.Warn("policy update failed; requesting again", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
 		delete(w.vallocs, k)
+		// At once, not at the next start: the VO's running streams
+		// must stay counted (an administrator may have deleted the
+		// allocation to take them back).
+		w.voAlloc(k, now)
 		return
 	}
 	if pa.Shrunk > 0 {
@@ -184,9 +205,72 @@ func (w *world) tendVOAllocs(now time.Time) {
 			delete(w.vallocs, k)
 			continue
 		}
-		if now.Sub(a.renewed) >= w.leaseOf(k.src, k.dst)/3 {
+		svc, done := w.s.policyService()
+		del := expiredIDs(svc, now) // as polUpdate: the store forgets them too
+		pa, err := svc.Get(now, a.id)
+		done()
+		w.polStore(nil, del)
+		switch {
+		case err == nil && pa.Draining > 0:
+			// The service took streams back since the last update (an
+			// administrator lowered a limit): hear it now, not at the
+			// renewal, and trim the runs below.
+			w.updateVOAlloc(k, a, pa.Streams, now)
+		case err != nil || now.Sub(a.renewed) >= w.leaseOf(k.src, k.dst)/3:
+			// A lost allocation (expired; deleted by an administrator)
+			// fails the update and is requested again at once.
 			// Renew without growing: keep what is in use or held.
 			w.updateVOAlloc(k, a, max(a.streams, used[k], 1), now)
+		}
+	}
+	for k, a := range w.vallocs {
+		if used[k] > a.streams {
+			w.trimVO(k, a.streams)
+		}
+	}
+}
+
+// trimVO brings the VO's running transfers on k's pair down to limit
+// streams when the Policy Service shrank its allocation (a lowered limit,
+// another VO's share): the largest runs lose streams first, none goes
+// below one, and if one stream each is still too many the newest runs
+// pause at a checkpoint and queue again (they start when the allocation
+// has room). Adaptive jobs hold their own allocations and adapt to them;
+// their streams count against the limit but are not trimmed here.
+func (w *world) trimVO(k voKey, limit int) {
+	var runs []*task
+	for t := range w.tasks.all() {
+		if t.State != store.StateRunning || keyOf(t) != k {
+			continue
+		}
+		if t.job.Adaptive != "" || t.xfer == nil || t.stop != "" {
+			limit -= t.CC // not ours to trim (yet): counted as it is
+			continue
+		}
+		runs = append(runs, t)
+	}
+	if len(runs) == 0 {
+		return
+	}
+	// Oldest first: the newest lose their run first if it comes to that.
+	slices.SortFunc(runs, func(a, b *task) int { return cmp.Or(a.runStart.Compare(b.runStart), cmp.Compare(a.ID, b.ID)) })
+	keep := max(0, min(len(runs), limit))
+	for _, t := range runs[keep:] {
+		w.s.log.Info("pausing a transfer: its VO's allocation on the pair shrank", "task", t.ID, "pair", k.src+"->"+k.dst, "vo", k.vo, "streams", limit)
+		w.pause(t)
+	}
+	runs = runs[:keep]
+	ccs := make([]int, len(runs))
+	for i, t := range runs {
+		ccs[i] = t.CC
+	}
+	for i, cc := range policy.Level(ccs, max(limit, len(runs))) {
+		if t := runs[i]; cc < t.CC {
+			if err := t.xfer.SetCC(cc); err == nil {
+				w.s.log.Info("lowering a transfer's streams: its VO's allocation on the pair shrank", "task", t.ID, "pair", k.src+"->"+k.dst, "vo", k.vo, "from", t.CC, "to", cc)
+				t.CC = cc
+				w.pw.tasks = append(w.pw.tasks, t) // the files list shows it
+			}
 		}
 	}
 }

@@ -480,6 +480,7 @@ func (w *world) cycle(trig sched.Trigger) {
 				if err := t.xfer.SetCC(cc); err == nil {
 					used[keyOf(t)] += cc - t.CC
 					t.CC = cc
+					w.pw.tasks = append(w.pw.tasks, t) // the files list shows it
 				}
 			}
 		}

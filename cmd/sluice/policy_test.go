@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +216,83 @@ func waitNoAllocs(t *testing.T, c *cluster, prefix string) {
 			t.Fatalf("allocations of %s* still held after their jobs ended: %+v", prefix, as)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestServicePolicyLowered: an administrator lowers a pair's limits while
+// a VO's transfer runs on it with more streams. The allocations over the
+// new limits shrink at once (a client's next update says so), and the
+// running transfer comes down to its VO's allocation within seconds,
+// without waiting for its end or a lease renewal; it still completes.
+func TestServicePolicyLowered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	emu := filepath.Join(c.dir, "slow.json")
+	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 24e6, "conn_bps": 3e6}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addAgent("src", "--emulate", emu)
+	c.waitEndpoints(2)
+	ctx := context.Background()
+	alice := userClient(t, c, "alice", "cms")
+	cfg, err := c.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := server.PolicyParams{Initial: 8, Update: 4, PairMax: 16, ClientMax: 12, LeaseSeconds: 60}
+	cfg.Pairs = []server.PairPolicy{{Source: "src", Destination: "a1", Params: wide}}
+	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	a, err := alice.RequestAllocation(ctx, api.AllocationIn{Source: "src", Destination: "a1", Client: "dtn-x"})
+	if err != nil || a.Streams != 8 {
+		t.Fatalf("alice's allocation: %+v (%v), want 8", a, err)
+	}
+	c.file("src", "in/big.dat", 96<<20, 5) // 4-5 s at 8 streams of 3 MB/s, 11 s at 3
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Streams: 8, Files: []api.FileIn{
+		{Source: "sluice://src/in/big.dat", Destination: "sluice://a1/out/big.dat"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccNow := func() int {
+		fs, err := c.admin.AllFiles(ctx, j.ID)
+		if err != nil || len(fs) != 1 || fs[0].State != store.StateRunning {
+			return -1
+		}
+		return fs[0].CC
+	}
+	for deadline := time.Now().Add(20 * time.Second); ccNow() != 8; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the transfer never ran with its 8 streams (cc %d)", ccNow())
+		}
+	}
+	narrow := wide
+	narrow.PairMax, narrow.ClientMax = 6, 6
+	cfg.Pairs[0].Params = narrow
+	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// 8 + 8 over a pair limit of 6: three each.
+	if u, err := alice.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{Client: "dtn-x"}); err != nil || u.Streams != 3 || u.Shrunk != 5 || u.Reason == "" {
+		t.Errorf("alice's update after the limits came down: %+v (%v), want 3 streams, 5 shrunk, with a reason", u, err)
+	}
+	cc := ccNow()
+	for deadline := time.Now().Add(8 * time.Second); cc > 3 && time.Now().Before(deadline); cc = ccNow() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	switch {
+	case cc == -1:
+		t.Errorf("the transfer ended (or stopped running) before its streams came down to its VO's 3")
+	case cc > 3:
+		t.Errorf("the running transfer has %d streams after its VO's allocation came down to 3", cc)
+	}
+	if j = c.waitJob(c.admin, j.ID, 2*time.Minute); j.State != store.StateDone {
+		t.Fatalf("job ended %s", j.State)
+	}
+	if !sameContent(t, c.path("src", "in/big.dat"), c.path("a1", "out/big.dat")) {
+		t.Error("out/big.dat differs")
 	}
 }

@@ -1236,7 +1236,7 @@ func TestServiceSameDestination(t *testing.T) {
 }
 
 // TestServiceFailedLeavesNoPart: a file that fails for good in the middle
-// of its copy (here: its source is deleted while it moves, at 20 MB/s)
+// of its copy (here: its source is deleted while it moves, at 160 MB/s)
 // leaves no temporary file behind at the destination. Before, the partial
 // file kept its space (of a full disk, say) for good, while a canceled
 // file's was removed.
