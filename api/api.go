@@ -174,7 +174,7 @@ type JobIn struct {
 	Params         *ParamsIn            `json:"params,omitempty" doc:"FTS3 job parameters."`
 	Streams        int                  `json:"streams,omitempty" minimum:"0" maximum:"1024" doc:"Fix each file's concurrency (partial transfers at once); 0: the scheduler chooses."`
 	Adaptive       bool                 `json:"adaptive,omitempty" doc:"Run as an adaptive client of the Policy Service (seed paper 001, Fig. 3): request streams per pair, keep min(c_i, streams/p) files in flight, adapt every d files."`
-	AdaptiveParams *server.AdaptiveSpec `json:"adaptive_params,omitempty" doc:"The adaptive client's parameters (defaults: ci 4, cmax 8, delta 2, d 4, p 4, t 0.1)."`
+	AdaptiveParams *server.AdaptiveSpec `json:"adaptive_params,omitempty" doc:"The adaptive client's parameters (defaults: ci 4, cmax 8, delta 2, d 4, p 4, t 0.1); giving them makes the job adaptive. p above a pair's per-client limit is refused."`
 	Selection      string               `json:"selection,omitempty" enum:"bos,eas,ms,ntss,tcs,tcs-minus,tcs-dynamic," doc:"How a file with several sources is split across them (seed paper 002): bos (best source only), eas (equal parts), ms, ntss, tcs (Tuned Conservative Scheduling, default), tcs-minus, tcs-dynamic (tcs with work stealing)."`
 	Optimization   bool                 `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
 }

@@ -42,13 +42,14 @@ type AllocationOut struct {
 	Want        int       `json:"want,omitempty"`
 	Shrunk      int       `json:"shrunk,omitempty" doc:"Streams the service took back since your last update (run fewer)."`
 	Reason      string    `json:"reason,omitempty" doc:"Why streams were taken back."`
+	MaxStreams  int       `json:"max_streams,omitempty" doc:"The most streams this allocation can hold: the pair's per-client limit now."`
 	Created     time.Time `json:"created"`
 	Expires     time.Time `json:"expires" doc:"The lease ends then unless renewed by an update."`
 }
 
 func allocationOut(a policy.Allocation) AllocationOut {
 	return AllocationOut{ID: a.ID, Source: a.Pair.Src, Destination: a.Pair.Dst, Client: a.Client, VO: a.VO,
-		Streams: a.Streams, Want: a.Want, Shrunk: a.Shrunk, Reason: a.Reason, Created: a.Created, Expires: a.Expires}
+		Streams: a.Streams, Want: a.Want, Shrunk: a.Shrunk, Reason: a.Reason, MaxStreams: a.Max, Created: a.Created, Expires: a.Expires}
 }
 
 type allocationIn struct{ Body AllocationIn }

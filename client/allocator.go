@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/policy"
 )
 
 // Allocator is one allocation of streams on a pair from the server's
@@ -19,8 +22,9 @@ type Allocator struct {
 	src, dst string
 	name     string
 
-	mu sync.Mutex
-	id string
+	mu  sync.Mutex
+	id  string
+	max int // the pair's per-client limit, as last heard (0: not said)
 }
 
 // NewAllocator returns an allocator for transfers from src to dst
@@ -46,9 +50,17 @@ func (a *Allocator) Request(ctx context.Context, want int) (int, time.Time, erro
 		return 0, time.Time{}, err
 	}
 	a.mu.Lock()
-	a.id = out.ID
+	a.id, a.max = out.ID, out.MaxStreams
 	a.mu.Unlock()
 	return out.Streams, out.Expires, nil
+}
+
+// MaxStreams is the most streams the allocation can hold (the pair's
+// per-client limit) as the last answer said; 0 if none said.
+func (a *Allocator) MaxStreams() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.max
 }
 
 // Update renews the allocation and asks for up to want streams in total.
@@ -58,9 +70,18 @@ func (a *Allocator) Update(ctx context.Context, want int) (int, time.Time, error
 		return 0, time.Time{}, errors.New("allocator: update before request")
 	}
 	out, err := a.c.UpdateAllocation(ctx, id, api.AllocationUpdateIn{Streams: want, Client: a.name})
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		// The lease ran out (a long outage), or an administrator
+		// ended it: the caller asks for a new one.
+		return 0, time.Time{}, fmt.Errorf("%w: %w", policy.ErrNotFound, err)
+	}
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	a.mu.Lock()
+	a.max = out.MaxStreams
+	a.mu.Unlock()
 	return out.Streams, out.Expires, nil
 }
 
@@ -74,5 +95,10 @@ func (a *Allocator) Release(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	return a.c.ReleaseAllocation(ctx, id, a.name)
+	err := a.c.ReleaseAllocation(ctx, id, a.name)
+	var e *Error
+	if errors.As(err, &e) && e.Status == http.StatusNotFound {
+		return fmt.Errorf("%w: %w", policy.ErrNotFound, err)
+	}
+	return err
 }

@@ -37,6 +37,10 @@ type AdaptiveOptions struct {
 	// OnChange, if not nil, is called with every point of the
 	// adaptation timeline as it happens.
 	OnChange func(AdaptPoint)
+	// MaxOutage is how long past the end of its lease the client goes on
+	// asking a Policy Service that does not answer before the copy fails
+	// (default DefaultMaxOutage).
+	MaxOutage time.Duration
 }
 
 // AdaptPoint is the adaptive client's state from At (seconds since the
@@ -79,6 +83,9 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	if o.Wait <= 0 {
 		o.Wait = time.Second
 	}
+	if o.MaxOutage <= 0 {
+		o.MaxOutage = DefaultMaxOutage
+	}
 	if alloc == nil {
 		alloc = unlimited{}
 	}
@@ -96,7 +103,9 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	// this client is seen to give them up.
 	end := time.Now()
 	if r.granted {
-		if rerr := r.al.Release(rctx); rerr != nil {
+		// One the service already ended (its lease ran out) holds
+		// nothing to give back.
+		if rerr := r.al.Release(rctx); rerr != nil && !errors.Is(rerr, policy.ErrNotFound) {
 			if err == nil {
 				err = fmt.Errorf("copyjob: releasing the allocation: %w", rerr)
 			}
@@ -119,6 +128,7 @@ type adaptRun struct {
 	streams int // the allocation's, as last heard
 	rate    float64
 	points  []AdaptPoint
+	failing time.Time // when updates began to fail (zero: they answer)
 }
 
 func (r *adaptRun) run(ctx context.Context) error {
@@ -130,6 +140,9 @@ func (r *adaptRun) run(ctx context.Context) error {
 	r.granted = true
 	r.streams = streams
 	r.al.setExpiry(exp)
+	if err := r.checkLimit(); err != nil {
+		return err
+	}
 	c := r.cl.Start(streams)
 	r.point(c)
 	files := slices.Clone(r.d.Files())
@@ -137,20 +150,30 @@ func (r *adaptRun) run(ctx context.Context) error {
 	measured := time.Now() // when that measurement began
 	for len(files) > 0 {
 		if r.cl.Due() {
-			streams, exp, err := r.al.Update(ctx, r.cl.Want())
+			streams, st, err := r.update(ctx)
 			if err != nil {
-				return fmt.Errorf("copyjob: updating the allocation: %w", err)
+				return err
 			}
-			r.streams = streams
-			r.al.setExpiry(exp)
-			el := time.Since(measured).Seconds()
-			r.rate = 0
-			if el > 0 {
-				r.rate = float64(moved) / el
+			switch {
+			case st == answered:
+				if err := r.checkLimit(); err != nil {
+					return err
+				}
+				r.streams = streams
+				el := time.Since(measured).Seconds()
+				r.rate = 0
+				if el > 0 {
+					r.rate = float64(moved) / el
+				}
+				c = r.cl.Adapt(streams, r.rate)
+				moved, measured = 0, time.Now()
+				r.point(c)
+			case st == lost:
+				// No allocation: no streams to run until one is
+				// granted again.
+				r.streams, c = 0, 0
+				r.point(0)
 			}
-			c = r.cl.Adapt(streams, r.rate)
-			moved, measured = 0, time.Now()
-			r.point(c)
 			if c == 0 {
 				// Nothing to move with: ask again after a while
 				// (Due stays true), and measure from the restart.
@@ -176,6 +199,81 @@ func (r *adaptRun) run(ctx context.Context) error {
 		}
 		moved += size
 		r.cl.Completed(len(batch))
+	}
+	return nil
+}
+
+// DefaultMaxOutage is how long past the end of its lease an adaptive
+// client goes on asking a Policy Service that does not answer before it
+// gives up: a server restart takes seconds.
+const DefaultMaxOutage = time.Minute
+
+// updateState is what became of an update (adaptRun.update).
+type updateState int
+
+const (
+	answered updateState = iota // streams is the new grant
+	holding                     // no answer; the streams held are still ours until the lease ends
+	lost                        // no allocation: the lease ended or the service ended it
+)
+
+// update asks for an updated allocation. A Policy Service that does not
+// answer (restarting, a network blip) does not end the copy: the client
+// goes on with the streams it holds while their lease lasts, asking again
+// after each batch. Once the lease is over, or the allocation is gone
+// (policy.ErrNotFound), it requests a new one; the copy fails only when
+// nothing has answered for AdaptiveOptions.MaxOutage past the lease.
+func (r *adaptRun) update(ctx context.Context) (int, updateState, error) {
+	streams, exp, err := r.al.Update(ctx, r.cl.Want())
+	if err == nil {
+		r.failing = time.Time{}
+		r.al.setExpiry(exp)
+		return streams, answered, nil
+	}
+	if ctx.Err() != nil {
+		return 0, lost, ctx.Err()
+	}
+	now := time.Now()
+	if r.failing.IsZero() {
+		r.failing = now
+	}
+	lease := r.al.expiry()
+	if !errors.Is(err, policy.ErrNotFound) && (lease.IsZero() || now.Before(lease)) {
+		return 0, holding, nil
+	}
+	streams, exp, rerr := r.al.Request(ctx, r.cl.Want())
+	if rerr == nil {
+		r.failing = time.Time{}
+		r.al.setExpiry(exp)
+		return streams, answered, nil
+	}
+	if ctx.Err() != nil {
+		return 0, lost, ctx.Err()
+	}
+	since := r.failing
+	if lease.After(since) {
+		since = lease
+	}
+	if now.Sub(since) > r.o.MaxOutage {
+		return 0, lost, fmt.Errorf("copyjob: no allocation from the policy service for %s: %w", now.Sub(since).Round(time.Second), errors.Join(err, rerr))
+	}
+	return 0, lost, nil
+}
+
+// maxStreamer is an Allocator that knows the most streams its allocation
+// can hold (client.Allocator: the pair's per-client limit).
+type maxStreamer interface{ MaxStreams() int }
+
+// checkLimit refuses a p that no allocation on the pair can carry: the
+// client would wait at concurrency 0 for ever, holding what it was
+// granted.
+func (r *adaptRun) checkLimit() error {
+	m, ok := r.al.a.(maxStreamer)
+	if !ok {
+		return nil
+	}
+	if most := m.MaxStreams(); most > 0 && r.o.Params.P > most {
+		return fmt.Errorf("copyjob: %w: %d streams per file, but an allocation on this pair holds at most %d (the policy's per-client limit): use at most %d", policy.ErrInvalid, r.o.Params.P, most, most)
 	}
 	return nil
 }
@@ -229,6 +327,12 @@ func (l *lockedAlloc) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.a.Release(ctx)
+}
+
+func (l *lockedAlloc) expiry() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.expires
 }
 
 func (l *lockedAlloc) setExpiry(t time.Time) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -167,5 +168,118 @@ func TestRunAdaptiveReleasesOnError(t *testing.T) {
 	}
 	if _, _, err := RunAdaptive(context.Background(), d, nil, AdaptiveOptions{Params: policy.AdaptiveParams{P: 0}}, nil); !errors.Is(err, policy.ErrInvalid) {
 		t.Errorf("bad parameters: %v, want ErrInvalid", err)
+	}
+}
+
+// flakyAlloc is a svcAlloc whose service can stop answering (the next
+// fail updates and requests fail, as a restarting server's do) and that
+// says the pair's per-client limit, as client.Allocator does.
+type flakyAlloc struct {
+	svcAlloc
+	fail     int // calls to fail from now on; < 0: all
+	requests int
+}
+
+var errRefused = errors.New("connection refused")
+
+func (a *flakyAlloc) down() bool {
+	if a.fail == 0 {
+		return false
+	}
+	a.fail--
+	return true
+}
+
+func (a *flakyAlloc) Request(ctx context.Context, want int) (int, time.Time, error) {
+	a.requests++
+	if a.requests > 1 && a.down() {
+		return 0, time.Time{}, errRefused
+	}
+	return a.svcAlloc.Request(ctx, want)
+}
+
+func (a *flakyAlloc) Update(ctx context.Context, want int) (int, time.Time, error) {
+	if a.down() {
+		return 0, time.Time{}, errRefused
+	}
+	return a.svcAlloc.Update(ctx, want)
+}
+
+func (a *flakyAlloc) MaxStreams() int {
+	p, _ := a.svc.PairParams(a.pair)
+	return p.ClientMax
+}
+
+// TestRunAdaptiveOutages: the adaptive client rides out a Policy Service
+// that stops answering for a while, asks for a new allocation when its
+// own is gone, fails with a clear error when nothing answers long past
+// its lease, and refuses at once a p that no allocation on the pair can
+// carry (before, it waited at concurrency 0 for ever, holding streams).
+func TestRunAdaptiveOutages(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	params := policy.AdaptiveParams{Ci: 1, Cmax: 2, Delta: 1, D: 1, P: 2, T: 0.1, Relative: true}
+	for _, tc := range []struct {
+		name      string
+		lease     time.Duration
+		clientMax int
+		p         int
+		fail      int
+		forget    bool // the service ends the allocation after the first file
+		wantErr   string
+		requests  int
+	}{
+		{name: "updates fail for a while", lease: time.Minute, fail: 3, requests: 1},
+		{name: "allocation gone", lease: time.Minute, forget: true, requests: 2},
+		{name: "lease over, service back", lease: time.Millisecond, fail: 2, requests: 2},
+		{name: "nothing answers", lease: time.Millisecond, fail: -1, wantErr: "no allocation from the policy service"},
+		{name: "p above the client limit", lease: time.Minute, clientMax: 3, p: 4, wantErr: "holds at most 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := policy.DefaultParams()
+			pp.Lease = tc.lease
+			if tc.clientMax > 0 {
+				pp.ClientMax = tc.clientMax
+			}
+			svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{pair: pp}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			tree(t, srcDir, 1000, 2000, 3000, 4000, 5000)
+			d := prepare(t, localEP(t, srcDir+"/tree"), localEP(t, dstDir+"/"), opts(t))
+			prm := params
+			if tc.p > 0 {
+				prm.P = tc.p
+			}
+			al := &flakyAlloc{svcAlloc: svcAlloc{svc: svc, pair: pair, name: "me"}, fail: tc.fail}
+			o := AdaptiveOptions{Params: prm, Wait: 20 * time.Millisecond, MaxOutage: 300 * time.Millisecond}
+			if tc.forget {
+				var once sync.Once
+				o.OnChange = func(AdaptPoint) {
+					if d.Summary().Files >= 1 {
+						once.Do(func() { svc.Release(time.Now(), al.id, policy.Caller{Client: "me"}) })
+					}
+				}
+			}
+			_, _, err = RunAdaptive(context.Background(), d, al, o, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				if len(svc.List(time.Now(), policy.Filter{})) != 0 {
+					t.Error("the failed copy kept its allocation")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := d.Summary(); s.Files != 5 {
+				t.Errorf("copied %d files of 5", s.Files)
+			}
+			if al.requests < tc.requests {
+				t.Errorf("%d requests for an allocation, want at least %d", al.requests, tc.requests)
+			}
+		})
 	}
 }

@@ -234,7 +234,9 @@ func (s *Service) Request(now time.Time, r Request) (Allocation, error) {
 		Expires: now.Add(params.Lease),
 	}
 	s.insertLocked(a)
-	return *a, nil
+	out := *a
+	out.Max = params.ClientMax
+	return out, nil
 }
 
 // Update is the paper's PROVISION on an existing allocation: the policy
@@ -305,7 +307,7 @@ func (s *Service) Update(now time.Time, id string, c Caller, want int) (Allocati
 	s.noteExpiryLocked(a.Expires)
 
 	out := *a
-	out.Shrunk, out.Reason = shrunk, reason
+	out.Shrunk, out.Reason, out.Max = shrunk, reason, params.ClientMax
 	return out, nil
 }
 
@@ -335,7 +337,9 @@ func (s *Service) Get(now time.Time, id string) (Allocation, error) {
 	if !ok {
 		return Allocation{}, fmt.Errorf("policy: allocation %q: %w (released or lease expired)", id, ErrNotFound)
 	}
-	return *a, nil
+	out := *a
+	out.Max = s.paramsOrDefaultsLocked(a.Pair).ClientMax
+	return out, nil
 }
 
 // Filter selects allocations in List; a zero field matches all.
@@ -353,7 +357,9 @@ func (s *Service) List(now time.Time, f Filter) []Allocation {
 	var out []Allocation
 	for _, a := range s.sortedLocked() {
 		if (f.Pair == Pair{} || f.Pair == a.Pair) && (f.Client == "" || f.Client == a.Client) && (f.VO == "" || f.VO == a.VO) {
-			out = append(out, *a)
+			x := *a
+			x.Max = s.paramsOrDefaultsLocked(a.Pair).ClientMax
+			out = append(out, x)
 		}
 	}
 	return out

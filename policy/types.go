@@ -140,6 +140,11 @@ type Allocation struct {
 	// service took away since the client's previous Request or Update,
 	// against its wish (a smaller Want is not a shrink).
 	Shrunk int
+	// Max, in the answers to Request, Update, Get and List, is the most
+	// streams the allocation may hold: its pair's per-client limit now.
+	// A client whose unit of work needs more (an adaptive client's p)
+	// can tell that waiting will not help.
+	Max int
 	// Created is when the allocation was granted; Expires is when its
 	// lease runs out unless renewed by Update.
 	Created, Expires time.Time

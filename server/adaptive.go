@@ -80,6 +80,26 @@ func adaptiveJSON(a *AdaptiveSpec) (string, error) {
 	return string(b), err
 }
 
+// adaptiveFits refuses an adaptive job whose p (streams per file) is
+// above a pair's per-client limit: no allocation on that pair could carry
+// one file, and its files would wait for ever, holding what was granted.
+func (s *Server) adaptiveFits(p int, tasks []store.Task) error {
+	svc, done := s.policyService()
+	defer done()
+	seen := map[policy.Pair]bool{}
+	for _, t := range tasks {
+		pair := policy.Pair{Src: t.SrcEndpoint, Dst: t.DstEndpoint}
+		if seen[pair] {
+			continue
+		}
+		seen[pair] = true
+		if prm, err := svc.PairParams(pair); err == nil && p > prm.ClientMax {
+			return fmt.Errorf("%w: adaptive p %d: an allocation on %s holds at most %d streams (the policy's per-client limit), so no file could start: use p <= %d", ErrInvalid, p, pair, prm.ClientMax, prm.ClientMax)
+		}
+	}
+	return nil
+}
+
 // adaptKey is one adaptive job's traffic on one pair.
 type adaptKey struct {
 	job      int64

@@ -252,6 +252,11 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 			Batch: class == store.ClassBatch, State: state, Arrival: now,
 		}
 	}
+	if spec.Adaptive != nil {
+		if err := s.adaptiveFits(spec.Adaptive.withDefaults().P, tasks); err != nil {
+			return store.Job{}, false, err
+		}
+	}
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,

@@ -163,6 +163,9 @@ func testPolicy(t *testing.T, db string) {
 		{Files: ajob.Files[:1], Adaptive: true, Streams: 2},
 		{Files: ajob.Files[:1], AdaptiveParams: &server.AdaptiveSpec{P: -1}},
 		{Files: ajob.Files[:1], AdaptiveParams: &server.AdaptiveSpec{Ci: 9, Cmax: 3}},
+		// More streams per file than an allocation on a1->a2 can hold
+		// (32): its files would wait for ever.
+		{Files: ajob.Files[:1], AdaptiveParams: &server.AdaptiveSpec{P: 40}},
 	} {
 		if _, _, err := alice.Submit(ctx, bad); status(err) != 422 {
 			t.Errorf("bad adaptive job %+v: %v, want 422", bad.AdaptiveParams, err)
