@@ -113,12 +113,18 @@ func (s *Server) loadPolicy(ctx context.Context) error {
 			return fmt.Errorf("server: stored policy configuration: %w", err)
 		}
 	}
+	// --policy, when given, decides the policy at every start (and
+	// SetPolicy keeps to it); without it the stored configuration does,
+	// as an administrator last set it through the API.
 	var star policy.Policy
-	if s.cfg.Policy != "" && s.cfg.Policy != "greedy" {
+	if s.cfg.Policy != "" {
 		if star, err = policy.Load(s.cfg.Policy, policy.StarlarkOptions{}); err != nil {
 			return fmt.Errorf("server: --policy: %w", err)
 		}
 		if _, ok := star.(*policy.Starlark); !ok {
+			if cfg.Policy != s.cfg.Policy && cfg.Policy != "" {
+				s.log.Warn("--policy overrides the policy stored through the API", "policy", s.cfg.Policy, "stored", cfg.Policy)
+			}
 			cfg.Policy, star = s.cfg.Policy, nil
 		}
 	}
@@ -404,6 +410,10 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	defer s.polMu.Unlock()
 	if s.polStar != nil && cfg.Policy != "" && cfg.Policy != s.cfg.Policy {
 		return PolicyConfig{}, fmt.Errorf("%w: the server runs the Starlark policy %s (--policy); change it there", ErrInvalid, s.cfg.Policy)
+	}
+	if s.polStar == nil && s.cfg.Policy != "" && cfg.Policy != "" && cfg.Policy != s.cfg.Policy {
+		// The flag would undo the change at the next start.
+		return PolicyConfig{}, fmt.Errorf("%w: the server was started with --policy %s, which decides the policy at every start: change it there, or start without --policy to set it here", ErrInvalid, s.cfg.Policy)
 	}
 	// A new service with the new rules and the current allocations:
 	// checked in full before anything changes.

@@ -299,3 +299,32 @@ func TestServicePolicyLowered(t *testing.T) {
 		t.Error("out/big.dat differs")
 	}
 }
+
+// TestServicePolicyFlag: a server started with --policy keeps to it: an
+// administrator may change the limits through the API but not the policy,
+// which the flag would undo at the next start.
+func TestServicePolicyFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 0, "--policy", "weighted-shares")
+	ctx := context.Background()
+	cfg, err := c.admin.Policy(ctx)
+	if err != nil || cfg.Policy != "weighted-shares" {
+		t.Fatalf("policy %+v (%v), want weighted-shares from --policy", cfg, err)
+	}
+	other := cfg
+	other.Policy = "greedy"
+	if _, err := c.admin.SetPolicy(ctx, other); status(err) != 422 || !strings.Contains(err.Error(), "--policy") {
+		t.Errorf("changing the policy the flag sets: %v, want 422 naming --policy", err)
+	}
+	cfg.Defaults.PairMax = 64
+	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
+		t.Errorf("changing the limits: %v", err)
+	}
+	c.server.restart()
+	waitListening(t, c.addr, c.server)
+	if got, err := c.admin.Policy(ctx); err != nil || got.Policy != "weighted-shares" || got.Defaults.PairMax != 64 {
+		t.Errorf("after a restart: %+v (%v), want weighted-shares with the pair max set through the API", got, err)
+	}
+}
