@@ -170,7 +170,7 @@ func clientOf(c Caller, client string) policy.Caller {
 }
 
 // policyErr maps the policy package's errors to the server's.
-func policyErr(err error) error {
+func (s *Server) policyErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -182,6 +182,12 @@ func policyErr(err error) error {
 		return fmt.Errorf("%w: no such allocation", ErrNotFound)
 	case errors.Is(err, policy.ErrInvalid):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case errors.Is(err, policy.ErrPolicy):
+		// The operator's policy is broken: the caller can do nothing
+		// about it, and its details (a file path, a stack) are the
+		// operator's.
+		s.log.Error("the policy failed", "err", err)
+		return errors.New("the Policy Service's policy failed; the server log says why")
 	}
 	return err
 }
@@ -238,7 +244,7 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	a, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: idx[r.Source].Name, Dst: idx[r.Destination].Name},
 		Client: cl.Client, VO: cl.VO, Want: r.Want})
 	if err != nil {
-		return policy.Allocation{}, policyErr(err)
+		return policy.Allocation{}, s.policyErr(err)
 	}
 	if err := s.persistAllocations(ctx, []policy.Allocation{a}, del); err != nil {
 		// Not durable: take it back rather than grant a lease a
@@ -260,7 +266,7 @@ func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client stri
 	a, err := svc.Update(now, id, s.ownerFor(svc, now, c, id, client), want)
 	if err != nil {
 		_ = s.persistAllocations(ctx, nil, del)
-		return policy.Allocation{}, policyErr(err)
+		return policy.Allocation{}, s.policyErr(err)
 	}
 	return a, s.persistAllocations(ctx, []policy.Allocation{a}, del)
 }
@@ -273,7 +279,7 @@ func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client str
 	del := expiredIDs(svc, now)
 	if err := svc.Release(now, id, s.ownerFor(svc, now, c, id, client)); err != nil {
 		_ = s.persistAllocations(ctx, nil, del)
-		return policyErr(err)
+		return s.policyErr(err)
 	}
 	return s.persistAllocations(ctx, nil, append(del, id))
 }
@@ -301,7 +307,7 @@ func (s *Server) Allocation(ctx context.Context, c Caller, id string) (policy.Al
 	defer done()
 	a, err := svc.Get(time.Now(), id)
 	if err != nil {
-		return a, policyErr(err)
+		return a, s.policyErr(err)
 	}
 	if !c.User.Admin && !ownedBy(a, c) {
 		return policy.Allocation{}, fmt.Errorf("%w: allocation %q", ErrNotFound, id)

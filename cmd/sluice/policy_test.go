@@ -328,3 +328,27 @@ func TestServicePolicyFlag(t *testing.T) {
 		t.Errorf("after a restart: %+v (%v), want weighted-shares with the pair max set through the API", got, err)
 	}
 }
+
+// TestServicePolicyBroken: when the operator's Starlark policy fails, a
+// user's request gets a server error that does not show the policy's
+// file or code; the server log has the details.
+func TestServicePolicyBroken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	star := filepath.Join(dir, "secret-policy.star")
+	src := "def add(request):\n    fail(\"boom\")\n\ndef update(allocation, request):\n    return 0\n\ndef remove(allocation):\n    pass\n"
+	if err := os.WriteFile(star, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, 2, "--policy", "starlark:"+star)
+	alice := userClient(t, c, "alice", "cms")
+	_, err := alice.RequestAllocation(context.Background(), api.AllocationIn{Source: "a1", Destination: "a2"})
+	if status(err) != http.StatusInternalServerError || strings.Contains(err.Error(), "secret-policy") || strings.Contains(err.Error(), "boom") {
+		t.Errorf("request under a failing policy: %v, want a 500 that does not show the policy", err)
+	}
+	if !strings.Contains(c.server.output(), "boom") {
+		t.Error("the server log does not say why the policy failed")
+	}
+}
