@@ -333,7 +333,7 @@ func (w *world) resolve() {
 			continue
 		}
 		if !w.up(t.SrcEndpoint) {
-			w.waitNote(t, fmt.Sprintf("waiting: source endpoint %s is down; its size is not known yet", t.SrcEndpoint))
+			w.waitNote(t, fmt.Sprintf("%ssource endpoint %s is down; its size is not known yet", waitPrefix, t.SrcEndpoint))
 			w.needResolve(t)
 			continue
 		}
@@ -351,6 +351,9 @@ func (w *world) resolve() {
 		}()
 	}
 }
+
+// waitPrefix begins the notes of waitNote, which a start clears.
+const waitPrefix = "waiting: "
 
 // waitNote records why t waits, as its error: a user listing the files
 // of a job that does not move sees the reason, not an empty field. It is

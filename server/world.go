@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
@@ -450,7 +451,9 @@ func (w *world) cycle(trig sched.Trigger) {
 					inFlight[k]++
 					cc = st.cl.Params().P
 				} else if cc = w.admitStreams(t, cc, used, now); cc == 0 {
-					continue // its VO has no streams left on the pair
+					// Its VO has no streams left on the pair.
+					w.waitNote(t, fmt.Sprintf("%sthe Policy Service gives VO %s no more streams on %s->%s now", waitPrefix, t.job.VO, t.SrcEndpoint, t.DstEndpoint))
+					continue
 				}
 				used[keyOf(t)] += cc
 				audit = append(audit, w.start(t, cc, now))
@@ -635,6 +638,9 @@ func (w *world) actor() string { return "scheduler@" + w.s.cfg.ServerID }
 func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	a := w.setState(t, store.StateRunning, fmt.Sprintf("cc=%d", cc), now)
 	t.CC, t.pending, t.stop, t.preemptFor = cc, true, "", 0
+	if strings.HasPrefix(t.Error, waitPrefix) {
+		t.Error = "" // the wait it noted is over
+	}
 	t.batched = false
 	t.run++
 	t.runStart, t.runDone, t.rate = now, t.Done, 0

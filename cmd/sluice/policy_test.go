@@ -292,11 +292,34 @@ func TestServicePolicyLowered(t *testing.T) {
 	case cc > 3:
 		t.Errorf("the running transfer has %d streams after its VO's allocation came down to 3", cc)
 	}
+	// Another file of the VO waits for the first's streams, and says so.
+	c.file("src", "in/small.dat", 1<<20, 6)
+	j2, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
+		{Source: "sluice://src/in/small.dat", Destination: "sluice://a1/out/small.dat"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var note string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && note == ""; time.Sleep(100 * time.Millisecond) {
+		if fs, err := c.admin.AllFiles(ctx, j2.ID); err == nil && len(fs) == 1 && fs[0].State == store.StateQueued {
+			note = fs[0].Error
+		}
+	}
+	if !strings.Contains(note, "Policy Service") {
+		t.Errorf("a file held back by its VO's allocation says %q", note)
+	}
 	if j = c.waitJob(c.admin, j.ID, 2*time.Minute); j.State != store.StateDone {
 		t.Fatalf("job ended %s", j.State)
 	}
 	if !sameContent(t, c.path("src", "in/big.dat"), c.path("a1", "out/big.dat")) {
 		t.Error("out/big.dat differs")
+	}
+	if j2 = c.waitJob(c.admin, j2.ID, time.Minute); j2.State != store.StateDone {
+		t.Fatalf("the second job ended %s", j2.State)
+	}
+	if fs, err := c.admin.AllFiles(ctx, j2.ID); err != nil || fs[0].Error != "" {
+		t.Errorf("the second file, done, still says %q (%v)", fs[0].Error, err)
 	}
 }
 
