@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,22 @@ type PairPolicy struct {
 	Destination string             `json:"destination"`
 	Params      PolicyParams       `json:"params"`
 	Weights     map[string]float64 `json:"weights,omitempty"`
+}
+
+// maxLeaseSeconds bounds a lease: far beyond any sensible one, and well
+// inside what a time.Duration holds.
+const maxLeaseSeconds = 366 * 24 * 3600
+
+// checkParams is Params.Validate with the API's names, and what the
+// service would otherwise clamp without a word.
+func checkParams(p PolicyParams) error {
+	switch {
+	case !(p.LeaseSeconds > 0 && p.LeaseSeconds <= maxLeaseSeconds):
+		return fmt.Errorf("lease_seconds %v: want a positive number of seconds, at most %d (a year)", p.LeaseSeconds, maxLeaseSeconds)
+	case p.Initial > p.ClientMax:
+		return fmt.Errorf("initial %d is above client_max %d: no allocation may hold it", p.Initial, p.ClientMax)
+	}
+	return toParams(p).Validate()
 }
 
 func toParams(p PolicyParams) policy.Params {
@@ -401,16 +418,26 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	if !c.User.Admin {
 		return PolicyConfig{}, fmt.Errorf("%w: only admins change the policy", ErrForbidden)
 	}
-	if err := toParams(cfg.Defaults).Validate(); err != nil {
+	if err := checkParams(cfg.Defaults); err != nil {
 		return PolicyConfig{}, fmt.Errorf("%w: defaults: %w", ErrInvalid, err)
 	}
+	weights := len(cfg.Weights) > 0
+	seen := map[[2]string]bool{}
 	for _, p := range cfg.Pairs {
 		if p.Source == "" || p.Destination == "" {
 			return PolicyConfig{}, fmt.Errorf("%w: a pair needs a source and a destination", ErrInvalid)
 		}
-		if err := toParams(p.Params).Validate(); err != nil {
+		if seen[[2]string{p.Source, p.Destination}] {
+			return PolicyConfig{}, fmt.Errorf("%w: pair %s->%s is listed twice", ErrInvalid, p.Source, p.Destination)
+		}
+		seen[[2]string{p.Source, p.Destination}] = true
+		if err := checkParams(p.Params); err != nil {
 			return PolicyConfig{}, fmt.Errorf("%w: pair %s->%s: %w", ErrInvalid, p.Source, p.Destination, err)
 		}
+		weights = weights || len(p.Weights) > 0
+	}
+	if name := cmp.Or(cfg.Policy, s.cfg.Policy, "greedy"); weights && name == "greedy" {
+		return PolicyConfig{}, fmt.Errorf("%w: VO weights apply to the weighted-shares policy; greedy ignores them", ErrInvalid)
 	}
 	s.polMu.Lock()
 	defer s.polMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,10 +87,22 @@ func testPolicy(t *testing.T, db string) {
 	if _, err := alice.SetPolicy(ctx, cfg); status(err) != http.StatusForbidden {
 		t.Errorf("alice sets the policy: %v, want 403", err)
 	}
-	bad := cfg
-	bad.Defaults.LeaseSeconds = 0
-	if _, err := c.admin.SetPolicy(ctx, bad); status(err) != 422 {
-		t.Errorf("zero lease: %v, want 422", err)
+	for _, tt := range []struct {
+		name   string
+		break_ func(*server.PolicyConfig)
+	}{
+		{"zero lease", func(p *server.PolicyConfig) { p.Defaults.LeaseSeconds = 0 }},
+		{"lease past any clock", func(p *server.PolicyConfig) { p.Defaults.LeaseSeconds = 1e300 }},
+		{"initial above client max", func(p *server.PolicyConfig) { p.Defaults.Initial = p.Defaults.ClientMax + 1 }},
+		{"pair twice", func(p *server.PolicyConfig) { p.Pairs = append(p.Pairs, p.Pairs[0]) }},
+		{"weights under greedy", func(p *server.PolicyConfig) { p.Weights = map[string]float64{"cms": 2} }},
+	} {
+		bad := cfg
+		bad.Pairs = slices.Clone(cfg.Pairs)
+		tt.break_(&bad)
+		if _, err := c.admin.SetPolicy(ctx, bad); status(err) != 422 {
+			t.Errorf("%s: %v, want 422", tt.name, err)
+		}
 	}
 	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -273,7 +286,7 @@ func TestServicePolicyLowered(t *testing.T) {
 		}
 	}
 	narrow := wide
-	narrow.PairMax, narrow.ClientMax = 6, 6
+	narrow.Initial, narrow.PairMax, narrow.ClientMax = 3, 6, 6
 	cfg.Pairs[0].Params = narrow
 	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -371,7 +384,13 @@ func TestServicePolicyBroken(t *testing.T) {
 	if status(err) != http.StatusInternalServerError || strings.Contains(err.Error(), "secret-policy") || strings.Contains(err.Error(), "boom") {
 		t.Errorf("request under a failing policy: %v, want a 500 that does not show the policy", err)
 	}
-	if !strings.Contains(c.server.output(), "boom") {
+	// The process's output reaches the test through a pipe: give it a
+	// moment.
+	logged := false
+	for deadline := time.Now().Add(3 * time.Second); !logged && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		logged = strings.Contains(c.server.output(), "boom")
+	}
+	if !logged {
 		t.Error("the server log does not say why the policy failed")
 	}
 }
