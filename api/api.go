@@ -130,6 +130,8 @@ func problem(err error) error {
 		return huma.Error422UnprocessableEntity(err.Error())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return huma.Error503ServiceUnavailable("request interrupted: " + err.Error())
+	case errors.Is(err, server.ErrUnavailable):
+		return huma.Error503ServiceUnavailable(err.Error())
 	}
 	return huma.Error500InternalServerError(err.Error())
 }

@@ -168,9 +168,13 @@ func (s *Service) SetWeights(pair Pair, weights map[string]float64) error {
 			return fmt.Errorf("policy: weights: %w", err)
 		}
 	}
+	where := "default weights"
+	if pair != (Pair{}) {
+		where = "weights of pair " + pair.String()
+	}
 	for vo, w := range weights {
 		if err := validWeight(vo, w); err != nil {
-			return fmt.Errorf("policy: pair %s: %w", pair, err)
+			return fmt.Errorf("policy: %s: %w", where, err)
 		}
 	}
 	w := maps.Clone(weights)

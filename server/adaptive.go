@@ -74,7 +74,7 @@ func adaptiveJSON(a *AdaptiveSpec) (string, error) {
 	}
 	full := a.withDefaults()
 	if err := full.params().Validate(); err != nil {
-		return "", fmt.Errorf("%w: adaptive: %w", ErrInvalid, err)
+		return "", fmt.Errorf("%w: %w", ErrInvalid, err) // it says "adaptive: ..."
 	}
 	b, err := json.Marshal(full)
 	return string(b), err

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/store"
@@ -275,7 +276,10 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	dir := path.Dir(dstPath)
+	dir, err := s.existingDir(ctx, dst, path.Dir(dstPath), sub, exp)
+	if err != nil {
+		return store.Optimization{}, err
+	}
 	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
@@ -289,6 +293,9 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 		return store.Optimization{}, err
 	}
 	fi, err := sb.Stat(ctx, srcPath)
+	if err != nil && !backend.Permanent(err) {
+		return store.Optimization{}, fmt.Errorf("%w: source %s did not answer: %w", ErrUnavailable, src.Name, err)
+	}
 	if err != nil {
 		return store.Optimization{}, fmt.Errorf("%w: source to sample: %w", ErrInvalid, err)
 	}
@@ -316,6 +323,9 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 		}
 		sec, err := sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
 		moved += n
+		if err != nil && !backend.Permanent(err) {
+			return store.Optimization{}, fmt.Errorf("%w: sampling %s -> %s with %d streams: %w", ErrUnavailable, src.Name, dst.Name, streams, err)
+		}
 		if err != nil {
 			return store.Optimization{}, fmt.Errorf("sampling %s -> %s with %d streams: %w", src.Name, dst.Name, streams, err)
 		}
@@ -343,6 +353,37 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: th,
 		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
 	}, nil
+}
+
+// existingDir is the deepest directory of dir's path that exists at the
+// endpoint: the samples are written there, on the file system the
+// transfer will write to, without making directories that the sampling
+// would leave behind (an estimate changes nothing at the destination).
+func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub string, exp int64) (string, error) {
+	tok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: "/", Aud: e.Name, Exp: exp})
+	if err != nil {
+		return "", err
+	}
+	b, err := sluice.New(e.URL, tok, s.client)
+	if err != nil {
+		return "", err
+	}
+	for {
+		fi, err := b.Stat(ctx, dir)
+		switch {
+		case err == nil && fi.IsDir:
+			return dir, nil
+		case err == nil:
+			return "", fmt.Errorf("%w: destination %s: %s is a file, not a directory", ErrInvalid, e.Name, dir)
+		case !errors.Is(err, backend.ErrNotFound) && !backend.Permanent(err):
+			return "", fmt.Errorf("%w: destination %s did not answer: %w", ErrUnavailable, e.Name, err)
+		case !errors.Is(err, backend.ErrNotFound):
+			return "", fmt.Errorf("destination %s: %w", e.Name, err)
+		case dir == "/" || dir == "." || dir == "":
+			return "/", nil
+		}
+		dir = path.Dir(dir)
+	}
 }
 
 // sampleOnce moves the first n bytes of srcPath into tmp at the

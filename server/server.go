@@ -68,6 +68,9 @@ var (
 	ErrForbidden    = errors.New("forbidden")
 	ErrNotFound     = errors.New("not found")
 	ErrInvalid      = errors.New("invalid request")
+	// ErrUnavailable: an endpoint the request needs did not answer
+	// (down, restarting, unreachable); the same request may work later.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // DefaultScheduler is the live service's scheduler unless configured

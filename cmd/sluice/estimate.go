@@ -173,8 +173,11 @@ func parseSize(flag, s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: want a size such as 5G, 20MB or 1048576", flag, s)
 	}
-	if n == 0 || n > 1<<62 {
+	switch {
+	case n == 0:
 		return 0, fmt.Errorf("%s %q: must be positive", flag, s)
+	case n > 1<<62:
+		return 0, fmt.Errorf("%s %q: too large (at most 4 EiB)", flag, s)
 	}
 	return int64(n), nil
 }

@@ -64,8 +64,17 @@ func TestServiceEstimate(t *testing.T) {
 	if e.FromHistory || e.Cost <= 0 || e.CostBytes != int64(len(e.Samples))*(4<<20) {
 		t.Errorf("cost %.2f s %d B from_history %v: want what the %d samples moved", e.Cost, e.CostBytes, e.FromHistory, len(e.Samples))
 	}
-	if left, _ := filepath.Glob(filepath.Join(c.roots["a1"], "in", ".sluice-sample-*")); len(left) > 0 {
+	// The samples leave nothing behind: no file, and no directory of
+	// the destination's path ("in" did not exist; they went to its
+	// deepest existing ancestor, here the root).
+	if left, _ := filepath.Glob(filepath.Join(c.roots["a1"], "*", ".sluice-sample-*")); len(left) > 0 {
 		t.Errorf("sample files left: %v", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.roots["a1"], ".sluice-sample-*")); len(left) > 0 {
+		t.Errorf("sample files left: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(c.roots["a1"], "in")); !os.IsNotExist(err) {
+		t.Errorf("the estimate made the destination's directory (stat: %v)", err)
 	}
 
 	// From history: no sampling, same answer, the new size's time.
