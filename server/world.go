@@ -1088,10 +1088,17 @@ func (w *world) heartbeats(now time.Time) {
 	}
 	w.s.mu.Unlock()
 	for name, b := range beats {
-		if w.eps[name] == nil {
-			w.eps[name] = &endpoint{}
+		e := w.eps[name]
+		if e == nil {
+			w.eps[name] = &endpoint{Endpoint: b.ep}
+			continue
 		}
-		w.eps[name].Endpoint = b.ep
+		// The registration's copy says Up: keep the loop's own view,
+		// which the loop below changes (and logs, and stores) only
+		// when it changes.
+		up := e.Up
+		e.Endpoint = b.ep
+		e.Up = up
 	}
 	for name, e := range w.eps {
 		// An endpoint not heard from since this server started gets

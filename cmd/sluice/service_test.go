@@ -924,6 +924,16 @@ func TestServiceEndpointDown(t *testing.T) {
 	if j.State != store.StateDone || j.FilesDone != 24 {
 		t.Fatalf("job ended %s with %d/24 done", j.State, j.FilesDone)
 	}
+	// The server says once that a2 went down, and that it came back
+	// (before, it logged "down" and wrote the store every cycle, and
+	// never "up").
+	out := c.server.output()
+	if n := strings.Count(out, `"endpoint down: no heartbeat" endpoint=a2`); n != 1 {
+		t.Errorf("the server logged a2 down %d times, want once", n)
+	}
+	if !strings.Contains(out, `"endpoint up" endpoint=a2`) {
+		t.Error("the server did not log a2 up again")
+	}
 	for i := 0; i < 24; i++ {
 		rel := fmt.Sprintf("down/%02d", i)
 		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
