@@ -404,17 +404,41 @@ func newWatchCmd() *cobra.Command {
 
 // watchJob shows progress bars (plain lines when not on a terminal) until
 // the job ends; a broken stream is reopened.
+// watchPatience is how long watch waits for a server that does not answer
+// before it gives up.
+const watchPatience = 2 * time.Minute
+
 func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) error {
 	v := newProgressView(w)
 	defer v.finish()
 	show := func(j api.JobOut) {
 		v.update(copyjob.Progress{Bytes: j.Bytes, Done: j.BytesDone, Rate: j.Throughput, Files: j.Files, FilesDone: j.FilesDone})
 	}
+	var failing time.Time // when the server stopped answering (zero: it answers)
 	for {
 		j, err := cl.Job(ctx, id)
-		if err != nil {
-			return fmt.Errorf("watch: %w", err)
+		var answer *client.Error
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && errors.As(err, &answer) && answer.Status < 500:
+			return fmt.Errorf("watch: %w", err) // the server's answer: no such job, no access
+		case err != nil:
+			// A restarting server (it loses nothing) or a network blip:
+			// the job goes on, so the watch waits for the server.
+			if failing.IsZero() {
+				failing = time.Now()
+			} else if time.Since(failing) > watchPatience {
+				return fmt.Errorf("watch: the server has not answered for %s: %w", watchPatience, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+			continue
 		}
+		failing = time.Time{}
 		show(j)
 		if j.State != store.StateActive {
 			return nil

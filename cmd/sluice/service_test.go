@@ -992,6 +992,53 @@ func TestServiceSourceDownResolving(t *testing.T) {
 	}
 }
 
+// TestServiceWatchSurvivesRestart: `sluice watch` waits for a server that
+// is killed and started again (it loses nothing) and follows the job to
+// its end; before, it quit on the first refused connection.
+func TestServiceWatchSurvivesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	emu := filepath.Join(c.dir, "slow.json")
+	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 16e6}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addAgent("src", "--emulate", emu)
+	c.waitEndpoints(2)
+	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
+	t.Setenv("SLUICE_TOKEN", "@"+filepath.Join(c.dir, "data", "admin.token"))
+	t.Setenv("SLUICE_CONFIG", filepath.Join(c.dir, "client.json"))
+	c.file("src", "w/one", 64<<20, 1) // 4 s at 16 MB/s
+	out, err := run(t, "submit", "sluice://src/w/one", "sluice://a1/w/one")
+	if err != nil {
+		t.Fatalf("submit: %v\n%s", err, out)
+	}
+	id := strings.Fields(out)[0]
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := run(t, "watch", id)
+		done <- result{out, err}
+	}()
+	time.Sleep(time.Second)
+	c.server.kill()
+	time.Sleep(2 * time.Second)
+	c.server.start()
+	waitListening(t, c.addr, c.server)
+	select {
+	case r := <-done:
+		if r.err != nil || !strings.Contains(r.out, "1 done") {
+			t.Errorf("watch across a server restart: %v\n%s", r.err, r.out)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("watch did not end within a minute of the restart")
+	}
+}
+
 // TestServiceSmallFilesBatched: a job of many small files moves in pull
 // batches (several files per request to the destination agent, server
 // batch.go), every file arrives whole and verified, a file whose expected
