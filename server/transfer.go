@@ -281,33 +281,96 @@ func (s *Server) cleanup(t store.Task) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s.mu.Lock()
-		a := s.agents[t.DstEndpoint]
-		s.mu.Unlock()
-		if a != nil {
-			p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
-			if _, dst, _, err := s.backends(p); err == nil {
-				// Twice: a request of the run that the cancellation
-				// abandoned on this side (the allocation of the file,
-				// say) may still be running at the agent and create the
-				// file again just after the first removal.
-				for pass := range 2 {
-					if pass > 0 {
-						select {
-						case <-time.After(2 * time.Second):
-						case <-ctx.Done():
-						}
+		s.removePartial(ctx, t, true)
+	}()
+}
+
+// removePartial removes t's partial file at its destination, then its
+// checkpoint. When the destination cannot be reached (its agent down or
+// unknown), the checkpoint stays, or a marker is written in its place:
+// sweepPartials finds it and tries again, so the space of a partial file
+// is not held for good because an agent was down at the wrong moment.
+// twice repeats the removal after two seconds: a request of the run that
+// the cancellation abandoned (the allocation of the file, say) may still
+// be running at the agent and create the file again just after the first
+// removal. It reports whether the file is gone.
+func (s *Server) removePartial(ctx context.Context, t store.Task, twice bool) bool {
+	gone := false
+	s.mu.Lock()
+	a := s.agents[t.DstEndpoint]
+	s.mu.Unlock()
+	if a != nil {
+		p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
+		if _, dst, _, err := s.backends(p); err == nil {
+			gone = true
+			for pass := range 1 + btoi(twice) {
+				if pass > 0 {
+					select {
+					case <-time.After(2 * time.Second):
+					case <-ctx.Done():
 					}
-					if err := dst.Remove(ctx, engine.TempNameFor(p.dstPath, tempTag(t))); err != nil && !errors.Is(err, backend.ErrNotFound) {
-						s.log.Warn("removing partial file of a canceled or failed task", "task", t.ID, "err", err)
-					}
+				}
+				if err := dst.Remove(ctx, engine.TempNameFor(p.dstPath, tempTag(t))); err != nil && !errors.Is(err, backend.ErrNotFound) {
+					s.log.Warn("removing partial file of a canceled or failed task; will retry", "task", t.ID, "err", err)
+					gone = false
 				}
 			}
 		}
-		if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
-			s.log.Warn("deleting checkpoint of a canceled task", "task", t.ID, "err", err)
+	}
+	key := journalKey(t.ID)
+	if !gone {
+		if _, err := s.st.Checkpoint(ctx, key); errors.Is(err, store.ErrNotFound) {
+			if err := s.st.PutCheckpoint(ctx, key, []byte(ownedMarker)); err != nil {
+				s.log.Warn("recording a partial file to remove later", "task", t.ID, "err", err)
+			}
 		}
-	}()
+		return false
+	}
+	if err := s.st.DeleteCheckpoint(ctx, key); err != nil {
+		s.log.Warn("deleting checkpoint of a canceled task", "task", t.ID, "err", err)
+	}
+	return true
+}
+
+// ownedMarker is the checkpoint of an ended task whose partial file is
+// still to be removed, when it had no journal of its own.
+const ownedMarker = "sluice: partial file to remove"
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sweepPartials retries the cleanups that could not be done: every
+// ended task with a checkpoint left (store.EndedWithCheckpoint). A done
+// task's file was renamed into place, so only its checkpoint goes. It
+// runs in the background, at start and then every minute (world.tick).
+func (s *Server) sweepPartials(ctx context.Context) {
+	ts, err := s.st.EndedWithCheckpoint(ctx)
+	if err != nil {
+		s.log.Warn("listing partial files to remove", "err", err)
+		return
+	}
+	removed := 0
+	for _, t := range ts {
+		if ctx.Err() != nil {
+			return
+		}
+		if t.State == store.StateDone {
+			if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
+				s.log.Warn("deleting checkpoint of a done task", "task", t.ID, "err", err)
+			}
+			continue
+		}
+		if s.removePartial(ctx, t, false) {
+			removed++
+		}
+	}
+	if removed > 0 {
+		s.log.Info("removed partial files of canceled or failed tasks", "files", removed)
+	}
 }
 
 func backendPermanent(err error) bool {

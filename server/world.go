@@ -97,6 +97,8 @@ type world struct {
 	want      bool
 	lastSave  time.Time
 	lastEvent time.Time
+	lastSweep time.Time // of partial files owed a removal (sweepPartials)
+	sweeping  bool
 	inflight  int               // transfer goroutines not yet reported finished
 	begun     time.Time         // when this loop started
 	victims   map[int64][]int64 // tasks to pause once the key task moves
@@ -1040,6 +1042,16 @@ func (w *world) tick(now time.Time) {
 		w.lastEvent = now
 		w.progressEvents()
 	}
+	if !w.sweeping && now.Sub(w.lastSweep) >= sweepEvery && now.Sub(w.begun) >= 5*time.Second {
+		// Owed removals of partial files (agents that were down when
+		// their tasks ended, a crash between the end and the removal).
+		// The first waits a few seconds for the agents to register.
+		w.sweeping, w.lastSweep = true, now
+		go func() {
+			w.s.sweepPartials(w.ctx)
+			w.s.post(func(w *world) { w.sweeping = false })
+		}()
+	}
 	w.resolve()
 	w.tendVOAllocs(now)
 	w.tendAdaptive(now)
@@ -1125,6 +1137,7 @@ func (w *world) heartbeats(now time.Time) {
 		if alive {
 			w.s.log.Info("endpoint up", "endpoint", name)
 			w.arrival()
+			w.lastSweep = time.Time{} // removals it may be owed: at the next tick
 			continue
 		}
 		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))
@@ -1135,6 +1148,10 @@ func (w *world) heartbeats(now time.Time) {
 		}
 	}
 }
+
+// sweepEvery is how often the loop retries the removals of partial files
+// that could not be done when their tasks ended.
+const sweepEvery = time.Minute
 
 // shutdown stops every run and waits (briefly) for their reports, so that
 // their last checkpoints are written.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -467,6 +468,48 @@ func (s *sqlStore) Tasks(ctx context.Context, jobID int64, from, limit int) ([]T
 func (s *sqlStore) ActiveTasks(ctx context.Context) ([]Task, error) {
 	return s.queryTasks(ctx, "active tasks",
 		`SELECT `+taskCols+` FROM tasks WHERE state NOT IN `+terminalSQL+` ORDER BY id`)
+}
+
+// EndedWithCheckpoint returns the terminal tasks that still have a
+// checkpoint ("task/ID"), by ID. A checkpoint outlives its task when the
+// cleanup of a canceled or failed task could not reach the destination
+// (its partial file is still there), or when the run's last journal
+// write landed after the cleanup: both owe a cleanup.
+func (s *sqlStore) EndedWithCheckpoint(ctx context.Context) ([]Task, error) {
+	// From the checkpoints (few: one per running task, and those owed),
+	// not from the tasks (millions).
+	rows, err := s.r.QueryContext(ctx, `SELECT key FROM checkpoints WHERE key LIKE 'task/%'`)
+	if err != nil {
+		return nil, fmt.Errorf("store: checkpoints of tasks: %w", err)
+	}
+	var ids []any
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: checkpoints of tasks: %w", err)
+		}
+		if id, err := strconv.ParseInt(strings.TrimPrefix(key, "task/"), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: checkpoints of tasks: %w", err)
+	}
+	var out []Task
+	numbered := s.dialect == dialectPostgres
+	for lo := 0; lo < len(ids); lo += 500 {
+		chunk := ids[lo:min(lo+500, len(ids))]
+		ts, err := s.queryTasks(ctx, "ended tasks with checkpoints",
+			`SELECT `+taskCols+` FROM tasks WHERE id IN `+inList(1, len(chunk), numbered)+` AND state IN `+terminalSQL, chunk...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	slices.SortFunc(out, func(a, b Task) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Rows per statement in UpdateTasks and audit inserts (16 and 7

@@ -310,6 +310,10 @@ type Store interface {
 	Checkpoint(ctx context.Context, key string) ([]byte, error)
 	// DeleteCheckpoint removes it (no error if absent).
 	DeleteCheckpoint(ctx context.Context, key string) error
+	// EndedWithCheckpoint returns the tasks that are done, failed or
+	// canceled and still have a checkpoint under "task/ID": their
+	// partial files may still be at the destination.
+	EndedWithCheckpoint(ctx context.Context) ([]Task, error)
 
 	// AddObservation appends one observation.
 	AddObservation(ctx context.Context, o Observation) error

@@ -868,6 +868,51 @@ func TestEndpoints(t *testing.T) {
 	})
 }
 
+// TestEndedWithCheckpoint: the tasks that ended (done, failed, canceled)
+// with a checkpoint left are what a cleanup still owes; running tasks'
+// checkpoints and keys that are not a task's are not listed.
+func TestEndedWithCheckpoint(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice := mustUser(t, s, "alice")
+		j := Job{OwnerID: alice.ID, Created: ts(0, 0)}
+		if _, err := s.CreateJob(ctx, &j, makeTasks(5)); err != nil {
+			t.Fatal(err)
+		}
+		ts5, err := s.Tasks(ctx, j.ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts5[0].State, ts5[1].State, ts5[2].State, ts5[3].State = StateCanceled, StateRunning, StateFailed, StateDone
+		if err := s.UpdateTasks(ctx, ts5, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range ts5[:4] {
+			if err := s.PutCheckpoint(ctx, fmt.Sprint("task/", x.ID), []byte("j")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range []string{"task/x", "task/", "multi:x", "task/999999"} {
+			if err := s.PutCheckpoint(ctx, k, []byte("j")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.EndedWithCheckpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, x := range got {
+			ids = append(ids, x.ID)
+		}
+		if want := []int64{ts5[0].ID, ts5[2].ID, ts5[3].ID}; !slices.Equal(ids, want) {
+			t.Errorf("ended with a checkpoint: %v, want %v (canceled, failed, done; not running, queued or unknown)", ids, want)
+		}
+		if len(got) > 0 && got[0].Dst != ts5[0].Dst {
+			t.Errorf("listed task %+v, want its destination", got[0])
+		}
+	})
+}
+
 func TestCheckpoints(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		if _, err := s.Checkpoint(ctx, "k"); !errors.Is(err, ErrNotFound) {

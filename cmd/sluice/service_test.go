@@ -1039,6 +1039,58 @@ func TestServiceWatchSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestServiceCancelDestinationDown: a job canceled while its destination
+// agent is down (killed mid-transfer) keeps no partial file for good:
+// the removal the cancel owes is done once the agent is back. Before, the
+// partial files stayed until someone removed them by hand.
+func TestServiceCancelDestinationDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	emu := filepath.Join(c.dir, "slow.json")
+	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 16e6}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.addAgent("src", "--emulate", emu)
+	c.waitEndpoints(2)
+	c.file("src", "in/big.dat", 64<<20, 7)
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
+		{Source: "sluice://src/in/big.dat", Destination: "sluice://a1/out/big.dat"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := func() []string {
+		p, _ := filepath.Glob(filepath.Join(c.roots["a1"], "out", ".*sluice-part"))
+		return p
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(parts()) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the copy never started")
+		}
+	}
+	c.agents["a1"].kill()
+	if _, err := c.admin.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the cancel's own removal fails meanwhile
+	if len(parts()) == 0 {
+		t.Fatal("the partial file went while its agent was down: the test shows nothing")
+	}
+	c.agents["a1"].start()
+	var left []string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if left = parts(); len(left) == 0 {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("partial files left after the agent came back: %v", left)
+	}
+}
+
 // TestServiceSmallFilesBatched: a job of many small files moves in pull
 // batches (several files per request to the destination agent, server
 // batch.go), every file arrives whole and verified, a file whose expected
