@@ -77,6 +77,7 @@ type endpoint struct {
 	peak     float64 // highest aggregate throughput observed
 	observed float64 // this cycle's aggregate
 	cc       int
+	downNote string // while down: the note of the files that wait for it
 }
 
 // world is the live service as the scheduler sees it. Only the loop
@@ -331,7 +332,14 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 				}
 			})
 		case store.StateQueued:
-			if t.Size < 0 || now.Before(t.notBefore) || !w.taskUp(t) {
+			if !w.taskUp(t) {
+				w.waitNote(t, w.downNote(t))
+				continue
+			}
+			if strings.HasPrefix(t.Error, downPrefix) {
+				w.waitNote(t, "") // its endpoints are back
+			}
+			if t.Size < 0 || now.Before(t.notBefore) {
 				continue
 			}
 			if w.fixedCC(t) < 0 {
@@ -409,6 +417,25 @@ func (w *world) taskUp(t *task) bool {
 		t.dstEp = w.eps[t.DstEndpoint]
 	}
 	return t.srcEp != nil && t.srcEp.Up && t.dstEp != nil && t.dstEp.Up
+}
+
+// downPrefix begins the note of a file that waits for a down endpoint.
+const downPrefix = waitPrefix + "endpoint "
+
+// downNote says which of t's endpoints is down, and since when; the
+// notes are made once per endpoint going down (endpoint.downNote), so
+// that a cycle over a million waiting files compares strings and writes
+// nothing new.
+func (w *world) downNote(t *task) string {
+	for _, e := range []*endpoint{t.srcEp, t.dstEp} {
+		if e != nil && !e.Up {
+			if e.downNote == "" {
+				return downPrefix + e.Name + " has not been heard from"
+			}
+			return e.downNote
+		}
+	}
+	return downPrefix + "not registered"
 }
 
 func (w *world) up(name string) bool {
@@ -1141,6 +1168,7 @@ func (w *world) heartbeats(now time.Time) {
 			continue
 		}
 		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))
+		e.downNote = fmt.Sprintf("%s%s is down (no heartbeat since %s)", downPrefix, name, last.UTC().Format(time.RFC3339))
 		for t := range w.tasks.all() {
 			if t.State == store.StateRunning && (t.SrcEndpoint == name || t.DstEndpoint == name) {
 				w.stopRun(t, stopDown)

@@ -919,6 +919,22 @@ func TestServiceEndpointDown(t *testing.T) {
 			t.Errorf("file %d still running towards a down endpoint", f.Index)
 		}
 	}
+	// The files not done say why they wait.
+	noted := false
+	for deadline := time.Now().Add(5 * time.Second); !noted && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		noted = true
+		for _, f := range files {
+			if f.State == store.StateQueued && !strings.Contains(f.Error, "a2 is down") {
+				noted = false
+			}
+		}
+	}
+	if !noted {
+		t.Errorf("queued files do not say that a2 is down: %+v", files)
+	}
 	a2.start()
 	j = c.waitJob(c.admin, j.ID, 2*time.Minute)
 	if j.State != store.StateDone || j.FilesDone != 24 {
@@ -933,6 +949,14 @@ func TestServiceEndpointDown(t *testing.T) {
 	}
 	if !strings.Contains(out, `"endpoint up" endpoint=a2`) {
 		t.Error("the server did not log a2 up again")
+	}
+	if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Error != "" {
+			t.Errorf("file %d, done, says %q", f.Index, f.Error)
+		}
 	}
 	for i := 0; i < 24; i++ {
 		rel := fmt.Sprintf("down/%02d", i)
