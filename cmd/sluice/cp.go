@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend/file"
@@ -533,7 +534,8 @@ type progressView struct {
 func newProgressView(w io.Writer) *progressView {
 	v := &progressView{w: w, last: time.Now()}
 	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		// A terminal, not any character device: /dev/null is one too.
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
 			v.tty = true
 		}
 	}
@@ -575,7 +577,10 @@ func (v *progressView) update(p copyjob.Progress) {
 func (v *progressView) finish() {
 	if v.p != nil {
 		if !v.bar.Completed() {
-			v.bar.SetTotal(v.total, true)
+			// Interrupted or failed (a bar with a total completes
+			// only at it, and SetTotal no longer ends it): without
+			// this, Wait blocks for ever, and Ctrl-C with it.
+			v.bar.Abort(false)
 		}
 		v.p.Wait()
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/api"
@@ -274,5 +276,38 @@ func TestAutoChecksum(t *testing.T) {
 		if got := autoChecksum(eps...); got != tc.want {
 			t.Errorf("%v: %s, want %s", tc.urls, got, tc.want)
 		}
+	}
+}
+
+// TestProgressViewFinishes: the progress bar of a copy that stops short
+// (interrupted, failed) lets the command end. Before, finish waited for
+// ever for a bar that could not complete, on a terminal only, so Ctrl-C
+// and every failed copy hung there until kill -9.
+func TestProgressViewFinishes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		done int64
+	}{{"stopped short", 10 << 20}, {"complete", 100 << 20}, {"nothing moved", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			v := &progressView{w: &out, last: time.Now(), tty: true}
+			v.update(copyjob.Progress{Bytes: 100 << 20, Done: tc.done, Files: 3})
+			ended := make(chan struct{})
+			go func() { v.finish(); close(ended) }()
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("finish did not return")
+			}
+		})
+	}
+	// /dev/null is a character device, not a terminal: plain lines, no bar.
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if newProgressView(null).tty {
+		t.Error("/dev/null taken for a terminal")
 	}
 }
