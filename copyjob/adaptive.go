@@ -115,6 +115,9 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	}
 	r.pointAt(end, 0)
 	stop()
+	if err == nil {
+		d.Complete()
+	}
 	return d.Summary(), r.points, err
 }
 

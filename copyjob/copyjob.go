@@ -103,10 +103,14 @@ type Summary struct {
 	Files   int     `json:"files"`
 	// Dirs is how many empty directories were made (files make their
 	// own parents).
-	Dirs     int    `json:"dirs,omitempty"`
-	Skipped  int    `json:"skipped"`
-	Retries  int    `json:"retries"`
-	Checksum string `json:"checksum"`
+	Dirs int `json:"dirs,omitempty"`
+	// Skipped files were already in place (same size and checksum) and
+	// were not moved; they are counted in Files and Bytes, and their
+	// bytes, SkippedBytes, are not in MBps.
+	Skipped      int    `json:"skipped"`
+	SkippedBytes int64  `json:"skipped_bytes"`
+	Retries      int    `json:"retries"`
+	Checksum     string `json:"checksum"`
 	// Resent is how many bytes were sent more than once (retries,
 	// resumed chunks).
 	Resent int64 `json:"resent"`
@@ -161,16 +165,72 @@ func (o *Options) defaults() error {
 // will be written below (empty directories of the sources, or a source
 // directory with no file at all), which the copy must make itself, as
 // cp -r does.
-func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, recursive bool) (items []item, dirs []string, err error) {
+//
+// One exception keeps "run the same command again" a resume: when a copy
+// of one source to a destination that did not exist is interrupted, a
+// marker in the journal directory (layoutMarker) says so, and the rerun
+// copies into the destination again rather than below it, as cp would now
+// that it exists. layout is the marker's path when the copy may leave one
+// ("" otherwise): the caller removes it once the copy is complete.
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, layout string, err error) {
 	if len(srcs) == 0 {
-		return nil, nil, errors.New("nothing to copy")
+		return nil, nil, "", errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
-	if fi, err := dst.Backend.Stat(ctx, dst.Path); err == nil && fi.IsDir {
-		intoDir = true
-	} else if err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return nil, nil, fmt.Errorf("destination %s: %w", dst.URL, err)
+	if !intoDir && o.JournalDir != "" {
+		layout = layoutMarker(o.JournalDir, srcs[0], dst)
 	}
+	fi, err := dst.Backend.Stat(ctx, dst.Path)
+	switch {
+	case err == nil && fi.IsDir && layout != "" && fileExists(layout):
+		// An earlier run of this copy made dst: resume into it.
+	case err == nil && fi.IsDir:
+		intoDir, layout = true, ""
+	case err != nil && !errors.Is(err, backend.ErrNotFound):
+		return nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
+	case err != nil && layout != "":
+		// dst is new: note it, before anything can make it.
+		werr := os.MkdirAll(o.JournalDir, 0o700)
+		if werr == nil {
+			werr = os.WriteFile(layout, []byte(srcs[0].URL+" -> "+dst.URL+"\n"), 0o600)
+		}
+		if werr != nil {
+			return nil, nil, "", fmt.Errorf("journal directory: %w", werr)
+		}
+	}
+	items, dirs, err = planItems(ctx, srcs, dst, intoDir, o.Recursive)
+	if err != nil && layout != "" && errors.Is(statErr(ctx, dst), backend.ErrNotFound) {
+		doneWith(layout) // nothing was made: nothing to resume
+	}
+	return items, dirs, layout, err
+}
+
+func statErr(ctx context.Context, e Endpoint) error {
+	_, err := e.Backend.Stat(ctx, e.Path)
+	return err
+}
+
+// layoutMarker is the path of the marker that says a copy of src to dst
+// made dst (see plan).
+func layoutMarker(journalDir string, src, dst Endpoint) string {
+	h := sha256.Sum256([]byte(src.URL + "\x00" + src.Path + "\x00" + dst.URL + "\x00" + dst.Path))
+	return filepath.Join(journalDir, "made-"+hex.EncodeToString(h[:12]))
+}
+
+// doneWith removes the layout marker of a complete copy.
+func doneWith(layout string) {
+	if layout != "" {
+		os.Remove(layout)
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// planItems is plan once it is known whether the sources go below dst.
+func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive bool) (items []item, dirs []string, err error) {
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
@@ -271,7 +331,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		return Summary{}, err
 	}
 	startAt := time.Now()
-	items, dirs, err := plan(ctx, srcs, dst, o.Recursive)
+	items, dirs, layout, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -308,6 +368,9 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	}
 	wg.Wait()
 	stopTicker()
+	if first == nil {
+		doneWith(layout)
+	}
 	return st.summary(time.Since(startAt)), first
 }
 
@@ -343,10 +406,11 @@ func (st *state) summary(elapsed time.Duration) Summary {
 	sec := elapsed.Seconds()
 	sum := Summary{
 		Bytes: st.done.Load(), Seconds: sec, Files: int(st.filesDone.Load()), Skipped: int(st.skipped.Load()),
-		Retries: int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(), Dirs: st.dirs,
+		SkippedBytes: st.skippedBytes.Load(),
+		Retries:      int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(), Dirs: st.dirs,
 	}
 	if sec > 0 {
-		sum.MBps = float64(sum.Bytes) / sec / 1e6
+		sum.MBps = float64(sum.Bytes-sum.SkippedBytes) / sec / 1e6 // what moved
 	}
 	return sum
 }
@@ -360,12 +424,13 @@ type state struct {
 	files int
 	dirs  int // empty directories made
 
-	done      atomic.Int64 // bytes of finished files
-	filesDone atomic.Int64
-	skipped   atomic.Int64
-	retries   atomic.Int64
-	resent    atomic.Int64
-	moving    atomic.Int64 // bytes of small files in flight
+	done         atomic.Int64 // bytes of finished files
+	filesDone    atomic.Int64
+	skipped      atomic.Int64
+	skippedBytes atomic.Int64
+	retries      atomic.Int64
+	resent       atomic.Int64
+	moving       atomic.Int64 // bytes of small files in flight
 
 	mu      sync.Mutex
 	active  map[*engine.Transfer]string
@@ -496,6 +561,7 @@ func (st *state) alreadyThere(ctx context.Context, it item) bool {
 		}
 	}
 	st.skipped.Add(1)
+	st.skippedBytes.Add(it.size)
 	st.filesDone.Add(1)
 	st.done.Add(it.size)
 	return true

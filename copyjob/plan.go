@@ -26,6 +26,9 @@ func RunDataset(ctx context.Context, d *Dataset, pl dataset.Planner, progress fu
 	stop()
 	sum := d.Summary()
 	sum.Steps = rep.Steps
+	if err == nil {
+		d.Complete()
+	}
 	return sum, err
 }
 

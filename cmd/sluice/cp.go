@@ -361,8 +361,8 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.subWrite != 0 && f.subWrite < 64<<10 {
 		return fmt.Errorf("--sub-write %d: want at least 65536 bytes (0: the default)", f.subWrite)
 	}
-	if f.bandwidth < 0 {
-		return errors.New("--bandwidth must be positive (MB/s)")
+	if !(f.bandwidth >= 0 && f.bandwidth <= 1e7) {
+		return fmt.Errorf("--bandwidth %v: want MB/s from 0 (probe) to 1e7 (10 TB/s)", f.bandwidth)
 	}
 	srcs, dst, jd, done, err := f.resolve(ctx, args[:len(args)-1], args[len(args)-1])
 	if err != nil {
@@ -385,11 +385,21 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
 		show.finish()
 	}
+	if f.jsonOut {
+		// Also when the copy failed: a script learns what was done
+		// (the error is in the report too, and in the exit status).
+		if err != nil {
+			rep.Error = cpError(err).Error()
+		}
+		if jerr := printJSON(stdout, rep); jerr != nil && err == nil {
+			return jerr
+		}
+	}
 	if err != nil {
 		return cpError(err)
 	}
 	if f.jsonOut {
-		return printJSON(stdout, rep)
+		return nil
 	}
 	sum := rep.Summary
 	dirs := ""
@@ -397,7 +407,10 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		dirs = fmt.Sprintf(" (and %d empty directories)", sum.Dirs)
 	}
 	fmt.Fprintf(stderr, "copied %d files%s, %.1f MB in %.1f s (%.1f MB/s), %d retries, checksum %s\n",
-		sum.Files, dirs, float64(sum.Bytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
+		sum.Files-sum.Skipped, dirs, float64(sum.Bytes-sum.SkippedBytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
+	if sum.Skipped > 0 {
+		fmt.Fprintf(stderr, "skipped %d files (%.1f MB) already in place: same size and checksum\n", sum.Skipped, float64(sum.SkippedBytes)/1e6)
+	}
 	if a := rep.Auto; a != nil && len(sum.Steps) > 0 {
 		last := sum.Steps[len(sum.Steps)-1]
 		fmt.Fprintf(stderr, "auto: rtt %.1f ms, bandwidth %.1f MB/s (%s), BDP %.2f MB; %d steps, the last with pp %d, p %d, cc %d\n",
@@ -410,7 +423,10 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 // --auto, what it measured of the path.
 type cpReport struct {
 	copyjob.Summary
-	Auto *autoPath `json:"auto,omitempty"`
+	// Error is why the copy stopped, if it did; the rest says what was
+	// done before.
+	Error string    `json:"error,omitempty"`
+	Auto  *autoPath `json:"auto,omitempty"`
 	// Adaptation is the adaptive client's timeline (--policy-server).
 	Adaptation []copyjob.AdaptPoint `json:"adaptation,omitempty"`
 }

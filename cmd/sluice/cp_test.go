@@ -311,3 +311,22 @@ func TestProgressViewFinishes(t *testing.T) {
 		t.Error("/dev/null taken for a terminal")
 	}
 }
+
+// TestCpJSONOnFailure: with --json, a copy that fails still prints its
+// report (what was done, and the error) for the script that reads it,
+// and exits non-zero.
+func TestCpJSONOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")) // not there yet
+	out, err := run(t, "cp", "--json", filepath.Join(dir, "missing"), filepath.Join(dir, "dst"))
+	if err == nil {
+		t.Fatal("a copy of a missing source succeeded")
+	}
+	var rep struct {
+		Files int    `json:"files"`
+		Error string `json:"error"`
+	}
+	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || !strings.Contains(rep.Error, "missing") {
+		t.Errorf("report %q (%v): want JSON naming the error", out, jerr)
+	}
+}

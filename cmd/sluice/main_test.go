@@ -127,6 +127,8 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "steal", "--lambda", "NaN"}, "not a fraction"},
 		{[]string{"sim", "sweep", "--schedulers", ""}, "no scheduler"},
 		{[]string{"sim", "facility", "--endpoints", "4", "--partners", "8"}, "--partners 8"},
+		{[]string{"cp", "--bandwidth", "NaN", "/a", "/b"}, "--bandwidth NaN"},
+		{[]string{"cp", "--bandwidth", "1e308", "/a", "/b"}, "--bandwidth"},
 		{[]string{"trace", "gen", "--minutes", "1e17"}, "more than"},
 		{[]string{"trace", "gen", "--minutes", "0"}, "--minutes"},
 		{[]string{"trace", "gen", "--batch", "-3"}, "--batch"},
