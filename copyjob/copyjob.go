@@ -636,7 +636,21 @@ func (st *state) copyWhole(ctx context.Context, it item) error {
 	}
 	if err != nil {
 		st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+		if cerr := st.sourceChanged(ctx, it); cerr != nil {
+			return cerr // a clearer cause than a short read
+		}
 		return err
+	}
+	if st.puller(st.srcs[it.from]) == nil {
+		// The bytes streamed were the first it.size of the file as it
+		// is now, and their checksum is theirs: a file that grew (or
+		// was rewritten) since it was listed would pass the check
+		// truncated. (Pulled, the source's checksum is of the whole
+		// file, and the comparison below catches it.)
+		if cerr := st.sourceChanged(ctx, it); cerr != nil {
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+			return cerr
+		}
 	}
 	if st.o.Checksum != "none" {
 		got, err := st.dst.Backend.Checksum(ctx, tmp, st.o.Checksum)
@@ -653,6 +667,22 @@ func (st *state) copyWhole(ctx context.Context, it item) error {
 	}
 	st.done.Add(it.size)
 	st.filesDone.Add(1)
+	return nil
+}
+
+// sourceChanged reports whether it's source is no longer the file that was
+// listed: another size, or (to the second, as backends' listings and stats
+// may differ below it) another modification time.
+func (st *state) sourceChanged(ctx context.Context, it item) error {
+	fi, err := st.srcs[it.from].Backend.Stat(ctx, it.src)
+	switch {
+	case err != nil:
+		return nil // the copy's own error says more
+	case fi.Size != it.size:
+		return fmt.Errorf("%w: %s is now %d bytes, was %d when listed", engine.ErrSourceChanged, it.src, fi.Size, it.size)
+	case !it.mtime.IsZero() && !fi.ModTime.IsZero() && !fi.ModTime.Truncate(time.Second).Equal(it.mtime.Truncate(time.Second)):
+		return fmt.Errorf("%w: %s was modified at %s, after it was listed", engine.ErrSourceChanged, it.src, fi.ModTime.Format(time.RFC3339))
+	}
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/engine"
 )
 
 // testAgent serves dir as an agent on a real loopback socket and returns
@@ -382,4 +383,39 @@ type failingReads struct{ backend.Backend }
 
 func (failingReads) OpenRange(context.Context, string, int64, int64) (io.ReadCloser, error) {
 	return nil, errors.New("read: connection reset")
+}
+
+// growingReads is a local source whose files grow as they are read (a
+// writer appending to them during the copy).
+type growingReads struct {
+	backend.Backend
+	dir string
+}
+
+func (g growingReads) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		f.Write(make([]byte, 500))
+		f.Close()
+	}
+	return g.Backend.OpenRange(ctx, p, off, n)
+}
+
+// TestSmallFileGrows: a small file that grows while it is copied is not
+// put in place cut to its listed size with a matching checksum (both of
+// the bytes read); the copy fails, saying the source changed.
+func TestSmallFileGrows(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	tree(t, src, 4000)
+	se := localEP(t, src+"/tree")
+	se.Backend = growingReads{se.Backend, src}
+	o := opts(t)
+	o.Recursive = true
+	_, err := Run(context.Background(), []Endpoint{se}, localEP(t, out+"/"), o, nil)
+	if !errors.Is(err, engine.ErrSourceChanged) {
+		t.Fatalf("copy of a growing file: %v, want ErrSourceChanged", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "tree", "f00")); err == nil {
+		t.Error("the truncated copy was put in place")
+	}
 }
