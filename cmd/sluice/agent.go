@@ -34,7 +34,7 @@ func newAgentCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxCC < 0 {
-				return fmt.Errorf("agent: --max-cc %d: want 0 (no limit) or more", maxCC)
+				return fmt.Errorf("agent: --max-cc %d: want 0 (the server's default) or more", maxCC)
 			}
 			if !(maxMBps >= 0) || math.IsInf(maxMBps, 0) {
 				return fmt.Errorf("agent: --max-mbps %v: want 0 (learn it) or a positive rate", maxMBps)
