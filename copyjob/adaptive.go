@@ -115,6 +115,9 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	}
 	r.pointAt(end, 0)
 	stop()
+	if f := d.st.failed(); f != nil && (err == nil || fileLevel(err)) {
+		err = f
+	}
 	if err == nil {
 		d.Complete()
 	}

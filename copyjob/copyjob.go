@@ -25,6 +25,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -107,10 +108,13 @@ type Summary struct {
 	// Skipped files were already in place (same size and checksum) and
 	// were not moved; they are counted in Files and Bytes, and their
 	// bytes, SkippedBytes, are not in MBps.
-	Skipped      int    `json:"skipped"`
-	SkippedBytes int64  `json:"skipped_bytes"`
-	Retries      int    `json:"retries"`
-	Checksum     string `json:"checksum"`
+	Skipped      int   `json:"skipped"`
+	SkippedBytes int64 `json:"skipped_bytes"`
+	// Failures are the files given up, each for a reason of its own;
+	// the copy went on with the others and then failed, naming them.
+	Failures []FileFailure `json:"failures,omitempty"`
+	Retries  int           `json:"retries"`
+	Checksum string        `json:"checksum"`
 	// Resent is how many bytes were sent more than once (retries,
 	// resumed chunks).
 	Resent int64 `json:"resent"`
@@ -368,6 +372,9 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	}
 	wg.Wait()
 	stopTicker()
+	if f := st.failed(); f != nil && (first == nil || fileLevel(first)) {
+		first = f // every file given up, not only the last
+	}
 	if first == nil {
 		doneWith(layout)
 	}
@@ -412,6 +419,9 @@ func (st *state) summary(elapsed time.Duration) Summary {
 	if sec > 0 {
 		sum.MBps = float64(sum.Bytes-sum.SkippedBytes) / sec / 1e6 // what moved
 	}
+	st.mu.Lock()
+	sum.Failures = slices.Clone(st.failures)
+	st.mu.Unlock()
 	return sum
 }
 
@@ -432,11 +442,95 @@ type state struct {
 	resent       atomic.Int64
 	moving       atomic.Int64 // bytes of small files in flight
 
-	mu      sync.Mutex
-	active  map[*engine.Transfer]string
-	rate    rateMeter
-	current string
+	mu       sync.Mutex
+	active   map[*engine.Transfer]string
+	rate     rateMeter
+	current  string
+	failures []FileFailure // files given up for reasons of their own (fileLevel)
+	errs     []error       // their errors, for errors.Is on the copy's
 }
+
+// FileFailure is a file a copy gave up for a reason of its own (see
+// MaxFileFailures); the copy went on with the others.
+type FileFailure struct {
+	Src   string `json:"source"`
+	Dst   string `json:"destination"`
+	Error string `json:"error"`
+}
+
+// MaxFileFailures is how many files a copy gives up, each for a reason of
+// its own (unreadable, gone, changed while it was copied), before it
+// stops: as cp and rsync do, one bad file does not stop a tree; a hundred
+// say that something is wrong with the whole.
+const MaxFileFailures = 100
+
+// fileLevel reports whether err is about one file rather than the copy:
+// retrying will not help, and the other files may well go.
+func fileLevel(err error) bool {
+	return errors.Is(err, backend.ErrPermission) || errors.Is(err, backend.ErrNotFound) ||
+		errors.Is(err, engine.ErrSourceChanged) || errors.Is(err, engine.ErrChecksum)
+}
+
+// giveUp records that it failed with err, if err is about it alone, and
+// reports whether the copy goes on without it.
+func (st *state) giveUp(it item, err error) bool {
+	if !fileLevel(err) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	// Its partial copy and journal, if it went through the engine, would
+	// only hold space: nothing will resume it.
+	src := st.srcs[it.from]
+	st.dst.Backend.Remove(context.Background(), engine.TempName(it.dst))
+	os.Remove(journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst))
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.failures = append(st.failures, FileFailure{Src: sourceBase(src) + it.src, Dst: sourceBase(st.dst) + it.dst, Error: err.Error()})
+	st.errs = append(st.errs, err)
+	return len(st.failures) < MaxFileFailures
+}
+
+// failed is the error of a copy that gave files up: nil if none.
+func (st *state) failed() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	switch {
+	case len(st.errs) == 0:
+		return nil
+	case len(st.errs) == 1 && st.files <= 1:
+		return st.errs[0] // the copy of one file: its error
+	}
+	return &FilesError{Failed: len(st.errs), Errs: slices.Clone(st.errs), Stopped: len(st.errs) >= MaxFileFailures}
+}
+
+// FilesError is the error of a copy that gave files up (Summary.Failures
+// has them all); errors.Is and As see each file's error.
+type FilesError struct {
+	Failed  int
+	Errs    []error
+	Stopped bool // at MaxFileFailures: the files not tried yet were not copied either
+}
+
+func (e *FilesError) Error() string {
+	var b strings.Builder
+	if e.Stopped {
+		fmt.Fprintf(&b, "copyjob: %d files could not be copied, and the copy stopped there: ", e.Failed)
+	} else {
+		fmt.Fprintf(&b, "copyjob: %d files could not be copied (the others were): ", e.Failed)
+	}
+	for i, err := range e.Errs {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errs)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e *FilesError) Unwrap() []error { return e.Errs }
 
 func (st *state) progress() Progress {
 	st.mu.Lock()
@@ -462,7 +556,7 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if st.alreadyThere(ctx, it) {
 			continue
 		}
-		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil {
+		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil && !st.giveUp(it, err) {
 			return err
 		}
 	}
@@ -583,7 +677,7 @@ func (st *state) runSmall(ctx context.Context, items []item) error {
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				if err := st.copySmall(ctx, it); err != nil {
+				if err := st.copySmall(ctx, it); err != nil && !st.giveUp(it, fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)) {
 					once.Do(func() { first = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err); cancel() })
 				}
 			}

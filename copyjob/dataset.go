@@ -236,8 +236,9 @@ func (d *Dataset) Perform(ctx context.Context, files []dataset.File, pp, p, cc i
 	for range min(cc, len(units)) {
 		wg.Go(func() {
 			for u := range work {
-				if err := d.do(ctx, u); err != nil {
-					// One failure stops the chunk: cp reports the first.
+				if err := d.do(ctx, u); err != nil && !d.isolate(ctx, u, err) {
+					// A failure of the copy (not of a file of its
+					// own) stops the chunk: cp reports the first.
 					once.Do(func() { first = err; cancel() })
 				}
 			}
@@ -373,6 +374,44 @@ func (d *Dataset) do(ctx context.Context, u unit) error {
 	}
 }
 
+// isolate handles a unit that failed with err for a reason of one file
+// (fileLevel): that file is given up and the copy goes on. A batch is
+// then moved file by file, so that the bad one is found and the others
+// go. It reports whether the copy goes on.
+func (d *Dataset) isolate(ctx context.Context, u unit, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if u.kind != unitBatch {
+		return d.st.giveUp(u.items[0], err)
+	}
+	if !fileLevel(err) {
+		return false
+	}
+	var be *batchError
+	if !errors.As(err, &be) {
+		return false
+	}
+	for _, it := range be.left { // those the batch did not land
+		if ctx.Err() != nil {
+			return false
+		}
+		if err := d.st.copyWhole(ctx, it); err != nil && !d.st.giveUp(it, fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)) {
+			return false
+		}
+	}
+	return true
+}
+
+// batchError is a batch's failure, with the files it did not land.
+type batchError struct {
+	left []item
+	err  error
+}
+
+func (e *batchError) Error() string { return e.err.Error() }
+func (e *batchError) Unwrap() error { return e.err }
+
 // retryable reports whether sending a file again may succeed.
 func retryable(err error) bool {
 	return !backend.Permanent(err) && !errors.Is(err, engine.ErrSourceChanged)
@@ -408,7 +447,7 @@ func (d *Dataset) copyBatch(ctx context.Context, items []item) error {
 		}
 		fails++
 		if !retryable(err) || fails >= lightAttempts || ctx.Err() != nil {
-			return err
+			return &batchError{left: left, err: err}
 		}
 		d.st.retries.Add(1)
 		pause(ctx, fails)

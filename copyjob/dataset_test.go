@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +19,10 @@ import (
 
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/dataset"
 	"github.com/sluice-dtn/sluice/emul"
-	"github.com/sluice-dtn/sluice/engine"
 )
 
 // requestLog records the data requests an agent answered: the paths each
@@ -237,26 +238,36 @@ func tamper(f func([]byte) []byte) func(http.Handler) http.Handler {
 
 // TestBatchTampered: a batch answer whose bytes were changed on the way,
 // or that ends early, is caught; the file it spoiled never appears at its
-// destination path, and no temporary file is left behind.
+// destination path with those bytes, and no temporary file is left
+// behind. A batch that keeps failing a file's checksum is moved file by
+// file (here the tampering is of batches only, so each file then arrives
+// whole).
 func TestBatchTampered(t *testing.T) {
 	// The batch asks for the largest file first: f02, f01, f00.
 	cases := []struct {
 		name    string
 		f       func([]byte) []byte
-		want    error
+		want    error // nil: the files arrive one by one
 		spoiled string
 	}{
-		{"a byte flipped", func(b []byte) []byte { b[len(b)-1] ^= 0x55; return b }, engine.ErrChecksum, "f00"},
+		{"a byte flipped", func(b []byte) []byte { b[len(b)-1] ^= 0x55; return b }, nil, "f00"},
 		{"cut short", func(b []byte) []byte { return b[:len(b)-100] }, io.ErrUnexpectedEOF, "f00"},
 		{"frames dropped", func(b []byte) []byte { return b[:bytes.IndexByte(b, '\n')+1+1000] }, io.ErrUnexpectedEOF, "f02"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srcDir, dstDir := t.TempDir(), t.TempDir()
-			tree(t, srcDir, 1000, 5000, 8000) // sorted largest first: f02 is the last file of the batch
+			want := tree(t, srcDir, 1000, 5000, 8000) // sorted largest first: f02 is the last file of the batch
 			src := sourceAgent(t, srcDir, "/tree", nil, tamper(c.f))
 			d := prepare(t, src, localEP(t, dstDir+"/"), opts(t))
 			_, err := d.Perform(context.Background(), d.Files(), 8, 1, 1)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("Perform: %v, want the files moved one by one", err)
+				}
+				sameTree(t, filepath.Join(dstDir, "tree"), want)
+				return
+			}
 			if !errors.Is(err, c.want) {
 				t.Fatalf("Perform: %v, want %v", err, c.want)
 			}
@@ -281,8 +292,9 @@ func TestBatchTampered(t *testing.T) {
 }
 
 // TestBatchMissingFile: a file that vanished from the source gets an error
-// frame; the copy fails on it (not found is permanent: no retries) and the
-// other files of the batch still land.
+// frame; that file is given up (not found is permanent: no retries), the
+// other files of the batch still land, and the copy as a whole fails
+// naming it.
 func TestBatchMissingFile(t *testing.T) {
 	srcDir, dstDir := t.TempDir(), t.TempDir()
 	want := tree(t, srcDir, 300, 200, 100)
@@ -290,14 +302,63 @@ func TestBatchMissingFile(t *testing.T) {
 	d := prepare(t, src, localEP(t, dstDir+"/"), opts(t))
 	os.Remove(filepath.Join(srcDir, "tree/f01"))
 	delete(want, "f01")
-	_, err := d.Perform(context.Background(), d.Files(), 8, 1, 1)
-	if err == nil || !strings.Contains(err.Error(), "/tree/f01") {
-		t.Fatalf("Perform: %v, want an error naming /tree/f01", err)
+	sum, err := RunDataset(context.Background(), d, Fixed(d.Files(), 8, 1, 1), nil)
+	if err == nil || !strings.Contains(err.Error(), "/tree/f01") || !strings.Contains(err.Error(), "1 files could not be copied") {
+		t.Fatalf("copy: %v, want an error naming /tree/f01 alone", err)
 	}
 	sameTree(t, filepath.Join(dstDir, "tree"), want)
-	if s := d.Summary(); s.Retries != 0 {
-		t.Errorf("%d retries of a missing file", s.Retries)
+	if sum.Retries != 0 {
+		t.Errorf("%d retries of a missing file", sum.Retries)
 	}
+	if len(sum.Failures) != 1 || !strings.HasSuffix(sum.Failures[0].Src, "/tree/f01") || sum.Files != 2 {
+		t.Errorf("summary: %d files, failures %+v; want 2 files and f01 given up", sum.Files, sum.Failures)
+	}
+}
+
+// TestTreeGoesOnPastBadFiles: unreadable files of a tree are given up, the
+// others copied, and the copy fails naming them, in both ways of copying
+// a tree (Run and a dataset).
+func TestTreeGoesOnPastBadFiles(t *testing.T) {
+	for _, dataset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("dataset=%v", dataset), func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			want := tree(t, srcDir, 3000, 4000, 5000, 3<<20, 6000)
+			src := localEP(t, srcDir+"/tree")
+			src.Backend = deniedFiles{src.Backend, []string{"f01", "f03"}}
+			delete(want, "f01")
+			delete(want, "f03")
+			o := opts(t)
+			o.Recursive = true
+			var sum Summary
+			var err error
+			if dataset {
+				d := prepare(t, src, localEP(t, dstDir+"/"), o)
+				sum, err = RunDataset(context.Background(), d, Fixed(d.Files(), 2, 1, 2), nil)
+			} else {
+				sum, err = Run(context.Background(), []Endpoint{src}, localEP(t, dstDir+"/"), o, nil)
+			}
+			if err == nil || !strings.Contains(err.Error(), "2 files could not be copied") {
+				t.Fatalf("copy: %v, want an error naming the 2 unreadable files", err)
+			}
+			sameTree(t, filepath.Join(dstDir, "tree"), want)
+			if len(sum.Failures) != 2 || sum.Files != 3 {
+				t.Errorf("summary: %d files, failures %+v", sum.Files, sum.Failures)
+			}
+		})
+	}
+}
+
+// deniedFiles is a backend that refuses to read the named files.
+type deniedFiles struct {
+	backend.Backend
+	names []string
+}
+
+func (b deniedFiles) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if slices.Contains(b.names, filepath.Base(p)) {
+		return nil, fmt.Errorf("open %s: %w", p, backend.ErrPermission)
+	}
+	return b.Backend.OpenRange(ctx, p, off, n)
 }
 
 // TestPipeliningSavesRoundTrips: with an emulated round-trip time, sixteen

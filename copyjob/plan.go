@@ -24,6 +24,9 @@ func RunDataset(ctx context.Context, d *Dataset, pl dataset.Planner, progress fu
 	stop := d.st.tick(progress)
 	rep, err := dataset.Run(ctx, pl, d)
 	stop()
+	if f := d.st.failed(); f != nil && (err == nil || fileLevel(err)) {
+		err = f // the files given up, the others copied
+	}
 	sum := d.Summary()
 	sum.Steps = rep.Steps
 	if err == nil {

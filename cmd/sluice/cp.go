@@ -395,7 +395,8 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 			return jerr
 		}
 	}
-	if err != nil {
+	var given *copyjob.FilesError
+	if err != nil && (f.jsonOut || !errors.As(err, &given)) {
 		return cpError(err)
 	}
 	if f.jsonOut {
@@ -410,6 +411,21 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		sum.Files-sum.Skipped, dirs, float64(sum.Bytes-sum.SkippedBytes)/1e6, sum.Seconds, sum.MBps, sum.Retries, sum.Checksum)
 	if sum.Skipped > 0 {
 		fmt.Fprintf(stderr, "skipped %d files (%.1f MB) already in place: same size and checksum\n", sum.Skipped, float64(sum.SkippedBytes)/1e6)
+	}
+	if given != nil {
+		// The others were copied: say which were not, and why, and
+		// fail.
+		for i, fl := range sum.Failures {
+			if i == 20 {
+				fmt.Fprintf(stderr, "not copied: %d more (--json lists them all)\n", len(sum.Failures)-20)
+				break
+			}
+			fmt.Fprintf(stderr, "not copied: %s: %s\n", fl.Src, fl.Error)
+		}
+		if given.Stopped {
+			return fmt.Errorf("%d files could not be copied, and the copy stopped there", given.Failed)
+		}
+		return fmt.Errorf("%d files could not be copied (the others were)", given.Failed)
 	}
 	if a := rep.Auto; a != nil && len(sum.Steps) > 0 {
 		last := sum.Steps[len(sum.Steps)-1]
