@@ -51,6 +51,14 @@ func (p *cpPolicyFlags) check(fl *pflag.FlagSet) error {
 	if fl.Changed("cc") {
 		return errors.New("--policy-server: the adaptive client chooses the concurrency (--ci, --cmax); --cc does not apply")
 	}
+	if p.follow {
+		// It runs at what the allocation allows, without adapting.
+		for _, n := range []string{"ci", "delta", "threshold"} {
+			if fl.Changed(n) {
+				return fmt.Errorf("--%s does not apply with --follow-allocation, which does not adapt to the rate", n)
+			}
+		}
+	}
 	if p.pair != "" {
 		s, d, ok := strings.Cut(p.pair, ":")
 		if !ok || s == "" || d == "" {

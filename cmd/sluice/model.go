@@ -70,12 +70,15 @@ JSON figures are fractions (0.09 = 9%); the top level is the headline axis
   sluice model eval --data SGData.csv --samples span
   sluice model eval --data SGData.csv --samples 1,8,32 --method best`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if data == "" {
-				return fmt.Errorf("model eval: --data FILE.csv is required")
+			if cmd.Flags().Changed("threshold") && !isAlg2(samples) {
+				return fmt.Errorf("model eval: --threshold applies to --samples alg2 only")
 			}
 			opt, err := modelEvalOptions(samples, threshold, method)
 			if err != nil {
 				return err
+			}
+			if data == "" {
+				return fmt.Errorf("model eval: --data FILE.csv is required")
 			}
 			opt.Detail = detail
 			axes := []model.Axis{model.AxisParallelism, model.AxisConcurrency, model.AxisPipelining}
@@ -128,6 +131,11 @@ JSON figures are fractions (0.09 = 9%); the top level is the headline axis
 	return cmd
 }
 
+func isAlg2(samples string) bool {
+	s := strings.TrimSpace(samples)
+	return s == "alg2" || s == "algorithm2"
+}
+
 func modelEvalOptions(samples string, threshold float64, method string) (model.EvalOptions, error) {
 	var opt model.EvalOptions
 	switch s := strings.TrimSpace(samples); s {
@@ -145,6 +153,9 @@ func modelEvalOptions(samples string, threshold float64, method string) (model.E
 				return opt, fmt.Errorf("model eval: --samples %q: %q is not a level >= 1", samples, x)
 			}
 			opt.Samples = append(opt.Samples, n)
+		}
+		if len(opt.Samples) == 0 {
+			return opt, fmt.Errorf("model eval: --samples %q: no level (want, say, 1,2,4; alg2; or span)", samples)
 		}
 	}
 	switch method {
