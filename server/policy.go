@@ -238,6 +238,10 @@ func expiredIDs(svc *policy.Service, now time.Time) []string {
 	return ids
 }
 
+// MaxAllocationsPerUser bounds the live allocations of one (non-admin)
+// user, over all pairs and client names.
+const MaxAllocationsPerUser = 64
+
 // RequestAllocation grants an allocation on a pair of registered
 // endpoints (the paper's initial PROVISION).
 func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRequest) (policy.Allocation, error) {
@@ -258,6 +262,21 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	now := time.Now()
 	del := expiredIDs(svc, now)
 	cl := clientOf(c, r.Client)
+	if !c.User.Admin {
+		// Each allocation is a client's share of a pair: one user
+		// holding hundreds would take colleagues' share of their VO's
+		// (weighted-shares splits a VO's streams among its clients).
+		held := 0
+		for _, a := range svc.List(now, policy.Filter{}) {
+			if a.Client == c.User.Name || strings.HasPrefix(a.Client, c.User.Name+"/") {
+				held++
+			}
+		}
+		if held >= MaxAllocationsPerUser {
+			_ = s.persistAllocations(ctx, nil, del)
+			return policy.Allocation{}, fmt.Errorf("%w: you hold %d allocations, the most one user may; release some (DELETE /v1/allocations/{id})", ErrInvalid, held)
+		}
+	}
 	a, err := svc.Request(now, policy.Request{Pair: policy.Pair{Src: idx[r.Source].Name, Dst: idx[r.Destination].Name},
 		Client: cl.Client, VO: cl.VO, Want: r.Want})
 	if err != nil {

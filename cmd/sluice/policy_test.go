@@ -70,6 +70,23 @@ func testPolicy(t *testing.T, db string) {
 			t.Errorf("%s: %v, want %d", tt.name, err, tt.want)
 		}
 	}
+	// One user cannot hold more than server.MaxAllocationsPerUser.
+	var extra []string
+	for i := range server.MaxAllocationsPerUser {
+		x, err := bob.RequestAllocation(ctx, api.AllocationIn{Source: "a1", Destination: "a2", Client: fmt.Sprint("c", i)})
+		if err != nil {
+			t.Fatalf("bob's allocation %d: %v", i, err)
+		}
+		extra = append(extra, x.ID)
+	}
+	if _, err := bob.RequestAllocation(ctx, api.AllocationIn{Source: "a1", Destination: "a2", Client: "one-more"}); status(err) != 422 || !strings.Contains(err.Error(), "release some") {
+		t.Errorf("bob's allocation past the limit: %v, want 422", err)
+	}
+	for i, id := range extra {
+		if err := bob.ReleaseAllocation(ctx, id, fmt.Sprint("c", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := alice.UpdateAllocation(ctx, a.ID, api.AllocationUpdateIn{Streams: -3}); status(err) != 422 {
 		t.Errorf("negative update: %v, want 422", err)
 	}
