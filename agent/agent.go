@@ -137,6 +137,11 @@ func (s *Server) Shaper() *emul.Shaper { return s.shape }
 // Close releases the root. Requests still being served fail.
 func (s *Server) Close() error { return s.fs.Close() }
 
+// Check reports whether the agent can serve its root (see
+// file.Backend.Check); an agent that cannot stops heartbeating, so that
+// the service marks it down instead of failing every transfer on it.
+func (s *Server) Check() error { return s.fs.Check() }
+
 // Serve serves the agent's handler on ln (with TLS if tlsCert and tlsKey
 // name PEM files) until ctx ends, then shuts down: it stops accepting,
 // lets requests in flight finish for a grace period, then closes them. It

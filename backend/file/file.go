@@ -44,6 +44,22 @@ func New(dir string) (*Backend, error) {
 // Close releases the backend's handle on its directory.
 func (b *Backend) Close() error { return b.root.Close() }
 
+// Check reports whether the backend still serves the directory its path
+// names: a root removed (or removed and made again) while the backend
+// runs leaves it writing into a directory nobody can see, and every
+// request fails with "no such file or directory".
+func (b *Backend) Check() error {
+	open, err := b.root.Stat(".")
+	if err != nil {
+		return fmt.Errorf("file backend: root %s: %w", b.dir, err)
+	}
+	now, err := os.Stat(b.dir)
+	if err != nil || !os.SameFile(open, now) {
+		return fmt.Errorf("file backend: root %s was removed or replaced since it was opened", b.dir)
+	}
+	return nil
+}
+
 // Dir is the directory the backend serves.
 func (b *Backend) Dir() string { return b.dir }
 

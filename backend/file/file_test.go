@@ -231,3 +231,41 @@ func TestLinksAndSpecialFiles(t *testing.T) {
 		t.Errorf("read %q through the absolute link", got)
 	}
 }
+
+// TestCheckRoot: a backend whose root directory is removed, or removed
+// and made again, says so (it would otherwise write into a directory
+// nobody sees and fail every request with "no such file").
+func TestCheckRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(dir string) error
+		ok     bool
+	}{
+		{"untouched", func(string) error { return nil }, true},
+		{"removed", os.RemoveAll, false},
+		{"replaced", func(dir string) error {
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			return os.Mkdir(dir, 0o755)
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "root")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := tc.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Check(); (err == nil) != tc.ok {
+				t.Errorf("Check: %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -87,12 +87,13 @@ func newAgentCmd() *cobra.Command {
 			defer ln.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			var j *joiner
 			if serverURL != "" {
 				servers, err := parseServers(serverURL)
 				if err != nil {
 					return err
 				}
-				j := &joiner{servers: servers, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
+				j = &joiner{servers: servers, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
 					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, log: log}
 				if j.token, err = secretArg(joinToken); err != nil {
 					return fmt.Errorf("agent: --join-token: %w", err)
@@ -108,6 +109,10 @@ func newAgentCmd() *cobra.Command {
 			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation})
 			if err != nil {
 				return err
+			}
+			if j != nil {
+				check := s.Check
+				j.health.Store(&check)
 			}
 			defer s.Close()
 			scheme := "sluice"

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dtn/sluice/api"
@@ -25,6 +26,9 @@ type joiner struct {
 	info    api.AgentIn
 	log     *slog.Logger
 	cur     int // index of the server in use
+	// health, once set, says whether the agent can serve: heartbeats
+	// stop while it cannot.
+	health atomic.Pointer[func() error]
 }
 
 // parseServers splits --server's comma-separated list.
@@ -96,6 +100,15 @@ func (j *joiner) heartbeats(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if h := j.health.Load(); h != nil {
+			if err := (*h)(); err != nil {
+				if !failing {
+					j.log.Error("not sending heartbeats: this agent cannot serve (restart it once its root is back)", "err", err)
+					failing = true
+				}
+				continue
+			}
 		}
 		var err error
 		// One pass over the list per period: a dead server costs at

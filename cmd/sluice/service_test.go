@@ -1115,6 +1115,28 @@ func TestServiceCancelDestinationDown(t *testing.T) {
 	}
 }
 
+// TestServiceAgentRootRemoved: an agent whose root directory is removed
+// (and made again) stops heartbeating, so the server marks it down and
+// its files wait, saying so, instead of failing one after another on a
+// directory nobody can see.
+func TestServiceAgentRootRemoved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	root := c.roots["a2"]
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.waitDown("a2")
+	if !strings.Contains(c.agents["a2"].output(), "not sending heartbeats") {
+		t.Error("the agent does not say why it stopped heartbeating")
+	}
+}
+
 // TestServiceSmallFilesBatched: a job of many small files moves in pull
 // batches (several files per request to the destination agent, server
 // batch.go), every file arrives whole and verified, a file whose expected
