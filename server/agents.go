@@ -65,6 +65,9 @@ func (s *Server) Register(ctx context.Context, joinToken string, a AgentInfo) (J
 		return Joined{}, err
 	}
 	s.log.Info("agent registered", "name", a.Name, "url", a.URL)
+	// A restarted agent may be owed removals of partial files (see
+	// sweepPartials): the next tick tries them.
+	s.sweepSoon.Store(true)
 	return Joined{Key: s.key, HeartbeatEvery: s.cfg.HeartbeatEvery}, nil
 }
 

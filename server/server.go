@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -167,8 +168,11 @@ type Server struct {
 	join   string // SHA-256 of the join token
 	epoch  time.Time
 	inbox  chan func(*world)
-	events *broker
-	met    *metrics
+	// sweepSoon asks the loop for a sweep of owed partial-file removals
+	// at its next tick (an agent registered again).
+	sweepSoon atomic.Bool
+	events    *broker
+	met       *metrics
 
 	mu      sync.Mutex
 	agents  map[string]*agentState    // by endpoint name; heartbeats (under mu)

@@ -346,17 +346,18 @@ func btoi(b bool) int {
 // sweepPartials retries the cleanups that could not be done: every
 // ended task with a checkpoint left (store.EndedWithCheckpoint). A done
 // task's file was renamed into place, so only its checkpoint goes. It
-// runs in the background, at start and then every minute (world.tick).
-func (s *Server) sweepPartials(ctx context.Context) {
+// runs in the background, at start and then every minute (world.tick),
+// and returns how many removals are still owed.
+func (s *Server) sweepPartials(ctx context.Context) (owed int) {
 	ts, err := s.st.EndedWithCheckpoint(ctx)
 	if err != nil {
 		s.log.Warn("listing partial files to remove", "err", err)
-		return
+		return 1
 	}
 	removed := 0
 	for _, t := range ts {
 		if ctx.Err() != nil {
-			return
+			return 0
 		}
 		if t.State == store.StateDone {
 			if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
@@ -366,11 +367,14 @@ func (s *Server) sweepPartials(ctx context.Context) {
 		}
 		if s.removePartial(ctx, t, false) {
 			removed++
+		} else {
+			owed++
 		}
 	}
 	if removed > 0 {
 		s.log.Info("removed partial files of canceled or failed tasks", "files", removed)
 	}
+	return owed
 }
 
 func backendPermanent(err error) bool {

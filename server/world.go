@@ -98,8 +98,9 @@ type world struct {
 	want      bool
 	lastSave  time.Time
 	lastEvent time.Time
-	lastSweep time.Time // of partial files owed a removal (sweepPartials)
-	sweeping  bool
+	lastSweep  time.Time // of partial files owed a removal (sweepPartials)
+	sweepEvery time.Duration
+	sweeping   bool
 	inflight  int               // transfer goroutines not yet reported finished
 	begun     time.Time         // when this loop started
 	victims   map[int64][]int64 // tasks to pause once the key task moves
@@ -1069,14 +1070,24 @@ func (w *world) tick(now time.Time) {
 		w.lastEvent = now
 		w.progressEvents()
 	}
-	if !w.sweeping && now.Sub(w.lastSweep) >= sweepEvery && now.Sub(w.begun) >= 5*time.Second {
+	if w.s.sweepSoon.Swap(false) {
+		w.lastSweep = time.Time{}
+	}
+	if !w.sweeping && now.Sub(w.lastSweep) >= w.sweepEvery && now.Sub(w.begun) >= 5*time.Second {
 		// Owed removals of partial files (agents that were down when
 		// their tasks ended, a crash between the end and the removal).
-		// The first waits a few seconds for the agents to register.
+		// The first waits a few seconds for the agents to register;
+		// while removals remain owed, the next comes sooner.
 		w.sweeping, w.lastSweep = true, now
 		go func() {
-			w.s.sweepPartials(w.ctx)
-			w.s.post(func(w *world) { w.sweeping = false })
+			owed := w.s.sweepPartials(w.ctx)
+			w.s.post(func(w *world) {
+				w.sweeping = false
+				w.sweepEvery = sweepEvery
+				if owed > 0 {
+					w.sweepEvery = sweepAgain
+				}
+			})
 		}()
 	}
 	w.resolve()
@@ -1178,8 +1189,12 @@ func (w *world) heartbeats(now time.Time) {
 }
 
 // sweepEvery is how often the loop retries the removals of partial files
-// that could not be done when their tasks ended.
-const sweepEvery = time.Minute
+// that could not be done when their tasks ended; sweepAgain, while some
+// are still owed.
+const (
+	sweepEvery = time.Minute
+	sweepAgain = 10 * time.Second
+)
 
 // shutdown stops every run and waits (briefly) for their reports, so that
 // their last checkpoints are written.

@@ -1099,7 +1099,10 @@ func TestServiceCancelDestinationDown(t *testing.T) {
 	if _, err := c.admin.Cancel(ctx, j.ID); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second) // the cancel's own removal fails meanwhile
+	// The cancel's own removal fails meanwhile. The agent returns before
+	// the heartbeat timeout (3 s) marks it down: its registration, not an
+	// up-again, must bring the removal on.
+	time.Sleep(1500 * time.Millisecond)
 	if len(parts()) == 0 {
 		t.Fatal("the partial file went while its agent was down: the test shows nothing")
 	}
