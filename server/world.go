@@ -93,17 +93,17 @@ type world struct {
 	lastCycle time.Duration // how long the last scheduler call took
 	// links are each endpoint pair's recent per-stream throughputs, the
 	// bandwidth series the multi-source split predicts from.
-	links     map[[2]string][]float64
-	cycleWant sched.Trigger
-	want      bool
-	lastSave  time.Time
-	lastEvent time.Time
+	links      map[[2]string][]float64
+	cycleWant  sched.Trigger
+	want       bool
+	lastSave   time.Time
+	lastEvent  time.Time
 	lastSweep  time.Time // of partial files owed a removal (sweepPartials)
 	sweepEvery time.Duration
 	sweeping   bool
-	inflight  int               // transfer goroutines not yet reported finished
-	begun     time.Time         // when this loop started
-	victims   map[int64][]int64 // tasks to pause once the key task moves
+	inflight   int               // transfer goroutines not yet reported finished
+	begun      time.Time         // when this loop started
+	victims    map[int64][]int64 // tasks to pause once the key task moves
 	// optimal holds, per endpoint pair, the streams that optimize jobs
 	// run with (0: the estimate failed and the scheduler chooses); a
 	// pair being estimated is present with -1.
