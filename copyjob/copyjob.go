@@ -181,7 +181,8 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items 
 		return nil, nil, "", errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
-	if !intoDir && o.JournalDir != "" {
+	if !intoDir && o.Recursive && o.JournalDir != "" {
+		// (A file's copy makes its destination only at the end.)
 		layout = layoutMarker(o.JournalDir, srcs[0], dst)
 	}
 	fi, err := dst.Backend.Stat(ctx, dst.Path)
