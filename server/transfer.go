@@ -332,6 +332,15 @@ func (s *Server) removePartial(ctx context.Context, t store.Task, twice bool) bo
 	return true
 }
 
+// heardFrom reports whether the agent named has beaten to this server
+// within the heartbeat timeout.
+func (s *Server) heardFrom(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.agents[name]
+	return a != nil && time.Since(a.last) < s.cfg.HeartbeatTimeout
+}
+
 // ownedMarker is the checkpoint of an ended task whose partial file is
 // still to be removed, when it had no journal of its own.
 const ownedMarker = "sluice: partial file to remove"
@@ -363,6 +372,10 @@ func (s *Server) sweepPartials(ctx context.Context) (owed int) {
 			if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
 				s.log.Warn("deleting checkpoint of a done task", "task", t.ID, "err", err)
 			}
+			continue
+		}
+		if !s.heardFrom(t.DstEndpoint) {
+			owed++ // down (or beating to another server): not now
 			continue
 		}
 		if s.removePartial(ctx, t, false) {
