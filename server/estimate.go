@@ -378,7 +378,7 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub str
 		case !errors.Is(err, backend.ErrNotFound) && !backend.Permanent(err):
 			return "", fmt.Errorf("%w: destination %s did not answer: %w", ErrUnavailable, e.Name, err)
 		case !errors.Is(err, backend.ErrNotFound):
-			return "", fmt.Errorf("destination %s: %w", e.Name, err)
+			return "", fmt.Errorf("%w: destination %s: %w", ErrInvalid, e.Name, err)
 		case dir == "/" || dir == "." || dir == "":
 			return "/", nil
 		}
