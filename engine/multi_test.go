@@ -352,24 +352,36 @@ func TestStealUnmeasuredReplica(t *testing.T) {
 // what it delivered; taking over a fast replica's tail at that rate would
 // hold the file back by seconds. A thief is trusted no faster than the
 // plan predicted it, so it takes over nothing here.
+//
+// The fast replicas' speed is this machine's: under a heavy load they may
+// really be slow, and then taking over from them is right. So a run that
+// steals is tried again, up to three times; the fault this test guards
+// against (the thief trusted at its burst's rate) steals in every run.
 func TestStealBurstyThief(t *testing.T) {
 	const size = 8 << 20
-	e := newEnv(t)
-	data := e.put(t, "f", size, 11)
-	fast, slow := 8.0*(1<<20), 256.0*(1<<10)
-	reps, s := e.replicas(3, "f", size, fast, fast, slow) // time-balanced shares
-	for i, r := range []float64{fast, fast, slow} {
-		reps[i].rate, s.Sources[i].Rate = r, r
-	}
-	reps[2].burst = 128 << 10 // its whole part (about 126 KiB)
-	s.Steal = true
-	s.SubWrite = 256 << 10
-	res, took := e.runTimed(t, s, data)
-	t.Logf("%v; slow replica sent %d bytes; note %q", took, reps[2].served.Load(), res.Note)
-	// The plan finishes in about 0.5 s; 256 KiB more from the slow
-	// replica alone would take a second.
-	if took > 800*time.Millisecond || reps[2].served.Load() > 200<<10 {
-		t.Errorf("took %v, the slow replica sent %d bytes: it took over work at the rate of its burst", took, reps[2].served.Load())
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 11)
+		fast, slow := 8.0*(1<<20), 256.0*(1<<10)
+		reps, s := e.replicas(3, "f", size, fast, fast, slow) // time-balanced shares
+		for i, r := range []float64{fast, fast, slow} {
+			reps[i].rate, s.Sources[i].Rate = r, r
+		}
+		reps[2].burst = 128 << 10 // its whole part (about 126 KiB)
+		s.Steal = true
+		s.SubWrite = 256 << 10
+		res, took := e.runTimed(t, s, data)
+		t.Logf("attempt %d: %v; slow replica sent %d bytes; note %q", attempt, took, reps[2].served.Load(), res.Note)
+		// The plan finishes in about 0.5 s; 256 KiB more from the slow
+		// replica alone would take a second.
+		if took <= 800*time.Millisecond && reps[2].served.Load() <= 200<<10 {
+			return
+		}
+		if attempt == attempts {
+			t.Errorf("in %d runs of %d, the slow replica took over work at the rate of its burst (the last: %v, %d bytes from it)", attempts, attempts, took, reps[2].served.Load())
+			return
+		}
 	}
 }
 

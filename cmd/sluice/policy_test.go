@@ -262,12 +262,7 @@ func TestServicePolicyLowered(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, 1)
-	emu := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 24e6, "conn_bps": 3e6}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.addAgent("src", "--emulate", emu)
-	c.waitEndpoints(2)
+	c.addEmulated("src", `{"capacity_bps": 24e6, "conn_bps": 3e6}`)
 	ctx := context.Background()
 	alice := userClient(t, c, "alice", "cms")
 	cfg, err := c.admin.Policy(ctx)

@@ -180,6 +180,19 @@ func (c *cluster) waitEndpoints(n int) {
 }
 
 // file writes a random file of size bytes under an agent's root.
+// addEmulated adds an agent whose data path is shaped by the emul.Config
+// JSON cfg (a throttled source, say) and waits until the server knows
+// every agent.
+func (c *cluster) addEmulated(name, cfg string) {
+	c.t.Helper()
+	emu := filepath.Join(c.dir, name+"-emul.json")
+	if err := os.WriteFile(emu, []byte(cfg), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	c.addAgent(name, "--emulate", emu)
+	c.waitEndpoints(len(c.agents))
+}
+
 // waitDown waits until the server marks the endpoint down: within the
 // heartbeat timeout (3 s here) and a cycle.
 func (c *cluster) waitDown(name string) {
@@ -1026,12 +1039,7 @@ func TestServiceWatchSurvivesRestart(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, 1)
-	emu := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 16e6}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.addAgent("src", "--emulate", emu)
-	c.waitEndpoints(2)
+	c.addEmulated("src", `{"capacity_bps": 16e6}`)
 	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
 	t.Setenv("SLUICE_TOKEN", "@"+filepath.Join(c.dir, "data", "admin.token"))
 	t.Setenv("SLUICE_CONFIG", filepath.Join(c.dir, "client.json"))
@@ -1074,12 +1082,7 @@ func TestServiceCancelDestinationDown(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, 1)
-	emu := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 16e6}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.addAgent("src", "--emulate", emu)
-	c.waitEndpoints(2)
+	c.addEmulated("src", `{"capacity_bps": 16e6}`)
 	c.file("src", "in/big.dat", 64<<20, 7)
 	ctx := context.Background()
 	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
@@ -1405,12 +1408,7 @@ func TestServiceFailedLeavesNoPart(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	c := newCluster(t, 1)
-	emu := filepath.Join(c.dir, "slow.json")
-	if err := os.WriteFile(emu, []byte(`{"capacity_bps": 160e6, "conn_bps": 160e6}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c.addAgent("src", "--emulate", emu)
-	c.waitEndpoints(2)
+	c.addEmulated("src", `{"capacity_bps": 160e6, "conn_bps": 160e6}`)
 	src := c.file("src", "in/big.dat", 100<<20, 3)
 	ctx := context.Background()
 	retry := 0
