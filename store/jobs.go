@@ -52,7 +52,7 @@ func jobsSQL(where, limit string) string {
 		SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS files_failed,
 		SUM(CASE WHEN state = 'canceled' THEN 1 ELSE 0 END) AS files_canceled,
 		CAST(SUM(CASE WHEN size > 0 THEN size ELSE 0 END) AS BIGINT) AS bytes,
-		CAST(SUM(done) AS BIGINT) AS bytes_done
+		CAST(SUM(CASE WHEN state IN ('failed', 'canceled') THEN 0 ELSE done END) AS BIGINT) AS bytes_done
 	FROM tasks WHERE job_id IN (SELECT id FROM page) GROUP BY job_id
 )
 SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.priority, p.deadline,
@@ -244,7 +244,9 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		if t.Size > 0 {
 			nj.Bytes += t.Size
 		}
-		nj.BytesDone += t.Done
+		if t.State != StateFailed && t.State != StateCanceled {
+			nj.BytesDone += t.Done // as Job counts it
+		}
 	}
 	*j = nj
 	return true, nil

@@ -120,7 +120,10 @@ type Job struct {
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int
-	Bytes, BytesDone                             int64 // BytesDone counts partial progress
+	// BytesDone counts the files done and the partial progress of those
+	// still to end; a failed or canceled file's partial copy is removed,
+	// so its bytes are not counted.
+	Bytes, BytesDone int64
 }
 
 // Task is one file of a job: the unit the scheduler schedules.
