@@ -70,14 +70,10 @@ func (a *Allocator) Update(ctx context.Context, want int) (int, time.Time, error
 		return 0, time.Time{}, errors.New("allocator: update before request")
 	}
 	out, err := a.c.UpdateAllocation(ctx, id, api.AllocationUpdateIn{Streams: want, Client: a.name})
-	var e *Error
-	if errors.As(err, &e) && e.Status == http.StatusNotFound {
-		// The lease ran out (a long outage), or an administrator
-		// ended it: the caller asks for a new one.
-		return 0, time.Time{}, fmt.Errorf("%w: %w", policy.ErrNotFound, err)
-	}
 	if err != nil {
-		return 0, time.Time{}, err
+		// Gone (the lease ran out in a long outage, or an
+		// administrator ended it): the caller asks for a new one.
+		return 0, time.Time{}, gone(err)
 	}
 	a.mu.Lock()
 	a.max = out.MaxStreams
@@ -95,7 +91,12 @@ func (a *Allocator) Release(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	err := a.c.ReleaseAllocation(ctx, id, a.name)
+	return gone(a.c.ReleaseAllocation(ctx, id, a.name))
+}
+
+// gone marks the server's 404 for an allocation as policy.ErrNotFound,
+// which the adaptive client acts on (copyjob.Allocator).
+func gone(err error) error {
 	var e *Error
 	if errors.As(err, &e) && e.Status == http.StatusNotFound {
 		return fmt.Errorf("%w: %w", policy.ErrNotFound, err)

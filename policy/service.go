@@ -341,9 +341,7 @@ func (s *Service) Get(now time.Time, id string) (Allocation, error) {
 	if !ok {
 		return Allocation{}, fmt.Errorf("policy: allocation %q: %w (released or lease expired)", id, ErrNotFound)
 	}
-	out := *a
-	out.Max = s.paramsOrDefaultsLocked(a.Pair).ClientMax
-	return out, nil
+	return s.answerLocked(a), nil
 }
 
 // Filter selects allocations in List; a zero field matches all.
@@ -361,9 +359,7 @@ func (s *Service) List(now time.Time, f Filter) []Allocation {
 	var out []Allocation
 	for _, a := range s.sortedLocked() {
 		if (f.Pair == Pair{} || f.Pair == a.Pair) && (f.Client == "" || f.Client == a.Client) && (f.VO == "" || f.VO == a.VO) {
-			x := *a
-			x.Max = s.paramsOrDefaultsLocked(a.Pair).ClientMax
-			out = append(out, x)
+			out = append(out, s.answerLocked(a))
 		}
 	}
 	return out
@@ -773,6 +769,14 @@ func sortAllocs(as []*Allocation) []*Allocation {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
 	return as
+}
+
+// answerLocked is a copy of a for a caller, with Max, its pair's
+// per-client limit now.
+func (s *Service) answerLocked(a *Allocation) Allocation {
+	out := *a
+	out.Max = s.paramsOrDefaultsLocked(a.Pair).ClientMax
+	return out
 }
 
 // checkLocked runs the test hook, if any.

@@ -303,7 +303,11 @@ func (s *Server) removePartial(ctx context.Context, t store.Task, twice bool) bo
 		p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
 		if _, dst, _, err := s.backends(p); err == nil {
 			gone = true
-			for pass := range 1 + btoi(twice) {
+			passes := 1
+			if twice {
+				passes = 2
+			}
+			for pass := range passes {
 				if pass > 0 {
 					select {
 					case <-time.After(2 * time.Second):
@@ -344,13 +348,6 @@ func (s *Server) heardFrom(name string) bool {
 // ownedMarker is the checkpoint of an ended task whose partial file is
 // still to be removed, when it had no journal of its own.
 const ownedMarker = "sluice: partial file to remove"
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // sweepPartials retries the cleanups that could not be done: every
 // ended task with a checkpoint left (store.EndedWithCheckpoint). A done
