@@ -358,7 +358,8 @@ func (s *Server) Files(ctx context.Context, c Caller, id int64, from, limit int)
 // copies removed. Files already done stay. A file whose run was past its
 // last check (verified and being renamed) when the cancel came is in
 // place, and the store records it done: the job's done count may still
-// rise after Cancel returns.
+// rise after Cancel returns (seconds later; or at the next sweep of
+// ended tasks, if the server stopped between the rename and the write).
 func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, error) {
 	j, err := s.visible(ctx, c, id)
 	if err != nil {

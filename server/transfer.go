@@ -351,10 +351,14 @@ const ownedMarker = "sluice: partial file to remove"
 
 // sweepPartials retries the cleanups that could not be done: every
 // ended task with a checkpoint left (store.EndedWithCheckpoint). A done
-// task's file was renamed into place, so only its checkpoint goes. It
-// runs in the background, at start and then every minute (world.tick),
-// and returns how many removals are still owed.
-func (s *Server) sweepPartials(ctx context.Context) (owed int) {
+// task's file was renamed into place, so only its checkpoint goes. A
+// canceled task with a complete checkpoint may have been put in place
+// too (settleCanceled); otherwise its partial file goes. Tasks whose
+// runs are still live in this server's loop (live: a canceled run left
+// to finish its verification) are left for a later sweep. It runs in the
+// background, at start and then every minute (world.tick), and returns
+// how many removals are still owed.
+func (s *Server) sweepPartials(ctx context.Context, live map[int64]bool) (owed int) {
 	ts, err := s.st.EndedWithCheckpoint(ctx)
 	if err != nil {
 		s.log.Warn("listing partial files to remove", "err", err)
@@ -364,6 +368,9 @@ func (s *Server) sweepPartials(ctx context.Context) (owed int) {
 	for _, t := range ts {
 		if ctx.Err() != nil {
 			return 0
+		}
+		if live[t.ID] {
+			continue
 		}
 		if t.State == store.StateDone {
 			if err := s.st.DeleteCheckpoint(ctx, journalKey(t.ID)); err != nil {
@@ -375,6 +382,17 @@ func (s *Server) sweepPartials(ctx context.Context) (owed int) {
 			owed++ // down (or beating to another server): not now
 			continue
 		}
+		if t.State == store.StateCanceled {
+			done, err := s.settleCanceled(ctx, t)
+			if err != nil {
+				s.log.Warn("checking whether a canceled task's file is in place; will retry", "task", t.ID, "err", err)
+				owed++
+				continue
+			}
+			if done {
+				continue
+			}
+		}
 		if s.removePartial(ctx, t, false) {
 			removed++
 		} else {
@@ -385,6 +403,61 @@ func (s *Server) sweepPartials(ctx context.Context) (owed int) {
 		s.log.Info("removed partial files of canceled or failed tasks", "files", removed)
 	}
 	return owed
+}
+
+// settleCanceled records as done a canceled task whose complete
+// checkpoint says its run verified the file and may have renamed it
+// (the server stopped, or lost the partition, between the rename and
+// the done write), if the destination holds the file and its checksum
+// matches the source's. It reports whether the task is done now. A
+// source that cannot be reached leaves the task canceled (the sweep
+// then removes any partial file): the sweep would otherwise wait for
+// it for ever.
+func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error) {
+	key := journalKey(t.ID)
+	cp, ok, err := engine.ReadCheckpoint(ctx, storeJournals{st: s.st}, key)
+	if err != nil || !ok || !cp.Complete() || cp.Size != t.Size || t.Size < 0 {
+		return false, nil // a marker, a partial journal: nothing was put in place
+	}
+	s.mu.Lock()
+	src, dst := s.agents[t.SrcEndpoint], s.agents[t.DstEndpoint]
+	s.mu.Unlock()
+	if src == nil || dst == nil || !s.heardFrom(t.SrcEndpoint) || len(t.Replicas) > 0 {
+		return false, nil
+	}
+	j, err := s.st.Job(ctx, t.JobID)
+	if err != nil {
+		return false, fmt.Errorf("loading job %d: %w", t.JobID, err)
+	}
+	p := plan{task: t, checksum: j.Checksum, srcURL: src.ep.URL, srcAud: src.ep.Name, dstURL: dst.ep.URL, dstAud: dst.ep.Name,
+		srcPath: urlPath(t.Src), dstPath: urlPath(t.Dst)}
+	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
+		p.checksum, p.expected = algo, hex
+	}
+	sb, db, _, err := s.backends(p)
+	if err != nil {
+		return false, err
+	}
+	res, done, err := s.alreadyDone(ctx, sb, db, p)
+	if err != nil || !done {
+		return false, err
+	}
+	sum := res.Algo + ":" + res.Checksum
+	moved, err := s.st.DoneAfterCancel(ctx, t.ID, sum, time.Now(), "scheduler@"+s.cfg.ServerID)
+	if err != nil {
+		return false, err
+	}
+	if moved {
+		s.log.Info("canceled task's file was in place and verified: recorded done", "task", t.ID, "job", t.JobID, "dst", t.Dst)
+		if j, err := s.st.Job(ctx, t.JobID); err == nil {
+			s.events.publish(Event{Type: "task", Job: t.JobID, Owner: j.OwnerID, Task: t.ID, State: store.StateDone})
+		}
+	}
+	// The file in place may also be an identical one that was there
+	// before, the rename never made: the temporary file goes too (with
+	// the checkpoint).
+	s.removePartial(ctx, t, false)
+	return true, nil
 }
 
 func backendPermanent(err error) bool {

@@ -1079,8 +1079,14 @@ func (w *world) tick(now time.Time) {
 		// The first waits a few seconds for the agents to register;
 		// while removals remain owed, the next comes sooner.
 		w.sweeping, w.lastSweep = true, now
+		live := map[int64]bool{}
+		for t := range w.tasks.all() {
+			if t.State == store.StateRunning {
+				live[t.ID] = true
+			}
+		}
 		go func() {
-			owed := w.s.sweepPartials(w.ctx)
+			owed := w.s.sweepPartials(w.ctx, live)
 			w.s.post(func(w *world) {
 				w.sweeping = false
 				w.sweepEvery = sweepEvery

@@ -711,6 +711,31 @@ func (s *sqlStore) CancelJob(ctx context.Context, id int64, at time.Time, actor 
 	return ids, nil
 }
 
+// DoneAfterCancel moves task id from canceled to done, with the checksum
+// found and an audit entry. The job keeps its state (canceled); its done
+// count, computed from the tasks, rises by one.
+func (s *sqlStore) DoneAfterCancel(ctx context.Context, id int64, checksum string, at time.Time, actor string) (bool, error) {
+	var moved bool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var jobID int64
+		err := tx.QueryRowContext(ctx, `UPDATE tasks SET state = $2, done = size, checksum = $3, error = ''
+			WHERE id = $1 AND state = $4 RETURNING job_id`, id, StateDone, checksum, StateCanceled).Scan(&jobID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		moved = true
+		return s.insertAudit(ctx, tx, []AuditEntry{{At: at, JobID: jobID, TaskID: id, Actor: actor, From: StateCanceled,
+			To: StateDone, Detail: "found in place and verified after the cancel (" + checksum + ")"}})
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: task %d done after cancel: %w", id, err)
+	}
+	return moved, nil
+}
+
 // jobState reads a job's state inside a write transaction.
 func jobState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
 	var state string

@@ -295,6 +295,11 @@ type Store interface {
 	// returns the IDs of the tasks it canceled. Canceling a terminal job
 	// is a no-op (nil, nil).
 	CancelJob(ctx context.Context, id int64, at time.Time, actor string) ([]int64, error)
+	// DoneAfterCancel records as done a canceled task whose file was
+	// found in place and verified after the cancel (its run was past its
+	// last check, and the server stopped before writing done). It writes
+	// only a task still canceled, and reports whether it did.
+	DoneAfterCancel(ctx context.Context, id int64, checksum string, at time.Time, actor string) (bool, error)
 	// Audit returns a job's audit entries, oldest first.
 	Audit(ctx context.Context, jobID int64) ([]AuditEntry, error)
 

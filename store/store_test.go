@@ -824,6 +824,60 @@ func TestCancelJob(t *testing.T) {
 	})
 }
 
+// TestDoneAfterCancel: a canceled task found in place becomes done (with
+// its checksum, its bytes counted, an audit entry); any other task is
+// left as it is.
+func TestDoneAfterCancel(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice := mustUser(t, s, "alice")
+		tasks := makeTasks(3)
+		tasks[1].State, tasks[2].State = StateFailed, StateRunning
+		j := mustJob(t, s, alice, tasks)
+		if _, err := s.CancelJob(ctx, j.ID, ts(10, 0), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			task int
+			want bool
+		}{
+			{0, true},  // canceled
+			{0, false}, // done already
+			{1, false}, // failed, not canceled
+			{2, true},  // canceled by CancelJob while it ran
+		} {
+			got, err := s.DoneAfterCancel(ctx, tasks[tc.task].ID, "xxh3:ab", ts(11, 0), "sweep")
+			if err != nil || got != tc.want {
+				t.Fatalf("DoneAfterCancel(task %d) = %v, %v; want %v", tc.task, got, err, tc.want)
+			}
+		}
+		if got, err := s.DoneAfterCancel(ctx, 9999, "xxh3:ab", ts(11, 0), "sweep"); err != nil || got {
+			t.Fatalf("DoneAfterCancel(missing) = %v, %v; want false, nil", got, err)
+		}
+		got, err := s.Job(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != StateCanceled || got.FilesDone != 2 || got.FilesFailed != 1 || got.FilesCanceled != 0 ||
+			got.BytesDone != tasks[0].Size+tasks[2].Size {
+			t.Fatalf("job after DoneAfterCancel: %+v", got)
+		}
+		stored, err := s.Tasks(ctx, j.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := stored[0]; st.State != StateDone || st.Checksum != "xxh3:ab" || st.Done != st.Size {
+			t.Fatalf("task after DoneAfterCancel: %+v", st)
+		}
+		entries, err := s.Audit(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(entries); n != 3 || entries[1].From != StateCanceled || entries[1].To != StateDone || entries[1].TaskID != tasks[0].ID {
+			t.Fatalf("audit: %+v", entries)
+		}
+	})
+}
+
 func TestEndpoints(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		if eps, err := s.Endpoints(ctx); err != nil || len(eps) != 0 {

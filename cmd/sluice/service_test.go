@@ -376,40 +376,45 @@ func testCancel(t *testing.T, db string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// A file that was being verified when the cancel came ends done.
+	// A file that was being verified when the cancel came ends done:
+	// the store says canceled until its run has put it in place and the
+	// done state is written (Server.Cancel: the done count may still
+	// rise after the cancel returns). So the check waits for the files
+	// to settle, and fails on a canceled file whose destination is still
+	// there after that.
 	var files []api.FileOut
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	var problems []string
+	canceled := 0
+	for deadline := time.Now().Add(15 * time.Second); ; {
 		if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
 			t.Fatal(err)
 		}
-		busy := 0
+		problems, canceled = problems[:0], 0
 		for _, f := range files {
-			if !store.Terminal(f.State) {
-				busy++
+			switch f.State {
+			case store.StateCanceled:
+				canceled++
+				if _, err := os.Stat(c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))); err == nil {
+					// A run that completed between the cancel and its
+					// stop is reported done, never canceled with a
+					// file in place.
+					problems = append(problems, fmt.Sprintf("canceled file %d exists at its destination", f.Index))
+				}
+			case store.StateDone:
+				if !sameContent(t, c.path("a1", strings.TrimPrefix(f.Source, "sluice://a1/")), c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))) {
+					problems = append(problems, fmt.Sprintf("done file %d differs", f.Index))
+				}
+			default:
+				problems = append(problems, fmt.Sprintf("file %d is %s after cancel", f.Index, f.State))
 			}
 		}
-		if busy == 0 || time.Now().After(deadline) {
+		if len(problems) == 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
-	canceled := 0
-	for _, f := range files {
-		switch f.State {
-		case store.StateCanceled:
-			canceled++
-			if _, err := os.Stat(c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))); err == nil {
-				// A run that completed between the cancel and its stop
-				// is reported done, never canceled with a file in place.
-				t.Errorf("canceled file %d exists at its destination", f.Index)
-			}
-		case store.StateDone:
-			if !sameContent(t, c.path("a1", strings.TrimPrefix(f.Source, "sluice://a1/")), c.path("a2", strings.TrimPrefix(f.Destination, "sluice://a2/"))) {
-				t.Errorf("done file %d differs", f.Index)
-			}
-		default:
-			t.Errorf("file %d is %s after cancel", f.Index, f.State)
-		}
+	for _, p := range problems {
+		t.Error(p)
 	}
 	if canceled == 0 {
 		t.Error("no file was canceled")
@@ -1321,6 +1326,123 @@ func TestServiceBatchFileAlreadyInPlace(t *testing.T) {
 		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
 			t.Errorf("%s differs", rel)
 		}
+	}
+}
+
+// TestServiceCanceledFileInPlace: a canceled task whose run had verified
+// its file and put it in place before the server could write done (the
+// server crashed in between, or lost the partition) is found by the
+// sweep and recorded done, so the job does not report canceled a file
+// that is there. A canceled task whose destination holds other bytes of
+// the same size (the user's own file) stays canceled, and the file is
+// left alone. Before, both stayed canceled.
+func TestServiceCanceledFileInPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	// The destination is down, so nothing runs before the cancel.
+	c.agents["a2"].kill()
+	c.waitDown("a2")
+	var job api.JobIn
+	for i := range 3 {
+		rel := fmt.Sprintf("placed/%d", i)
+		c.file("a1", rel, 3<<20+int64(i), uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sizes are known (from the source) before the cancel, as for
+	// any file whose run got as far as verifying.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		js, err := c.admin.Job(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if js.Bytes == 3*(3<<20)+3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sizes not resolved: %+v", js)
+		}
+	}
+	if _, err := c.admin.Cancel(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	// File 0: the run's verified file, in place. File 1: the user's own
+	// file at the destination, same size, other bytes.
+	for i, content := range []string{"placed/0", "placed/2"} {
+		b, err := os.ReadFile(c.path("a1", content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = b[:3<<20+i]
+		out := c.path("a2", fmt.Sprintf("placed/%d", i))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, err := os.ReadFile(c.path("a2", "placed/1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, filepath.Join(c.dir, "data", "sluice.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := st.Tasks(ctx, j.ID, 0, 10)
+	if err != nil || len(tasks) != 3 {
+		t.Fatalf("tasks: %d, %v", len(tasks), err)
+	}
+	for i := range 2 {
+		size := 3<<20 + i
+		cp := fmt.Sprintf(`{"version":1,"src":"/placed/%d","dst":"/placed/%d","size":%d,"done":[[0,%d]]}`, i, i, size, size)
+		if err := st.PutCheckpoint(ctx, fmt.Sprintf("task/%d", tasks[i].ID), []byte(cp)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	c.agents["a2"].start() // its registration asks for a sweep
+	var files []api.FileOut
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if files, err = c.admin.AllFiles(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		if files[0].State == store.StateDone || time.Now().After(deadline) {
+			break
+		}
+	}
+	want := []string{store.StateDone, store.StateCanceled, store.StateCanceled}
+	for i, f := range files {
+		if f.State != want[i] {
+			t.Errorf("file %d is %s, want %s (%s)", i, f.State, want[i], f.Error)
+		}
+	}
+	if files[0].Checksum == "" {
+		t.Error("file 0 was recorded done without its checksum")
+	}
+	if got, err := os.ReadFile(c.path("a2", "placed/1")); err != nil || !bytes.Equal(got, mine) {
+		t.Errorf("the user's own file at the destination was changed (%v)", err)
+	}
+	if js, err := c.admin.Job(ctx, j.ID); err != nil || js.State != store.StateCanceled || js.FilesDone != 1 {
+		t.Errorf("job: %+v, %v; want canceled with one file done", js, err)
+	}
+	// The checkpoints are gone once settled.
+	time.Sleep(time.Second)
+	st, err = store.Open(ctx, filepath.Join(c.dir, "data", "sluice.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	left, err := st.EndedWithCheckpoint(ctx)
+	if err != nil || len(left) != 0 {
+		t.Errorf("checkpoints left: %d tasks, %v", len(left), err)
 	}
 }
 
