@@ -439,6 +439,11 @@ func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error)
 		return false, err
 	}
 	res, done, err := s.alreadyDone(ctx, sb, db, p)
+	if err != nil && backend.Permanent(err) {
+		// The source is gone or unreadable now: nothing can show the
+		// file in place is the source's.
+		return false, nil
+	}
 	if err != nil || !done {
 		return false, err
 	}
@@ -449,9 +454,7 @@ func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error)
 	}
 	if moved {
 		s.log.Info("canceled task's file was in place and verified: recorded done", "task", t.ID, "job", t.JobID, "dst", t.Dst)
-		if j, err := s.st.Job(ctx, t.JobID); err == nil {
-			s.events.publish(Event{Type: "task", Job: t.JobID, Owner: j.OwnerID, Task: t.ID, State: store.StateDone})
-		}
+		s.events.publish(Event{Type: "task", Job: t.JobID, Owner: j.OwnerID, Task: t.ID, State: store.StateDone})
 	}
 	// The file in place may also be an identical one that was there
 	// before, the rename never made: the temporary file goes too (with

@@ -1335,7 +1335,8 @@ func TestServiceBatchFileAlreadyInPlace(t *testing.T) {
 // sweep and recorded done, so the job does not report canceled a file
 // that is there. A canceled task whose destination holds other bytes of
 // the same size (the user's own file) stays canceled, and the file is
-// left alone. Before, both stayed canceled.
+// left alone, as does one whose source is gone. Before, the first stayed
+// canceled too.
 func TestServiceCanceledFileInPlace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -1392,6 +1393,14 @@ func TestServiceCanceledFileInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// File 2: a file of the right size at the destination, and the
+	// source gone, so nothing can show it is the source's.
+	if err := os.WriteFile(c.path("a2", "placed/2"), make([]byte, 3<<20+2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(c.path("a1", "placed/2")); err != nil {
+		t.Fatal(err)
+	}
 	st, err := store.Open(ctx, filepath.Join(c.dir, "data", "sluice.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -1400,7 +1409,7 @@ func TestServiceCanceledFileInPlace(t *testing.T) {
 	if err != nil || len(tasks) != 3 {
 		t.Fatalf("tasks: %d, %v", len(tasks), err)
 	}
-	for i := range 2 {
+	for i := range 3 {
 		size := 3<<20 + i
 		cp := fmt.Sprintf(`{"version":1,"src":"/placed/%d","dst":"/placed/%d","size":%d,"done":[[0,%d]]}`, i, i, size, size)
 		if err := st.PutCheckpoint(ctx, fmt.Sprintf("task/%d", tasks[i].ID), []byte(cp)); err != nil {
