@@ -176,6 +176,20 @@ func (c *Client) SetPolicy(ctx context.Context, cfg server.PolicyConfig) (server
 	return out, err
 }
 
+// Access returns the access rules (all for an admin, one's own otherwise).
+func (c *Client) Access(ctx context.Context) (server.AccessConfig, error) {
+	var out server.AccessConfig
+	_, err := c.do(ctx, http.MethodGet, "/v1/access", nil, &out)
+	return out, err
+}
+
+// SetAccess replaces the access rules (admins).
+func (c *Client) SetAccess(ctx context.Context, a server.AccessConfig) (server.AccessConfig, error) {
+	var out server.AccessConfig
+	_, err := c.do(ctx, http.MethodPut, "/v1/access", a, &out)
+	return out, err
+}
+
 // PolicyUsage returns the streams allocated per pair and VO (admins).
 func (c *Client) PolicyUsage(ctx context.Context) ([]server.PairUsage, error) {
 	var out []server.PairUsage

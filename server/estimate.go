@@ -199,6 +199,18 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if err != nil {
 		return Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
 	}
+	// Sampling reads the source and writes beside the destination: the
+	// caller needs the access a job of the same file would.
+	acc, err := s.accessFor(ctx, c)
+	if err != nil {
+		return Estimate{}, err
+	}
+	if err := acc.check(src.Name, srcPath, AccessRead); err != nil {
+		return Estimate{}, err
+	}
+	if err := acc.check(dst.Name, dstPath, AccessWrite); err != nil {
+		return Estimate{}, err
+	}
 	if src.Name == dst.Name && srcPath == dstPath {
 		// A transfer of it would be refused (Submit): nothing to predict.
 		return Estimate{}, fmt.Errorf("%w: source and destination are the same file %s", ErrInvalid, req.Source)
@@ -279,6 +291,15 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 	dir, err := s.existingDir(ctx, dst, path.Dir(dstPath), sub, exp)
 	if err != nil {
 		return store.Optimization{}, err
+	}
+	acc, err := s.accessFor(ctx, c)
+	if err != nil {
+		return store.Optimization{}, err
+	}
+	if err := acc.check(dst.Name, dir, AccessWrite); err != nil {
+		// The samples go in the deepest directory that exists, which
+		// may be above what the caller may write.
+		return store.Optimization{}, fmt.Errorf("the samples would be written in %s, the deepest directory of the destination that exists (create the destination's directory first): %w", dir, err)
 	}
 	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
 	if err != nil {

@@ -192,6 +192,10 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if err != nil {
 		return store.Job{}, false, err
 	}
+	acc, err := s.accessFor(ctx, c)
+	if err != nil {
+		return store.Job{}, false, err
+	}
 	tasks := make([]store.Task, len(spec.Files))
 	dsts := make(map[string]int, len(spec.Files))
 	for i, f := range spec.Files {
@@ -202,6 +206,12 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		de, dp, err := parseFileURL(idx, f.Destination)
 		if err != nil {
 			return bad("file %d: destination %v", i, err)
+		}
+		if err := acc.check(se.Name, sp, AccessRead); err != nil {
+			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
+		}
+		if err := acc.check(de.Name, dp, AccessWrite); err != nil {
+			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
 		}
 		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
 			return bad("file %d: destination %q names a directory; give the file's full path", i, f.Destination)
@@ -238,6 +248,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 				}
 				if seen[re.Name] {
 					return bad("file %d: two sources on endpoint %q: replicas must be on different endpoints", i, re.Name)
+				}
+				if err := acc.check(re.Name, rp, AccessRead); err != nil {
+					return store.Job{}, false, fmt.Errorf("file %d: source %d: %w", i, k+2, err)
 				}
 				seen[re.Name] = true
 				replicas = append(replicas, scheme(r)+re.Name+rp)

@@ -148,6 +148,8 @@ func TestBrowser(t *testing.T) {
 	var running job
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "running-job", "files": []map[string]any{{"source": "sluice://a4/big", "destination": "sluice://a2/big"}}}, &running)
 	var alice struct{ Token string }
+	call(t, base, admin, "PUT", "/v1/access", map[string]any{"rules": []map[string]any{
+		{"endpoint": "*", "path": "/", "user": "*", "access": "write"}}}, nil)
 	call(t, base, admin, "POST", "/v1/tokens", map[string]any{"user": "alice", "vo": "physics"}, &alice)
 	call(t, base, alice.Token, "POST", "/v1/jobs", map[string]any{"label": "alice-job", "files": files("alice", "a2", 2)}, &mine)
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/store/storetest"
 )
@@ -553,8 +554,15 @@ func status(err error) int {
 	return 0
 }
 
+// userClient creates a user and returns a client with their token. Every
+// user may read and write every path (TestServiceAccessRules tests the
+// rules themselves).
 func userClient(t *testing.T, c *cluster, name, vo string) *client.Client {
 	t.Helper()
+	if _, err := c.admin.SetAccess(context.Background(), server.AccessConfig{Rules: []server.AccessRule{
+		{Endpoint: "*", Path: "/", User: "*", Access: server.AccessWrite}}}); err != nil {
+		t.Fatal(err)
+	}
 	tok, err := c.admin.CreateToken(context.Background(), api.TokenIn{User: name, VO: vo})
 	if err != nil {
 		t.Fatal(err)
@@ -564,6 +572,96 @@ func userClient(t *testing.T, c *cluster, name, vo string) *client.Client {
 		t.Fatal(err)
 	}
 	return cl
+}
+
+// TestServiceAccessRules: a user's job may read and write only where an
+// access rule allows it. Before, any user could copy any file of any
+// agent (another user's included) and overwrite it.
+func TestServiceAccessRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	c.file("a1", "home/alice/in", 1000, 1)
+	c.file("a1", "home/bob/secret", 1000, 2)
+	c.file("a1", "data/cms/run1", 1000, 3)
+	tok, err := c.admin.CreateToken(ctx, api.TokenIn{User: "alice", VO: "cms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := client.New("http://"+c.addr, tok.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(src, dst string) api.JobIn {
+		return api.JobIn{Files: []api.FileIn{{Source: "sluice://" + src, Destination: "sluice://" + dst}}}
+	}
+	// No rules yet: nothing.
+	if _, _, err := alice.Submit(ctx, job("a1/home/alice/in", "a2/home/alice/out")); status(err) != http.StatusForbidden {
+		t.Fatalf("with no rules: %v, want 403", err)
+	}
+	rules := server.AccessConfig{Rules: []server.AccessRule{
+		{Endpoint: "*", Path: "/home/{user}", User: "*", Access: server.AccessWrite},
+		{Endpoint: "a1", Path: "/data/{vo}", VO: "*", Access: server.AccessRead},
+	}}
+	if _, err := alice.SetAccess(ctx, rules); status(err) != http.StatusForbidden {
+		t.Fatalf("a user set access rules: %v, want 403", err)
+	}
+	if _, err := c.admin.SetAccess(ctx, rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, src, dst string
+		want           int
+	}{
+		{"her home to her home", "a1/home/alice/in", "a2/home/alice/out", 0},
+		{"her VO's data to her home", "a1/data/cms/run1", "a2/home/alice/run1", 0},
+		{"another user's file", "a1/home/bob/secret", "a2/home/alice/stolen", http.StatusForbidden},
+		{"over another user's file", "a1/home/alice/in", "a2/home/bob/secret", http.StatusForbidden},
+		{"into read-only data", "a1/home/alice/in", "a1/data/cms/run2", http.StatusForbidden},
+		{"data of the VO on another endpoint", "a2/data/cms/run1", "a2/home/alice/x", http.StatusForbidden},
+	} {
+		j, _, err := alice.Submit(ctx, job(tc.src, tc.dst))
+		if tc.want != 0 {
+			if status(err) != tc.want || !strings.Contains(fmt.Sprint(err), "no access rule allows it") {
+				t.Errorf("%s: %v, want %d saying no rule allows it", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := c.waitJob(alice, j.ID, time.Minute); got.State != store.StateDone {
+			t.Errorf("%s: job %s", tc.name, got.State)
+		}
+	}
+	if _, err := os.Stat(c.path("a2", "home/alice/stolen")); err == nil {
+		t.Error("a refused job wrote its destination")
+	}
+	// Replicas need read access too.
+	if _, _, err := alice.Submit(ctx, api.JobIn{Files: []api.FileIn{{Sources: []string{"sluice://a1/home/alice/in", "sluice://a2/home/bob/secret"},
+		Destinations: []string{"sluice://a2/home/alice/two"}}}}); status(err) != http.StatusForbidden {
+		t.Errorf("a replica under another user's home: %v, want 403", err)
+	}
+	// Alice sees her own rules, filled in; the admin sees them all.
+	mine, err := alice.Access(ctx)
+	if err != nil || len(mine.Rules) != 2 || mine.Rules[0].Path != "/home/alice" || mine.Rules[1].Path != "/data/cms" {
+		t.Errorf("alice's rules: %+v, %v", mine, err)
+	}
+	if all, err := c.admin.Access(ctx); err != nil || len(all.Rules) != 2 || all.Rules[0].Path != "/home/{user}" {
+		t.Errorf("all rules: %+v, %v", all, err)
+	}
+	// The admin is not bound by them.
+	if _, _, err := c.admin.Submit(ctx, job("a1/home/bob/secret", "a2/backup/secret")); err != nil {
+		t.Errorf("admin: %v", err)
+	}
+	// A bad rule is refused with the reason.
+	bad := server.AccessConfig{Rules: []server.AccessRule{{Endpoint: "a1", Path: "data", User: "*", Access: "read"}}}
+	if _, err := c.admin.SetAccess(ctx, bad); status(err) != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(err), "absolute") {
+		t.Errorf("relative path rule: %v, want 422", err)
+	}
 }
 
 // TestServiceSurvivesCrashes: kill -9 the server five times, then the

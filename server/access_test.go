@@ -1,0 +1,86 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+func TestAccessCheck(t *testing.T) {
+	rules := AccessConfig{Rules: []AccessRule{
+		{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite},
+		{Endpoint: "dtn1", Path: "/data/{vo}", VO: "*", Access: AccessRead},
+		{Endpoint: "dtn2", Path: "/incoming/cms/", VO: "cms", Access: AccessWrite},
+		{Endpoint: "dtn2", Path: "/scratch", User: "bob", VO: "atlas", Access: AccessWrite},
+	}}
+	rules, err := rules.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := store.User{Name: "alice", VO: "cms"}
+	bob := store.User{Name: "bob", VO: "atlas"}
+	for _, tc := range []struct {
+		u        store.User
+		ep, path string
+		need     string
+		ok       bool
+	}{
+		{alice, "dtn1", "/home/alice/x", AccessWrite, true},
+		{alice, "dtn3", "/home/alice", AccessRead, true},
+		{alice, "dtn1", "/home/alicex/y", AccessRead, false}, // whole elements only
+		{alice, "dtn1", "/home/bob/x", AccessRead, false},
+		{alice, "dtn1", "/data/cms/run1/f", AccessRead, true},
+		{alice, "dtn1", "/data/cms/run1/f", AccessWrite, false}, // read-only rule
+		{alice, "dtn1", "/data/atlas/f", AccessRead, false},
+		{bob, "dtn1", "/data/atlas/f", AccessRead, true},
+		{alice, "dtn2", "/data/cms/f", AccessRead, false}, // rule is for dtn1
+		{alice, "dtn2", "/incoming/cms/f", AccessWrite, true},
+		{bob, "dtn2", "/incoming/cms/f", AccessWrite, false}, // VO cms only
+		{bob, "dtn2", "/scratch/f", AccessWrite, true},
+		{store.User{Name: "bob", VO: "cms"}, "dtn2", "/scratch/f", AccessWrite, false}, // bob, but not in atlas
+		{alice, "dtn1", "/", AccessRead, false},
+	} {
+		a := &accessCheck{u: tc.u, rules: rules.Rules}
+		err := a.check(tc.ep, tc.path, tc.need)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %s %s:%s = %v, want allowed %v", tc.u.Name, tc.need, tc.ep, tc.path, err, tc.ok)
+		}
+		if err != nil && (!errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), tc.ep+tc.path)) {
+			t.Errorf("refusal %q: want ErrForbidden naming sluice://%s%s", err, tc.ep, tc.path)
+		}
+	}
+	// No rules: nothing for users, everything for admins.
+	if err := (&accessCheck{u: alice}).check("dtn1", "/home/alice/x", AccessRead); err == nil {
+		t.Error("with no rules a user may read")
+	}
+	if err := (&accessCheck{u: store.User{Name: "root", Admin: true}, admin: true}).check("dtn1", "/etc/x", AccessWrite); err != nil {
+		t.Errorf("admin refused: %v", err)
+	}
+}
+
+func TestAccessValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    AccessRule
+		want string // "" valid
+	}{
+		{"ok", AccessRule{Endpoint: "a1", Path: "/x", User: "*", Access: "read"}, ""},
+		{"no endpoint", AccessRule{Path: "/x", User: "*", Access: "read"}, "endpoint missing"},
+		{"bad endpoint", AccessRule{Endpoint: "a b", Path: "/x", User: "*", Access: "read"}, "not an endpoint name"},
+		{"nobody", AccessRule{Endpoint: "a1", Path: "/x", Access: "read"}, "say who"},
+		{"bad access", AccessRule{Endpoint: "a1", Path: "/x", User: "*", Access: "rw"}, "want read or write"},
+		{"relative", AccessRule{Endpoint: "a1", Path: "x", User: "*", Access: "read"}, "absolute"},
+		{"dotdot", AccessRule{Endpoint: "a1", Path: "/x/../y", User: "*", Access: "read"}, "no . or .."},
+		{"placeholder", AccessRule{Endpoint: "a1", Path: "/x/{group}", User: "*", Access: "read"}, "only {user} and {vo}"},
+	} {
+		_, err := AccessConfig{Rules: []AccessRule{tc.r}}.validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an ErrInvalid saying %q", tc.name, err, tc.want)
+		}
+	}
+}
