@@ -132,6 +132,8 @@ func problem(err error) error {
 		return huma.Error503ServiceUnavailable("request interrupted: " + err.Error())
 	case errors.Is(err, server.ErrUnavailable):
 		return huma.Error503ServiceUnavailable(err.Error())
+	case errors.Is(err, server.ErrConflict):
+		return huma.Error409Conflict(err.Error())
 	}
 	return huma.Error500InternalServerError(err.Error())
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"net/url"
@@ -28,10 +30,22 @@ type AgentInfo struct {
 
 // Joined is the server's answer to a registration.
 type Joined struct {
-	// Key is the data-token key: the agent accepts tokens the server
-	// mints with it for each transfer.
+	// Key is the agent's data-token key: the agent accepts tokens the
+	// server mints with it for each transfer. Each agent has its own
+	// (agentKey), so an agent, or whoever reads its memory, can mint
+	// tokens for itself only, not for the other agents.
 	Key            []byte
 	HeartbeatEvery time.Duration
+}
+
+// agentKey is the data-token key of the agent named name: an HMAC of the
+// name under the service's key. Every server of a cluster derives the
+// same one from the shared key, and nothing per agent is stored.
+func (s *Server) agentKey(name string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("sluice agent data-token key\x00"))
+	m.Write([]byte(name))
+	return m.Sum(nil)
 }
 
 func (s *Server) checkJoin(token string) error {
@@ -68,7 +82,7 @@ func (s *Server) Register(ctx context.Context, joinToken string, a AgentInfo) (J
 	// A restarted agent may be owed removals of partial files (see
 	// sweepPartials): the next tick tries them.
 	s.sweepSoon.Store(true)
-	return Joined{Key: s.key, HeartbeatEvery: s.cfg.HeartbeatEvery}, nil
+	return Joined{Key: s.agentKey(a.Name), HeartbeatEvery: s.cfg.HeartbeatEvery}, nil
 }
 
 // Heartbeat records that an agent is alive (and its current limits).
@@ -86,8 +100,19 @@ func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
 	u, _ := url.Parse(a.URL)
 	now := time.Now()
 	e := store.Endpoint{Name: a.Name, URL: u.Scheme + "://" + u.Host, MaxThroughput: a.MaxThroughput, MaxCC: a.MaxCC, Registered: now, LastSeen: now, Up: true}
+	if register {
+		// An agent of this name beating to another server of the
+		// cluster is known from the store only.
+		if err := s.nameFree(ctx, e, now); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	prev := s.agents[a.Name]
+	if prev != nil && prev.ep.URL != e.URL && now.Sub(prev.last) < s.cfg.HeartbeatTimeout {
+		s.mu.Unlock()
+		return nameInUse(e.Name, prev.ep.URL, now.Sub(prev.last), s.cfg.HeartbeatTimeout)
+	}
 	changed := prev == nil || prev.ep.URL != e.URL || prev.ep.MaxThroughput != e.MaxThroughput || prev.ep.MaxCC != e.MaxCC
 	// Other servers learn of heartbeats through the store: a few writes
 	// per heartbeat timeout are enough for them to tell up from down.
@@ -110,6 +135,29 @@ func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
 		s.wakeUp() // a new partition to take
 	}
 	return nil
+}
+
+// nameFree refuses e's name while the store says another URL of that
+// name beat within the heartbeat timeout: a second agent (or anyone with
+// the join token) must not take a live agent's name and redirect its
+// transfers. A restarted agent at a new address gets the name once the
+// old one has been silent that long (its registration is retried).
+func (s *Server) nameFree(ctx context.Context, e store.Endpoint, now time.Time) error {
+	eps, err := s.st.Endpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	for _, o := range eps {
+		if o.Name == e.Name && o.URL != e.URL && o.Up && now.Sub(o.LastSeen) < s.cfg.HeartbeatTimeout {
+			return nameInUse(e.Name, o.URL, now.Sub(o.LastSeen), s.cfg.HeartbeatTimeout)
+		}
+	}
+	return nil
+}
+
+func nameInUse(name, url string, silent, timeout time.Duration) error {
+	return fmt.Errorf("%w: agent name %q is in use by a live agent at %s (last heard %s ago); stop it, or give this agent another name (the name is free %s after the other's last heartbeat)",
+		ErrConflict, name, url, silent.Round(time.Millisecond), timeout)
 }
 
 // EndpointStatus is an endpoint with its live load.

@@ -284,7 +284,7 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 	}
 	exp := time.Now().Add(10 * time.Minute).Unix()
 	sub := "estimate by " + c.User.Name
-	srcTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Aud: src.Name, Exp: exp})
+	srcTok, err := auth.Mint(s.agentKey(src.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Aud: src.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -301,7 +301,7 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 		// may be above what the caller may write.
 		return store.Optimization{}, fmt.Errorf("the samples would be written in %s, the deepest directory of the destination that exists (create the destination's directory first): %w", dir, err)
 	}
-	dstTok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
+	dstTok, err := auth.Mint(s.agentKey(dst.Name), auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -381,7 +381,7 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 // transfer will write to, without making directories that the sampling
 // would leave behind (an estimate changes nothing at the destination).
 func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub string, exp int64) (string, error) {
-	tok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: "/", Aud: e.Name, Exp: exp})
+	tok, err := auth.Mint(s.agentKey(e.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: "/", Aud: e.Name, Exp: exp})
 	if err != nil {
 		return "", err
 	}

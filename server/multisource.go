@@ -163,7 +163,7 @@ func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, string,
 	}
 	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
 	sub := fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index)
-	tok, err := auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Aud: r.name, Exp: exp})
+	tok, err := auth.Mint(s.agentKey(r.name), auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Aud: r.name, Exp: exp})
 	if err != nil {
 		return nil, "", err
 	}

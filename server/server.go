@@ -72,6 +72,9 @@ var (
 	// ErrUnavailable: an endpoint the request needs did not answer
 	// (down, restarting, unreachable); the same request may work later.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrConflict: the request clashes with the current state (an agent
+	// name in use by a live agent elsewhere); it may work later.
+	ErrConflict = errors.New("conflict")
 )
 
 // DefaultScheduler is the live service's scheduler unless configured

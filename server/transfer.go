@@ -132,10 +132,10 @@ func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok strin
 		return "", "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
 	}
 	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
-	if srcTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Aud: p.srcAud, Exp: exp}); err != nil {
+	if srcTok, err = auth.Mint(s.agentKey(p.srcAud), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Aud: p.srcAud, Exp: exp}); err != nil {
 		return "", "", err
 	}
-	if dstTok, err = auth.Mint(s.key, auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp}); err != nil {
+	if dstTok, err = auth.Mint(s.agentKey(p.dstAud), auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp}); err != nil {
 		return "", "", err
 	}
 	return srcTok, dstTok, nil

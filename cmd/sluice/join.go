@@ -51,8 +51,8 @@ func (j *joiner) server() string { return j.servers[j.cur%len(j.servers)] }
 func (j *joiner) next() { j.cur = (j.cur + 1) % len(j.servers) }
 
 // join registers, retrying while no server is reachable (agents often
-// start before their servers); a refusal (bad join token, bad name) is
-// final.
+// start before their servers) or while its name is held by a live agent
+// elsewhere (409); any other refusal (bad join token, bad name) is final.
 func (j *joiner) join(ctx context.Context) (api.JoinedOut, error) {
 	wait := 500 * time.Millisecond
 	for {
@@ -69,6 +69,14 @@ func (j *joiner) join(ctx context.Context) (api.JoinedOut, error) {
 				return out, nil
 			}
 			var e *client.Error
+			if errors.As(err, &e) && e.Status == http.StatusConflict {
+				// The name is held by a live agent elsewhere (this
+				// agent's previous run at another address, say): it is
+				// free once that one has been silent for the heartbeat
+				// timeout.
+				j.log.Warn("the server holds this agent's name for a live agent; retrying", "server", j.server(), "err", err)
+				break
+			}
 			if errors.As(err, &e) && e.Status < 500 {
 				return out, fmt.Errorf("agent: the server refused the registration: %w", err)
 			}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/auth"
+	sluicebackend "github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/client"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
@@ -661,6 +663,89 @@ func TestServiceAccessRules(t *testing.T) {
 	bad := server.AccessConfig{Rules: []server.AccessRule{{Endpoint: "a1", Path: "data", User: "*", Access: "read"}}}
 	if _, err := c.admin.SetAccess(ctx, bad); status(err) != http.StatusUnprocessableEntity || !strings.Contains(fmt.Sprint(err), "absolute") {
 		t.Errorf("relative path rule: %v, want 422", err)
+	}
+}
+
+// TestServiceAgentKeysAndNames: each agent gets its own data-token key,
+// so a token minted with one agent's key is refused by the others; and
+// the join token does not let anyone take a live agent's name (and with
+// it the agent's transfers). Before, every agent got the service's one
+// key, and a registration under a live agent's name moved its URL.
+func TestServiceAgentKeysAndNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	c.file("a2", "secret", 1000, 1)
+	join, err := os.ReadFile(filepath.Join(c.dir, "data", "join.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jc, err := client.New("http://"+c.addr, strings.TrimSpace(string(join)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A third agent joins (any holder of the join token can) and mints a
+	// token for every audience with the key it got.
+	evil, err := jc.Register(ctx, api.AgentIn{Name: "a3", URL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := auth.Mint(evil.Key, auth.Claims{Sub: "x", Scope: auth.ScopeRead, Prefix: "/", Aud: auth.AnyAudience, Exp: time.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := c.admin.Endpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := map[string]string{}
+	for _, e := range es {
+		url[e.Name] = e.URL
+	}
+	b, err := sluicebackend.New(url["a2"], tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Stat(ctx, "/secret"); err == nil {
+		t.Error("a token minted with agent a3's key was accepted by agent a2")
+	}
+	// The name of a live agent cannot be taken.
+	_, err = jc.Register(ctx, api.AgentIn{Name: "a1", URL: "http://127.0.0.1:2"})
+	if status(err) != http.StatusConflict || !strings.Contains(fmt.Sprint(err), "in use by a live agent") {
+		t.Errorf("registering a live agent's name at another URL: %v, want 409", err)
+	}
+	if err := jc.Heartbeat(ctx, api.AgentIn{Name: "a1", URL: "http://127.0.0.1:2"}); status(err) != http.StatusConflict {
+		t.Errorf("heartbeat of a live agent's name from another URL: %v, want 409", err)
+	}
+	if es, _ := c.admin.Endpoints(ctx); len(es) > 0 {
+		for _, e := range es {
+			if e.Name == "a1" && e.URL != url["a1"] {
+				t.Errorf("a1 moved to %s", e.URL)
+			}
+		}
+	}
+	// Transfers between the real agents still work.
+	c.file("a1", "in", 3<<20, 2)
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/in", Destination: "sluice://a2/out"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.waitJob(c.admin, j.ID, time.Minute); got.State != store.StateDone {
+		t.Fatalf("job %s", got.State)
+	}
+	// A restarted agent at a new address gets its name back once the old
+	// one is silent (here: killed; the registration is retried).
+	c.agents["a1"].kill()
+	c.addAgent("a1")
+	c.waitEndpoints(2)
+	j, _, err = c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/in", Destination: "sluice://a2/out2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.waitJob(c.admin, j.ID, time.Minute); got.State != store.StateDone {
+		t.Fatalf("after the restart at a new address: job %s", got.State)
 	}
 }
 
