@@ -397,14 +397,13 @@ func (h *handlers) createToken(ctx context.Context, in *tokenIn) (*tokenOut, err
 		return nil, err
 	}
 	ttl := time.Duration(in.Body.TTLSeconds) * time.Second
-	tok, u, err := h.s.CreateToken(ctx, c, in.Body.User, in.Body.VO, in.Body.Admin, ttl, in.Body.Label)
+	tok, u, exp, err := h.s.CreateToken(ctx, c, in.Body.User, in.Body.VO, in.Body.Admin, ttl, in.Body.Label)
 	if err != nil {
 		return nil, problem(err)
 	}
 	out := &tokenOut{Body: TokenOut{Token: tok, User: u.Name, VO: u.VO, Admin: u.Admin}}
-	if ttl > 0 {
-		e := time.Now().Add(ttl)
-		out.Body.Expires = &e
+	if !exp.IsZero() {
+		out.Body.Expires = &exp
 	}
 	return out, nil
 }
@@ -482,9 +481,20 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 	// periodic heartbeat event keeps proxies from closing an idle stream.
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
+	// The stream ends when the caller's token does: an expired token must
+	// not keep receiving events.
+	var expired <-chan time.Time
+	if !c.Expires.IsZero() {
+		tm := time.NewTimer(time.Until(c.Expires))
+		defer tm.Stop()
+		expired = tm.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-expired:
+			send(sse.Message{Data: server.Event{Type: "error", Detail: "the token expired"}})
 			return
 		case e := <-ch:
 			if send(sse.Message{Data: e}) != nil {

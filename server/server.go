@@ -362,6 +362,10 @@ func hashToken(tok string) string {
 // Caller is an authenticated API user.
 type Caller struct {
 	User store.User
+	// Expires is when the token the caller presented expires (zero:
+	// never): tokens it creates, and event streams it opens, end then
+	// too.
+	Expires time.Time
 }
 
 // Authenticate returns the user a bearer token belongs to.
@@ -370,45 +374,49 @@ func (s *Server) Authenticate(ctx context.Context, bearer string) (Caller, error
 	if bearer == "" {
 		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice token create`)", ErrUnauthorized)
 	}
-	u, err := s.st.UserByToken(ctx, hashToken(bearer), time.Now())
+	u, exp, err := s.st.TokenUser(ctx, hashToken(bearer), time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return Caller{}, fmt.Errorf("%w: unknown or expired token", ErrUnauthorized)
 	}
 	if err != nil {
 		return Caller{}, fmt.Errorf("server: %w", err)
 	}
-	return Caller{User: u}, nil
+	return Caller{User: u, Expires: exp}, nil
 }
 
 // CreateToken creates an API token for the named user (creating the user
 // in vo if needed). Only admins may create tokens for others; anyone may
-// create one for themselves.
-func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, admin bool, ttl time.Duration, label string) (string, store.User, error) {
+// create one for themselves, expiring no later than the token they use
+// (a short-lived token must not buy a permanent one).
+func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, admin bool, ttl time.Duration, label string) (string, store.User, time.Time, error) {
 	if user == "" {
 		user = c.User.Name
 	}
 	if !c.User.Admin && (user != c.User.Name || admin) {
-		return "", store.User{}, fmt.Errorf("%w: only an admin can create tokens for other users or admin tokens", ErrForbidden)
+		return "", store.User{}, time.Time{}, fmt.Errorf("%w: only an admin can create tokens for other users or admin tokens", ErrForbidden)
 	}
 	if !validName(user) {
-		return "", store.User{}, fmt.Errorf("%w: user name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, user)
+		return "", store.User{}, time.Time{}, fmt.Errorf("%w: user name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, user)
 	}
 	if vo == "" {
 		vo = "default"
 	}
 	u, err := s.st.EnsureUser(ctx, user, vo, admin)
 	if err != nil {
-		return "", store.User{}, fmt.Errorf("server: %w", err)
+		return "", store.User{}, time.Time{}, fmt.Errorf("server: %w", err)
 	}
 	tok := newToken("sk_")
 	t := store.Token{Hash: hashToken(tok), UserID: u.ID, Label: label, Created: time.Now()}
 	if ttl > 0 {
 		t.Expires = t.Created.Add(ttl)
 	}
-	if err := s.st.AddToken(ctx, t); err != nil {
-		return "", store.User{}, fmt.Errorf("server: %w", err)
+	if !c.User.Admin && !c.Expires.IsZero() && (t.Expires.IsZero() || t.Expires.After(c.Expires)) {
+		t.Expires = c.Expires
 	}
-	return tok, u, nil
+	if err := s.st.AddToken(ctx, t); err != nil {
+		return "", store.User{}, time.Time{}, fmt.Errorf("server: %w", err)
+	}
+	return tok, u, t.Expires, nil
 }
 
 func validName(s string) bool {

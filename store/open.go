@@ -122,6 +122,14 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fail(err)
 	}
+	// The database holds the service's signing key and users' token
+	// hashes: only its owner reads it. A new file is made 0600 before
+	// SQLite opens it (its -wal and -shm files take the same mode).
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fail(err)
+	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", sqliteBusyTimeout.Milliseconds())
 	w, err := sql.Open("sqlite", path+"?"+busy+
 		"&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")

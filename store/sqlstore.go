@@ -215,18 +215,26 @@ func (s *sqlStore) AddToken(ctx context.Context, t Token) error {
 }
 
 func (s *sqlStore) UserByToken(ctx context.Context, hash string, now time.Time) (User, error) {
-	u, err := scanUser(s.r.QueryRowContext(ctx,
-		`SELECT u.id, u.name, u.vo, u.admin, u.created FROM tokens t JOIN users u ON u.id = t.user_id
+	u, _, err := s.TokenUser(ctx, hash, now)
+	return u, err
+}
+
+func (s *sqlStore) TokenUser(ctx context.Context, hash string, now time.Time) (User, time.Time, error) {
+	var u User
+	var created, expires int64
+	err := s.r.QueryRowContext(ctx,
+		`SELECT u.id, u.name, u.vo, u.admin, u.created, t.expires FROM tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.hash = $1 AND (t.expires = 0 OR t.expires > $2)`,
-		hash, toNanos(now)))
+		hash, toNanos(now)).Scan(&u.ID, &u.Name, &u.VO, &u.Admin, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Do not echo the hash: it identifies a credential.
-		return User{}, fmt.Errorf("store: token: %w", ErrNotFound)
+		return User{}, time.Time{}, fmt.Errorf("store: token: %w", ErrNotFound)
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("store: token: %w", err)
+		return User{}, time.Time{}, fmt.Errorf("store: token: %w", err)
 	}
-	return u, nil
+	u.Created = fromNanos(created)
+	return u, fromNanos(expires), nil
 }
 
 func (s *sqlStore) CountUsers(ctx context.Context) (int, error) {

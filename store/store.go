@@ -266,6 +266,9 @@ type Store interface {
 	AddToken(ctx context.Context, t Token) error
 	// UserByToken returns the user of an unexpired token (ErrNotFound).
 	UserByToken(ctx context.Context, hash string, now time.Time) (User, error)
+	// TokenUser is UserByToken that also returns when the token expires
+	// (zero: never).
+	TokenUser(ctx context.Context, hash string, now time.Time) (User, time.Time, error)
 	// CountUsers is the number of users (zero on a fresh store).
 	CountUsers(ctx context.Context) (int, error)
 

@@ -71,8 +71,16 @@ func TestOpenSQLite(t *testing.T) {
 	if s.Dialect() != dialectSQLite {
 		t.Fatalf("Dialect() = %q", s.Dialect())
 	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
+	// Only the owner reads the database (it holds the service's key),
+	// whatever the umask.
+	for _, f := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s has mode %o; want no access for group and others", filepath.Base(f), m)
+		}
 	}
 	ss := s.(*sqlStore)
 	var mode string

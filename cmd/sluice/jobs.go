@@ -573,14 +573,18 @@ func newTokenCreateCmd() *cobra.Command {
 			return fmt.Errorf("token create: %w", err)
 		}
 		fmt.Fprintln(cmd.OutOrStdout(), out.Token)
-		fmt.Fprintf(cmd.ErrOrStderr(), "token for %s (VO %s, admin %v)\n", out.User, out.VO, out.Admin)
+		until := "no expiry"
+		if out.Expires != nil {
+			until = "expires " + out.Expires.Format(time.RFC3339)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "token for %s (VO %s, admin %v, %s)\n", out.User, out.VO, out.Admin, until)
 		return nil
 	}
 	f := cmd.Flags()
 	f.StringVar(&in.User, "user", "", "user (default: yourself); created if new")
 	f.StringVar(&in.VO, "vo", "", "the new user's VO")
 	f.BoolVar(&in.Admin, "admin", false, "make the new user an admin")
-	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry)")
+	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry; a user's own new token expires no later than the token used)")
 	f.StringVar(&in.Label, "label", "", "a label for the token")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -746,6 +747,63 @@ func TestServiceAgentKeysAndNames(t *testing.T) {
 	}
 	if got := c.waitJob(c.admin, j.ID, time.Minute); got.State != store.StateDone {
 		t.Fatalf("after the restart at a new address: job %s", got.State)
+	}
+}
+
+// TestServiceTokenLifetime: a token a user creates with a short-lived one
+// expires with it, and an event stream ends when its token expires.
+// Before, a 5-second token could create a permanent one, and a stream
+// opened with it went on for ever.
+func TestServiceTokenLifetime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	ctx := context.Background()
+	short, err := c.admin.CreateToken(ctx, api.TokenIn{User: "carol", TTLSeconds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol, err := client.New("http://"+c.addr, short.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := carol.CreateToken(ctx, api.TokenIn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if child.Expires == nil || short.Expires == nil || child.Expires.After(*short.Expires) {
+		t.Fatalf("child token expires %v, its parent %v", child.Expires, short.Expires)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr+"/v1/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+short.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body)
+		ended <- string(b)
+	}()
+	select {
+	case got := <-ended:
+		if !strings.Contains(got, "token expired") {
+			t.Errorf("the stream ended without saying why: %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream outlived its token")
+	}
+	cc, err := client.New("http://"+c.addr, child.Token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
+		t.Errorf("the child token after its parent expired: %v, want 401", err)
 	}
 }
 
