@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ func New(s *server.Server) http.Handler {
 	// No "$schema" links in bodies: clients post back what they read.
 	cfg.CreateHooks = nil
 	api := humago.New(mux, cfg)
+	api.UseMiddleware(authFirst(api, s))
 	h := &handlers{s: s}
 	h.register(api)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry(), promhttp.HandlerOpts{}))
@@ -77,6 +79,44 @@ func authEvents(s *server.Server, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// authFirst checks the credentials of an operation that needs them
+// before its body is read: huma reads and validates a body (up to the
+// operation's limit, 512 MiB for a job) before the handler runs, and the
+// decoding takes many times the body's size in memory, so an
+// unauthenticated request must be answered 401 at once. Agents'
+// operations take the join token; every other one an API token, whose
+// caller is kept for the handler (no second lookup).
+func authFirst(api huma.API, s *server.Server) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		op := ctx.Operation()
+		if op == nil || len(op.Security) == 0 {
+			next(ctx)
+			return
+		}
+		tok := token(ctx.Header("Authorization"))
+		var err error
+		if slices.Contains(op.Tags, "agents") {
+			err = s.CheckJoin(tok)
+		} else {
+			var c server.Caller
+			if c, err = s.Authenticate(ctx.Context(), tok); err == nil {
+				ctx = huma.WithValue(ctx, callerKey{}, c)
+			}
+		}
+		if err != nil {
+			status := http.StatusUnauthorized
+			if !errors.Is(err, server.ErrUnauthorized) {
+				status = http.StatusInternalServerError
+			}
+			_ = huma.WriteErr(api, ctx, status, err.Error())
+			return
+		}
+		next(ctx)
+	}
+}
+
+type callerKey struct{}
 
 type handlers struct{ s *server.Server }
 
@@ -111,6 +151,9 @@ func bearerOf(ctx context.Context) string {
 }
 
 func (h *handlers) caller(ctx context.Context) (server.Caller, error) {
+	if c, ok := ctx.Value(callerKey{}).(server.Caller); ok {
+		return c, nil // authenticated before the body was read (authFirst)
+	}
 	c, err := h.s.Authenticate(ctx, bearerOf(ctx))
 	return c, problem(err)
 }

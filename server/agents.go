@@ -48,6 +48,9 @@ func (s *Server) agentKey(name string) []byte {
 	return m.Sum(nil)
 }
 
+// CheckJoin returns nil if token is the join token agents present.
+func (s *Server) CheckJoin(token string) error { return s.checkJoin(token) }
+
 func (s *Server) checkJoin(token string) error {
 	if subtle.ConstantTimeCompare([]byte(hashToken(token)), []byte(s.join)) != 1 {
 		return fmt.Errorf("%w: not the join token (see join.token in the server's data directory)", ErrUnauthorized)

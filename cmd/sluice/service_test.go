@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -804,6 +805,44 @@ func TestServiceTokenLifetime(t *testing.T) {
 	}
 	if _, err := cc.Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
 		t.Errorf("the child token after its parent expired: %v, want 401", err)
+	}
+}
+
+// TestServiceAuthBeforeBody: a request without valid credentials is
+// answered 401 before its body is read. Before, the server read and
+// decoded up to 512 MiB of a job's body first, using gigabytes of memory
+// for a request it then refused.
+func TestServiceAuthBeforeBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 0)
+	for _, tc := range []struct{ path, token string }{
+		{"/v1/jobs", "not-a-token"},
+		{"/v1/jobs", ""},
+		{"/v1/agents/register", "not-the-join-token"},
+	} {
+		// Headers announcing 100 MB, then a few bytes of it and no
+		// more: only an answer that does not wait for the body comes
+		// back. (Raw TCP: net/http's client would wait to send it all.)
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		auth := ""
+		if tc.token != "" {
+			auth = "Authorization: Bearer " + tc.token + "\r\n"
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n%s\r\n{\"files\": [", tc.path, c.addr, auth)
+		conn.SetReadDeadline(time.Now().Add(4 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		switch {
+		case err != nil:
+			t.Errorf("%s with token %q: no answer (%v): the server waited for the body", tc.path, tc.token, err)
+		case resp.StatusCode != http.StatusUnauthorized:
+			t.Errorf("%s with token %q: %s, want 401", tc.path, tc.token, resp.Status)
+		}
+		conn.Close()
 	}
 }
 
