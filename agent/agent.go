@@ -44,6 +44,11 @@ type Config struct {
 	Key    []byte       // the token key (auth.LoadKey)
 	Logger *slog.Logger // nil: discard
 	Client *http.Client // for pulls from other agents; nil: a plain client
+	// PullFrom, if not empty, is what pulls may fetch from: host:port
+	// as a source URL names it, IP addresses and CIDR prefixes (matched
+	// against the address connected to, after name resolution). Other
+	// sources are refused with 403. Empty: any (the server names them).
+	PullFrom []string
 	// Emulation, a test facility, limits the agent's data path to behave
 	// like a WAN DTN (package emul): GET and batch data sent, PUT bodies
 	// and pulled data received, one stream per request, a round-trip time
@@ -61,6 +66,7 @@ type Server struct {
 	key    []byte
 	log    *slog.Logger
 	client *http.Client
+	pulls  *pullFrom        // nil: pulls from anywhere
 	now    func() time.Time // the clock tokens are checked against
 	shape  *emul.Shaper     // nil unless emulating
 	// bufs holds the copy buffers of checksummed batch responses: a
@@ -89,6 +95,10 @@ func New(cfg Config) (*Server, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("agent: root %s is not a directory", cfg.Root)
 	}
+	pulls, err := parsePullFrom(cfg.PullFrom)
+	if err != nil {
+		return nil, err
+	}
 	fs, err := file.New(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -99,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 		key:    append([]byte(nil), cfg.Key...),
 		log:    cfg.Logger,
 		client: cfg.Client,
+		pulls:  pulls,
 		now:    time.Now,
 		fences: newFences(),
 	}
@@ -116,6 +127,12 @@ func New(cfg Config) (*Server, error) {
 		t := sluice.NewTransport()
 		t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
 		s.client = &http.Client{Transport: t}
+	}
+	if pulls != nil {
+		if s.client, err = pulls.restrict(s.client); err != nil {
+			fs.Close()
+			return nil, err
+		}
 	}
 	if cfg.Emulation != nil {
 		if s.shape, err = emul.New(*cfg.Emulation); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
@@ -71,6 +72,9 @@ func (s *Server) guard(mux http.Handler) http.Handler {
 		if s.shape.WaitRTT(r.Context()) != nil {
 			return // the client gave up; there is no one to answer
 		}
+		// On every answer, so that a pulling agent can tell an agent
+		// from any other HTTP service it was pointed at.
+		w.Header().Set(sluice.AgentHeader, Version)
 		jw := &jsonErrors{ResponseWriter: w}
 		if err := checkName(r.URL.Path); err != nil {
 			s.fail(jw, r, err)
@@ -189,7 +193,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		s.log.Debug("request failed", attrs...)
 	}
-	writeJSONError(w, status, kind, err.Error())
+	writeJSONError(w, status, kind, s.fs.Rel(err).Error())
 }
 
 func writeJSON(w http.ResponseWriter, v any) error {
@@ -555,7 +559,7 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 		if status == http.StatusForbidden {
 			s.log.Warn("batch file refused", "remote", r.RemoteAddr, "path", name, "err", err)
 		}
-		return frame(batchFrame{Path: name, Error: err.Error(), Kind: kind})
+		return frame(batchFrame{Path: name, Error: s.fs.Rel(err).Error(), Kind: kind})
 	}
 	p, err := bodyPath("paths", name)
 	if err != nil {
@@ -620,7 +624,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if err := c.Allows(auth.Write, dst); err != nil {
 		return err
 	}
-	if in.Offset < 0 || in.Length < 0 || in.Offset > (1<<63-1)-in.Length {
+	if in.Offset < 0 || in.Length < 0 || in.Offset > file.MaxSize-in.Length {
 		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, in.Offset, in.Length)
 	}
 	base, src, err := sluice.ParseURL(in.Source)
@@ -629,6 +633,9 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	}
 	if in.Token == "" {
 		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
+	}
+	if err := s.pulls.checkURL(base); err != nil {
+		return err
 	}
 	fc, err := requestFence(r)
 	if err != nil {

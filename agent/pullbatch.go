@@ -76,6 +76,9 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 	if in.Token == "" {
 		return fmt.Errorf("%w: no token for the source", backend.ErrInvalid)
 	}
+	if err := s.pulls.checkURL(base); err != nil {
+		return err
+	}
 	from, err := sluice.New(base, in.Token, s.client)
 	if err != nil {
 		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
@@ -100,17 +103,17 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 		res := &out.Files[i]
 		res.Dst = dsts[i]
 		if broken != nil {
-			setErr(res, broken)
+			s.setErr(res, broken)
 			continue
 		}
 		if err := s.pullOne(ctx, br, f, dsts[i], fcs[i], in.Checksum, res); err != nil {
 			var fe fileError
 			if errors.As(err, &fe) {
-				setErr(res, fe.err) // this file only; the batch goes on
+				s.setErr(res, fe.err) // this file only; the batch goes on
 				continue
 			}
 			broken = fmt.Errorf("pull batch from %s broke at %s: %w", in.Source, f.Src, err)
-			setErr(res, broken)
+			s.setErr(res, broken)
 			continue
 		}
 		written = append(written, dsts[i])
@@ -121,7 +124,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 			// Nothing written may be reported durable.
 			for i := range out.Files {
 				if out.Files[i].Error == "" {
-					setErr(&out.Files[i], fmt.Errorf("sync: %w", err))
+					s.setErr(&out.Files[i], fmt.Errorf("sync: %w", err))
 				}
 			}
 		}
@@ -149,7 +152,8 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	case err != nil:
 		return err
 	case name != f.Src:
-		return fmt.Errorf("the source sent %q where %q was due", name, f.Src)
+		// Not the name it sent: a source's text is not echoed.
+		return fmt.Errorf("the source sent another file where %q was due", f.Src)
 	}
 	if f.Size >= 0 && size != f.Size {
 		// The source changed since it was listed: not this file (the
@@ -202,9 +206,9 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 
 // setErr records err as a batch result's failure, with the protocol's
 // error kind (so the caller's errors.Is works as for a single request).
-func setErr(res *sluice.PullBatchResult, err error) {
+func (s *Server) setErr(res *sluice.PullBatchResult, err error) {
 	_, kind := classify(err)
-	res.Error, res.Kind = err.Error(), kind
+	res.Error, res.Kind = s.fs.Rel(err).Error(), kind
 }
 
 // renames renames many files in one request, each as POST /v1/rename
@@ -239,7 +243,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
 		if err := s.fencedRename(p.from, p.to, p.fence, func() error { return s.fs.Rename(r.Context(), p.from, p.to) }); err != nil {
-			setErr(&out.Results[i], err)
+			s.setErr(&out.Results[i], err)
 			continue
 		}
 		done++

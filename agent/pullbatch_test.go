@@ -103,6 +103,7 @@ func TestPullBatch(t *testing.T) {
 func TestPullBatchCorruptSource(t *testing.T) {
 	dst := newEnv(t, "dst", nil)
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, Version)
 		w.Header().Set("Content-Type", "application/x-sluice-batch")
 		w.Write([]byte(`{"path":"/f","size":5}` + "\nhellx" + `{"path":"/f","checksum":"062c0215"}` + "\n"))
 	}))

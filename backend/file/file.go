@@ -30,9 +30,21 @@ type Backend struct {
 	bufs sync.Pool
 }
 
+// MaxSize bounds the offsets and sizes the backend writes: no file system
+// sluice runs on holds a larger file, and a range or size beyond it is a
+// bad request, refused before any file is opened (rather than the file
+// system's EFBIG after the file is created).
+const MaxSize = 1 << 60
+
 // New opens a backend on directory dir.
 func New(dir string) (*Backend, error) {
-	r, err := os.OpenRoot(dir)
+	// Opened by its absolute name, so that every *os.File name (and so
+	// every error naming one) starts with it, and Rel can take it off.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file backend: %w", err)
+	}
+	r, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("file backend: %w", classify(err))
 	}
@@ -63,6 +75,9 @@ func (b *Backend) Check() error {
 // Dir is the directory the backend serves.
 func (b *Backend) Dir() string { return b.dir }
 
+// maxName is the longest name of one path element (NAME_MAX).
+const maxName = 255
+
 // clean turns a slash path into a name relative to the root. A leading
 // slash means the root itself, not the machine's root: the backend has no
 // other. "..", empty elements and NUL bytes are refused here already, so
@@ -76,6 +91,10 @@ func clean(p string) (string, error) {
 		if el == ".." {
 			return "", fmt.Errorf("%w: %q leaves the root", backend.ErrPermission, p)
 		}
+		if len(el) > maxName {
+			// Refused before a write makes the parents.
+			return "", fmt.Errorf("%w: /%s: a name in the path is longer than %d bytes", backend.ErrInvalid, p, maxName)
+		}
 	}
 	c := path.Clean("/" + p)
 	if c == "/" {
@@ -83,6 +102,84 @@ func clean(p string) (string, error) {
 	}
 	return c[1:], nil
 }
+
+// Rel returns err with the paths of the *fs.PathError and *os.LinkError
+// in it made relative to the root ("/" being the root), as clients name
+// files: errors reaching a client must not reveal where the root is on the
+// machine. It unwraps to err, so errors.Is and errors.As still work.
+// Every error the backend returns has been through it; the agent passes
+// its own (from *os.File methods) through it too.
+func (b *Backend) Rel(err error) error {
+	if err == nil {
+		return nil
+	}
+	orig := err.Error()
+	msg := orig
+	walk(err, func(e error) {
+		// Wrapping errors hold their message as formatted, so the
+		// message is rewritten where the inner error's text appears.
+		switch e := e.(type) {
+		case *fs.PathError:
+			if r := b.relPath(e.Path); r != e.Path {
+				msg = strings.ReplaceAll(msg, e.Error(), (&fs.PathError{Op: e.Op, Path: r, Err: e.Err}).Error())
+			}
+		case *os.LinkError:
+			o, n := b.relPath(e.Old), b.relPath(e.New)
+			if o != e.Old || n != e.New {
+				msg = strings.ReplaceAll(msg, e.Error(), (&os.LinkError{Op: e.Op, Old: o, New: n, Err: e.Err}).Error())
+			}
+		}
+	})
+	if msg == orig {
+		return err
+	}
+	return &relError{msg, err}
+}
+
+// relPath is p relative to the root: os.Root names files relative to it,
+// *os.File names start with the root's absolute name.
+func (b *Backend) relPath(p string) string {
+	dir := strings.TrimSuffix(b.root.Name(), "/") // "" for the machine's root
+	switch {
+	case p == "." || p == b.root.Name():
+		return "/"
+	case strings.HasPrefix(p, dir+"/"):
+		return p[len(dir):]
+	case !filepath.IsAbs(p):
+		return "/" + p
+	}
+	return p
+}
+
+type relError struct {
+	msg string
+	err error
+}
+
+func (e *relError) Error() string { return e.msg }
+func (e *relError) Unwrap() error { return e.err }
+
+// walk calls f on err and every error it wraps.
+func walk(err error, f func(error)) {
+	for err != nil {
+		f(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e, f)
+			}
+			return
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return
+		}
+	}
+}
+
+// classify is the package's classify of err with its paths made relative
+// to the root.
+func (b *Backend) classify(err error) error { return classify(b.Rel(err)) }
 
 // classify maps OS errors onto the backend's sentinel errors.
 func classify(err error) error {
@@ -97,11 +194,23 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", backend.ErrNoSpace, err)
 	case errors.Is(err, fs.ErrExist), errors.Is(err, syscall.ENOTEMPTY):
 		return fmt.Errorf("%w: %w", backend.ErrExist, err)
-	case escapes(err):
-		// os.Root's refusal of a path or symlink leaving the root.
+	case escapes(err), errors.Is(err, syscall.ELOOP):
+		// os.Root's refusal of a path or symlink leaving the root; a
+		// symbolic link loop (or one swapped in while a path is
+		// followed) is refused like one.
 		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
+	case tooLarge(err), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EINVAL):
+		// A name, offset or size the file system cannot take: the
+		// request's fault, retrying cannot help.
+		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	return err
+}
+
+// tooLarge says whether err is the file system refusing an offset or size
+// beyond what it holds.
+func tooLarge(err error) bool {
+	return errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EOVERFLOW)
 }
 
 func info(name string, fi fs.FileInfo) backend.FileInfo {
@@ -120,7 +229,7 @@ func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 	}
 	fi, err := b.stat(name)
 	if err != nil {
-		return backend.FileInfo{}, classify(err)
+		return backend.FileInfo{}, b.classify(err)
 	}
 	return info(name, fi), nil
 }
@@ -223,7 +332,7 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 		return nil
 	})
 	if err != nil {
-		return nil, classify(err)
+		return nil, b.classify(err)
 	}
 	return out, nil
 }
@@ -244,12 +353,12 @@ func (b *Backend) Open(p string) (*os.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, classify(err)
+		return nil, b.classify(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, classify(err)
+		return nil, b.classify(err)
 	}
 	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
 		f.Close()
@@ -300,14 +409,15 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 	if err != nil {
 		return err
 	}
-	if off < 0 || n < 0 {
-		return fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n)
+	if off < 0 || n < 0 || off > MaxSize-n {
+		return fmt.Errorf("%w: range %d+%d (at most %d bytes from the start of a file)", backend.ErrInvalid, off, n, int64(MaxSize))
 	}
 	var f *os.File
+	var created bool
 	if create {
-		f, err = b.openForWrite(name)
+		f, created, err = b.openForWrite(name)
 	} else if f, err = b.root.OpenFile(name, os.O_WRONLY, 0); err != nil {
-		err = classify(err)
+		err = b.classify(err)
 	}
 	if err != nil {
 		return err
@@ -318,28 +428,52 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 	if err == nil && w < n {
 		err = io.EOF
 	}
+	if err != nil && created && w == 0 {
+		b.undoCreate(name, f, err)
+	}
 	cerr := f.Close()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: body ended after %d of %d bytes", backend.ErrInvalid, w, n)
 		}
-		return classify(err)
+		return b.classify(err)
 	}
-	return classify(cerr)
+	return b.classify(cerr)
 }
 
-// openForWrite opens (creating it and its parents) a file to write into.
-func (b *Backend) openForWrite(name string) (*os.File, error) {
+// openForWrite opens (creating it and its parents) a file to write into,
+// and says whether it created the file.
+func (b *Backend) openForWrite(name string) (*os.File, bool, error) {
 	if dir := path.Dir(name); dir != "." {
 		if err := b.root.MkdirAll(dir, 0o755); err != nil {
-			return nil, classify(err)
+			return nil, false, b.classify(err)
 		}
 	}
-	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, classify(err)
+	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		return f, true, nil
 	}
-	return f, nil
+	if errors.Is(err, fs.ErrExist) {
+		// O_CREATE as before the O_EXCL try: a link inside the root
+		// to a file not there yet still creates it.
+		if f, err = b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+			return f, false, nil
+		}
+	}
+	return nil, false, b.classify(err)
+}
+
+// undoCreate removes a file this request created and the file system
+// refused to extend (an offset or size beyond what it holds), so that a
+// refused request leaves nothing behind. Any other failure keeps the file,
+// which a concurrent writer of another range may be using.
+func (b *Backend) undoCreate(name string, f *os.File, err error) {
+	if !tooLarge(err) && !errors.Is(err, syscall.EINVAL) {
+		return
+	}
+	if fi, serr := f.Stat(); serr == nil && fi.Size() == 0 {
+		b.root.Remove(name)
+	}
 }
 
 // Truncate implements backend.Backend.
@@ -348,15 +482,21 @@ func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
 	if err != nil {
 		return err
 	}
-	f, err := b.openForWrite(name)
+	if size < 0 || size > MaxSize {
+		return fmt.Errorf("%w: size %d (at most %d)", backend.ErrInvalid, size, int64(MaxSize))
+	}
+	f, created, err := b.openForWrite(name)
 	if err != nil {
 		return err
 	}
 	err = f.Truncate(size)
+	if err != nil && created {
+		b.undoCreate(name, f, err)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return classify(err)
+	return b.classify(err)
 }
 
 // Sync implements backend.Backend.
@@ -369,7 +509,7 @@ func (b *Backend) Sync(ctx context.Context, p string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return classify(err)
+	return b.classify(err)
 }
 
 // Rename implements backend.Backend. The parent directory is synced so the
@@ -385,11 +525,11 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	}
 	if dir := path.Dir(t); dir != "." {
 		if err := b.root.MkdirAll(dir, 0o755); err != nil {
-			return classify(err)
+			return b.classify(err)
 		}
 	}
 	if err := b.root.Rename(f, t); err != nil {
-		return classify(err)
+		return b.classify(err)
 	}
 	if d, err := b.root.Open(path.Dir(t)); err == nil {
 		d.Sync()
@@ -407,7 +547,7 @@ func (b *Backend) Remove(ctx context.Context, p string) error {
 	if name == "." {
 		return fmt.Errorf("%w: refusing to remove the root", backend.ErrPermission)
 	}
-	return classify(b.root.Remove(name))
+	return b.classify(b.root.Remove(name))
 }
 
 // Mkdir implements backend.Backend.
@@ -416,7 +556,7 @@ func (b *Backend) Mkdir(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	return classify(b.root.MkdirAll(name, 0o755))
+	return b.classify(b.root.MkdirAll(name, 0o755))
 }
 
 // Checksum implements backend.Backend.
@@ -428,7 +568,7 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 	defer f.Close()
 	sum, err := backend.Sum(f, algo)
 	if err != nil {
-		return "", classify(err)
+		return "", b.classify(err)
 	}
 	return sum, nil
 }
@@ -442,14 +582,14 @@ func (b *Backend) ChecksumRange(ctx context.Context, p, algo string, off, n int6
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", classify(err)
+		return "", b.classify(err)
 	}
 	if off < 0 || n < 0 || off > fi.Size() || n > fi.Size()-off {
 		return "", fmt.Errorf("%w: checksum of [%d,%d) of %s, which has %d bytes", backend.ErrInvalid, off, off+n, p, fi.Size())
 	}
 	sum, err := backend.Sum(io.NewSectionReader(f, off, n), algo)
 	if err != nil {
-		return "", classify(err)
+		return "", b.classify(err)
 	}
 	return sum, nil
 }

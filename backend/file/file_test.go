@@ -3,10 +3,13 @@ package file
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,5 +270,94 @@ func TestCheckRoot(t *testing.T) {
 				t.Errorf("Check: %v, want ok=%v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestBadRequestsRefused: names, offsets and sizes the file system cannot
+// take are the request's fault (ErrInvalid, a loop ErrPermission), their
+// errors name the path relative to the root, never the root's place on
+// the machine, and a refused write or truncate leaves no file behind.
+func TestBadRequestsRefused(t *testing.T) {
+	b, dir := newTest(t)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("abc"), 0o644)
+	os.Symlink("loop2", filepath.Join(dir, "loop1"))
+	os.Symlink("loop1", filepath.Join(dir, "loop2"))
+	long := strings.Repeat("n", 300)
+	write := func(p string, off int64) func() error {
+		return func() error { return b.WriteAt(ctx, p, off, strings.NewReader("xy"), 2) }
+	}
+	for _, tc := range []struct {
+		name    string
+		op      func() error
+		want    error
+		created string // a file the refusal must not leave
+		mention string // what the message names
+	}{
+		{"long name open", func() error { _, err := b.Open("/" + long); return err }, backend.ErrInvalid, "", "/" + long},
+		{"long name stat", func() error { _, err := b.Stat(ctx, long); return err }, backend.ErrInvalid, "", "/" + long},
+		{"long name write", write("d/"+long, 0), backend.ErrInvalid, "d", "/d/" + long},
+		{"offset at int64's end", write("w1", 1<<63-3), backend.ErrInvalid, "w1", ""},
+		{"offset beyond MaxSize", write("w2", MaxSize-1), backend.ErrInvalid, "w2", ""},
+		// Below MaxSize, beyond ext4's 16 TiB: EFBIG after the open
+		// (file systems that take it are skipped below).
+		{"offset beyond the file system", write("w3", 1<<50), backend.ErrInvalid, "w3", "/w3"},
+		{"truncate beyond MaxSize", func() error { return b.Truncate(ctx, "t1", 1<<63-1) }, backend.ErrInvalid, "t1", ""},
+		{"truncate beyond the file system", func() error { return b.Truncate(ctx, "t2", 1<<50) }, backend.ErrInvalid, "t2", "/t2"},
+		{"symbolic link loop", func() error { _, err := b.Open("loop1"); return err }, backend.ErrPermission, "", "loop1"},
+		{"file as a directory", func() error { _, err := b.Stat(ctx, "f/x"); return err }, nil, "", "/f/x"},
+	} {
+		err := tc.op()
+		if err == nil {
+			if strings.Contains(tc.name, "file system") {
+				t.Logf("%s: this file system takes it", tc.name)
+				os.Remove(filepath.Join(dir, tc.created))
+				continue
+			}
+			t.Errorf("%s: succeeded", tc.name)
+			continue
+		}
+		if tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if strings.Contains(err.Error(), dir) {
+			t.Errorf("%s: %q names the root's directory", tc.name, err)
+		}
+		if !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: %q does not name %s", tc.name, err, tc.mention)
+		}
+		if tc.created != "" {
+			if _, serr := os.Lstat(filepath.Join(dir, tc.created)); !errors.Is(serr, fs.ErrNotExist) {
+				t.Errorf("%s: left %s behind (%v)", tc.name, tc.created, serr)
+			}
+		}
+	}
+}
+
+// TestRel: paths in errors, wrapped or not, are made relative to the
+// root, and the error still unwraps to what it wrapped.
+func TestRel(t *testing.T) {
+	b, dir := newTest(t)
+	abs, _ := filepath.Abs(dir)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "write", Path: abs + "/a/b", Err: syscall.EFBIG}, "write /a/b: file too large"},
+		{fmt.Errorf("sending x: %w", &fs.PathError{Op: "read", Path: abs + "/x", Err: syscall.EIO}), "sending x: read /x: input/output error"},
+		{&fs.PathError{Op: "openat", Path: "a/b", Err: syscall.ENOENT}, "openat /a/b: no such file or directory"},
+		{&fs.PathError{Op: "stat", Path: abs, Err: syscall.EIO}, "stat /: input/output error"},
+		{&os.LinkError{Op: "renameat", Old: abs + "/a", New: abs + "/b", Err: syscall.EXDEV}, "renameat /a /b: invalid cross-device link"},
+		{errors.Join(errors.New("x"), &fs.PathError{Op: "open", Path: abs + "/y", Err: syscall.EIO}), "x\nopen /y: input/output error"},
+		{&fs.PathError{Op: "open", Path: "/elsewhere/y", Err: syscall.EIO}, "open /elsewhere/y: input/output error"},
+		{errors.New("no paths"), "no paths"},
+	} {
+		got := b.Rel(tc.err)
+		if got.Error() != tc.want {
+			t.Errorf("Rel(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+		if !errors.Is(got, tc.err) {
+			t.Errorf("Rel(%q) does not unwrap to it", tc.err)
+		}
 	}
 }

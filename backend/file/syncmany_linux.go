@@ -17,8 +17,8 @@ func (b *Backend) SyncMany(ctx context.Context, paths []string) error {
 	}
 	d, err := b.root.Open(".")
 	if err != nil {
-		return classify(err)
+		return b.classify(err)
 	}
 	defer d.Close()
-	return classify(unix.Syncfs(int(d.Fd())))
+	return b.classify(unix.Syncfs(int(d.Fd())))
 }

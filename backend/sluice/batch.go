@@ -13,6 +13,9 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 )
 
+// batchType is the Content-Type of a batch response.
+const batchType = "application/x-sluice-batch"
+
 // maxFrameHeader bounds one frame's JSON line: a path and a size, or a
 // path and an error message.
 const maxFrameHeader = 64 << 10
@@ -66,6 +69,10 @@ func (b *Backend) batch(ctx context.Context, paths []string, algo string) (*Batc
 	if err != nil {
 		return nil, wrap("batch", fmt.Sprintf("(%d paths)", len(paths)), err)
 	}
+	if ct := resp.Header.Get("Content-Type"); ct != batchType {
+		resp.Body.Close()
+		return nil, wrap("batch", fmt.Sprintf("(%d paths)", len(paths)), fmt.Errorf("answered with %.40q, not a batch (%w)", ct, ErrNotAgent))
+	}
 	return &BatchReader{body: resp.Body, br: bufio.NewReader(resp.Body), sums: algo != ""}, nil
 }
 
@@ -103,7 +110,8 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 		Kind  string `json:"kind"`
 	}
 	if err := json.Unmarshal(line, &h); err != nil {
-		return br.fail(fmt.Errorf("bad frame header %.100q: %w", line, err))
+		// The stream's text is not echoed (nor json's, which quotes it).
+		return br.fail(fmt.Errorf("bad frame header (%d bytes of something other than JSON)", len(line)))
 	}
 	switch {
 	case h.Error != "" || h.Kind != "":
@@ -111,9 +119,9 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 		if kindError(kind) == nil {
 			kind = "internal"
 		}
-		return h.Path, 0, nil, fmt.Errorf("sluice batch %s: %w", h.Path, &StatusError{Kind: kind, Message: h.Error})
+		return h.Path, 0, nil, fmt.Errorf("sluice batch %s: %w", sanitize(h.Path), &StatusError{Kind: kind, Message: sanitize(h.Error)})
 	case h.Size == nil || *h.Size < 0:
-		return br.fail(fmt.Errorf("bad frame header %.100q: no size", line))
+		return br.fail(errors.New("bad frame header: no size"))
 	}
 	br.cur = &frame{r: br.br, left: *h.Size, name: h.Path}
 	return h.Path, *h.Size, br.cur, nil
@@ -131,7 +139,7 @@ func (br *BatchReader) Checksum() (string, error) {
 	case br.sumRead:
 		return br.sum, nil
 	case br.cur.left > 0:
-		return "", fmt.Errorf("sluice batch: %d bytes of %s unread", br.cur.left, br.cur.name)
+		return "", fmt.Errorf("sluice batch: %d bytes of %s unread", br.cur.left, sanitize(br.cur.name))
 	case br.err != nil:
 		return "", br.err
 	}
@@ -147,7 +155,7 @@ func (br *BatchReader) Checksum() (string, error) {
 func (br *BatchReader) readSum() (string, error) {
 	line, err := br.readLine()
 	if err == io.EOF {
-		err = fmt.Errorf("stream ended before the checksum of %s: %w", br.cur.name, io.ErrUnexpectedEOF)
+		err = fmt.Errorf("stream ended before the checksum of %s: %w", sanitize(br.cur.name), io.ErrUnexpectedEOF)
 	}
 	if err != nil {
 		return "", err
@@ -157,7 +165,7 @@ func (br *BatchReader) readSum() (string, error) {
 		Checksum string `json:"checksum"`
 	}
 	if err := json.Unmarshal(line, &t); err != nil || t.Checksum == "" || t.Path != br.cur.name {
-		return "", fmt.Errorf("bad checksum line %.100q after %s", line, br.cur.name)
+		return "", fmt.Errorf("bad checksum line (%d bytes) after %s", len(line), sanitize(br.cur.name))
 	}
 	br.sum, br.sumRead = t.Checksum, true
 	return t.Checksum, nil

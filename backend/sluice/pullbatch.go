@@ -46,7 +46,7 @@ func (r PullBatchResult) Err() error {
 	}
 	// The batch's answer was 200: the file's failure has no status of
 	// its own, only its kind.
-	return &StatusError{Kind: r.Kind, Message: r.Error}
+	return &StatusError{Kind: r.Kind, Message: sanitize(r.Error)}
 }
 
 // PullBatchResponse is the answer of POST /v1/pullbatch: one result per

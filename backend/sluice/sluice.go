@@ -20,6 +20,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -33,6 +35,20 @@ var ErrUnauthorized = fmt.Errorf("unauthorized: %w", backend.ErrPermission)
 
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
+
+// maxErrorMessage bounds how much of an agent's error message is kept.
+const maxErrorMessage = 512
+
+// AgentHeader is set by agents on every response (to the protocol
+// version). A response without it is not from an agent: its body is
+// never used, as data or as an error message, so that an agent pulling
+// from a URL a caller named cannot be made to fetch from other services.
+const AgentHeader = "Sluice-Agent"
+
+// ErrNotAgent is a response from something that is not a sluice agent
+// (no AgentHeader), or a redirect, which agents never send. It wraps
+// backend.ErrInvalid: permanent, the URL names the wrong thing.
+var ErrNotAgent = fmt.Errorf("%w: not a sluice agent", backend.ErrInvalid)
 
 // Backend talks to one agent with one token.
 type Backend struct {
@@ -69,8 +85,15 @@ func New(baseURL, token string, client *http.Client) (*Backend, error) {
 	if client == nil {
 		client = &http.Client{Transport: NewTransport()}
 	}
-	return &Backend{base: u.Scheme + "://" + u.Host, token: token, client: client}, nil
+	// Agents never redirect; following one would send the token, and
+	// a pull's bytes, wherever a source pointed. The copy shares the
+	// caller's transport (and its connections).
+	c := *client
+	c.CheckRedirect = noRedirect
+	return &Backend{base: u.Scheme + "://" + u.Host, token: token, client: &c}, nil
 }
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NewTransport is an HTTP transport tuned for bulk data: large socket
 // buffers (the default 4 KiB write buffer turns a 16 MiB range into four
@@ -196,7 +219,10 @@ func statusKind(status int) string {
 	return "internal"
 }
 
-// readError turns a non-2xx response into a *StatusError.
+// readError turns a non-2xx response from an agent into a *StatusError.
+// Only an agent's JSON error document is read, and only a short, printable
+// part of its message kept: the text ends up in logs and in other
+// agents' answers.
 func readError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var e struct {
@@ -205,9 +231,10 @@ func readError(resp *http.Response) error {
 	}
 	se := &StatusError{Status: resp.StatusCode}
 	if json.Unmarshal(body, &e) == nil && e.Kind != "" {
-		se.Kind, se.Message = e.Kind, e.Error
+		se.Kind, se.Message = e.Kind, sanitize(e.Error)
 	} else {
-		se.Kind, se.Message = statusKind(resp.StatusCode), strings.TrimSpace(string(body))
+		se.Kind = statusKind(resp.StatusCode)
+		se.Message = http.StatusText(resp.StatusCode) + " (not an agent's error document)"
 	}
 	if kindError(se.Kind) == nil && se.Kind != "internal" {
 		// A kind this client does not know: judge by the status.
@@ -217,6 +244,38 @@ func readError(resp *http.Response) error {
 		se.Message = http.StatusText(resp.StatusCode)
 	}
 	return se
+}
+
+// sanitize makes text from another machine safe to log and pass on: at
+// most maxErrorMessage bytes, control characters and invalid UTF-8
+// replaced.
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= maxErrorMessage {
+			b.WriteString("...")
+			break
+		}
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// notAgent is the error for a response without AgentHeader; its body is
+// not read. What would be transient from an agent stays so (a proxy's 502
+// or 429 in front of one); anything else is permanent.
+func notAgent(resp *http.Response) error {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("answered with a redirect (%d); agents do not follow redirects (%w)", resp.StatusCode, ErrNotAgent)
+	}
+	if resp.StatusCode >= 400 && statusKind(resp.StatusCode) == "internal" {
+		return &StatusError{Status: resp.StatusCode, Kind: "internal",
+			Message: fmt.Sprintf("%s, from something that is not a sluice agent (no %s header)", http.StatusText(resp.StatusCode), AgentHeader)}
+	}
+	return fmt.Errorf("answered %d without the %s header (%w)", resp.StatusCode, AgentHeader, ErrNotAgent)
 }
 
 // do sends a request to the agent and returns the response if it is 2xx;
@@ -247,6 +306,10 @@ func (b *Backend) do(ctx context.Context, method, endpoint string, q url.Values,
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return nil, err
+	}
+	if resp.Header.Get(AgentHeader) == "" || (resp.StatusCode >= 300 && resp.StatusCode < 400) {
+		resp.Body.Close()
+		return nil, notAgent(resp)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
@@ -358,8 +421,8 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 		}
 		if start != off {
 			resp.Body.Close()
-			return nil, wrap("read", p, fmt.Errorf("agent answered %s (Content-Range %q) to a request for bytes from %d",
-				resp.Status, resp.Header.Get("Content-Range"), off))
+			return nil, wrap("read", p, fmt.Errorf("agent answered %d (Content-Range %q) to a request for bytes from %d",
+				resp.StatusCode, sanitize(resp.Header.Get("Content-Range")), off))
 		}
 	}
 	var r io.Reader = resp.Body

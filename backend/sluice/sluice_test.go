@@ -247,6 +247,7 @@ func TestStreaming(t *testing.T) {
 	// OpenRange returns while the server is still sending.
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
 		w.Header().Set("Content-Range", "bytes 0-9/10")
 		w.WriteHeader(http.StatusPartialContent)
 		io.WriteString(w, "first")
@@ -308,6 +309,7 @@ func TestErrorMapping(t *testing.T) {
 	var status int
 	var body string
 	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}))
@@ -417,7 +419,11 @@ func TestBatch(t *testing.T) {
 		"not json\n",
 		`{"path":"/a"}` + "\n",
 	} {
-		fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, stream) }))
+		fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(sluice.AgentHeader, "v1")
+			w.Header().Set("Content-Type", "application/x-sluice-batch")
+			io.WriteString(w, stream)
+		}))
 		fb, _ := sluice.New(fake.URL, "tok", nil)
 		br, err := fb.Batch(t.Context(), []string{"/a"})
 		if err != nil {
@@ -475,6 +481,101 @@ func TestPull(t *testing.T) {
 	} {
 		if err := db.Pull(ctx, tc.source, tc.tok, tc.dst, 0, 10); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestNotAgent: answers from something that is not an agent (no
+// AgentHeader) and redirects are refused without their body being used,
+// and an agent's error message is kept only short and printable. The
+// client never follows a redirect, even with a caller's client that would.
+func TestNotAgent(t *testing.T) {
+	const secret = "AKIA-SECRET"
+	var elsewhere int
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere++
+		w.Header().Set(sluice.AgentHeader, "v1")
+		io.WriteString(w, `{"name":"x","version":"v1"}`)
+	}))
+	defer other.Close()
+	var h http.HandlerFunc
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r) }))
+	defer fake.Close()
+	agentSays := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(sluice.AgentHeader, "v1")
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}
+	}
+	otherSays := func(status int, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		}
+	}
+	redirect := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}
+	long := `{"error":"` + strings.Repeat("x", 5000) + secret + `","kind":"invalid"}`
+	control := `{"error":"line\u001b[31m\nnext","kind":"invalid"}`
+	info := func(b *sluice.Backend) error { _, err := b.Info(t.Context()); return err }
+	read := func(b *sluice.Backend) error {
+		rc, err := b.OpenRange(t.Context(), "/f", 0, 5)
+		if err == nil {
+			rc.Close()
+		}
+		return err
+	}
+	batch := func(b *sluice.Backend) error {
+		br, err := b.Batch(t.Context(), []string{"/f"})
+		if err != nil {
+			return err
+		}
+		defer br.Close()
+		_, _, _, err = br.Next()
+		return err
+	}
+	for _, tc := range []struct {
+		name      string
+		h         http.HandlerFunc
+		op        func(*sluice.Backend) error
+		want      error // nil: transient
+		forbidden string
+	}{
+		{"200 without the header", otherSays(200, `{"name":"`+secret+`"}`), info, sluice.ErrNotAgent, secret},
+		{"206 without the header", otherSays(206, secret), read, sluice.ErrNotAgent, secret},
+		{"404 page without the header", otherSays(404, "<html>"+secret), info, sluice.ErrNotAgent, secret},
+		{"502 page without the header", otherSays(502, "<html>"+secret), info, nil, secret},
+		{"batch without the header", otherSays(200, secret+"\n"), batch, sluice.ErrNotAgent, secret},
+		{"redirect", redirect, info, sluice.ErrNotAgent, "no redirect followed"},
+		{"redirect of a read", redirect, read, sluice.ErrNotAgent, "no redirect followed"},
+		{"agent's 404 that is not JSON", agentSays(404, "<html>"+secret), info, backend.ErrNotFound, secret},
+		{"agent's long message", agentSays(400, long), info, backend.ErrInvalid, secret},
+		{"agent's message with control characters", agentSays(400, control), info, backend.ErrInvalid, "\x1b"},
+		{"agent's batch of another type", agentSays(200, secret+"\n"), batch, sluice.ErrNotAgent, secret},
+	} {
+		h = tc.h
+		elsewhere = 0
+		// A caller's client that follows redirects does not make the
+		// backend follow them.
+		b, err := sluice.New(fake.URL, "tok", &http.Client{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tc.op(b)
+		switch {
+		case err == nil:
+			t.Errorf("%s: accepted", tc.name)
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		case tc.want == nil && backend.Permanent(err):
+			t.Errorf("%s: %v is permanent", tc.name, err)
+		case strings.Contains(err.Error(), tc.forbidden), len(err.Error()) > 1000:
+			t.Errorf("%s: %q passes on what the other side said", tc.name, err)
+		case elsewhere != 0:
+			t.Errorf("%s: a redirect was followed", tc.name)
 		}
 	}
 }
