@@ -113,6 +113,8 @@ type SplitHalf struct {
 
 // DatasetEval is EvalResult's figures for the curves of one dataset.
 type DatasetEval struct {
+	// Path is what the dataset was measured under (TuningRow.Path).
+	Path              string  `json:"path,omitempty"`
 	FileSize          int64   `json:"file_size"`
 	FileCount         int     `json:"file_count"`
 	Curves            int     `json:"curves"`
@@ -141,6 +143,7 @@ type CurveEval struct {
 }
 
 type curveKey struct {
+	path           string // TuningRow.Path: one curve never mixes paths
 	size           int64
 	count          int
 	fixed1, fixed2 int
@@ -216,7 +219,7 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 			continue
 		}
 		var level int
-		k := curveKey{size: r.FileSize, count: r.FileCount}
+		k := curveKey{path: r.Path, size: r.FileSize, count: r.FileCount}
 		switch axis {
 		case AxisParallelism:
 			level, k.fixed1, k.fixed2 = r.Parallelism, r.Concurrency, r.Pipelining
@@ -241,6 +244,9 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
+		if a.path != b.path {
+			return a.path < b.path
+		}
 		if a.size != b.size {
 			return a.size < b.size
 		}
@@ -264,8 +270,12 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 	total := &acc{}
 	var halfAPE []float64
 	halfCurves, halfWithin := 0, 0
-	byDS := map[[2]int64]*acc{}
-	var dsOrder [][2]int64
+	type dsKey struct {
+		path        string
+		size, count int64
+	}
+	byDS := map[dsKey]*acc{}
+	var dsOrder []dsKey
 	for _, k := range keys {
 		c := curves[k]
 		levels := make([]int, 0, len(c.pts))
@@ -330,7 +340,7 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		}
 		p, err := Predict(sn, sth, PredictOptions{Lo: levels[0], Hi: levels[len(levels)-1], Cap: c.bw, Methods: methods})
 		if err != nil {
-			return EvalResult{}, fmt.Errorf("model: eval: curve %d x %d: %w", k.size, k.count, err)
+			return EvalResult{}, fmt.Errorf("model: eval: curve %d x %d (%s): %w", k.size, k.count, k.path, err)
 		}
 		sampled := map[int]bool{}
 		for _, x := range sn {
@@ -353,7 +363,7 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		ce.MeasuredOpt, ce.PredictedOpt = levels[mi], levels[pi]
 		eff := meas[pi] / meas[mi]
 
-		dk := [2]int64{k.size, int64(k.count)}
+		dk := dsKey{k.path, k.size, int64(k.count)}
 		d := byDS[dk]
 		if d == nil {
 			d = &acc{size: k.size, count: k.count}
@@ -394,7 +404,7 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 	for _, dk := range dsOrder {
 		d := byDS[dk]
 		res.ByDataset = append(res.ByDataset, DatasetEval{
-			FileSize: d.size, FileCount: d.count, Curves: d.curves, Points: len(d.apes),
+			Path: dk.path, FileSize: d.size, FileCount: d.count, Curves: d.curves, Points: len(d.apes),
 			MedianAPE: median(d.apes), OptimumWithinOne: float64(d.within) / float64(d.curves),
 			OptimumEfficiency: median(d.effs),
 		})

@@ -114,10 +114,28 @@ func TestReadTuningCSVErrors(t *testing.T) {
 		{"fractional parallelism", row("1.5"), `line 2: Parallelism "1.5": want a whole number`},
 		{"zero parallelism", row("0"), `line 2: Parallelism "0"`},
 		{"NaN parallelism", row("NaN"), "not a finite number"},
+		// Line numbers are the file's, blank lines included.
+		{"after blank lines", tuningHeader + "\n\n" + strings.TrimPrefix(row("x"), tuningHeader), `line 4: Parallelism "x" is not a number`},
+		{"decimal comma", strings.ReplaceAll(tuningHeader, ",", ";") + "3150088;3409;1e10;0,04;33554432;1;1;1;0;900;1;d;t;A;B\n", "decimal comma"},
+		{"other unit", strings.Replace(tuningHeader, "Throughput", "Throughput (Gbit/s)", 1) + "1,1,1,1,1,1,1,1,0,1,1,d,t,A,B\n", `unit "Gbit/s"`},
 	}
 	for _, tc := range cases {
 		if _, err := model.ReadTuningCSV(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// Headers in another case, with the units the columns are read in,
+	// and files separated by semicolons or tabs read the same.
+	want := row("2")
+	for name, in := range map[string]string{
+		"lower case": strings.ToLower(tuningHeader) + strings.TrimPrefix(want, tuningHeader),
+		"units":      strings.Replace(tuningHeader, "Throughput", "Throughput (Mbit/s)", 1) + strings.TrimPrefix(want, tuningHeader),
+		"semicolons": strings.ReplaceAll(want, ",", ";"),
+		"tabs":       strings.ReplaceAll(want, ",", "\t"),
+	} {
+		rows, err := model.ReadTuningCSV(strings.NewReader(in))
+		if err != nil || len(rows) != 1 || rows[0].Parallelism != 2 || rows[0].Throughput != 900 {
+			t.Errorf("%s: %+v, %v", name, rows, err)
 		}
 	}
 	// A byte-order mark (spreadsheets write one) is not part of the first
@@ -177,5 +195,38 @@ func TestEvalTuningSGData(t *testing.T) {
 				t.Errorf("%s: %.1f samples per curve", name, r.MeanSamples)
 			}
 		}
+	}
+}
+
+// TestEvalTuningPaths: rows measured on different paths (or with other
+// buffer sizes) are never merged into one curve. Before, a file holding
+// the same datasets on two paths gave 180 mixed curves (and the smaller
+// link's cap on both) instead of 360.
+func TestEvalTuningPaths(t *testing.T) {
+	one := syntheticCampaign()
+	body := strings.TrimPrefix(one, tuningHeader)
+	// The same datasets on a second path, at a tenth of the throughput.
+	var other strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		f := strings.Split(line, ",")
+		var th float64
+		fmt.Sscan(f[9], &th)
+		f[9] = fmt.Sprint(th / 10)
+		f[13], f[14] = "C", "D"
+		other.WriteString(strings.Join(f, ",") + "\n")
+	}
+	rows, err := model.ReadTuningCSV(strings.NewReader(one + other.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := model.EvalTuning(rows, model.EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Curves != 6 || len(r.ByDataset) != 4 {
+		t.Fatalf("two paths: %d curves, %d datasets; want 6 and 4", r.Curves, len(r.ByDataset))
+	}
+	if r.MedianAPE > 1e-9 || r.OptimumWithinOne != 1 {
+		t.Errorf("two paths: median APE %g, optimum within one %g; want 0 and 1 (each path's curves are exact)", r.MedianAPE, r.OptimumWithinOne)
 	}
 }

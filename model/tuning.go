@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -23,13 +24,33 @@ type TuningRow struct {
 	Pipelining  int
 	Throughput  float64 // Mbit/s
 	Duration    float64 // seconds
+	// Path names what else the row was measured under, from the
+	// optional columns Source, Destination, BufferSize and Fast, with
+	// Bandwidth and RTT: rows of different paths or settings never share
+	// a curve.
+	Path string
 }
 
-// ReadTuningCSV reads a tuning campaign in the SGData.csv layout (columns
-// are found by header name, so their order does not matter).
+// ReadTuningCSV reads a tuning campaign in the SGData.csv layout. Columns
+// are found by header name, whatever their order and case, and a unit in
+// parentheses after a name ("Throughput (Mbit/s)") is ignored; a file
+// separated by semicolons or tabs instead of commas is read as such.
+// Errors name the line of the file.
 func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
-	cr := csv.NewReader(r)
+	br := bufio.NewReaderSize(r, 64<<10)
+	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
+	if first, _ := br.Peek(64 << 10); len(first) > 0 {
+		line, _, _ := strings.Cut(string(first), "\n")
+		if !strings.Contains(line, ",") {
+			for _, sep := range []rune{';', '\t'} {
+				if strings.ContainsRune(line, sep) {
+					cr.Comma = sep
+					break
+				}
+			}
+		}
+	}
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("tuning csv: reading header: %w", err)
@@ -39,35 +60,50 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 		if i == 0 {
 			h = strings.TrimPrefix(h, "\ufeff") // a byte-order mark, as spreadsheets write
 		}
-		h = strings.TrimSpace(h)
+		if err := checkUnit(h); err != nil {
+			return nil, err
+		}
+		h = headerKey(h)
 		if _, dup := col[h]; dup && h != "" {
-			return nil, fmt.Errorf("tuning csv: column %q appears twice in the header", h)
+			return nil, fmt.Errorf("tuning csv: column %q appears twice in the header", head[i])
 		}
 		col[h] = i
 	}
 	need := []string{"FileSize", "FileCount", "Bandwidth", "RTT", "Parallelism", "Concurrency", "Pipelining", "Throughput", "Duration"}
 	for _, n := range need {
-		if _, ok := col[n]; !ok {
-			return nil, fmt.Errorf("tuning csv: no %q column in header %v", n, head)
+		if _, ok := col[headerKey(n)]; !ok {
+			return nil, fmt.Errorf("tuning csv: no %q column in header %v (want a comma-separated file with the columns %s)", n, head, strings.Join(need, ", "))
+		}
+	}
+	// Optional columns that tell one path or setting from another.
+	var ident []string
+	for _, n := range []string{"Source", "Destination", "BufferSize", "Fast"} {
+		if _, ok := col[headerKey(n)]; ok {
+			ident = append(ident, n)
 		}
 	}
 	var rows []TuningRow
-	for line := 2; ; line++ {
+	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("tuning csv line %d: %w", line, err)
+			return nil, fmt.Errorf("tuning csv: %w", err) // a csv.ParseError names its line
 		}
 		f := func(name string) (float64, error) {
-			i := col[name]
+			i := col[headerKey(name)]
 			if i >= len(rec) {
 				return 0, fmt.Errorf("tuning csv line %d: missing %s", line, name)
 			}
 			v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 			if err != nil {
-				return 0, fmt.Errorf("tuning csv line %d: %s %q: %w", line, name, rec[i], err)
+				hint := ""
+				if _, err := strconv.ParseFloat(strings.Replace(strings.TrimSpace(rec[i]), ",", ".", 1), 64); err == nil {
+					hint = " (a decimal comma? write numbers with a point)"
+				}
+				return 0, fmt.Errorf("tuning csv line %d: %s %q is not a number%s", line, name, rec[i], hint)
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return 0, fmt.Errorf("tuning csv line %d: %s %q: not a finite number", line, name, rec[i])
@@ -91,14 +127,61 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 				return nil, err
 			}
 		}
+		path := fmt.Sprintf("%s b/s, RTT %s s", strings.TrimSpace(rec[col[headerKey("Bandwidth")]]), strings.TrimSpace(rec[col[headerKey("RTT")]]))
+		for _, n := range ident {
+			if i := col[headerKey(n)]; i < len(rec) {
+				path += ", " + n + " " + strings.TrimSpace(rec[i])
+			}
+		}
 		rows = append(rows, TuningRow{
 			FileSize: int64(v[0]), FileCount: int(v[1]), Bandwidth: v[2], RTT: v[3],
 			Parallelism: int(v[4]), Concurrency: int(v[5]), Pipelining: int(v[6]),
-			Throughput: v[7], Duration: v[8],
+			Throughput: v[7], Duration: v[8], Path: path,
 		})
 	}
 	if len(rows) == 0 {
 		return nil, errors.New("tuning csv: no rows")
 	}
 	return rows, nil
+}
+
+// units are the units the columns are read in; a header that names
+// another ("Throughput (Gbit/s)") is refused rather than misread.
+var units = map[string][]string{
+	"bandwidth":  {"bit/s", "b/s", "bps"},
+	"rtt":        {"s", "sec", "seconds"},
+	"throughput": {"Mbit/s", "Mb/s", "Mbps"},
+	"duration":   {"s", "sec", "seconds"},
+	"buffersize": {"b", "bytes"},
+	"filesize":   {"b", "bytes"},
+}
+
+// checkUnit refuses a header whose unit in parentheses is not the one its
+// column is read in.
+func checkUnit(h string) error {
+	i := strings.Index(h, "(")
+	j := strings.LastIndex(h, ")")
+	if i <= 0 || j < i {
+		return nil
+	}
+	want, ok := units[headerKey(h)]
+	if !ok {
+		return nil
+	}
+	unit := strings.TrimSpace(h[i+1 : j])
+	for _, u := range want {
+		if strings.EqualFold(unit, u) {
+			return nil
+		}
+	}
+	return fmt.Errorf("tuning csv: column %q: unit %q, but it is read in %s", strings.TrimSpace(h), h[i+1:j], want[0])
+}
+
+// headerKey is a column name as matched: case and spacing aside, and
+// without a unit in parentheses.
+func headerKey(h string) string {
+	if i := strings.Index(h, "("); i > 0 {
+		h = h[:i]
+	}
+	return strings.ToLower(strings.Join(strings.Fields(h), ""))
 }

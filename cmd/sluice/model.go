@@ -112,7 +112,7 @@ JSON figures are fractions (0.09 = 9%); the top level is the headline axis
 			out.Targets = modelTargets{
 				MedianAPE: targetMedianAPE, OptimumWithinOne: targetOptimumWithinOne,
 				MedianAPEMet:        out.Points > 0 && out.MedianAPE <= targetMedianAPE,
-				OptimumWithinOneMet: out.OptimumWithinOne >= targetOptimumWithinOne,
+				OptimumWithinOneMet: out.Points > 0 && out.OptimumWithinOne >= targetOptimumWithinOne,
 			}
 			if jsonOut {
 				return printJSON(cmd.OutOrStdout(), out)
@@ -187,7 +187,7 @@ func printModelEval(w io.Writer, out modelEvalJSON) {
 	fmt.Fprintln(tw, "axis\tcurves\tskipped\tsamples/curve\tpredicted points\tmedian APE\tp90 APE\toptimum within 1 level\toptimum exact\tthroughput at predicted optimum\tsecond-order\tdynamic-order\tbest-sample\t")
 	for _, r := range out.Axes {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t\n", r.Axis, r.Curves, r.Skipped, r.MeanSamples, r.Points,
-			ape(r.Points, r.MedianAPE), ape(r.Points, r.P90APE), pct(r.OptimumWithinOne), pct(r.OptimumExact), pct(r.OptimumEfficiency),
+			ape(r.Points, r.MedianAPE), ape(r.Points, r.P90APE), ape(r.Points, r.OptimumWithinOne), ape(r.Points, r.OptimumExact), ape(r.Points, r.OptimumEfficiency),
 			r.Used[model.MethodSecondOrder], r.Used[model.MethodDynamicOrder], r.Used[model.MethodBestSample])
 	}
 	tw.Flush()
@@ -202,13 +202,23 @@ func printModelEval(w io.Writer, out modelEvalJSON) {
 		}
 		tw.Flush()
 	}
+	// Rows of several paths (or buffer sizes, ...) are evaluated apart;
+	// the datasets then say which path they are.
+	paths := map[string]bool{}
+	for _, d := range h.ByDataset {
+		paths[d.Path] = true
+	}
 	fmt.Fprintln(w, "\nby dataset (file size x count):")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "axis\tdataset\tcurves\tpredicted points\tmedian APE\toptimum within 1 level\tthroughput at predicted optimum\t")
 	for _, r := range out.Axes {
 		for _, d := range r.ByDataset {
-			fmt.Fprintf(tw, "%s\t%s x %d\t%d\t%d\t%s\t%s\t%s\t\n", r.Axis, sizeLabel(d.FileSize), d.FileCount, d.Curves, d.Points,
-				ape(d.Points, d.MedianAPE), pct(d.OptimumWithinOne), pct(d.OptimumEfficiency))
+			label := fmt.Sprintf("%s x %d", sizeLabel(d.FileSize), d.FileCount)
+			if len(paths) > 1 {
+				label += " (" + d.Path + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", r.Axis, label, d.Curves, d.Points,
+				ape(d.Points, d.MedianAPE), ape(d.Points, d.OptimumWithinOne), ape(d.Points, d.OptimumEfficiency))
 		}
 	}
 	tw.Flush()
@@ -218,9 +228,16 @@ func printModelEval(w io.Writer, out modelEvalJSON) {
 		}
 		return "NOT met"
 	}
+	if h.Points == 0 {
+		fmt.Fprintf(w, "\ntargets (axis %s): not evaluated: every measured level was a sample level, so nothing was predicted\n", h.Axis)
+		return
+	}
 	fmt.Fprintf(w, "\ntargets (axis %s): median APE %s <= %s: %s; optimum within one level %s >= %s: %s\n",
 		h.Axis, ape(h.Points, h.MedianAPE), pct(targetMedianAPE), met(out.Targets.MedianAPEMet),
 		pct(h.OptimumWithinOne), pct(targetOptimumWithinOne), met(out.Targets.OptimumWithinOneMet))
+	if len(paths) > 1 {
+		fmt.Fprintf(w, "(%d paths or settings in the data, evaluated apart: %d curves in all)\n", len(paths), h.Curves)
+	}
 }
 
 // sizeLabel prints a file size with three significant digits (decimal
