@@ -72,6 +72,16 @@ func (h *handlers) register(api huma.API) {
 		DefaultStatus: http.StatusCreated, Security: bearer,
 	}, h.createToken)
 	huma.Register(api, huma.Operation{
+		OperationID: "list-tokens", Method: http.MethodGet, Path: "/v1/tokens", Tags: []string{"auth"},
+		Summary: "List your API tokens (admins: ?user=NAME for another's); secrets are never shown", Security: bearer,
+	}, h.listTokens)
+	huma.Register(api, huma.Operation{
+		OperationID: "revoke-token", Method: http.MethodDelete, Path: "/v1/tokens/{id}", Tags: []string{"auth"},
+		Summary:       "Revoke one of your API tokens (admins: ?user=NAME for another's)",
+		Description:   "The token stops working at once; event streams opened with it end within 15 s.",
+		DefaultStatus: http.StatusNoContent, Security: bearer,
+	}, h.revokeToken)
+	huma.Register(api, huma.Operation{
 		OperationID: "whoami", Method: http.MethodGet, Path: "/v1/whoami", Tags: []string{"auth"},
 		Summary: "The caller's user", Security: bearer,
 	}, h.whoami)
@@ -391,6 +401,43 @@ type tokenOut struct {
 	Body TokenOut
 }
 
+type tokensIn struct {
+	User string `query:"user" maxLength:"64" doc:"Another user's tokens (admins)."`
+}
+
+type tokensOut struct{ Body []server.TokenInfo }
+
+func (h *handlers) listTokens(ctx context.Context, in *tokensIn) (*tokensOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := h.s.Tokens(ctx, c, in.User)
+	if err != nil {
+		return nil, problem(err)
+	}
+	if ts == nil {
+		ts = []server.TokenInfo{}
+	}
+	return &tokensOut{Body: ts}, nil
+}
+
+type revokeIn struct {
+	ID   string `path:"id" maxLength:"64"`
+	User string `query:"user" maxLength:"64" doc:"Another user's token (admins)."`
+}
+
+func (h *handlers) revokeToken(ctx context.Context, in *revokeIn) (*struct{}, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.s.RevokeToken(ctx, c, in.User, in.ID); err != nil {
+		return nil, problem(err)
+	}
+	return nil, nil
+}
+
 func (h *handlers) createToken(ctx context.Context, in *tokenIn) (*tokenOut, error) {
 	c, err := h.caller(ctx)
 	if err != nil {
@@ -501,6 +548,11 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 				return
 			}
 		case <-keep.C:
+			// A revoked token's stream ends here.
+			if _, err := h.s.Authenticate(ctx, bearerOf(ctx)); err != nil {
+				send(sse.Message{Data: server.Event{Type: "error", Detail: err.Error()}})
+				return
+			}
 			if send(sse.Message{Data: server.Event{Type: "keepalive", At: time.Now()}}) != nil {
 				return
 			}

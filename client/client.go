@@ -176,6 +176,27 @@ func (c *Client) SetPolicy(ctx context.Context, cfg server.PolicyConfig) (server
 	return out, err
 }
 
+// Tokens lists the caller's API tokens (user: another's, for admins).
+func (c *Client) Tokens(ctx context.Context, user string) ([]server.TokenInfo, error) {
+	var out []server.TokenInfo
+	p := "/v1/tokens"
+	if user != "" {
+		p += "?user=" + url.QueryEscape(user)
+	}
+	_, err := c.do(ctx, http.MethodGet, p, nil, &out)
+	return out, err
+}
+
+// RevokeToken revokes an API token by its ID (user: another's, for admins).
+func (c *Client) RevokeToken(ctx context.Context, user, id string) error {
+	p := "/v1/tokens/" + url.PathEscape(id)
+	if user != "" {
+		p += "?user=" + url.QueryEscape(user)
+	}
+	_, err := c.do(ctx, http.MethodDelete, p, nil, nil)
+	return err
+}
+
 // Access returns the access rules (all for an admin, one's own otherwise).
 func (c *Client) Access(ctx context.Context) (server.AccessConfig, error) {
 	var out server.AccessConfig

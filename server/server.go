@@ -419,6 +419,82 @@ func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, adm
 	return tok, u, t.Expires, nil
 }
 
+// TokenInfo describes an API token without its secret: ID is the start
+// of its hash, which names it for RevokeToken.
+type TokenInfo struct {
+	ID      string    `json:"id" doc:"Names the token for revocation (the start of its hash)."`
+	Label   string    `json:"label,omitempty"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires,omitzero" doc:"Absent: no expiry."`
+	Expired bool      `json:"expired,omitempty"`
+}
+
+// tokenIDLen is how much of a token's hash its ID shows.
+const tokenIDLen = 12
+
+// tokenOwner is the user whose tokens the caller asks about: themselves,
+// or (admins only) the named user.
+func (s *Server) tokenOwner(ctx context.Context, c Caller, user string) (store.User, error) {
+	if user == "" || user == c.User.Name {
+		return c.User, nil
+	}
+	if !c.User.Admin {
+		return store.User{}, fmt.Errorf("%w: only an admin can see or revoke another user's tokens", ErrForbidden)
+	}
+	u, err := s.st.UserByName(ctx, user)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, fmt.Errorf("%w: no user %q", ErrNotFound, user)
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("server: %w", err)
+	}
+	return u, nil
+}
+
+// Tokens lists the caller's API tokens (an admin: any user's).
+func (s *Server) Tokens(ctx context.Context, c Caller, user string) ([]TokenInfo, error) {
+	u, err := s.tokenOwner(ctx, c, user)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := s.st.Tokens(ctx, u.ID)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	now := time.Now()
+	out := make([]TokenInfo, len(ts))
+	for i, t := range ts {
+		out[i] = TokenInfo{ID: t.Hash[:min(tokenIDLen, len(t.Hash))], Label: t.Label, Created: t.Created, Expires: t.Expires,
+			Expired: !t.Expires.IsZero() && !t.Expires.After(now)}
+	}
+	return out, nil
+}
+
+// RevokeToken deletes one of the caller's API tokens (an admin: any
+// user's), named by its ID (TokenInfo.ID, or more of the hash). It stops
+// working at once; an event stream opened with it ends at its next
+// check.
+func (s *Server) RevokeToken(ctx context.Context, c Caller, user, id string) error {
+	u, err := s.tokenOwner(ctx, c, user)
+	if err != nil {
+		return err
+	}
+	id = strings.ToLower(strings.TrimSpace(id))
+	if len(id) < 8 || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("%w: token id %q: want at least 8 hex digits, as `sluice token list` shows", ErrInvalid, id)
+	}
+	switch err := s.st.DeleteToken(ctx, u.ID, id); {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %s has no token %s", ErrNotFound, u.Name, id)
+	case errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	case err != nil:
+		return fmt.Errorf("server: %w", err)
+	}
+	s.log.Info("API token revoked", "user", u.Name, "token", id, "by", c.User.Name)
+	return nil
+}
+
 func validName(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false

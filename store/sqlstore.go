@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -235,6 +236,61 @@ func (s *sqlStore) TokenUser(ctx context.Context, hash string, now time.Time) (U
 	}
 	u.Created = fromNanos(created)
 	return u, fromNanos(expires), nil
+}
+
+func (s *sqlStore) UserByName(ctx context.Context, name string) (User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT id, name, vo, admin, created FROM users WHERE name = $1`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return User{}, fmt.Errorf("store: user %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("store: user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) Tokens(ctx context.Context, userID int64) ([]Token, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT hash, user_id, label, expires, created FROM tokens WHERE user_id = $1 ORDER BY created, hash`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("store: tokens: %w", err)
+	}
+	defer rows.Close()
+	var out []Token
+	for rows.Next() {
+		var t Token
+		var exp, created int64
+		if err := rows.Scan(&t.Hash, &t.UserID, &t.Label, &exp, &created); err != nil {
+			return nil, fmt.Errorf("store: tokens: %w", err)
+		}
+		t.Expires, t.Created = fromNanos(exp), fromNanos(created)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: tokens: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) DeleteToken(ctx context.Context, userID int64, prefix string) error {
+	if prefix == "" || strings.ContainsAny(prefix, "%_") {
+		return fmt.Errorf("store: token %q: %w", prefix, ErrNotFound)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens WHERE user_id = $1 AND hash LIKE $2`, userID, prefix+"%").Scan(&n); err != nil {
+			return fmt.Errorf("store: token: %w", err)
+		}
+		switch {
+		case n == 0:
+			return fmt.Errorf("store: token %q: %w", prefix, ErrNotFound)
+		case n > 1:
+			return fmt.Errorf("store: token %q names %d tokens; give more of it: %w", prefix, n, ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE user_id = $1 AND hash LIKE $2`, userID, prefix+"%"); err != nil {
+			return fmt.Errorf("store: token: %w", err)
+		}
+		return nil
+	})
 }
 
 func (s *sqlStore) CountUsers(ctx context.Context) (int, error) {

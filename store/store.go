@@ -269,6 +269,13 @@ type Store interface {
 	// TokenUser is UserByToken that also returns when the token expires
 	// (zero: never).
 	TokenUser(ctx context.Context, hash string, now time.Time) (User, time.Time, error)
+	// UserByName returns the named user (ErrNotFound).
+	UserByName(ctx context.Context, name string) (User, error)
+	// Tokens lists a user's tokens (Hash included), oldest first.
+	Tokens(ctx context.Context, userID int64) ([]Token, error)
+	// DeleteToken removes the user's token whose hash begins with prefix
+	// (ErrNotFound if none; ErrConflict if several do).
+	DeleteToken(ctx context.Context, userID int64, prefix string) error
 	// CountUsers is the number of users (zero on a fresh store).
 	CountUsers(ctx context.Context) (int, error)
 

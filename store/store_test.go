@@ -1299,3 +1299,52 @@ func TestReopen(t *testing.T) {
 		}
 	})
 }
+
+// TestTokensAndRevocation: a user's tokens are listed (only theirs) and
+// one is deleted by a unique prefix of its hash.
+func TestTokensAndRevocation(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice, bob := mustUser(t, s, "alice"), mustUser(t, s, "bob")
+		for i, tok := range []Token{
+			{Hash: "aaaa1111", UserID: alice.ID, Label: "laptop", Created: ts(1, 0)},
+			{Hash: "aaaa2222", UserID: alice.ID, Created: ts(2, 0), Expires: ts(9, 0)},
+			{Hash: "bbbb1111", UserID: bob.ID, Created: ts(3, 0)},
+		} {
+			if err := s.AddToken(ctx, tok); err != nil {
+				t.Fatalf("token %d: %v", i, err)
+			}
+		}
+		if u, err := s.UserByName(ctx, "bob"); err != nil || u.ID != bob.ID {
+			t.Fatalf("UserByName(bob) = %+v, %v", u, err)
+		}
+		if _, err := s.UserByName(ctx, "carol"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("UserByName(carol): %v, want ErrNotFound", err)
+		}
+		got, err := s.Tokens(ctx, alice.ID)
+		if err != nil || len(got) != 2 || got[0].Label != "laptop" || !got[1].Expires.Equal(ts(9, 0)) {
+			t.Fatalf("alice's tokens: %+v, %v", got, err)
+		}
+		for _, tc := range []struct {
+			user   int64
+			prefix string
+			want   error
+		}{
+			{alice.ID, "aaaa", ErrConflict},     // two match
+			{alice.ID, "bbbb", ErrNotFound},     // bob's
+			{alice.ID, "aaaa%", ErrNotFound},    // no wildcards
+			{alice.ID, "", ErrNotFound},         // nothing named
+			{alice.ID, "aaaa2", nil},            // the second
+			{alice.ID, "aaaa2222", ErrNotFound}, // gone
+		} {
+			if err := s.DeleteToken(ctx, tc.user, tc.prefix); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Errorf("DeleteToken(%q) = %v, want %v", tc.prefix, err, tc.want)
+			}
+		}
+		if _, err := s.UserByToken(ctx, "aaaa2222", ts(5, 0)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a deleted token still authenticates: %v", err)
+		}
+		if _, err := s.UserByToken(ctx, "bbbb1111", ts(5, 0)); err != nil {
+			t.Errorf("bob's token: %v", err)
+		}
+	})
+}

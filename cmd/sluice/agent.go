@@ -196,6 +196,6 @@ func newTokenCmd() *cobra.Command {
 	f.StringVar(&aud, "aud", "*", "agent name the token is for (* for any)")
 	f.StringVar(&sub, "sub", os.Getenv("USER"), "who the token is for (shows in agent logs)")
 	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
-	cmd.AddCommand(newTokenCreateCmd())
+	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
 	return cmd
 }

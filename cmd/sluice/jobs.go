@@ -607,3 +607,67 @@ func isClassAd(r *bufio.Reader) bool {
 		}
 	}
 }
+
+func newTokenListCmd() *cobra.Command {
+	var user string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List your API tokens (admins: --user for another's); secrets are never shown",
+		Args:  cobra.NoArgs,
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("token list: %w", err)
+		}
+		ts, err := cl.Tokens(cmd.Context(), user)
+		if err != nil {
+			return fmt.Errorf("token list: %w", err)
+		}
+		if asJSON {
+			return printJSON(cmd.OutOrStdout(), ts)
+		}
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tLABEL\tCREATED\tEXPIRES")
+		for _, t := range ts {
+			exp := "never"
+			if !t.Expires.IsZero() {
+				exp = t.Expires.Format(time.RFC3339)
+				if t.Expired {
+					exp += " (expired)"
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, dash(t.Label), t.Created.Format(time.RFC3339), exp)
+		}
+		return tw.Flush()
+	}
+	cmd.Flags().StringVar(&user, "user", "", "another user's tokens (admins)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newTokenRevokeCmd() *cobra.Command {
+	var user string
+	cmd := &cobra.Command{
+		Use:     "revoke ID",
+		Short:   "Revoke an API token at once (its ID from `sluice token list`)",
+		Example: `  sluice token list; sluice token revoke 3f9a0c12b4e7`,
+		Args:    cobra.ExactArgs(1),
+	}
+	cc := clientFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := cc.client()
+		if err != nil {
+			return fmt.Errorf("token revoke: %w", err)
+		}
+		if err := cl.RevokeToken(cmd.Context(), user, args[0]); err != nil {
+			return fmt.Errorf("token revoke: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "token %s revoked\n", args[0])
+		return nil
+	}
+	cmd.Flags().StringVar(&user, "user", "", "another user's token (admins)")
+	return cmd
+}

@@ -806,6 +806,46 @@ func TestServiceTokenLifetime(t *testing.T) {
 	if _, err := cc.Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
 		t.Errorf("the child token after its parent expired: %v, want 401", err)
 	}
+
+	// Revocation: dave lists his tokens and revokes one, which stops
+	// working at once; another user cannot revoke it; an admin can.
+	var dave [2]*client.Client
+	for i := range dave {
+		tok, err := c.admin.CreateToken(ctx, api.TokenIn{User: "dave", Label: fmt.Sprint("token ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dave[i], err = client.New("http://"+c.addr, tok.Token, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, err := dave[0].Tokens(ctx, "")
+	if err != nil || len(ts) != 2 || ts[1].Label != "token 1" {
+		t.Fatalf("dave's tokens: %+v, %v", ts, err)
+	}
+	erin, err := c.admin.CreateToken(ctx, api.TokenIn{User: "erin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, _ := client.New("http://"+c.addr, erin.Token, nil)
+	if err := ec.RevokeToken(ctx, "dave", ts[1].ID); status(err) != http.StatusForbidden {
+		t.Errorf("another user revoking dave's token: %v, want 403", err)
+	}
+	if err := ec.RevokeToken(ctx, "", ts[1].ID); status(err) != http.StatusNotFound {
+		t.Errorf("another user revoking dave's token as their own: %v, want 404", err)
+	}
+	if err := dave[0].RevokeToken(ctx, "", ts[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dave[1].Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
+		t.Errorf("a revoked token: %v, want 401", err)
+	}
+	if err := c.admin.RevokeToken(ctx, "dave", ts[0].ID); err != nil {
+		t.Errorf("admin revoking dave's token: %v", err)
+	}
+	if _, err := dave[0].Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
+		t.Errorf("a token the admin revoked: %v, want 401", err)
+	}
 }
 
 // TestServiceAuthBeforeBody: a request without valid credentials is
