@@ -129,6 +129,9 @@ func (s *Server) Access(ctx context.Context, c Caller) (AccessConfig, error) {
 		return AccessConfig{}, err
 	}
 	if c.User.Admin {
+		if a.Rules == nil {
+			a.Rules = []AccessRule{} // JSON [], as the schema says
+		}
 		return a, nil
 	}
 	mine := AccessConfig{Rules: []AccessRule{}}
