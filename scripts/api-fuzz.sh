@@ -13,13 +13,16 @@ fi
 source "$(dirname "$0")/../scripts/local-service.sh"
 # Operations that would change the service's trust (agent registration with
 # the join token, token creation) are fuzzed too: with the admin token they
-# must still answer with documented statuses.
+# must still answer with documented statuses. Token revocation is not:
+# the stateful phase lists the admin's tokens and revokes them, and every
+# request after that is a 401 that tests nothing (Go tests cover it).
 status=0
 schemathesis run "http://127.0.0.1:$port/openapi.json" \
 	-H "Authorization: Bearer $(cat "$D/srv/admin.token")" \
 	--max-examples "$EXAMPLES" --seed 1 --generation-deterministic \
 	--checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
 	--exclude-path /v1/events \
+	--exclude-operation-id revoke-token \
 	--request-timeout 20 --no-color || status=$?
 if [ $status -ne 0 ]; then
 	echo "api-fuzz: schemathesis found problems; server log:" >&2
