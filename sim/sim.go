@@ -68,7 +68,9 @@ type Options struct {
 // MaxArrival is the latest arrival time the simulator replays (seconds
 // from the trace's start; about 31.7 years). Far beyond it the clock's
 // float64 cannot tell a completion from the present, and a run would spin.
-const MaxArrival = 1e9
+// It is the trace loaders' limit too (trace.MaxArrival), so that a trace
+// file that loads can be replayed.
+const MaxArrival = trace.MaxArrival
 
 // validate refuses what the simulator cannot run: non-finite times, and a
 // cycle so short that a replay would never end.
@@ -96,6 +98,122 @@ func (o Options) validate() error {
 // an event at the present would never move the clock to it.
 func later(now, dt float64) float64 {
 	return math.Max(now+dt, math.Nextafter(now, math.Inf(1)))
+}
+
+// DefaultReplayGrace is how long a replay may run after the trace's last
+// arrival before it stops with an error (Options.MaxTime's default): 7
+// days.
+const DefaultReplayGrace = 7 * 86400
+
+// replayLimit says what MaxTime is, for messages.
+func (w *World) replayLimit() string {
+	last := w.tasks[len(w.tasks)-1].st.Arrival
+	if w.opt.MaxTime == last+DefaultReplayGrace {
+		return fmt.Sprintf("t=%.0f s, 7 days after the last arrival (t=%.0f s), where a replay stops (MaxTime)", w.opt.MaxTime, last)
+	}
+	return fmt.Sprintf("t=%.0f s (MaxTime)", w.opt.MaxTime)
+}
+
+// bottleneck is the endpoint (or path) whose offered bytes take longest
+// to move: even at its full capacity, with no start-up cost, contention
+// or competing traffic, the transfers through it cannot all be done
+// before finish. It bounds from below when any schedule can end.
+type bottleneck struct {
+	name     string
+	capacity float64 // bytes/s
+	bytes    float64 // offered through it from `from` on
+	from     float64 // the arrival from which they are counted
+	finish   float64 // from + bytes/capacity
+	total    float64 // all bytes through it
+}
+
+// findBottleneck computes, for every endpoint and (with LinkGbps) every
+// path, the earliest time the bytes through it could all be moved: for
+// each arrival a, a plus the bytes arriving at or after a over the
+// capacity. It returns the latest such bound. tasks are in arrival order.
+func findBottleneck(tb *Testbed, tasks []*simTask) bottleneck {
+	type acc struct {
+		name   string
+		cap    float64
+		suffix float64
+		best   bottleneck
+	}
+	accs := map[string]*acc{}
+	get := func(key, name string, c float64) *acc {
+		a := accs[key]
+		if a == nil {
+			a = &acc{name: name, cap: c}
+			accs[key] = a
+		}
+		return a
+	}
+	add := func(a *acc, at, size float64) {
+		a.suffix += size
+		if f := at + a.suffix/a.cap; f > a.best.finish {
+			a.best = bottleneck{name: a.name, capacity: a.cap, bytes: a.suffix, from: at, finish: f}
+		}
+	}
+	for i := len(tasks) - 1; i >= 0; i-- {
+		t := tasks[i]
+		at, size := t.st.Arrival, float64(t.st.Size)
+		add(get("e:"+t.st.Src, t.st.Src, Gbps(tb.Endpoint(t.st.Src).CapacityGbps)), at, size)
+		if t.st.Dst != t.st.Src {
+			add(get("e:"+t.st.Dst, t.st.Dst, Gbps(tb.Endpoint(t.st.Dst).CapacityGbps)), at, size)
+		}
+		if tb.LinkGbps > 0 {
+			add(get("p:"+t.st.Src+"\x00"+t.st.Dst, "the path "+t.st.Src+" -> "+t.st.Dst, Gbps(tb.LinkGbps)), at, size)
+		}
+	}
+	var b bottleneck
+	for _, a := range accs {
+		if a.best.finish > b.finish || a.best.finish == b.finish && a.best.name < b.name {
+			b = a.best
+			b.total = a.suffix
+		}
+	}
+	return b
+}
+
+// checkFeasible refuses, before simulating, a trace that cannot finish
+// by MaxTime on this testbed whatever the scheduler: the bytes offered
+// through some endpoint need longer than that even at its full capacity.
+// Such a replay would otherwise run for a long time and then stop with
+// tasks unfinished.
+func (w *World) checkFeasible() error {
+	b := findBottleneck(w.tb, w.tasks)
+	if b.finish <= w.opt.MaxTime {
+		return nil
+	}
+	return fmt.Errorf("sim: this trace cannot finish on testbed %s: the transfers arriving from t=%.0f s on offer %s through %s, "+
+		"which needs %.0f s at its full capacity of %.3g Gb/s, so the replay could not end before t=%.0f s; it stops at %s. "+
+		"The testbed is too small for this trace (its sizes or arrival times may be wrong, or a larger testbed is needed)",
+		w.tb.Name, b.from, volume(b.bytes), b.name, b.bytes/b.capacity, b.capacity*8/1e9, b.finish, w.replayLimit())
+}
+
+// unfinishedErr is the error of a replay that reached MaxTime.
+func (w *World) unfinishedErr() error {
+	left := 0.0
+	for _, t := range w.live {
+		left += t.left
+	}
+	b := findBottleneck(w.tb, w.tasks)
+	return fmt.Errorf("sim: %d tasks unfinished (%s left to move) at %s; scheduler %s did not finish the trace in time. "+
+		"The trace offers %s through %s (%.3g Gb/s), which needs at least %.0f s at full capacity",
+		len(w.live), volume(left), w.replayLimit(), w.sch.Name(), volume(b.total), b.name, b.capacity*8/1e9, b.total/b.capacity)
+}
+
+// volume formats a byte count.
+func volume(b float64) string {
+	switch {
+	case b >= 1e18:
+		return fmt.Sprintf("%.3g EB", b/1e18)
+	case b >= 1e15:
+		return fmt.Sprintf("%.3g PB", b/1e15)
+	case b >= 1e12:
+		return fmt.Sprintf("%.3g TB", b/1e12)
+	default:
+		return fmt.Sprintf("%.3g GB", b/1e9)
+	}
 }
 
 // checkArrival refuses an arrival the simulator cannot replay.
@@ -301,7 +419,10 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 		w.opt.Window = lastInteractive
 	}
 	if opt.MaxTime <= 0 {
-		w.opt.MaxTime = w.tasks[len(w.tasks)-1].st.Arrival + 7*86400
+		w.opt.MaxTime = w.tasks[len(w.tasks)-1].st.Arrival + DefaultReplayGrace
+	}
+	if err := w.checkFeasible(); err != nil {
+		return nil, err
 	}
 	if err := w.loop(); err != nil {
 		return nil, err
@@ -359,7 +480,7 @@ func (w *World) loop() error {
 			return nil
 		}
 		if tn > w.opt.MaxTime {
-			return fmt.Errorf("sim: %d tasks unfinished at t=%.0f s (MaxTime)", len(w.live), w.opt.MaxTime)
+			return w.unfinishedErr()
 		}
 		w.advance(tn)
 		// Completions and state changes due now.

@@ -39,6 +39,28 @@ func BatchCountFor(load, sourceCapacityBytesPerSec float64) int {
 	return int(n)
 }
 
+// BatchCountForWindow is BatchCountFor over a window of the given
+// seconds rather than the paper's 15 minutes: how many PaperBatchSize
+// batch tasks fill the capacity that a trace of the given load (its
+// volume as a fraction of what the source moves in the window) leaves
+// unused over the window, round((1-load) x capacity x seconds / 50e9),
+// never negative. A 15-minute window (within a second) gives
+// BatchCountFor's counts, the paper's own for its loads; a day-long log
+// gets a day's spare capacity of batch work, not 15 minutes' worth.
+func BatchCountForWindow(load, sourceCapacityBytesPerSec, seconds float64) int {
+	if math.Abs(seconds-DefaultMinutes*60) <= 1 {
+		return BatchCountFor(load, sourceCapacityBytesPerSec)
+	}
+	n := math.Round((1 - load) * sourceCapacityBytesPerSec * seconds / float64(PaperBatchSize))
+	if !(n > 0) { // also NaN
+		return 0
+	}
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(n)
+}
+
 // Apportion splits n items over the weights by the largest-remainder
 // (Hamilton) method: each weight first gets the floor of its exact quota,
 // then the leftover items go to the largest fractional remainders, ties to

@@ -2,9 +2,12 @@ package trace
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,11 +22,39 @@ var gridftpKeys = [...]string{
 	"NBYTES", "VOLUME", "STREAMS", "STRIPES", "DEST", "TYPE", "CODE", "TASKID", "retrans",
 }
 
-// gridftpRequired are the fields a transfer needs; the others are ignored.
-var gridftpRequired = [...]string{"HOST", "NL.EVNT", "START", "NBYTES", "DEST", "TYPE", "CODE"}
+// Indices into gridftpKeys of the fields the loader reads.
+const (
+	keyDATE = iota
+	keyHOST
+	keyPROG
+	keyNLEVNT
+	keySTART
+	keyUSER
+	keyFILE
+	keyBUFFER
+	keyBLOCK
+	keyNBYTES
+	keyVOLUME
+	keySTREAMS
+	keySTRIPES
+	keyDEST
+	keyTYPE
+	keyCODE
+	keyTASKID
+	keyRetrans
+	numGridFTPKeys
+)
 
-// gridftpFreeText are the fields whose values may contain spaces (paths).
-var gridftpFreeText = [...]string{"FILE", "VOLUME"}
+// gridftpRequired are the fields a transfer needs; the others are ignored.
+var gridftpRequired = [...]int{keyHOST, keyNLEVNT, keySTART, keyNBYTES, keyDEST, keyTYPE, keyCODE}
+
+// gridftpOnce are the fields a record has exactly once and a file path is
+// not expected to contain as " KEY=": seeing one of them twice means two
+// records share the line (a writer crashed mid-record and the next record
+// was appended to the torn one), which must not be merged into one
+// transfer. USER, FILE, VOLUME and the tuning fields may repeat inside a
+// path ("/x USER=y").
+var gridftpOnce = [...]int{keyDATE, keyHOST, keyPROG, keyNLEVNT, keySTART, keyNBYTES, keyDEST, keyTYPE, keyCODE}
 
 // lineKind classifies one log line.
 type lineKind int
@@ -35,13 +66,74 @@ const (
 	kindFailedCode
 	kindOtherType
 	kindMalformed
+	kindNonTransfer // a server-log message other than "Transfer stats:"
 )
 
+// gridftpRecord is one parsed transfer. Its strings never point into the
+// line they were read from (hosts are interned, paths cloned), so a loaded
+// log keeps only what it uses, not every line.
 type gridftpRecord struct {
-	start    time.Time
-	src, dst string
-	size     int64
-	path     string
+	x Transfer // without Arrival, which needs the whole log's origin
+	m gridftpMeta
+}
+
+// gridftpMeta is what the loader keeps of a record besides its Transfer
+// until the log is read: START as seconds and nanoseconds (smaller than a
+// time.Time), the line, and a hash of the record's text to find exact
+// duplicates.
+type gridftpMeta struct {
+	sec  int64 // START, Unix seconds
+	nsec int32
+	line int32 // input line number; 0 marks a record to drop
+	hash uint64
+}
+
+// gridftpRecs are the records read so far, in input order, as two
+// parallel slices: the Transfers the trace will hold and what is needed
+// only while loading.
+type gridftpRecs struct {
+	ts   []Transfer
+	meta []gridftpMeta
+}
+
+// drop removes the records whose line is 0, keeping the order.
+func (r *gridftpRecs) drop() {
+	n := 0
+	for i := range r.ts {
+		if r.meta[i].line != 0 {
+			r.ts[n], r.meta[n] = r.ts[i], r.meta[i]
+			n++
+		}
+	}
+	clear(r.ts[n:]) // release the dropped records' strings
+	r.ts, r.meta = r.ts[:n], r.meta[:n]
+}
+
+// maxInterned bounds the host-name table: a log names few hosts, and one
+// naming millions gains nothing from it.
+const maxInterned = 1 << 16
+
+// gridftpReader is the state of one ReadGridFTPLog call.
+type gridftpReader struct {
+	seed   maphash.Seed
+	intern map[string]string
+}
+
+func newGridFTPReader() *gridftpReader {
+	return &gridftpReader{seed: maphash.MakeSeed(), intern: map[string]string{}}
+}
+
+// host returns s, or an equal string already held, without keeping the
+// line s points into.
+func (g *gridftpReader) host(s string) string {
+	if v, ok := g.intern[s]; ok {
+		return v
+	}
+	c := strings.Clone(s)
+	if len(g.intern) < maxInterned {
+		g.intern[c] = c
+	}
+	return c
 }
 
 // ReadGridFTPLog reads a globus-gridftp-server transfer log (the
@@ -50,23 +142,34 @@ type gridftpRecord struct {
 //
 //   - Only NL.EVNT=FTP_INFO records with CODE=226 are transfers; other
 //     codes (failed or aborted transfers) and events are counted and
-//     skipped, as are non-data TYPEs such as LIST.
+//     skipped, as are non-data TYPEs such as LIST, and the server log's
+//     other messages ("[pid] date :: Server started ...").
 //   - Arrival is START (UTC) relative to the earliest START in the log,
 //     which LoadReport.Origin records; Size is NBYTES; Path is FILE.
 //   - TYPE=RETR (and ERET) means the server HOST sent to the peer, so
 //     Src=HOST and Dst=the DEST address; STOR (and ESTO) is the reverse.
 //     For a striped DEST list the first address is used.
+//   - A record that repeats one already read word for word (overlapping
+//     rotated logs read together) is counted in LoadReport.Duplicate and
+//     dropped, not replayed twice.
+//   - A record whose START lies far from the rest of the log (a wrong
+//     clock or a corrupt record: see outlierStarts) is counted in
+//     LoadReport.Outlier and skipped, so that it cannot become arrival 0
+//     and push every other transfer decades later. If what remains still
+//     spans more than MaxArrival, the read fails naming the line.
 //
 // FILE may contain spaces, so a value runs until the next " KEY=" of a
-// known key. Malformed lines are skipped and described in the report; the
-// read fails, naming the first bad line, only if no transfer could be read.
-// The result is sorted by arrival and numbered 0..n-1 in that order (the log
-// itself is ordered by completion time, DATE).
+// known key. Malformed lines (including torn records: two records on one
+// line) are skipped and described in the report; the read fails, naming
+// the first bad line, only if no transfer could be read. The result is
+// sorted by arrival and numbered 0..n-1 in that order (the log itself is
+// ordered by completion time, DATE).
 func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 	rep := &LoadReport{Format: "gridftp", Renumbered: true}
 	br := bufio.NewReader(r)
+	g := newGridFTPReader()
 	var (
-		recs     []gridftpRecord
+		recs     gridftpRecs
 		firstErr error
 	)
 	for line := 1; ; line++ {
@@ -78,10 +181,12 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 			break
 		}
 		rep.Lines++
-		rec, kind, err := parseGridFTPLine(s)
+		rec, kind, err := g.parseLine(s)
 		switch kind {
 		case kindTransfer:
-			recs = append(recs, rec)
+			rec.m.line = int32(min(line, math.MaxInt32))
+			recs.ts = append(recs.ts, rec.x)
+			recs.meta = append(recs.meta, rec.m)
 		case kindBlank:
 			rep.Blank++
 		case kindOtherEvent:
@@ -90,6 +195,8 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 			rep.FailedCode++
 		case kindOtherType:
 			rep.OtherType++
+		case kindNonTransfer:
+			rep.NonTransfer++
 		case kindMalformed:
 			rep.Malformed++
 			rep.warn(line, err)
@@ -101,7 +208,7 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 			break
 		}
 	}
-	if len(recs) == 0 {
+	if len(recs.ts) == 0 {
 		switch {
 		case rep.FirstMalformed > 0:
 			return nil, rep, &ParseError{Line: rep.FirstMalformed, Err: fmt.Errorf(
@@ -110,59 +217,172 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 			return nil, rep, errors.New("gridftp log: empty input")
 		default:
 			return nil, rep, fmt.Errorf("gridftp log: no successful transfer in %d lines "+
-				"(%d with CODE other than 226, %d other events, %d non-data types)",
-				rep.Lines, rep.FailedCode, rep.OtherEvent, rep.OtherType)
+				"(%d with CODE other than 226, %d other events, %d non-data types, %d other server-log messages)",
+				rep.Lines, rep.FailedCode, rep.OtherEvent, rep.OtherType, rep.NonTransfer)
 		}
 	}
+	recs.dropDuplicates(rep)
+	recs.dropOutliers(rep)
 
-	origin := recs[0].start
-	for _, rc := range recs[1:] {
-		if rc.start.Before(origin) {
-			origin = rc.start
+	meta := recs.meta
+	origin := meta[0]
+	for _, m := range meta[1:] {
+		if m.sec < origin.sec || m.sec == origin.sec && m.nsec < origin.nsec {
+			origin = m
 		}
 	}
-	rep.Origin = origin
-	ts := make([]Transfer, len(recs))
-	for i, rc := range recs {
+	rep.Origin = time.Unix(origin.sec, int64(origin.nsec)).UTC()
+	ts := recs.ts
+	for i, m := range meta {
 		// Whole seconds and nanoseconds separately: time.Sub saturates
 		// beyond ~292 years, which a corrupt timestamp can reach.
-		d := float64(rc.start.Unix()-origin.Unix()) + float64(rc.start.Nanosecond()-origin.Nanosecond())/1e9
-		ts[i] = Transfer{Arrival: roundMicro(d), Src: rc.src, Dst: rc.dst, Size: rc.size, Path: rc.path}
+		d := float64(m.sec-origin.sec) + float64(m.nsec-origin.nsec)/1e9
+		if d > MaxArrival {
+			return nil, rep, &ParseError{Line: int(m.line), Err: fmt.Errorf(
+				"START %s is %.1f years after the earliest START (%s, line %d), beyond the %g s (%.1f years) a replay may span; "+
+					"split the log, or remove the records of the wrong period",
+				time.Unix(m.sec, int64(m.nsec)).UTC().Format(time.RFC3339), d/secondsPerYear,
+				rep.Origin.Format(time.RFC3339), origin.line, float64(MaxArrival), MaxArrival/secondsPerYear)}
+		}
+		ts[i].Arrival = roundMicro(d)
 	}
+	recs.meta = nil
 	sortByArrivalRenumber(ts)
 	rep.Parsed = len(ts)
-	return &Trace{Transfers: ts}, rep, nil
+	return &Trace{Transfers: slices.Clip(ts)}, rep, nil
 }
 
-// parseGridFTPLine classifies and parses one line.
-func parseGridFTPLine(line string) (gridftpRecord, lineKind, error) {
+const secondsPerYear = 365.25 * 86400
+
+// dropDuplicates removes records that repeat an earlier one exactly (same
+// record text: equal hash and equal parsed fields), counting and
+// describing them in rep. The others keep their input order.
+func (r *gridftpRecs) dropDuplicates(rep *LoadReport) {
+	meta := r.meta
+	idx := make([]int32, len(meta))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		x, y := &meta[a], &meta[b]
+		return cmp.Or(cmp.Compare(x.sec, y.sec), cmp.Compare(x.nsec, y.nsec), cmp.Compare(x.hash, y.hash), cmp.Compare(a, b))
+	})
+	dups := 0
+	for i := 1; i < len(idx); i++ {
+		x := &meta[idx[i]]
+		// Walk back over the run of equal (START, hash): it is almost
+		// always one record long.
+		for j := i - 1; j >= 0; j-- {
+			y := &meta[idx[j]]
+			if y.sec != x.sec || y.nsec != x.nsec || y.hash != x.hash {
+				break
+			}
+			if y.line != 0 && r.ts[idx[i]] == r.ts[idx[j]] {
+				rep.warn(int(x.line), fmt.Errorf("repeats line %d exactly (overlapping logs?); dropped", y.line))
+				x.line = 0
+				dups++
+				break
+			}
+		}
+	}
+	if dups > 0 {
+		rep.Duplicate = dups
+		r.drop()
+	}
+}
+
+// Outlier detection: a START is far from the rest of the log when it lies
+// more than outlierFactor interquartile ranges of START, and at least
+// outlierMinGap, outside the middle half of the log. The floor keeps
+// transfers that legitimately started days before the log's others (a
+// long transfer is logged when it ends); the factor keeps logs whose
+// records spread over months or years.
+const (
+	outlierFactor = 10
+	outlierMinGap = 30 * 86400 // seconds
+)
+
+// dropOutliers removes the records whose START is far from the bulk of
+// the log, counting and describing them in rep.
+func (r *gridftpRecs) dropOutliers(rep *LoadReport) {
+	if len(r.meta) < 3 {
+		return
+	}
+	secs := make([]int64, len(r.meta))
+	for i, m := range r.meta {
+		secs[i] = m.sec
+	}
+	slices.Sort(secs)
+	q1, q3 := secs[(len(secs)-1)/4], secs[3*(len(secs)-1)/4]
+	gap := max(outlierFactor*float64(q3-q1), outlierMinGap)
+	lo, hi := float64(q1)-gap, float64(q3)+gap
+	if float64(secs[0]) >= lo && float64(secs[len(secs)-1]) <= hi {
+		return
+	}
+	day := func(s int64) string { return time.Unix(s, 0).UTC().Format("2006-01-02") }
+	for i := range r.meta {
+		m := &r.meta[i]
+		at := float64(m.sec)
+		if at >= lo && at <= hi {
+			continue
+		}
+		side, d := "before", float64(q1)-at
+		if at > hi {
+			side, d = "after", at-float64(q3)
+		}
+		rep.warn(int(m.line), fmt.Errorf("START %s is %s %s the bulk of the log (the middle half of its STARTs is %s to %s): "+
+			"a wrong clock or a corrupt record; skipped", time.Unix(m.sec, int64(m.nsec)).UTC().Format(time.RFC3339),
+			span(d), side, day(q1), day(q3)))
+		m.line = 0
+		rep.Outlier++
+	}
+	r.drop()
+}
+
+// span says how long d seconds is, in days or years.
+func span(d float64) string {
+	if d >= 2*secondsPerYear {
+		return fmt.Sprintf("%.1f years", d/secondsPerYear)
+	}
+	return fmt.Sprintf("%.0f days", d/86400)
+}
+
+// parseLine classifies and parses one line.
+func (g *gridftpReader) parseLine(line string) (gridftpRecord, lineKind, error) {
 	var rec gridftpRecord
 	line = strings.TrimRight(line, "\r\n")
 	if strings.TrimSpace(line) == "" {
 		return rec, kindBlank, nil
 	}
 	f := splitGridFTPFields(line)
-	ev, ok := f["NL.EVNT"]
+	ev, ok := f.get(keyNLEVNT)
 	if !ok {
+		if isServerLogLine(line) {
+			return rec, kindNonTransfer, nil
+		}
 		return rec, kindMalformed, errors.New("no NL.EVNT field: not a transfer-log record")
+	}
+	if f.dup >= 0 {
+		return rec, kindMalformed, fmt.Errorf("%s appears twice: two records on one line (a torn record, the writer interrupted mid-line?)", gridftpKeys[f.dup])
 	}
 	if ev != "FTP_INFO" {
 		return rec, kindOtherEvent, nil
 	}
 	for _, k := range gridftpRequired {
-		if _, ok := f[k]; !ok {
-			return rec, kindMalformed, fmt.Errorf("missing %s", k)
+		if _, ok := f.get(k); !ok {
+			return rec, kindMalformed, fmt.Errorf("missing %s", gridftpKeys[k])
 		}
 	}
-	code, err := strconv.Atoi(f["CODE"])
+	codeS, _ := f.get(keyCODE)
+	code, err := strconv.Atoi(codeS)
 	if err != nil {
-		return rec, kindMalformed, fmt.Errorf("CODE %q: %w", f["CODE"], numErr(err))
+		return rec, kindMalformed, fmt.Errorf("CODE %q: %w", codeS, numErr(err))
 	}
 	if code != 226 {
 		return rec, kindFailedCode, nil
 	}
 	var send bool
-	switch f["TYPE"] {
+	switch typ, _ := f.get(keyTYPE); typ {
 	case "RETR", "ERET":
 		send = true
 	case "STOR", "ESTO":
@@ -171,39 +391,81 @@ func parseGridFTPLine(line string) (gridftpRecord, lineKind, error) {
 	default:
 		return rec, kindOtherType, nil
 	}
-	if rec.start, err = parseGridFTPTime(f["START"]); err != nil {
-		return rec, kindMalformed, fmt.Errorf("START %q: %w", f["START"], err)
+	startS, _ := f.get(keySTART)
+	start, err := parseGridFTPTime(startS)
+	if err != nil {
+		return rec, kindMalformed, fmt.Errorf("START %q: %w", startS, err)
 	}
 	// DATE is when the record was written, at the transfer's end, by the
 	// same clock: a START after it is a corrupt record, whose arrival
 	// would be wrong.
-	if d := f["DATE"]; d != "" {
+	if d, _ := f.get(keyDATE); d != "" {
 		date, err := parseGridFTPTime(d)
 		if err != nil {
 			return rec, kindMalformed, fmt.Errorf("DATE %q: %w", d, err)
 		}
-		if rec.start.After(date) {
-			return rec, kindMalformed, fmt.Errorf("START %s is after DATE %s: the transfer would end before it began", f["START"], d)
+		if start.After(date) {
+			return rec, kindMalformed, fmt.Errorf("START %s is after DATE %s: the transfer would end before it began", startS, d)
 		}
 	}
-	if rec.size, err = parseSize(f["NBYTES"]); err != nil {
+	nb, _ := f.get(keyNBYTES)
+	if rec.x.Size, err = parseSize(nb); err != nil {
 		return rec, kindMalformed, fmt.Errorf("NBYTES: %w", err)
 	}
-	host := f["HOST"]
+	host, _ := f.get(keyHOST)
 	if host == "" {
 		return rec, kindMalformed, errors.New("empty HOST")
 	}
-	peer, err := parseGridFTPDest(f["DEST"])
+	dest, _ := f.get(keyDEST)
+	peer, err := parseGridFTPDest(dest)
 	if err != nil {
-		return rec, kindMalformed, fmt.Errorf("DEST %q: %w", f["DEST"], err)
+		return rec, kindMalformed, fmt.Errorf("DEST %q: %w", dest, err)
 	}
+	host, peer = g.host(host), g.host(peer)
 	if send {
-		rec.src, rec.dst = host, peer
+		rec.x.Src, rec.x.Dst = host, peer
 	} else {
-		rec.src, rec.dst = peer, host
+		rec.x.Src, rec.x.Dst = peer, host
 	}
-	rec.path = f["FILE"]
+	if p, _ := f.get(keyFILE); p != "" {
+		rec.x.Path = strings.Clone(p)
+	}
+	rec.m.sec, rec.m.nsec = start.Unix(), int32(start.Nanosecond())
+	rec.m.hash = maphash.String(g.seed, strings.TrimRight(line[f.first:], " \t"))
 	return rec, kindTransfer, nil
+}
+
+// isServerLogLine reports whether line is a message of the server log
+// ("[pid] date :: text"), whose "Transfer stats:" lines carry transfer
+// records and whose others (connections, authorisations, start-up) do not.
+func isServerLogLine(line string) bool {
+	rest, ok := strings.CutPrefix(line, "[")
+	if !ok {
+		return false
+	}
+	pid, rest, ok := strings.Cut(rest, "]")
+	return ok && pid != "" && allDigits(pid) && strings.Contains(rest, " :: ")
+}
+
+// gridftpFields is a record split into its known fields: the value of key
+// k is line[lo[k]:hi[k]] if has[k].
+type gridftpFields struct {
+	line   string
+	lo, hi [numGridFTPKeys]int
+	has    [numGridFTPKeys]bool
+	// dup is a key of gridftpOnce seen twice at the start of a word, -1
+	// if none.
+	dup int
+	// first is where the first chosen key starts: the record proper,
+	// without a server-log prefix.
+	first int
+}
+
+func (f *gridftpFields) get(k int) (string, bool) {
+	if !f.has[k] {
+		return "", false
+	}
+	return f.line[f.lo[k]:f.hi[k]], true
 }
 
 // splitGridFTPFields splits a record into its known KEY=value fields. A key
@@ -214,69 +476,84 @@ func parseGridFTPLine(line string) (gridftpRecord, lineKind, error) {
 // first key (a server-log prefix such as "[pid] date :: Transfer stats: ")
 // is ignored. Free-text fields (FILE, VOLUME) run to the next key; other
 // fields are their first word, so unknown trailing key=value pairs do not
-// corrupt, say, CODE.
-func splitGridFTPFields(line string) map[string]string {
+// corrupt, say, CODE. It allocates nothing for ordinary lines.
+func splitGridFTPFields(line string) gridftpFields {
 	type cand struct{ key, pos int }
-	var cands []cand
+	var buf [2 * numGridFTPKeys]cand
+	cands := buf[:0]
+	var count [numGridFTPKeys]int
 	for i := 0; i < len(line); i++ {
 		if i > 0 && line[i-1] != ' ' && line[i-1] != '\t' {
 			continue
 		}
 		for k, key := range gridftpKeys {
-			if strings.HasPrefix(line[i:], key) && len(line) > i+len(key) && line[i+len(key)] == '=' {
+			if line[i] == key[0] && strings.HasPrefix(line[i:], key) && len(line) > i+len(key) && line[i+len(key)] == '=' {
 				cands = append(cands, cand{k, i})
+				count[k]++
 			}
 		}
 	}
-	pick := func(ordered bool) []cand {
-		var out []cand
+	out := gridftpFields{line: line, dup: -1}
+	for _, k := range gridftpOnce {
+		if count[k] > 1 {
+			out.dup = k
+			break
+		}
+	}
+	pick := func(dst []cand, ordered bool) []cand {
 		last := -1
 		for k := range gridftpKeys {
 			for _, c := range cands {
 				if c.key == k && (!ordered || c.pos > last) {
-					out = append(out, c)
+					dst = append(dst, c)
 					last = c.pos
 					break
 				}
 			}
 		}
-		slices.SortFunc(out, func(a, b cand) int { return a.pos - b.pos })
-		return out
+		slices.SortFunc(dst, func(a, b cand) int { return a.pos - b.pos })
+		return dst
 	}
 	hasRequired := func(cs []cand) bool {
 		for _, req := range gridftpRequired {
-			if !slices.ContainsFunc(cs, func(c cand) bool { return gridftpKeys[c.key] == req }) {
+			if !slices.ContainsFunc(cs, func(c cand) bool { return c.key == req }) {
 				return false
 			}
 		}
 		return true
 	}
-	chosen := pick(true)
+	var orderedBuf, firstBuf [numGridFTPKeys]cand
+	chosen := pick(orderedBuf[:0], true)
 	if !hasRequired(chosen) {
-		if all := pick(false); hasRequired(all) {
+		if all := pick(firstBuf[:0], false); hasRequired(all) {
 			chosen = all
 		}
 	}
-	out := make(map[string]string, len(chosen))
+	if len(chosen) > 0 {
+		out.first = chosen[0].pos
+	}
 	for i, c := range chosen {
-		key := gridftpKeys[c.key]
-		end := len(line)
+		hi := len(line)
 		if i+1 < len(chosen) {
-			end = chosen[i+1].pos
+			hi = chosen[i+1].pos
 		}
-		start := c.pos + len(key) + 1
-		if start > end { // overlapping matches in a degenerate line
-			start = end
+		lo := min(c.pos+len(gridftpKeys[c.key])+1, hi) // hi < lo: overlapping matches in a degenerate line
+		for hi > lo && (line[hi-1] == ' ' || line[hi-1] == '\t') {
+			hi--
 		}
-		v := strings.TrimRight(line[start:end], " \t")
-		if !slices.Contains(gridftpFreeText[:], key) {
-			if fs := strings.Fields(v); len(fs) > 0 {
-				v = fs[0]
-			} else {
-				v = ""
+		if c.key != keyFILE && c.key != keyVOLUME {
+			// Other fields are their first word.
+			for lo < hi && isBlank(line[lo]) {
+				lo++
+			}
+			for j := lo; j < hi; j++ {
+				if isBlank(line[j]) {
+					hi = j
+					break
+				}
 			}
 		}
-		out[key] = v
+		out.lo[c.key], out.hi[c.key], out.has[c.key] = lo, hi, true
 	}
 	return out
 }
@@ -309,6 +586,10 @@ func parseGridFTPTime(s string) (time.Time, error) {
 		n *= 10
 	}
 	return t.Add(time.Duration(n)), nil
+}
+
+func isBlank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\v' || b == '\f' || b == '\r' || b == '\n'
 }
 
 func allDigits(s string) bool {

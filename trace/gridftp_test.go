@@ -222,7 +222,7 @@ func TestLoadReportString(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"clean", okLine + "\n" + okLine + "\n", []string{"gridftp: 2 lines, 2 transfers"}, []string{"skipped", "0 bytes"}},
+		{"clean", okLine + "\n" + line("FILE=/a b/c", "FILE=/a b/d") + "\n", []string{"gridftp: 2 lines, 2 transfers"}, []string{"skipped", "0 bytes"}},
 		{"empty file kept", okLine + "\n" + line("NBYTES=100", "NBYTES=0") + "\n",
 			[]string{"2 transfers", "1 of 0 bytes, kept"}, []string{"skipped"}},
 		{"everything skipped once", strings.Join([]string{okLine, line("CODE=226", "CODE=426"), line("FTP_INFO", "FTP_OTHER"),

@@ -47,7 +47,18 @@ type LoadReport struct {
 	OtherEvent int    // gridftp: records whose NL.EVNT is not FTP_INFO
 	FailedCode int    // gridftp: FTP_INFO records with CODE other than 226
 	OtherType  int    // gridftp: TYPE other than RETR/STOR/ERET/ESTO (e.g. LIST)
-	Malformed  int    // lines that could not be parsed and were skipped
+	// NonTransfer counts the server log's messages other than
+	// "Transfer stats:" records ("[pid] date :: Server started ..."),
+	// which are not transfers and were skipped.
+	NonTransfer int
+	Malformed   int // lines that could not be parsed and were skipped
+	// Duplicate counts records that repeat an earlier one exactly
+	// (overlapping rotated logs), dropped rather than replayed twice.
+	Duplicate int
+	// Outlier counts records whose START lies far from the rest of the
+	// log (a wrong clock or a corrupt record), skipped so that one of
+	// them cannot shift every other arrival by years.
+	Outlier int
 	// FirstMalformed is the line number of the first malformed line, 0 if
 	// none.
 	FirstMalformed int
@@ -57,8 +68,10 @@ type LoadReport struct {
 	// Origin is the wall-clock time of arrival 0 (gridftp: the earliest
 	// START); zero for formats without absolute times.
 	Origin time.Time
-	// Warnings describes up to MaxWarnings skipped lines, "line N: why".
-	Warnings []string
+	// Warnings describes up to MaxWarnings skipped lines, "line N: why",
+	// the first ones by line number.
+	Warnings  []string
+	warnLines []int
 	// Empty counts the transfers of 0 bytes (empty files), which are
 	// kept: they cost a start-up like any other (ReadFile only).
 	Empty int
@@ -73,7 +86,7 @@ type LoadReport struct {
 // Skipped is how many input lines other than blank ones did not become a
 // transfer.
 func (r *LoadReport) Skipped() int {
-	return r.OtherEvent + r.FailedCode + r.OtherType + r.Malformed
+	return r.OtherEvent + r.FailedCode + r.OtherType + r.NonTransfer + r.Malformed + r.Duplicate + r.Outlier
 }
 
 // String says in one line what the loader read and what it left out and
@@ -99,7 +112,10 @@ func (r *LoadReport) String() string {
 		{r.FailedCode, "failed (CODE other than 226)"},
 		{r.OtherEvent, "not transfer records (NL.EVNT other than FTP_INFO)"},
 		{r.OtherType, "not data transfers (TYPE such as LIST)"},
+		{r.NonTransfer, "other server-log messages (not \"Transfer stats:\")"},
 		{r.Malformed, "malformed"},
+		{r.Duplicate, "exact duplicates of earlier records (overlapping logs?)"},
+		{r.Outlier, "with a START far from the rest of the log (wrong clock?)"},
 	} {
 		if c.n > 0 {
 			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
@@ -112,9 +128,17 @@ func (r *LoadReport) String() string {
 	return b.String()
 }
 
+// warn describes a skipped line, keeping the MaxWarnings first by line
+// number (checks made after reading, such as duplicates, come late).
 func (r *LoadReport) warn(line int, err error) {
-	if len(r.Warnings) < MaxWarnings {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("line %d: %v", line, err))
+	if len(r.Warnings) >= MaxWarnings && line >= r.warnLines[len(r.warnLines)-1] {
+		return
+	}
+	i, _ := slices.BinarySearch(r.warnLines, line+1) // after equal lines
+	r.warnLines = slices.Insert(r.warnLines, i, line)
+	r.Warnings = slices.Insert(r.Warnings, i, fmt.Sprintf("line %d: %v", line, err))
+	if len(r.Warnings) > MaxWarnings {
+		r.warnLines, r.Warnings = r.warnLines[:MaxWarnings], r.Warnings[:MaxWarnings]
 	}
 }
 
@@ -136,6 +160,9 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		return nil, nil, fmt.Errorf("trace: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, nil, fmt.Errorf("trace: %s is a directory, not a trace file", path)
+	}
 	br := bufio.NewReader(f)
 	var r io.Reader = br
 	name := filepath.Base(path)
@@ -153,13 +180,19 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 	ext := strings.ToLower(filepath.Ext(name))
 	if format == "" {
 		format = formatByExt(ext)
+		// A rotated log ("transfer.log.1"): the extension before the
+		// rotation number.
+		if r := strings.TrimPrefix(ext, "."); format == "" && r != "" && allDigits(r) {
+			format = formatByExt(strings.ToLower(filepath.Ext(strings.TrimSuffix(name, filepath.Ext(name)))))
+		}
 	}
 	if format == "" {
-		head, _ := br.Peek(4096)
+		head, _ := br.Peek(sniffBytes)
 		format = sniffFormat(head)
 	}
 	if format == "" {
-		return nil, nil, fmt.Errorf("trace: %s: cannot tell the format from the name or content; want csv, jsonl or gridftp", path)
+		return nil, nil, fmt.Errorf("trace: %s: cannot tell the format from the name or the first %d bytes; "+
+			"give it with --format csv, jsonl or gridftp", path, sniffBytes)
 	}
 	var (
 		t   *Trace
@@ -182,7 +215,12 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		}
 		return nil, rep, fmt.Errorf("%s: %w", path, err)
 	}
-	t.Name = strings.TrimSuffix(name, ext)
+	// The name without its extension; a numeric one is not an extension
+	// ("0.3", a rotated "transfer.log.1").
+	t.Name = name
+	if r := strings.TrimPrefix(ext, "."); !allDigits(r) {
+		t.Name = strings.TrimSuffix(name, ext)
+	}
 	var total int64
 	for _, x := range t.Transfers {
 		if x.Size == 0 {
@@ -208,14 +246,24 @@ func formatByExt(ext string) string {
 	return ""
 }
 
-// sniffFormat guesses the format from the start of the content.
+// sniffBytes is how much of a file sniffFormat looks at.
+const sniffBytes = 4096
+
+// sniffFormat guesses the format from the start of the content: the first
+// line that says (a JSON object, a transfer-log record, a CSV header with
+// an arrival column) decides, so that a server log opening with messages
+// other than transfer records ("Server started ...") is still recognised.
+// A line cut off by the end of head is not judged.
 func sniffFormat(head []byte) string {
+	if len(head) >= sniffBytes {
+		if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
+			head = head[:i+1]
+		}
+	}
 	for line := range bytes.Lines(head) {
 		s := strings.TrimSpace(string(line))
-		if s == "" {
-			continue
-		}
 		switch {
+		case s == "":
 		case strings.HasPrefix(s, "{"):
 			return "jsonl"
 		case strings.Contains(s, "NL.EVNT=") || strings.HasPrefix(s, "DATE="):
@@ -223,7 +271,6 @@ func sniffFormat(head []byte) string {
 		case strings.Contains(strings.ToLower(s), "arrival") && strings.Contains(s, ","):
 			return "csv"
 		}
-		return ""
 	}
 	return ""
 }
@@ -247,8 +294,17 @@ func checkArrival(v float64) error {
 	if v < 0 {
 		return errors.New("negative")
 	}
+	if v > MaxArrival {
+		return fmt.Errorf("more than %g s (%.1f years), the longest a replay may span", float64(MaxArrival), MaxArrival/secondsPerYear)
+	}
 	return nil
 }
+
+// MaxArrival is the latest arrival a trace may hold, in seconds from its
+// start (about 31.7 years): the simulator replays up to it (sim.MaxArrival
+// is this limit), and far beyond it a float64 clock cannot tell a
+// completion from the present.
+const MaxArrival = 1e9
 
 // parseSize parses a byte count. Integral floats ("2.7e9") are accepted
 // because spreadsheet and dataframe exports write large integers that way.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -79,21 +80,38 @@ func (f *simFlags) options(cmd *cobra.Command) (sched.Options, sim.Options, erro
 	return sched.Options{PF: f.pf, Beta: f.beta, MaxCC: f.maxCC, OwnThroughputCC: f.ownCC}, o, nil
 }
 
-// traces parses a comma-separated list of traces. For trace files, what
-// the loader read and left out goes to notes, one line per file.
-func (f *simFlags) traces(list string, notes io.Writer) ([]sim.TraceSpec, error) {
+// traces reads the --trace values: each names one trace file that
+// exists (taken whole, so a path may contain commas) or is a
+// comma-separated list of traces. For trace files, what the loader read
+// and left out goes to notes, one line per file.
+func (f *simFlags) traces(values []string, notes io.Writer) ([]sim.TraceSpec, error) {
 	var out []sim.TraceSpec
-	for _, n := range strings.Split(list, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			name := n
-			report := func(rep *trace.LoadReport) { fmt.Fprintf(notes, "trace %s: %s\n", name, rep) }
-			out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed, Report: report})
+	add := func(n string) {
+		name := n
+		report := func(rep *trace.LoadReport) { fmt.Fprintf(notes, "trace %s: %s\n", name, rep) }
+		out = append(out, sim.TraceSpec{Name: n, Format: f.format, Seed: f.seed, Report: report})
+	}
+	for _, v := range values {
+		if _, err := os.Stat(v); err == nil {
+			add(v)
+			continue
+		}
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				add(n)
+			}
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--trace %q: no trace named", list)
+		return nil, fmt.Errorf("--trace %q: no trace named", strings.Join(values, ","))
 	}
 	return out, nil
+}
+
+// traceFlag registers a repeatable --trace flag.
+func traceFlag(cmd *cobra.Command, p *[]string, def, what string) {
+	cmd.Flags().StringArrayVar(p, "trace", []string{def}, what+
+		"; repeatable, and a value that names an existing file is taken whole, so a path may contain commas (a file wins over a trace name)")
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -110,7 +128,8 @@ func newSimCmd() *cobra.Command {
 
 func newSimRun() *cobra.Command {
 	var f simFlags
-	var tr, scheduler string
+	var tr []string
+	var scheduler string
 	var lambda float64
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -160,21 +179,26 @@ func newSimRun() *cobra.Command {
 					row(c, s)
 				}
 			}
-			row("all", res.Interactive)
+			if res.Interactive.N > 0 {
+				row("all", res.Interactive)
+			}
 			if res.Batch.N > 0 {
 				row("batch", res.Batch)
 			}
 			w.Flush()
+			if res.Interactive.N == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "all %d tasks are batch tasks: there is no interactive transfer to report slowdown for\n", res.Batch.N)
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "starts %d, preemptions %d, cc changes %d, makespan %.1f s, moved %.1f GB (%.2f GB re-sent), model error %.0f%%\n",
 				res.Starts, res.Preemptions, res.Resizes, res.Makespan, res.BytesMoved/1e9, res.BytesLost/1e9, 100*res.ModelError)
-			if res.Batch.N > 0 {
+			if res.Batch.N > 0 && res.Window > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "spare bandwidth used by batch tasks: %.1f%%\n", 100*res.SpareUsed)
 			}
 			return nil
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&tr, "trace", "45", "SC'15 trace (25, 45, 60, 45-4x, 60-hv), a load (0.3), or a trace file")
+	traceFlag(cmd, &tr, "45", "SC'15 trace (25, 45, 60, 45-4x, 60-hv), a load (0.3), or a trace file")
 	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
 	cmd.Flags().Float64Var(&lambda, "lambda", 1, "STEAL: fraction of spare bandwidth batch tasks may use")
 	return cmd
@@ -182,7 +206,8 @@ func newSimRun() *cobra.Command {
 
 func newSimCompare() *cobra.Command {
 	var f simFlags
-	var traces, schedulers, plotDir string
+	var traces []string
+	var schedulers, plotDir string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Compare schedulers on traces (the layout of SC'15 Figure 3)",
@@ -233,16 +258,39 @@ against the best baseline when basecc1 was not run.`,
 				printComparison(cmd.OutOrStdout(), res, names)
 			}
 			if plotDir != "" {
-				return plotComparison(cmd.ErrOrStderr(), plotDir, res, names)
+				return plotComparisonPoints(cmd.ErrOrStderr(), plotDir, res, names)
 			}
 			return nil
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&traces, "trace", "25,45,60,45-4x", "comma-separated traces")
+	traceFlag(cmd, &traces, "25,45,60,45-4x", "comma-separated traces")
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": compare-TRACE, Figure 3 per trace")
 	return cmd
+}
+
+// plotComparisonPoints draws Figure 3 for the traces that have
+// interactive transfers; the others have no change to draw, which it
+// says.
+func plotComparisonPoints(log io.Writer, dir string, res *sim.Comparison, names []string) error {
+	keep := *res
+	keep.Traces = nil
+	var left []string
+	for _, tc := range res.Traces {
+		if tc.Note != "" {
+			left = append(left, tc.Trace)
+			continue
+		}
+		keep.Traces = append(keep.Traces, tc)
+	}
+	if len(keep.Traces) == 0 {
+		return fmt.Errorf("--plot: no Figure 3 chart to draw: trace %s has no interactive transfers (all its tasks are batch tasks)", strings.Join(left, ", "))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(log, "--plot: no chart for trace %s: no interactive transfers (all its tasks are batch tasks)\n", strings.Join(left, ", "))
+	}
+	return plotComparison(log, dir, &keep, names)
 }
 
 func splitList(s string) []string {
@@ -258,6 +306,10 @@ func splitList(s string) []string {
 func printComparison(out io.Writer, res *sim.Comparison, names []string) {
 	for _, tc := range res.Traces {
 		fmt.Fprintf(out, "\ntrace %s (%d tasks) on %s, seed %d\n", tc.Trace, tc.Tasks, res.Testbed, res.Seed)
+		if tc.Note != "" {
+			fmt.Fprintf(out, "%s\n", tc.Note)
+			continue
+		}
 		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(w, "scheduler\tavg slowdown\tavg turnaround s\tmax slowdown\tmax turnaround s\tpreemptions\t")
 		for _, n := range names {
@@ -300,7 +352,8 @@ func printComparison(out io.Writer, res *sim.Comparison, names []string) {
 
 func newSimSteal() *cobra.Command {
 	var f simFlags
-	var traces, lambdas, plotDir string
+	var traces []string
+	var lambdas, plotDir string
 	cmd := &cobra.Command{
 		Use:     "steal",
 		Short:   "Batch and interactive tasks: the SC'15 Figure 6 points for STEAL, SEAL1, SEAL2 and BaseVary",
@@ -340,32 +393,71 @@ func newSimSteal() *cobra.Command {
 				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
-				if plotDir != "" {
-					return plotSteal(cmd.ErrOrStderr(), plotDir, res)
-				}
-				return nil
-			}
-			for _, st := range res.Traces {
-				fmt.Fprintf(cmd.OutOrStdout(), "\ntrace %s + %d batch tasks of 50 GB; interactive-only SEAL slowdown SD_I = %.3f\n", st.Trace, st.BatchTasks, st.SDI)
-				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
-				fmt.Fprintln(w, "scheme\tspare used\tSD_I/SD_I+B\tinteractive slowdown\tpreemptions\t")
-				pts := append([]sim.StealPoint(nil), st.Points...)
-				for _, p := range pts {
-					fmt.Fprintf(w, "%s\t%.1f%%\t%.3f\t%.3f\t%d\t\n", p.Scheme, 100*p.SpareUsed, p.NormSlowdown, p.AvgSlowdownInt, p.Preemptions)
-				}
-				w.Flush()
+			} else {
+				printSteal(cmd.OutOrStdout(), res)
 			}
 			if plotDir != "" {
-				return plotSteal(cmd.ErrOrStderr(), plotDir, res)
+				return plotStealPoints(cmd.ErrOrStderr(), plotDir, res)
 			}
 			return nil
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&traces, "trace", "25,45,60,60-hv", "comma-separated traces")
+	traceFlag(cmd, &traces, "25,45,60,60-hv", "comma-separated traces")
 	cmd.Flags().StringVar(&lambdas, "lambda", "1,0.9,0.8", "comma-separated STEAL λ values")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": steal, Figure 6 with a point per scheme and trace")
 	return cmd
+}
+
+func printSteal(out io.Writer, res *sim.StealResult) {
+	for _, st := range res.Traces {
+		own := ""
+		if st.OwnBatch > 0 {
+			own = fmt.Sprintf(" (and its own %d)", st.OwnBatch)
+		}
+		if st.Note != "" {
+			fmt.Fprintf(out, "\ntrace %s + %d batch tasks of 50 GB%s; %s\n", st.Trace, st.BatchTasks, own, st.Note)
+		} else {
+			fmt.Fprintf(out, "\ntrace %s + %d batch tasks of 50 GB%s; interactive-only SEAL slowdown SD_I = %.3f\n", st.Trace, st.BatchTasks, own, st.SDI)
+		}
+		w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "scheme\tspare used\tSD_I/SD_I+B\tinteractive slowdown\tpreemptions\t")
+		for _, p := range st.Points {
+			fmt.Fprintf(w, "%s\t%.1f%%\t%s\t%s\t%d\t\n", p.Scheme, 100*p.SpareUsed, ratio(p.NormSlowdown), ratio(p.AvgSlowdownInt), p.Preemptions)
+		}
+		w.Flush()
+	}
+}
+
+// ratio formats a ratio, "-" when it is undefined (NaN).
+func ratio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// plotStealPoints draws Figure 6 from the traces that have interactive
+// transfers; the others have no point (their ratio is undefined), which
+// it says.
+func plotStealPoints(log io.Writer, dir string, res *sim.StealResult) error {
+	keep := *res
+	keep.Traces = nil
+	var left []string
+	for _, st := range res.Traces {
+		if st.Note != "" {
+			left = append(left, st.Trace)
+			continue
+		}
+		keep.Traces = append(keep.Traces, st)
+	}
+	if len(keep.Traces) == 0 {
+		return fmt.Errorf("--plot: no Figure 6 point to draw: trace %s has no interactive transfers, so SD_I/SD_I+B is undefined", strings.Join(left, ", "))
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(log, "--plot: trace %s left out of the chart: no interactive transfers, so SD_I/SD_I+B is undefined\n", strings.Join(left, ", "))
+	}
+	return plotSteal(log, dir, &keep)
 }
 
 func newSimFig2() *cobra.Command {

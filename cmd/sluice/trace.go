@@ -91,8 +91,8 @@ func newTraceCmd() *cobra.Command {
 				for _, m := range rep.Warnings {
 					fmt.Fprintf(w, "  skipped %s\n", m)
 				}
-				if n := rep.Malformed; n > len(rep.Warnings) {
-					fmt.Fprintf(w, "  (%d more malformed lines not shown)\n", n-len(rep.Warnings))
+				if n := rep.Malformed + rep.Duplicate + rep.Outlier; n > len(rep.Warnings) {
+					fmt.Fprintf(w, "  (%d more skipped lines not shown)\n", n-len(rep.Warnings))
 				}
 			}
 			return nil
