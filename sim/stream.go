@@ -555,13 +555,18 @@ func (st *stream) loop(src ArrivalSource) error {
 		}
 		maxTime := w.opt.MaxTime
 		if maxTime <= 0 {
-			maxTime = st.lastArr + 7*86400
+			maxTime = st.lastArr + DefaultReplayGrace
 			if have {
-				maxTime = math.Max(maxTime, next.Arrival+7*86400)
+				maxTime = math.Max(maxTime, next.Arrival+DefaultReplayGrace)
 			}
 		}
 		if tn > maxTime {
-			return fmt.Errorf("sim: %d tasks unfinished at t=%.0f s (MaxTime)", st.inFlight, maxTime)
+			why := "MaxTime"
+			if w.opt.MaxTime <= 0 {
+				why = "7 days after the last arrival so far, where a replay stops"
+			}
+			return fmt.Errorf("sim: %d tasks unfinished at t=%.0f s (%s): the endpoints cannot move the offered bytes in time under scheduler %s; the load is too high for this testbed, or the trace's sizes or arrival times are wrong",
+				st.inFlight, maxTime, why, w.sch.Name())
 		}
 		for st.so.OnProgress != nil && tn >= nextProgress {
 			st.progress(nextProgress)
