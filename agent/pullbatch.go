@@ -183,7 +183,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 			// A newer owner wrote the file meanwhile: it is theirs.
 			return fileError{err}
 		}
-		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		s.dropOwn(ctx, dst, fc)
 		// Where the stream stands is unknown now.
 		return fmt.Errorf("writing %s: %w", dst, err)
 	}
@@ -193,15 +193,27 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	}
 	srcSum, err := br.Checksum()
 	if err != nil {
-		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		s.dropOwn(ctx, dst, fc)
 		return err
 	}
 	res.SourceChecksum, res.Checksum = srcSum, hex.EncodeToString(h.Sum(nil))
 	if res.SourceChecksum != res.Checksum {
-		s.fs.Remove(context.WithoutCancel(ctx), dst)
+		s.dropOwn(ctx, dst, fc)
 		return fileError{fmt.Errorf("checksum mismatch (%s): source %s, written %s", algo, res.SourceChecksum, res.Checksum)}
 	}
 	return nil
+}
+
+// dropOwn removes what this batch wrote at dst after a failure, unless a
+// newer owner of the file's partition has written it since (its fence):
+// a server that lost the partition while its batch ran (a paused
+// process) must not delete the new owner's file, which has the same
+// temporary name.
+func (s *Server) dropOwn(ctx context.Context, dst string, fc *backend.Fence) {
+	err := s.fencedRemove(dst, fc, func() error { return s.fs.Remove(context.WithoutCancel(ctx), dst) })
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrFenced) {
+		s.log.Warn("removing a failed batch file", "path", dst, "err", s.fs.Rel(err))
+	}
 }
 
 // setErr records err as a batch result's failure, with the protocol's

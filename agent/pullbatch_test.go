@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -8,7 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
@@ -147,5 +150,62 @@ func TestRenames(t *testing.T) {
 	}
 	if e.read("in/.c.tmp") != "C" {
 		t.Error("a refused batch renamed something")
+	}
+}
+
+// TestPullBatchStaleOwnerKeepsNewFile: a batch of a server that lost the
+// partition meanwhile (a paused process, resumed) fails mid-file after
+// the new owner has written the same temporary file; its clean-up must
+// not remove the new owner's file. Before, it did, and the new owner's
+// rename then failed for good with "not found".
+func TestPullBatchStaleOwnerKeepsNewFile(t *testing.T) {
+	dst := newEnv(t, "dst", nil)
+	sent, cut := make(chan struct{}), make(chan struct{})
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, Version)
+		w.Header().Set("Content-Type", "application/x-sluice-batch")
+		w.Write([]byte(`{"path":"/f","size":10}` + "\nOLD-D"))
+		w.(http.Flusher).Flush()
+		close(sent)
+		<-cut // then the stream ends short: the stale batch's write fails
+	}))
+	defer fake.Close()
+	old := backend.Fence{Partition: "src-a", Term: 4}
+	in := sluice.PullBatchRequest{Source: "sluice://" + fake.Listener.Addr().String(), Token: "t", Checksum: "adler32",
+		Files: []sluice.PullBatchFile{{Src: "/f", Dst: "/in/.f.t7.sluice-part", Size: 10, Fence: old.String()}}}
+	done := make(chan reply, 1)
+	go func() { done <- dst.raw("POST", "/v1/pullbatch", dst.token("write", "/in"), nil, jsonBody(in)) }()
+	<-sent
+	// The stale batch's first bytes are on disk; then the new owner
+	// (term 5) writes the same temporary file.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dst.root, "in", ".f.t7.sluice-part")); strings.HasPrefix(string(b), "OLD-D") {
+			break
+		}
+	}
+	c, err := sluice.New("http://"+dst.addr(), dst.token("write", "/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := backend.WithFence(context.Background(), backend.Fence{Partition: "src-a", Term: 5})
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// The stale write may still hold the file: retry until the
+		// new owner's write is in.
+		if err = c.WriteAt(cur, "/in/.f.t7.sluice-part", 0, strings.NewReader("NEWER-DATA"), 10); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("the new owner's write: %v", err)
+	}
+	close(cut)
+	r := <-done
+	if r.status == 200 {
+		if res := pullBatchReply(t, r); res[0].Error == "" {
+			t.Fatalf("the stale batch succeeded: %+v", res[0])
+		}
+	}
+	if got := dst.read("in/.f.t7.sluice-part"); got != "NEWER-DATA" {
+		t.Errorf("the new owner's file holds %q after the stale batch failed, want NEWER-DATA", got)
 	}
 }
