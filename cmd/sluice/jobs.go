@@ -415,6 +415,7 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 		v.update(copyjob.Progress{Bytes: j.Bytes, Done: j.BytesDone, Rate: j.Throughput, Files: j.Files, FilesDone: j.FilesDone})
 	}
 	var failing time.Time // when the server stopped answering (zero: it answers)
+	reached := false      // the server answered once
 	for {
 		j, err := cl.Job(ctx, id)
 		var answer *client.Error
@@ -423,11 +424,16 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 			return ctx.Err()
 		case err != nil && errors.As(err, &answer) && answer.Status < 500:
 			return fmt.Errorf("watch: %w", err) // the server's answer: no such job, no access
+		case err != nil && !reached:
+			// Never reached: a wrong address or a server that is not
+			// running, not a restart to wait out.
+			return fmt.Errorf("watch: %w", err)
 		case err != nil:
 			// A restarting server (it loses nothing) or a network blip:
 			// the job goes on, so the watch waits for the server.
 			if failing.IsZero() {
 				failing = time.Now()
+				fmt.Fprintf(w, "watch: the server does not answer (%v); waiting up to %s for it\n", err, watchPatience)
 			} else if time.Since(failing) > watchPatience {
 				return fmt.Errorf("watch: the server has not answered for %s: %w", watchPatience, err)
 			}
@@ -438,7 +444,7 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 			}
 			continue
 		}
-		failing = time.Time{}
+		failing, reached = time.Time{}, true
 		show(j)
 		if j.State != store.StateActive {
 			return nil

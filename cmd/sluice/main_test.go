@@ -128,6 +128,9 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "sweep", "--schedulers", ""}, "no scheduler"},
 		{[]string{"sim", "facility", "--endpoints", "4", "--partners", "8"}, "--partners 8"},
 		{[]string{"cp", "--bandwidth", "NaN", "/a", "/b"}, "--bandwidth NaN"},
+		// A server never reached is an error at once, not two silent
+		// minutes of waiting for a restart.
+		{[]string{"watch", "4", "--server", "http://127.0.0.1:1", "--token", "x"}, "connection refused"},
 		{[]string{"cp", "--policy-server", "http://x", "--follow-allocation", "--ci", "2", "/a", "/b"}, "--ci does not apply"},
 		{[]string{"model", "eval", "--samples", ",,,"}, "no level"},
 		{[]string{"model", "eval", "--samples", "1,2,4", "--threshold", "0.2"}, "alg2 only"},
