@@ -131,7 +131,7 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		o.ProbeTime = 2 * time.Second
 	}
 	start := time.Now()
-	size, drop, err := checkReplicas(ctx, srcs, o)
+	size, sum, drop, err := checkReplicas(ctx, srcs, o)
 	if err != nil {
 		return rep, err
 	}
@@ -210,6 +210,10 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		Dst: dst.Backend, DstPath: dstPath, Size: size, CC: max(1, o.CC),
 		ChunkMin: o.ChunkMin, SubWrite: o.SubWrite, Checksum: o.Checksum, Steal: steal,
 		Journal: journalFor(o.JournalDir, "multi:"+srcs[0].URL, dst.URL+dstPath),
+		// The checksum the replicas' majority holds: the copy must end
+		// with it, whichever replica the engine checks against at the
+		// end (the first, which may be the one that goes bad).
+		Expected: sum,
 	}
 	for k, i := range keep {
 		s := srcs[i]
@@ -241,14 +245,15 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 }
 
 // checkReplicas stats every replica at once and returns their common
-// size; with o.CheckReplicas it also compares their checksums. What a
+// size; with o.CheckReplicas it also compares their checksums and
+// returns the majority's (else ""). What a
 // strict majority of the answering replicas holds is the file: a replica
 // of another size (or checksum) is left out of the copy, with the reason
 // in drop; with no majority (two replicas that differ, say) the copy is
 // refused, since no replica can be trusted over another. A replica that
 // cannot be reached is left to the engine (which carries on without it),
 // but at least one must answer.
-func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size int64, drop map[int]string, err error) {
+func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size int64, sum string, drop map[int]string, err error) {
 	infos := make([]backend.FileInfo, len(srcs))
 	errs := make([]error, len(srcs))
 	var wg sync.WaitGroup
@@ -262,12 +267,12 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 		case errs[i] != nil:
 			continue
 		case infos[i].IsDir:
-			return 0, nil, fmt.Errorf("copyjob: %w: replica %s is a directory: a multi-source copy moves one file", backend.ErrInvalid, s.URL)
+			return 0, "", nil, fmt.Errorf("copyjob: %w: replica %s is a directory: a multi-source copy moves one file", backend.ErrInvalid, s.URL)
 		}
 		answered = append(answered, i)
 	}
 	if len(answered) == 0 {
-		return 0, nil, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
+		return 0, "", nil, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
 	}
 	drop = map[int]string{}
 	vals := make([]string, len(srcs)) // per replica: its size, then its checksum
@@ -276,11 +281,11 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	}
 	common, err := majority(srcs, answered, vals, "size", drop)
 	if err != nil {
-		return 0, nil, err
+		return 0, "", nil, err
 	}
 	size, _ = strconv.ParseInt(common, 10, 64)
 	if !o.CheckReplicas || o.Checksum == "none" {
-		return size, drop, nil
+		return size, "", drop, nil
 	}
 	algo := o.Checksum
 	if algo == "" {
@@ -301,12 +306,12 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 		}
 	}
 	if len(summed) == 0 {
-		return 0, nil, fmt.Errorf("copyjob: no replica could compute its checksum: %w", errors.Join(errs...))
+		return 0, "", nil, fmt.Errorf("copyjob: no replica could compute its checksum: %w", errors.Join(errs...))
 	}
-	if _, err := majority(srcs, summed, vals, algo+" checksum", drop); err != nil {
-		return 0, nil, err
+	if sum, err = majority(srcs, summed, vals, algo+" checksum", drop); err != nil {
+		return 0, "", nil, err
 	}
-	return size, drop, nil
+	return size, sum, drop, nil
 }
 
 // majority returns the value of what (vals, by replica; of the replicas

@@ -316,6 +316,17 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	if err := errors.Join(syncErr, srcErr, dstErr); err != nil {
 		return "", err
 	}
+	if s.Expected != "" && len(t.srcs) > 1 {
+		// Several replicas, and Expected is what their majority holds:
+		// the file must end with it. The replica checked against may be
+		// the one that sent, or now holds, wrong bytes, and agree with
+		// the file; a mismatch lets the replicas' vote on range
+		// checksums find it (blame).
+		if dstSum != s.Expected {
+			return "", fmt.Errorf("engine: %s → %s: %w", ref.Path, s.DstPath, &mismatchError{s.Checksum, s.Expected, dstSum})
+		}
+		return dstSum, nil
+	}
 	if s.Expected != "" && srcSum != s.Expected {
 		return "", fmt.Errorf("engine: %w: source %s has %s %s, expected %s", ErrChecksum, ref.Path, s.Checksum, srcSum, s.Expected)
 	}

@@ -196,6 +196,37 @@ func TestMultiSourceFaults(t *testing.T) {
 			t.Errorf("note %q: want r0, and only r0, dropped", res.Note)
 		}
 	})
+	// The first replica differs where it sends the bytes itself: the
+	// file then agrees with it, and only Expected (the checksum the
+	// replicas' majority holds, as cp --sources passes it) shows the
+	// file is wrong. Before, the copy ended "verified" with r0's bytes.
+	t.Run("first replica sends its own wrong bytes", func(t *testing.T) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 5)
+		_, s := e.replicas(3, "f", size)
+		bad := append([]byte(nil), data...)
+		for i := range 8 {
+			bad[1000+i] ^= 0xff // in r0's share (the first third)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f"), bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ob, err := file.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Sources[0].Backend = ob
+		s.Expected = sum(t, data, "adler32")
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%v (note %q)", err, res.Note)
+		}
+		e.checkFinal(t, s, data)
+		if !strings.Contains(res.Note, "source r0 dropped") {
+			t.Errorf("note %q: want r0 dropped", res.Note)
+		}
+	})
 	t.Run("two replicas disagree", func(t *testing.T) {
 		e := newEnv(t)
 		data := e.put(t, "f", size, 5)

@@ -25,7 +25,7 @@ func (m *cpMultiFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&m.sources, "sources", nil, "replicas of one file (comma-separated URLs) to download from at once")
 	fl.StringVar(&m.split, "split", "tcs", "with --sources: how the bytes are split: "+strings.Join(copyjob.SplitNames(), ", "))
 	fl.DurationVar(&m.probe, "probe", 2*time.Second, "with --sources: how long to measure the links before planning")
-	fl.BoolVar(&m.noVerify, "no-replica-check", false, "with --sources: compare only the replicas' sizes, not their checksums (which reads each one whole first)")
+	fl.BoolVar(&m.noVerify, "no-replica-check", false, "with --sources: compare only the replicas' sizes, not their checksums (which reads each one whole first); the copy is then checked against the first replica only, so one whose own bytes are wrong can go unnoticed")
 }
 
 // check refuses the multi-source flags without --sources.
