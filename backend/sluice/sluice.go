@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -55,7 +56,16 @@ type Backend struct {
 	base   string // scheme://host:port, no trailing slash
 	token  string
 	client *http.Client
+	// Idle is how long a range read may wait for the agent's answer or
+	// its next bytes before it fails (a frozen agent, a black-holed
+	// path): the engine then retries, or another replica takes the
+	// range over. DefaultIdle unless set.
+	Idle time.Duration
 }
+
+// DefaultIdle is Backend.Idle's default: long enough for any live agent,
+// however slow its link, to send something.
+const DefaultIdle = 60 * time.Second
 
 // FenceHeader carries the request's fence (backend.WithFence) to the
 // agent, which refuses writes, renames and removals of a file under a
@@ -404,8 +414,23 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 	case off > 0:
 		hdr.Set("Range", fmt.Sprintf("bytes=%d-", off))
 	}
+	// A watchdog ends the request if the agent goes silent: no answer,
+	// or no bytes for Idle. Nothing else would: a frozen agent keeps its
+	// connections open, and the read would wait for ever.
+	idle := b.Idle
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	silent := fmt.Errorf("%w: the agent sent nothing for %s", errSilent, idle)
+	dog := time.AfterFunc(idle, func() { cancel(silent) })
 	resp, err := b.do(ctx, http.MethodGet, "/v1/files/"+escape(p), nil, nil, 0, hdr)
 	if err != nil {
+		dog.Stop()
+		if context.Cause(ctx) == silent {
+			err = silent
+		}
+		cancel(nil)
 		var se *StatusError
 		if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
 			err = fmt.Errorf("%w: offset %d is beyond the end of the file", backend.ErrInvalid, off)
@@ -420,17 +445,50 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 			fmt.Sscanf(cr, "bytes %d-", &start)
 		}
 		if start != off {
+			dog.Stop()
 			resp.Body.Close()
+			cancel(nil)
 			return nil, wrap("read", p, fmt.Errorf("agent answered %d (Content-Range %q) to a request for bytes from %d",
 				resp.StatusCode, sanitize(resp.Header.Get("Content-Range")), off))
 		}
 	}
-	var r io.Reader = resp.Body
+	dog.Reset(idle)
+	w := &watched{r: resp.Body, dog: dog, idle: idle, ctx: ctx, silent: silent}
+	var r io.Reader = w
 	if n > 0 {
-		r = io.LimitReader(resp.Body, n)
+		r = io.LimitReader(w, n)
 	}
-	return body{r, resp.Body}, nil
+	return body{r, closer(func() error { dog.Stop(); cancel(nil); return resp.Body.Close() })}, nil
 }
+
+// errSilent marks a read the watchdog ended (transient: a retry, or
+// another replica, may do better).
+var errSilent = errors.New("agent silent")
+
+// watched restarts the watchdog at every read that brings bytes, and
+// reports the watchdog's reason when it ended the read.
+type watched struct {
+	r      io.Reader
+	dog    *time.Timer
+	idle   time.Duration
+	ctx    context.Context
+	silent error
+}
+
+func (w *watched) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if n > 0 {
+		w.dog.Reset(w.idle)
+	}
+	if err != nil && err != io.EOF && context.Cause(w.ctx) == w.silent {
+		err = w.silent
+	}
+	return n, err
+}
+
+type closer func() error
+
+func (f closer) Close() error { return f() }
 
 // counter counts what is read through it, so WriteAt can tell a short
 // source (the caller's error, permanent) from a failed upload.

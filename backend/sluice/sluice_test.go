@@ -579,3 +579,68 @@ func TestNotAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentAgent: a range read from an agent that stops answering (a
+// frozen process keeps its connections open) fails after Idle instead of
+// waiting for ever, both before the answer and mid-body; an agent that is
+// slow but sends something keeps the read alive.
+func TestSilentAgent(t *testing.T) {
+	release := make(chan struct{})
+	var h http.HandlerFunc
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r) }))
+	defer fake.Close()
+	defer close(release) // before Close, which waits for the handlers
+	answer := func(w http.ResponseWriter) {
+		w.Header().Set(sluice.AgentHeader, "v1")
+		w.Header().Set("Content-Range", "bytes 0-9/10")
+		w.WriteHeader(http.StatusPartialContent)
+	}
+	for _, tc := range []struct {
+		name    string
+		h       http.HandlerFunc
+		wantErr bool
+	}{
+		{"no answer", func(w http.ResponseWriter, r *http.Request) { <-release }, true},
+		{"stops mid-body", func(w http.ResponseWriter, r *http.Request) {
+			answer(w)
+			io.WriteString(w, "01234")
+			w.(http.Flusher).Flush()
+			<-release
+		}, true},
+		{"slow but alive", func(w http.ResponseWriter, r *http.Request) {
+			answer(w)
+			for i := range 10 {
+				io.WriteString(w, fmt.Sprint(i))
+				w.(http.Flusher).Flush()
+				time.Sleep(100 * time.Millisecond) // under Idle each time, 1 s in all
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h = tc.h
+			b, err := sluice.New(fake.URL, "tok", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Idle = 400 * time.Millisecond
+			start := time.Now()
+			var got []byte
+			rc, err := b.OpenRange(context.Background(), "/f", 0, 10)
+			if err == nil {
+				got, err = io.ReadAll(rc)
+				rc.Close()
+			}
+			took := time.Since(start)
+			switch {
+			case tc.wantErr && err == nil:
+				t.Fatalf("read %q from a silent agent without error", got)
+			case tc.wantErr && (!strings.Contains(err.Error(), "sent nothing") || took > 3*time.Second):
+				t.Errorf("after %s: %v, want the watchdog's error after about 400ms", took, err)
+			case tc.wantErr && backend.Permanent(err):
+				t.Errorf("%v is permanent; a silent agent may answer a retry", err)
+			case !tc.wantErr && (err != nil || string(got) != "0123456789"):
+				t.Errorf("slow agent: %q, %v", got, err)
+			}
+		})
+	}
+}
