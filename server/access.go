@@ -168,6 +168,14 @@ func (s *Server) SetAccess(ctx context.Context, c Caller, a AccessConfig) (Acces
 }
 
 func (r AccessRule) appliesTo(u store.User) bool {
+	// A name that is a path element of its own would move the prefix
+	// ("/home/.." is "/"): such a rule does not apply (validName refuses
+	// these names; a store written otherwise is not trusted).
+	for _, n := range []string{u.Name, u.VO} {
+		if n == "." || n == ".." || strings.Contains(n, "/") {
+			return false
+		}
+	}
 	if r.User != "" && r.User != "*" && r.User != u.Name {
 		return false
 	}

@@ -41,6 +41,8 @@ func TestAccessCheck(t *testing.T) {
 		{bob, "dtn2", "/scratch/f", AccessWrite, true},
 		{store.User{Name: "bob", VO: "cms"}, "dtn2", "/scratch/f", AccessWrite, false}, // bob, but not in atlas
 		{alice, "dtn1", "/", AccessRead, false},
+		{store.User{Name: "..", VO: "cms"}, "dtn1", "/etc/passwd", AccessWrite, false}, // "/home/.." is not "/"
+		{store.User{Name: "eve", VO: ".."}, "dtn1", "/x", AccessRead, false},
 	} {
 		a := &accessCheck{u: tc.u, rules: rules.Rules}
 		err := a.check(tc.ep, tc.path, tc.need)

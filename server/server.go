@@ -401,6 +401,9 @@ func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, adm
 	if vo == "" {
 		vo = "default"
 	}
+	if !validName(vo) {
+		return "", store.User{}, time.Time{}, fmt.Errorf("%w: VO name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, vo)
+	}
 	u, err := s.st.EnsureUser(ctx, user, vo, admin)
 	if err != nil {
 		return "", store.User{}, time.Time{}, fmt.Errorf("server: %w", err)
@@ -496,7 +499,9 @@ func (s *Server) RevokeToken(ctx context.Context, c Caller, user, id string) err
 }
 
 func validName(s string) bool {
-	if s == "" || len(s) > 64 {
+	// "." and ".." are path elements: a name stands in paths too
+	// (access rules' {user} and {vo}).
+	if s == "" || len(s) > 64 || s == "." || s == ".." {
 		return false
 	}
 	for _, r := range s {
