@@ -9,7 +9,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -57,27 +56,7 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
-	return withBearer(authEvents(s, mux))
-}
-
-// authEvents answers an unauthenticated event-stream request with 401
-// before the stream (and its 200 status) starts.
-func authEvents(s *server.Server, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/events" {
-			if _, err := s.Authenticate(r.Context(), token(r.Header.Get("Authorization"))); err != nil {
-				status := http.StatusUnauthorized
-				if !errors.Is(err, server.ErrUnauthorized) {
-					status = http.StatusInternalServerError
-				}
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(status)
-				json.NewEncoder(w).Encode(map[string]any{"title": http.StatusText(status), "status": status, "detail": err.Error()})
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return withBearer(mux)
 }
 
 // authFirst checks the credentials of an operation that needs them

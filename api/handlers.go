@@ -510,9 +510,9 @@ type eventsIn struct {
 }
 
 func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
-	c, err := h.s.Authenticate(ctx, bearerOf(ctx))
+	// authFirst answered 401 before the stream (and its 200) started.
+	c, err := h.caller(ctx)
 	if err != nil {
-		// The stream has started (200); say why it ends.
 		send(sse.Message{Data: server.Event{Type: "error", Detail: err.Error()}})
 		return
 	}

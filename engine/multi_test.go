@@ -166,11 +166,12 @@ func TestMultiSourceFaults(t *testing.T) {
 	// replicas vote range by range, the odd one is dropped, and the file
 	// is the majority's. Two replicas that disagree leave no majority:
 	// the copy fails saying so rather than trusting either.
-	odd := func(t *testing.T, e *env, data []byte) backend.Backend {
+	// odd is a replica holding data with 8 bytes changed from offset at.
+	odd := func(t *testing.T, data []byte, at int) backend.Backend {
 		t.Helper()
 		bad := append([]byte(nil), data...)
 		for i := range 8 {
-			bad[len(bad)*2/3+10+i] ^= 0xff
+			bad[at+i] ^= 0xff
 		}
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "f"), bad, 0o644); err != nil {
@@ -186,7 +187,7 @@ func TestMultiSourceFaults(t *testing.T) {
 		e := newEnv(t)
 		data := e.put(t, "f", size, 4)
 		_, s := e.replicas(3, "f", size)
-		s.Sources[0].Backend = odd(t, e, data)
+		s.Sources[0].Backend = odd(t, data, size*2/3+10)
 		res, err := Run(context.Background(), s)
 		if err != nil {
 			t.Fatalf("%v (note %q)", err, res.Note)
@@ -204,19 +205,7 @@ func TestMultiSourceFaults(t *testing.T) {
 		e := newEnv(t)
 		data := e.put(t, "f", size, 5)
 		_, s := e.replicas(3, "f", size)
-		bad := append([]byte(nil), data...)
-		for i := range 8 {
-			bad[1000+i] ^= 0xff // in r0's share (the first third)
-		}
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "f"), bad, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ob, err := file.New(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Sources[0].Backend = ob
+		s.Sources[0].Backend = odd(t, data, 1000) // in r0's share (the first third)
 		s.Expected = sum(t, data, "adler32")
 		res, err := Run(context.Background(), s)
 		if err != nil {
@@ -231,7 +220,7 @@ func TestMultiSourceFaults(t *testing.T) {
 		e := newEnv(t)
 		data := e.put(t, "f", size, 5)
 		_, s := e.replicas(2, "f", size)
-		s.Sources[0].Backend = odd(t, e, data)
+		s.Sources[0].Backend = odd(t, data, size*2/3+10)
 		_, err := Run(context.Background(), s)
 		if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "no majority") {
 			t.Errorf("two replicas with different bytes: %v, want a checksum error saying no majority agrees", err)

@@ -266,7 +266,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 			return answer(o, true), err
 		}
 	}
-	o, err := s.sample(ctx, c, src, srcPath, dst, dstPath, req.SampleBytes, maxStreams)
+	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstPath, req.SampleBytes, maxStreams)
 	if err != nil {
 		return Estimate{}, err
 	}
@@ -278,7 +278,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 
 // sample runs Algorithm 2 on the path: sample transfers with 1, 2, 4, ...
 // streams until throughput stops rising fast enough, then fits the model.
-func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPath string, dst store.Endpoint, dstPath string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
+func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstPath string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
 	}
@@ -289,10 +289,6 @@ func (s *Server) sample(ctx context.Context, c Caller, src store.Endpoint, srcPa
 		return store.Optimization{}, err
 	}
 	dir, err := s.existingDir(ctx, dst, path.Dir(dstPath), sub, exp)
-	if err != nil {
-		return store.Optimization{}, err
-	}
-	acc, err := s.accessFor(ctx, c)
 	if err != nil {
 		return store.Optimization{}, err
 	}

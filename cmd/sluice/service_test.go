@@ -558,6 +558,16 @@ func status(err error) int {
 	return 0
 }
 
+// clientWith is a client of the cluster's server with another token.
+func (c *cluster) clientWith(token string) *client.Client {
+	c.t.Helper()
+	cl, err := client.New("http://"+c.addr, token, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
 // userClient creates a user and returns a client with their token. Every
 // user may read and write every path (TestServiceAccessRules tests the
 // rules themselves).
@@ -571,11 +581,7 @@ func userClient(t *testing.T, c *cluster, name, vo string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New("http://"+c.addr, tok.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
+	return c.clientWith(tok.Token)
 }
 
 // TestServiceAccessRules: a user's job may read and write only where an
@@ -594,10 +600,7 @@ func TestServiceAccessRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, err := client.New("http://"+c.addr, tok.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := c.clientWith(tok.Token)
 	job := func(src, dst string) api.JobIn {
 		return api.JobIn{Files: []api.FileIn{{Source: "sluice://" + src, Destination: "sluice://" + dst}}}
 	}
@@ -684,10 +687,7 @@ func TestServiceAgentKeysAndNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jc, err := client.New("http://"+c.addr, strings.TrimSpace(string(join)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jc := c.clientWith(strings.TrimSpace(string(join)))
 	// A third agent joins (any holder of the join token can) and mints a
 	// token for every audience with the key it got.
 	evil, err := jc.Register(ctx, api.AgentIn{Name: "a3", URL: "http://127.0.0.1:1"})
@@ -765,10 +765,7 @@ func TestServiceTokenLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	carol, err := client.New("http://"+c.addr, short.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	carol := c.clientWith(short.Token)
 	child, err := carol.CreateToken(ctx, api.TokenIn{})
 	if err != nil {
 		t.Fatal(err)
@@ -799,10 +796,7 @@ func TestServiceTokenLifetime(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the event stream outlived its token")
 	}
-	cc, err := client.New("http://"+c.addr, child.Token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc := c.clientWith(child.Token)
 	if _, err := cc.Jobs(ctx, "", 10); status(err) != http.StatusUnauthorized {
 		t.Errorf("the child token after its parent expired: %v, want 401", err)
 	}
@@ -815,9 +809,7 @@ func TestServiceTokenLifetime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dave[i], err = client.New("http://"+c.addr, tok.Token, nil); err != nil {
-			t.Fatal(err)
-		}
+		dave[i] = c.clientWith(tok.Token)
 	}
 	ts, err := dave[0].Tokens(ctx, "")
 	if err != nil || len(ts) != 2 || ts[1].Label != "token 1" {
@@ -827,7 +819,7 @@ func TestServiceTokenLifetime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec, _ := client.New("http://"+c.addr, erin.Token, nil)
+	ec := c.clientWith(erin.Token)
 	if err := ec.RevokeToken(ctx, "dave", ts[1].ID); status(err) != http.StatusForbidden {
 		t.Errorf("another user revoking dave's token: %v, want 403", err)
 	}

@@ -270,20 +270,27 @@ against the best baseline when basecc1 was not run.`,
 	return cmd
 }
 
+// unnoted splits a result's traces into those without a note (those
+// with interactive transfers, which a chart can show) and the names of
+// the others.
+func unnoted[T any](ts []T, of func(T) (name, note string)) (keep []T, left []string) {
+	for _, t := range ts {
+		if name, note := of(t); note != "" {
+			left = append(left, name)
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	return keep, left
+}
+
 // plotComparisonPoints draws Figure 3 for the traces that have
 // interactive transfers; the others have no change to draw, which it
 // says.
 func plotComparisonPoints(log io.Writer, dir string, res *sim.Comparison, names []string) error {
 	keep := *res
-	keep.Traces = nil
 	var left []string
-	for _, tc := range res.Traces {
-		if tc.Note != "" {
-			left = append(left, tc.Trace)
-			continue
-		}
-		keep.Traces = append(keep.Traces, tc)
-	}
+	keep.Traces, left = unnoted(res.Traces, func(tc sim.TraceComparison) (string, string) { return tc.Trace, tc.Note })
 	if len(keep.Traces) == 0 {
 		return fmt.Errorf("--plot: no Figure 3 chart to draw: trace %s has no interactive transfers (all its tasks are batch tasks)", strings.Join(left, ", "))
 	}
@@ -442,15 +449,8 @@ func ratio(v float64) string {
 // it says.
 func plotStealPoints(log io.Writer, dir string, res *sim.StealResult) error {
 	keep := *res
-	keep.Traces = nil
 	var left []string
-	for _, st := range res.Traces {
-		if st.Note != "" {
-			left = append(left, st.Trace)
-			continue
-		}
-		keep.Traces = append(keep.Traces, st)
-	}
+	keep.Traces, left = unnoted(res.Traces, func(st sim.StealTrace) (string, string) { return st.Trace, st.Note })
 	if len(keep.Traces) == 0 {
 		return fmt.Errorf("--plot: no Figure 6 point to draw: trace %s has no interactive transfers, so SD_I/SD_I+B is undefined", strings.Join(left, ", "))
 	}
