@@ -296,7 +296,7 @@ func defaultJournalDir() (string, error) {
 // cpError is what cp reports for err: an interruption says how to resume.
 func cpError(err error) error {
 	if errors.Is(err, context.Canceled) {
-		return errors.New("interrupted: run the same command again to resume")
+		return fmt.Errorf("%w: run the same command again to resume", errInterrupted)
 	}
 	return err
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/server"
 )
 
@@ -328,5 +332,72 @@ func TestCpJSONOnFailure(t *testing.T) {
 	}
 	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || !strings.Contains(rep.Error, "missing") {
 		t.Errorf("report %q (%v): want JSON naming the error", out, jerr)
+	}
+}
+
+// TestCpInterrupt: Ctrl-C (SIGINT) in the middle of a copy stops it with
+// status 130 and a message saying how to resume, leaves nothing at the
+// destination path, and the same command run again resumes and ends
+// with the original bytes.
+func TestCpInterrupt(t *testing.T) {
+	work := t.TempDir()
+	keyFile, k := testKey(t, work)
+	srcRoot := filepath.Join(work, "src")
+	if err := os.MkdirAll(srcRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const size = 24 << 20
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(srcRoot, "f.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := cpAgent(t, "slow", srcRoot, k, &emul.Config{CapacityBps: 8e6}) // about 3 s
+	jd := filepath.Join(work, "journal")
+	dst := filepath.Join(work, "out.bin")
+	args := []string{"cp", "--token-key", keyFile, "--journal-dir", jd, src + "/f.bin", dst}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Interrupt once the journal records some of the file.
+	deadline := time.Now().Add(30 * time.Second)
+	var done int64
+	for time.Now().Before(deadline) && done == 0 {
+		time.Sleep(50 * time.Millisecond)
+		js, _ := filepath.Glob(filepath.Join(jd, "*.journal"))
+		for _, j := range js {
+			if c, ok, err := engine.ReadCheckpoint(context.Background(), engine.FileJournals{}, j); err == nil && ok {
+				done = c.Done
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted cp: %v, want exit status 130\n%s", err, log.String())
+	}
+	if done == 0 || done >= size {
+		t.Fatalf("interrupted with %d of %d bytes journaled\n%s", done, size, log.String())
+	}
+	if !strings.Contains(log.String(), "run the same command again to resume") {
+		t.Errorf("the message does not say how to resume:\n%s", log.String())
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatal("the destination path exists after an interrupted copy")
+	}
+	res, err := run(t, args[:len(args):len(args)]...)
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, res)
+	}
+	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the resumed copy differs from the original (%v)", err)
 	}
 }

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		root.SetArgs(strings.Split(args, "\x1f"))
 		if err := root.Execute(); err != nil {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
-			os.Exit(1)
+			os.Exit(exitCode(err))
 		}
 		os.Exit(0)
 	}

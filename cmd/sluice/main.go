@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -31,8 +32,23 @@ func main() {
 	stopProfile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// errInterrupted is the error of a command stopped by SIGINT or SIGTERM
+// before it finished.
+var errInterrupted = errors.New("interrupted")
+
+// exitCode is the process's status for a command that failed with err:
+// 130 (128 + SIGINT, as shells report a job stopped by Ctrl-C) when it was
+// interrupted, so scripts can tell "stopped, resume later" from "failed";
+// 1 otherwise.
+func exitCode(err error) int {
+	if errors.Is(err, errInterrupted) {
+		return 130
+	}
+	return 1
 }
 
 func newRoot() *cobra.Command {
