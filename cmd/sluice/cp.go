@@ -591,19 +591,39 @@ func (v *progressView) update(p copyjob.Progress) {
 				})))
 			v.total = p.Bytes
 		}
-		v.bar.SetCurrent(p.Done)
+		v.bar.SetCurrent(barCurrent(p))
 		return
 	}
 	if time.Since(v.last) < 2*time.Second {
 		return
 	}
 	v.last = time.Now()
+	fmt.Fprintf(v.w, "%5.1f%%  %.1f / %.1f MB  %.1f MB/s  %d/%d files  %d retries\n",
+		percent(p), float64(p.Done)/1e6, float64(p.Bytes)/1e6, p.Rate/1e6, p.FilesDone, p.Files, p.Retries)
+}
+
+// percent is how far a copy is, by bytes: never 100 while files remain,
+// since the last bytes of a tree can arrive long before its last files
+// are done (thousands of empty or tiny files, checksums, renames).
+func percent(p copyjob.Progress) float64 {
 	pct := 100.0
 	if p.Bytes > 0 {
 		pct = 100 * float64(p.Done) / float64(p.Bytes)
 	}
-	fmt.Fprintf(v.w, "%5.1f%%  %.1f / %.1f MB  %.1f MB/s  %d/%d files  %d retries\n",
-		pct, float64(p.Done)/1e6, float64(p.Bytes)/1e6, p.Rate/1e6, p.FilesDone, p.Files, p.Retries)
+	if p.FilesDone < p.Files {
+		pct = min(pct, 99.9)
+	}
+	return pct
+}
+
+// barCurrent is the bar's position for p: the bytes done, held one short
+// of the total while files remain, because a bar that reaches its total
+// ends and stops showing the files still to do.
+func barCurrent(p copyjob.Progress) int64 {
+	if p.FilesDone < p.Files && p.Bytes > 0 && p.Done >= p.Bytes {
+		return p.Bytes - 1
+	}
+	return p.Done
 }
 
 func (v *progressView) finish() {

@@ -401,3 +401,32 @@ func TestCpInterrupt(t *testing.T) {
 		t.Fatalf("the resumed copy differs from the original (%v)", err)
 	}
 }
+
+// TestProgressFilesRemain: when the bytes are all there but files are
+// not done yet (a tree of empty files, the last checksums and renames),
+// progress says so: not 100%, and the bar does not end.
+func TestProgressFilesRemain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		p       copyjob.Progress
+		pct     string
+		barDone bool
+	}{
+		{"bytes done, files remain", copyjob.Progress{Bytes: 100, Done: 100, Files: 5000, FilesDone: 3}, " 99.9%", false},
+		{"empty files remain", copyjob.Progress{Bytes: 0, Done: 0, Files: 10, FilesDone: 4}, " 99.9%", false},
+		{"all done", copyjob.Progress{Bytes: 100, Done: 100, Files: 5000, FilesDone: 5000}, "100.0%", true},
+		{"half way", copyjob.Progress{Bytes: 100, Done: 50, Files: 2, FilesDone: 1}, " 50.0%", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			v := &progressView{w: &out}
+			v.update(tc.p)
+			if !strings.HasPrefix(out.String(), tc.pct) {
+				t.Errorf("line %q, want it to start with %q", out.String(), tc.pct)
+			}
+			if got := barCurrent(tc.p) >= tc.p.Bytes && tc.p.Bytes > 0; got != tc.barDone {
+				t.Errorf("bar at %d of %d: ended %v, want %v", barCurrent(tc.p), tc.p.Bytes, got, tc.barDone)
+			}
+		})
+	}
+}
