@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -31,9 +33,22 @@ import (
 // than fenceMaxAge is not enforced: it outlives any pause a lease can
 // cover, and a database started afresh (whose terms begin again at 1)
 // must not find its files locked forever.
+//
+// A check before a write is not enough on its own: a stale server's write
+// admitted a moment before the new owner's first request would go on
+// writing into the new owner's file. So the agent keeps the writes in
+// progress under each fence, and a newer fence of the same partition
+// stops the older ones (their readers fail with a fenced error) and waits
+// until they have returned before it goes on: no byte of a superseded
+// writer lands after the new owner's first write, rename or removal.
 const (
 	fenceXattr  = "user.sluice.fence"
 	fenceMaxAge = time.Hour
+	// staleWriteWait bounds how long a newer fence waits for the writes
+	// it stopped (a write blocked in the file system cannot be stopped);
+	// past it the newer writer goes on, and the end-to-end checksum is
+	// what catches a stray byte.
+	staleWriteWait = 10 * time.Second
 )
 
 // fences serialises the check of a file's fence with what follows it, and
@@ -43,6 +58,8 @@ type fences struct {
 	locks [64]sync.Mutex
 	mu    sync.Mutex
 	mem   map[string]string
+	// live is the fenced writes in progress, per file.
+	live map[string][]*liveWrite
 	// The extended-attribute calls (xattr_*.go); tests replace them to
 	// stand for a file system without any.
 	get func(f *os.File, name string) (string, bool, error)
@@ -50,7 +67,123 @@ type fences struct {
 }
 
 func newFences() *fences {
-	return &fences{seed: maphash.MakeSeed(), mem: map[string]string{}, get: getXattr, set: setXattr}
+	return &fences{seed: maphash.MakeSeed(), mem: map[string]string{}, live: map[string][]*liveWrite{}, get: getXattr, set: setXattr}
+}
+
+// liveWrite is a fenced write in progress.
+type liveWrite struct {
+	fc     backend.Fence
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the write has returned
+}
+
+// supersede stops the writes in progress into p under fences of fc's
+// partition older than fc, and returns them to be waited for.
+func (f *fences) supersede(p string, fc backend.Fence) []*liveWrite {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var stale []*liveWrite
+	for _, w := range f.live[p] {
+		if w.fc.Partition == fc.Partition && w.fc.Term < fc.Term {
+			w.cancel(&statusError{http.StatusConflict, kindFenced,
+				fmt.Errorf("%w: term %d of %s took over %s during the write", backend.ErrFenced, fc.Term, fc.Partition, p)})
+			stale = append(stale, w)
+		}
+	}
+	return stale
+}
+
+// enter records a write into p under fc, stopped by cancel.
+func (f *fences) enter(p string, fc backend.Fence, cancel context.CancelCauseFunc) *liveWrite {
+	w := &liveWrite{fc: fc, cancel: cancel, done: make(chan struct{})}
+	f.mu.Lock()
+	f.live[p] = append(f.live[p], w)
+	f.mu.Unlock()
+	return w
+}
+
+// leave records that write w into p has returned.
+func (f *fences) leave(p string, w *liveWrite) {
+	f.mu.Lock()
+	ws := f.live[p]
+	for i := range ws {
+		if ws[i] == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(f.live, p)
+	} else {
+		f.live[p] = ws
+	}
+	f.mu.Unlock()
+	close(w.done)
+}
+
+// admitNewest takes p's lock and admits fc (nil: none), first stopping
+// and waiting out the writes in progress under older fences of its
+// partition (without the lock: they take it to finish). It returns the
+// unlock, or the refusal with the lock released.
+func (s *Server) admitNewest(ctx context.Context, p string, fc *backend.Fence) (func(), error) {
+	for {
+		unlock := s.fences.lock(p)
+		if err := s.admit(p, fc); err != nil {
+			unlock()
+			return nil, err
+		}
+		if fc == nil {
+			return unlock, nil
+		}
+		stale := s.fences.supersede(p, *fc)
+		if len(stale) == 0 {
+			return unlock, nil
+		}
+		unlock()
+		timer := time.NewTimer(staleWriteWait)
+		for _, w := range stale {
+			select {
+			case <-w.done:
+			case <-timer.C:
+				s.log.Warn("a superseded write did not stop", "path", p, "fence", w.fc.String(), "newest", fc.String())
+				return s.lockAdmitted(p, fc)
+			case <-ctx.Done():
+				timer.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		timer.Stop()
+	}
+}
+
+// lockAdmitted takes p's lock and admits fc without waiting for anyone.
+func (s *Server) lockAdmitted(p string, fc *backend.Fence) (func(), error) {
+	unlock := s.fences.lock(p)
+	if err := s.admit(p, fc); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// fencedReader is a write's data, which stops with the write's cause
+// once a newer fence supersedes it. The context is checked after each
+// read as well: a read that was waiting for data when the write was
+// superseded must not hand its bytes on to be written.
+type fencedReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (f fencedReader) Read(b []byte) (int, error) {
+	if f.ctx.Err() != nil {
+		return 0, context.Cause(f.ctx)
+	}
+	n, err := f.r.Read(b)
+	if f.ctx.Err() != nil {
+		return 0, context.Cause(f.ctx)
+	}
+	return n, err
 }
 
 // lock takes the lock of path p's stripe and returns its unlock.
@@ -184,17 +317,30 @@ func parseStoredFence(v string) (backend.Fence, time.Time, bool) {
 // fencedWrite runs a write into p (which may create it) under fence fc:
 // the fence is checked first and recorded on the file after. The lock is
 // not held during the write: ranges of one file are written in parallel.
-func (s *Server) fencedWrite(p string, fc *backend.Fence, write func() error) error {
+// write gets a context that a newer fence cancels (see supersede); its
+// data must be read through fencedReader or stop with that context, so
+// that it stops too, with a fenced error.
+func (s *Server) fencedWrite(ctx context.Context, p string, fc *backend.Fence, write func(context.Context) error) error {
 	if fc == nil {
-		return write()
+		return write(ctx)
 	}
-	unlock := s.fences.lock(p)
-	err := s.admit(p, fc)
-	unlock()
+	unlock, err := s.admitNewest(ctx, p, fc)
 	if err != nil {
 		return err
 	}
-	if err := write(); err != nil {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lw := s.fences.enter(p, *fc, cancel)
+	unlock()
+	err = write(wctx)
+	s.fences.leave(p, lw)
+	if err != nil {
+		// The first cancellation's cause is the one kept: fenced only
+		// if a newer fence stopped the write before anything else did.
+		if cause := context.Cause(wctx); errors.Is(cause, backend.ErrFenced) {
+			s.log.Warn("fenced", "path", p, "fence", fc.String(), "err", cause)
+			return cause
+		}
 		return err
 	}
 	unlock = s.fences.lock(p)
@@ -205,28 +351,28 @@ func (s *Server) fencedWrite(p string, fc *backend.Fence, write func() error) er
 // fencedRename renames from to to if fence fc (nil: none) admits it, with
 // from's lock held throughout, so no newer fence can land between the
 // check and the rename. The fence does not follow the file.
-func (s *Server) fencedRename(from, to string, fc *backend.Fence, rename func() error) error {
-	return s.fencedLast(from, fc, rename, to)
+func (s *Server) fencedRename(ctx context.Context, from, to string, fc *backend.Fence, rename func() error) error {
+	return s.fencedLast(ctx, from, fc, rename, to)
 }
 
 // fencedRemove removes p if fence fc (nil: none) admits it, with p's lock
 // held throughout.
-func (s *Server) fencedRemove(p string, fc *backend.Fence, remove func() error) error {
-	return s.fencedLast(p, fc, remove, "")
+func (s *Server) fencedRemove(ctx context.Context, p string, fc *backend.Fence, remove func() error) error {
+	return s.fencedLast(ctx, p, fc, remove, "")
 }
 
 // fencedLast runs op, which takes the file at p away (a rename to moved,
 // or a removal: moved ""), if fence fc admits it, holding p's lock from
 // the check to the end of op; then what the agent held of p's fence goes.
-func (s *Server) fencedLast(p string, fc *backend.Fence, op func() error, moved string) error {
+func (s *Server) fencedLast(ctx context.Context, p string, fc *backend.Fence, op func() error, moved string) error {
 	if fc == nil {
 		return op()
 	}
-	unlock := s.fences.lock(p)
-	defer unlock()
-	if err := s.admit(p, fc); err != nil {
+	unlock, err := s.admitNewest(ctx, p, fc)
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	if err := op(); err != nil {
 		return err
 	}

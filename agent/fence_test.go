@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,5 +172,64 @@ func TestFenceInMemory(t *testing.T) {
 	e.s.fences.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d fences still in memory after the rename", n)
+	}
+}
+
+// TestFenceStopsStaleWrite: a write admitted under an old term and still
+// in progress (its writer paused mid-body) when the new owner's first
+// write arrives is stopped, and the new owner's write waits until it has
+// returned: no byte of the stale writer lands after the new owner's, and
+// the stale writer is told it was fenced.
+func TestFenceStopsStaleWrite(t *testing.T) {
+	e := newEnv(t, "d", nil)
+	c, err := sluice.New("http://"+e.addr(), e.token("write", "/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	old := backend.WithFence(bg, backend.Fence{Partition: "p", Term: 4})
+	cur := backend.WithFence(bg, backend.Fence{Partition: "p", Term: 5})
+	const size = 256 << 10
+	pr, pw := io.Pipe()
+	staleDone := make(chan error, 1)
+	go func() { staleDone <- c.WriteAt(old, "/in/.f.part", 0, pr, size) }()
+	// The stale writer sends half its body, then pauses. (Some of it may
+	// wait in the client's buffers; a quarter is enough to have landed.)
+	go pw.Write([]byte(strings.Repeat("A", size/2)))
+	landed := func() int {
+		b, _ := os.ReadFile(filepath.Join(e.root, "in/.f.part"))
+		return strings.Count(string(b), "A")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for landed() < size/4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := landed(); got < size/4 {
+		t.Fatalf("the stale write landed %d bytes, want %d before the takeover", got, size/4)
+	}
+	start := time.Now()
+	if err := c.WriteAt(cur, "/in/.f.part", 0, strings.NewReader(strings.Repeat("B", size)), size); err != nil {
+		t.Fatalf("the new owner's write: %v", err)
+	}
+	if took := time.Since(start); took > staleWriteWait/2 {
+		t.Errorf("the new owner's write took %v: the stale write was not stopped, only waited out", took)
+	}
+	// The stale writer wakes up and sends the rest.
+	go func() { pw.Write([]byte(strings.Repeat("A", size/2))); pw.Close() }()
+	t.Cleanup(func() { pr.Close() })
+	select {
+	case err := <-staleDone:
+		if err == nil {
+			t.Error("the stale write succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stale write never returned")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := landed(); got != 0 {
+		t.Fatalf("after the takeover the file holds %d A bytes; want only the new owner's", got)
+	}
+	if !strings.Contains(e.logs.String(), "took over") {
+		t.Errorf("the stopped write is not logged:\n%s", e.logs.String())
 	}
 }

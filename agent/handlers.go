@@ -292,7 +292,13 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	if err != nil {
 		return err
 	}
-	if err := s.fencedWrite(p, fc, func() error { return s.fs.WriteAt(r.Context(), p, off, body, n) }); err != nil {
+	if err := s.fencedWrite(r.Context(), p, fc, func(ctx context.Context) error {
+		// A superseded write may be waiting for a body that a paused
+		// writer is not sending: end the wait.
+		stop := context.AfterFunc(ctx, func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) })
+		defer stop()
+		return s.fs.WriteAt(ctx, p, off, fencedReader{ctx, body}, n)
+	}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -305,7 +311,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claim
 		return err
 	}
 	return writeOp(w, r, c, func(ctx context.Context, p string) error {
-		if err := s.fencedRemove(p, fc, func() error { return s.fs.Remove(ctx, p) }); err != nil {
+		if err := s.fencedRemove(ctx, p, fc, func() error { return s.fs.Remove(ctx, p) }); err != nil {
 			return err
 		}
 		s.log.Info("removed", "remote", r.RemoteAddr, "sub", c.Sub, "path", p)
@@ -428,7 +434,7 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims)
 	if err != nil {
 		return err
 	}
-	if err := s.fencedWrite(p, fc, func() error { return s.fs.Truncate(r.Context(), p, size) }); err != nil {
+	if err := s.fencedWrite(r.Context(), p, fc, func(ctx context.Context) error { return s.fs.Truncate(ctx, p, size) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -477,7 +483,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err != nil {
 		return err
 	}
-	if err := s.fencedRename(from, to, fc, func() error { return s.fs.Rename(r.Context(), from, to) }); err != nil {
+	if err := s.fencedRename(r.Context(), from, to, fc, func() error { return s.fs.Rename(r.Context(), from, to) }); err != nil {
 		return err
 	}
 	// Renames put files in place (and may replace one): worth a line.
@@ -654,12 +660,12 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	start := time.Now()
 	// The source is asked inside the fenced write, so a stale fence is
 	// refused before anything is fetched.
-	err = s.fencedWrite(dst, fc, func() error {
+	err = s.fencedWrite(r.Context(), dst, fc, func(ctx context.Context) error {
 		// The range streams from the source's response body into the
 		// file; the source's refusals arrive as backend sentinels (its
 		// 401 as a permission error: it is not this agent refusing the
 		// caller).
-		rc, err := from.OpenRange(r.Context(), src, in.Offset, in.Length)
+		rc, err := from.OpenRange(ctx, src, in.Offset, in.Length)
 		if err != nil {
 			return fmt.Errorf("pull from %s: %w", in.Source, err)
 		}
@@ -668,11 +674,11 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 		if s.shape != nil {
 			// Emulating: the pulled bytes are a stream of this endpoint
 			// too (the source paces its side of them as well).
-			sr := s.shape.Reader(r.Context(), rc)
+			sr := s.shape.Reader(ctx, rc)
 			defer sr.Close()
 			data = sr
 		}
-		if err := s.fs.WriteAtExisting(r.Context(), dst, in.Offset, data, in.Length); err != nil {
+		if err := s.fs.WriteAtExisting(ctx, dst, in.Offset, fencedReader{ctx, data}, in.Length); err != nil {
 			return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 		}
 		return nil

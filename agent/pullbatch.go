@@ -163,7 +163,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	// A stale leftover of an earlier attempt goes first, so nothing of
 	// it survives under the new bytes; not if a newer owner wrote it.
 	// (Refused, the file's bytes are read past by the next Next.)
-	if err := s.fencedRemove(dst, fc, func() error { return s.fs.Remove(ctx, dst) }); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err := s.fencedRemove(ctx, dst, fc, func() error { return s.fs.Remove(ctx, dst) }); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fileError{err}
 	}
 	var data io.Reader = rd
@@ -178,7 +178,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 		h, _ = backend.NewHash(algo) // checked by the caller
 		data = io.TeeReader(data, h)
 	}
-	if err := s.fencedWrite(dst, fc, func() error { return s.fs.WriteAt(ctx, dst, 0, data, size) }); err != nil {
+	if err := s.fencedWrite(ctx, dst, fc, func(ctx context.Context) error { return s.fs.WriteAt(ctx, dst, 0, fencedReader{ctx, data}, size) }); err != nil {
 		if errors.Is(err, backend.ErrFenced) {
 			// A newer owner wrote the file meanwhile: it is theirs.
 			return fileError{err}
@@ -210,7 +210,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 // process) must not delete the new owner's file, which has the same
 // temporary name.
 func (s *Server) dropOwn(ctx context.Context, dst string, fc *backend.Fence) {
-	err := s.fencedRemove(dst, fc, func() error { return s.fs.Remove(context.WithoutCancel(ctx), dst) })
+	err := s.fencedRemove(context.WithoutCancel(ctx), dst, fc, func() error { return s.fs.Remove(context.WithoutCancel(ctx), dst) })
 	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrFenced) {
 		s.log.Warn("removing a failed batch file", "path", dst, "err", s.fs.Rel(err))
 	}
@@ -254,7 +254,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	done := 0
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fencedRename(p.from, p.to, p.fence, func() error { return s.fs.Rename(r.Context(), p.from, p.to) }); err != nil {
+		if err := s.fencedRename(r.Context(), p.from, p.to, p.fence, func() error { return s.fs.Rename(r.Context(), p.from, p.to) }); err != nil {
 			s.setErr(&out.Results[i], err)
 			continue
 		}
