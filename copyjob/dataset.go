@@ -530,23 +530,29 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 	return left, err
 }
 
-// undelivered is what a batch attempt returns: the items not delivered,
-// and the first permanent error among theirs (returned at once, with the
-// items up to it: nothing will deliver that file), else the first error.
+// undelivered is what a batch attempt returns: all the items not
+// delivered, and the first permanent error among theirs (nothing will
+// deliver that file, so the batch is not retried), else the first error.
+// Every undelivered item is returned, also those after a permanent error:
+// the caller copies them one by one or gives them up, and an item left
+// out would be neither copied nor reported.
 func undelivered(items []item, delivered []bool, errs []error) ([]item, error) {
 	var left []item
-	var first error
+	var first, permanent error
 	for i, it := range items {
 		if delivered[i] {
 			continue
 		}
 		left = append(left, it)
 		switch e := errs[i]; {
-		case e != nil && !retryable(e):
-			return left, e
+		case e != nil && !retryable(e) && permanent == nil:
+			permanent = e
 		case e != nil && first == nil:
 			first = e
 		}
+	}
+	if permanent != nil {
+		return left, permanent
 	}
 	return left, first
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,6 +313,55 @@ func TestBatchMissingFile(t *testing.T) {
 	}
 	if len(sum.Failures) != 1 || !strings.HasSuffix(sum.Failures[0].Src, "/tree/f01") || sum.Files != 2 {
 		t.Errorf("summary: %d files, failures %+v; want 2 files and f01 given up", sum.Files, sum.Failures)
+	}
+}
+
+// TestBatchMissingFiles: files of one batch that vanished after the
+// listing are each given up and named, whichever way the batch goes
+// (through this process or agent to agent), and however many there are:
+// a batch answer that fails one file for good must not drop the files
+// after it that were not delivered either (they were neither copied nor
+// reported).
+func TestBatchMissingFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		thirdParty bool
+		gone       []string
+	}{
+		{"one", false, []string{"f01"}},
+		{"two", false, []string{"f01", "f03"}},
+		{"two third-party", true, []string{"f01", "f03"}},
+		{"three third-party", true, []string{"f00", "f02", "f04"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			want := tree(t, srcDir, 100, 200, 300, 400, 500)
+			src := sourceAgent(t, srcDir, "/tree", nil, nil)
+			dst, dstTree := localEP(t, dstDir+"/"), filepath.Join(dstDir, "tree")
+			if tc.thirdParty {
+				urlB, bB, _ := testAgent(t, dstDir, key(t))
+				dst = Endpoint{Backend: bB, Path: "/", URL: urlB + "/", Puller: bB}
+			}
+			d := prepare(t, src, dst, opts(t))
+			for _, name := range tc.gone {
+				os.Remove(filepath.Join(srcDir, "tree", name))
+				delete(want, name)
+			}
+			sum, err := RunDataset(context.Background(), d, Fixed(d.Files(), 8, 1, 1), nil)
+			if err == nil {
+				t.Fatal("copy succeeded, want an error naming the missing files")
+			}
+			sameTree(t, dstTree, want)
+			var failed []string
+			for _, f := range sum.Failures {
+				failed = append(failed, path.Base(f.Src))
+			}
+			slices.Sort(failed)
+			if !slices.Equal(failed, tc.gone) || sum.Files != len(want) {
+				t.Errorf("summary: %d files copied, failures %v; want %d copied and %v given up (error: %v)",
+					sum.Files, failed, len(want), tc.gone, err)
+			}
+		})
 	}
 }
 
