@@ -277,10 +277,46 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 			items = append(items, item{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel), size: f.Size, mtime: f.ModTime, root: target})
 		}
 	}
+	if items, err = distinctTargets(srcs, items); err != nil {
+		return nil, nil, err
+	}
 	dirs = emptyDirs(dirs, items)
 	// Large files first: they set the copy's length; small ones fill in.
 	sort.SliceStable(items, func(i, j int) bool { return items[i].size > items[j].size })
 	return items, dirs, nil
+}
+
+// distinctTargets drops the repeats of a file named more than once (the
+// same source given twice, as cp copies it once) and refuses two sources
+// whose files would land on one destination path, or a file on a path
+// another source's file is to be below (cp -r a/x b/x dst): one would
+// overwrite the other, the second copy's temporary file being the first's,
+// and both be counted as copied.
+func distinctTargets(srcs []Endpoint, items []item) ([]item, error) {
+	if len(srcs) < 2 {
+		return items, nil // one source cannot collide with itself
+	}
+	name := func(it item) string { return sourceBase(srcs[it.from]) + it.src }
+	by := make(map[string]item, len(items))
+	out := items[:0]
+	for _, it := range items {
+		if had, ok := by[it.dst]; ok {
+			if name(had) == name(it) {
+				continue
+			}
+			return nil, fmt.Errorf("%s and %s would both be copied to %s", name(had), name(it), it.dst)
+		}
+		by[it.dst] = it
+		out = append(out, it)
+	}
+	for _, it := range out {
+		for d := path.Dir(it.dst); d != "." && d != "/"; d = path.Dir(d) {
+			if had, ok := by[d]; ok {
+				return nil, fmt.Errorf("%s would be copied to %s, where %s is to be copied below it", name(had), d, name(it))
+			}
+		}
+	}
+	return out, nil
 }
 
 // emptyDirs returns the directories of dirs that no item is written

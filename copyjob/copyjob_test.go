@@ -309,6 +309,65 @@ func TestCopyOntoItself(t *testing.T) {
 	sameFile(t, filepath.Join(tree+"2", "f"), data)
 }
 
+// TestSourcesOntoOnePath: sources whose files would land on one
+// destination path (cp -r a/x b/x dst, or a file where another source's
+// files go below) are refused before anything is written, by Run and by a
+// prepared dataset; one would have overwritten the other, both counted as
+// copied. The same source named twice is copied once.
+func TestSourcesOntoOnePath(t *testing.T) {
+	srcDir := t.TempDir()
+	writeRandom(t, filepath.Join(srcDir, "a/x/f"), 100)
+	writeRandom(t, filepath.Join(srcDir, "b/x/f"), 200)
+	writeRandom(t, filepath.Join(srcDir, "b/x/g"), 300)
+	writeRandom(t, filepath.Join(srcDir, "c/x"), 400)
+	twice := writeRandom(t, filepath.Join(srcDir, "d/f"), 500)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		srcs []string
+		want string // "" for a copy that succeeds
+	}{
+		{"same file name", []string{"a/x", "b/x"}, "would both be copied to"},
+		{"file onto a directory", []string{"a/x", "c/x"}, "is to be copied below it"},
+		{"directory onto a file", []string{"c/x", "b/x"}, "is to be copied below it"},
+		{"the same file twice", []string{"d/f", "d/f"}, ""},
+	} {
+		for _, ds := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s dataset=%v", tc.name, ds), func(t *testing.T) {
+				dstDir := t.TempDir()
+				var srcs []Endpoint
+				for _, s := range tc.srcs {
+					srcs = append(srcs, localEP(t, filepath.Join(srcDir, s)))
+				}
+				o := opts(t)
+				o.Recursive = true
+				var err error
+				if ds {
+					var d *Dataset
+					if d, err = PrepareDataset(ctx, srcs, localEP(t, dstDir+"/"), o); err == nil {
+						_, err = RunDataset(ctx, d, Fixed(d.Files(), 4, 1, 4), nil)
+					}
+				} else {
+					_, err = Run(ctx, srcs, localEP(t, dstDir+"/"), o, nil)
+				}
+				if tc.want == "" {
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameFile(t, filepath.Join(dstDir, "f"), twice)
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("copy: %v, want an error saying %q", err, tc.want)
+				}
+				if ents, _ := os.ReadDir(dstDir); len(ents) != 0 {
+					t.Errorf("the destination holds %d entries after a refused copy", len(ents))
+				}
+			})
+		}
+	}
+}
+
 // TestRerunResumesLayout: "run the same command again to resume" holds
 // for a tree copied to a destination that did not exist. The interrupted
 // first run made the destination, so cp's rule alone would put the rerun
