@@ -211,8 +211,9 @@ func (p Params) budget(phaseBytes int64) int64 {
 // level, as Algorithm 3 would have sent its next chunk with it (when they
 // run out while the search looks below a carried level, see below, the
 // rest goes at the best level measured). If not even the first sample
-// fits, p is 1 and each chunk goes with enough
-// concurrency to have all its files in flight at once (at most MaxCC).
+// fits, each chunk goes with enough concurrency to have all its files in
+// flight at once (at most MaxCC), and large files with enough parallelism
+// to have all of each file in flight in parts of MinChunk (at most MaxP).
 //
 // Three departures from the paper make the search cheaper and steadier
 // on real paths, where a sample at a low level is slow and two samples at
@@ -373,7 +374,7 @@ func (ph *phase) next(prm Params) (Step, bool) {
 		switch ph.stage {
 		case stageP:
 			if ph.p.done {
-				ph.startCC()
+				ph.startCC(prm)
 				continue
 			}
 			if c, ok := ph.cut(ph.p.level, ph.ccP, prm); ok {
@@ -417,11 +418,24 @@ func (ph *phase) next(prm Params) (Step, bool) {
 }
 
 // startCC ends the parallelism search of large files.
-func (ph *phase) startCC() {
+func (ph *phase) startCC(prm Params) {
 	ph.stage = stageCC
 	p, ok := ph.p.chosen()
 	if !ok {
+		// Nothing measured (a few files, each more than the sampling
+		// budget: a tree with one big file): every MinChunk of a
+		// file in flight at once, up to MaxP, as unmeasured
+		// concurrency has every file in flight. One stream would
+		// move the largest files of the dataset at a single
+		// connection's rate.
+		files := 0
+		for _, c := range ph.chunks {
+			files += len(c.Files)
+		}
 		p = 1
+		if files > 0 {
+			p = int(max(min(ceilDiv(ph.bytes/int64(files), prm.MinChunk), int64(ph.p.max)), 1))
+		}
 	}
 	ph.pUse = p
 	// The best p's sample was sent with concurrency ccP, where the cc

@@ -194,7 +194,7 @@ func TestOptimalCCLargeFilesNoParallelism(t *testing.T) {
 
 // When the sampling budget runs out while throughput still rises, the rest
 // goes at the next level; when not even one sample fits, each chunk goes
-// with all its files in flight.
+// with all its files in flight, and large files with all their parts.
 func TestOptimalCCSmallDatasets(t *testing.T) {
 	rising := func(pp, p, cc int) float64 { return 1e6 * float64(p*cc) }
 	prm := params(16)
@@ -219,9 +219,15 @@ func TestOptimalCCSmallDatasets(t *testing.T) {
 		want: []setting{{PhaseBulk, 5, 32, 1, 1}},
 	}, {
 		// Three large files, each more than the budget (60 MiB): no
-		// samples, p 1, one file per channel.
+		// samples; every file in flight (pp 2: two channels), each in
+		// parts of a MinChunk, at most max p (16).
 		name: "few large files", files: same("L", 3, 100*mib),
-		want: []setting{{PhaseBulk, 3, 2, 1, 2}},
+		want: []setting{{PhaseBulk, 3, 2, 16, 2}},
+	}, {
+		// A tree with one large file: it cannot be sampled, and goes
+		// in parts of a MinChunk (7), not as one stream.
+		name: "one large file among small ones", files: append(same("f", 10, mib), File{Src: "L", Dst: "L", Size: 6*mib + 1}),
+		want: []setting{{PhaseBulk, 10, 6, 1, 2}, {PhaseBulk, 1, 2, 7, 1}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl, err := NewOptimalCC(tc.files, prm)
