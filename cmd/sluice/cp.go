@@ -316,7 +316,9 @@ func newCpClient() *http.Client {
 // opened.
 func (f *cpFlags) resolve(ctx context.Context, srcArgs []string, dstArg string) (srcs []copyjob.Endpoint, dst copyjob.Endpoint, journalDir string, done func(), err error) {
 	client := newCpClient()
+	release := func() {}
 	closeAll := func() {
+		release()
 		client.CloseIdleConnections()
 		for _, c := range f.closers {
 			c()
@@ -345,6 +347,12 @@ func (f *cpFlags) resolve(ctx context.Context, srcArgs []string, dstArg string) 
 		if journalDir, err = defaultJournalDir(); err != nil {
 			return nil, dst, "", nil, err
 		}
+	}
+	// One run of a copy at a time: a second would share its temporary
+	// files and journals.
+	if release, err = copyjob.Lock(journalDir, srcs, dst); err != nil {
+		release = func() {}
+		return nil, dst, "", nil, err
 	}
 	return srcs, dst, journalDir, closeAll, nil
 }
