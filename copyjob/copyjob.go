@@ -191,6 +191,11 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items 
 		// An earlier run of this copy made dst: resume into it.
 	case err == nil && fi.IsDir:
 		intoDir, layout = true, ""
+	case err == nil && intoDir:
+		// Refused before anything is copied; cp fails on each file.
+		return nil, nil, "", fmt.Errorf("destination %s is a file, not a directory", dst.URL)
+	case err == nil:
+		layout = "" // a file: a directory source is refused below
 	case err != nil && !errors.Is(err, backend.ErrNotFound):
 		return nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
 	case err != nil && layout != "":
@@ -203,7 +208,7 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items 
 			return nil, nil, "", fmt.Errorf("journal directory: %w", werr)
 		}
 	}
-	items, dirs, err = planItems(ctx, srcs, dst, intoDir, o.Recursive)
+	items, dirs, err = planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && !fi.IsDir)
 	if err != nil && layout != "" && errors.Is(statErr(ctx, dst), backend.ErrNotFound) {
 		doneWith(layout) // nothing was made: nothing to resume
 	}
@@ -234,8 +239,9 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// planItems is plan once it is known whether the sources go below dst.
-func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive bool) (items []item, dirs []string, err error) {
+// planItems is plan once it is known whether the sources go below dst,
+// and whether dst is a file now.
+func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstFile bool) (items []item, dirs []string, err error) {
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
@@ -257,6 +263,9 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 		}
 		if !recursive {
 			return nil, nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
+		}
+		if dstFile && !intoDir {
+			return nil, nil, fmt.Errorf("cannot copy directory %s onto %s, which is a file", s.URL, dst.URL)
 		}
 		if same && (dstClean == srcClean || strings.HasPrefix(dstClean, strings.TrimSuffix(srcClean, "/")+"/")) {
 			// A copy into itself would copy its own copies on a rerun.

@@ -478,3 +478,63 @@ func TestSmallFileGrows(t *testing.T) {
 		t.Error("the truncated copy was put in place")
 	}
 }
+
+// TestDestinationIsFile: a directory onto an existing file, or anything
+// into "a directory" that is a file, is refused before anything is
+// copied, saying the destination is a file; the file is left as it was.
+// (Before, cp -r failed on its first file with "openat ...: not a
+// directory".) A file onto a file replaces it, as cp does.
+func TestDestinationIsFile(t *testing.T) {
+	srcDir := t.TempDir()
+	a := writeRandom(t, filepath.Join(srcDir, "d/a"), 100)
+	writeRandom(t, filepath.Join(srcDir, "d/sub/b"), 200)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		srcs []string
+		dst  string // below the test's directory, which has the file "f"
+		want string // "" for a copy that succeeds
+	}{
+		{"directory onto a file", []string{"d"}, "f", "which is a file"},
+		{"file into a file/", []string{"d/a"}, "f/", "is a file, not a directory"},
+		{"two files into a file", []string{"d/a", "d/sub/b"}, "f", "is a file, not a directory"},
+		{"file onto a file", []string{"d/a"}, "f", ""},
+	} {
+		for _, ds := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s dataset=%v", tc.name, ds), func(t *testing.T) {
+				dstDir := t.TempDir()
+				old := writeRandom(t, filepath.Join(dstDir, "f"), 50)
+				var srcs []Endpoint
+				for _, s := range tc.srcs {
+					srcs = append(srcs, localEP(t, filepath.Join(srcDir, s)))
+				}
+				o := opts(t)
+				o.Recursive = true
+				dst := localEP(t, dstDir+"/"+tc.dst)
+				var err error
+				if ds {
+					var d *Dataset
+					if d, err = PrepareDataset(ctx, srcs, dst, o); err == nil {
+						_, err = RunDataset(ctx, d, Fixed(d.Files(), 4, 1, 4), nil)
+					}
+				} else {
+					_, err = Run(ctx, srcs, dst, o, nil)
+				}
+				if tc.want == "" {
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameFile(t, filepath.Join(dstDir, "f"), a)
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v, want an error with %q", err, tc.want)
+				}
+				sameFile(t, filepath.Join(dstDir, "f"), old)
+				if left, _ := filepath.Glob(filepath.Join(dstDir, ".*")); len(left) > 0 {
+					t.Errorf("left behind: %v", left)
+				}
+			})
+		}
+	}
+}
