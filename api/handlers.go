@@ -270,7 +270,7 @@ func (h *handlers) cancelJob(ctx context.Context, in *jobIDIn) (*jobBody, error)
 type listFilesIn struct {
 	ID    int64 `path:"id" minimum:"1"`
 	From  int   `query:"from" minimum:"0" doc:"First file index."`
-	Limit int   `query:"limit" minimum:"0" maximum:"100000" default:"1000"`
+	Limit int   `query:"limit" minimum:"0" maximum:"100000" default:"1000" doc:"At most this many files (0: the default, 1000)."`
 }
 
 type listFilesOut struct {

@@ -355,10 +355,19 @@ func (s *Server) Jobs(ctx context.Context, c Caller, f store.JobFilter) ([]JobSt
 	return out, nil
 }
 
-// Files lists a job's files.
+// FilesPage is how many files Files lists when asked for 0 (the API's
+// default page). A job may have a million files: none is listed whole
+// in one answer.
+const FilesPage = 1000
+
+// Files lists a job's files, at most limit from index from (limit 0:
+// FilesPage).
 func (s *Server) Files(ctx context.Context, c Caller, id int64, from, limit int) ([]store.Task, error) {
 	if _, err := s.visible(ctx, c, id); err != nil {
 		return nil, err
+	}
+	if limit <= 0 {
+		limit = FilesPage
 	}
 	ts, err := s.st.Tasks(ctx, id, from, limit)
 	if err != nil {
