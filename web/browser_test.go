@@ -145,6 +145,14 @@ func TestBrowser(t *testing.T) {
 	} else if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A job of 150 files held towards a3, whose page lists them 100 at a
+	// time.
+	var paged job
+	var pf []map[string]any
+	for i := 0; i < 150; i++ {
+		pf = append(pf, map[string]any{"source": fmt.Sprintf("sluice://a1/paged/%03d", i), "destination": fmt.Sprintf("sluice://a3/paged/%03d", i), "size": 1})
+	}
+	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "paged-job", "files": pf}, &paged)
 	var running job
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "running-job", "files": []map[string]any{{"source": "sluice://a4/big", "destination": "sluice://a2/big"}}}, &running)
 	var alice struct{ Token string }
@@ -159,7 +167,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"BASE_URL="+base, "ADMIN_TOKEN="+admin, "USER_TOKEN="+alice.Token, "USER_NAME=alice",
 		fmt.Sprintf("DONE_JOB=%d", done.ID), fmt.Sprintf("HELD_JOB=%d", held.ID), fmt.Sprintf("USER_JOB=%d", mine.ID),
-		fmt.Sprintf("RUNNING_JOB=%d", running.ID),
+		fmt.Sprintf("RUNNING_JOB=%d", running.ID), fmt.Sprintf("PAGED_JOB=%d", paged.ID),
 		"CHROMIUM="+chromium, "PW_DIR="+deps, "OUT_DIR="+out)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

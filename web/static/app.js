@@ -24,6 +24,7 @@
     abort: null,
     synthetic: false,
     status: null, // StatusOut: scheduler, cycle, queues by class
+    page: "", // the job page shown: "ID/FROM"
   };
 
   // ---- formatting ----
@@ -105,6 +106,7 @@
     for (const c of st.charts.values()) c.destroy();
     st.charts.clear();
     st.detail = null;
+    st.page = "";
     st.synthetic = false;
     live(false);
     $("live").textContent = "offline";
@@ -164,7 +166,7 @@
   let filesTimer = null;
   function refreshFilesSoon(id) {
     if (filesTimer || !st.detail || st.detail.job.id !== id) return;
-    filesTimer = setTimeout(() => { filesTimer = null; if (st.detail && st.detail.job.id === id) openJob(id, true); }, 1000);
+    filesTimer = setTimeout(() => { filesTimer = null; if (st.detail && st.detail.job.id === id) openJob(id, true, st.detail.from); }, 1000);
   }
 
   // ---- events ----
@@ -373,11 +375,18 @@
     ev.preventDefault();
   });
 
-  async function openJob(id, quiet) {
+  // A job's page lists FILES_PAGE of its files (#/jobs/ID/FROM: those
+  // from index FROM on), with links to the pages before and after. It is
+  // redrawn at every progress event and files refresh (twice a second
+  // while the job runs): a thousand rows kept the page busy most of the
+  // time and a job's later files out of reach.
+  const FILES_PAGE = 100;
+  async function openJob(id, quiet, from = 0) {
     try {
-      const [job, files] = await Promise.all([api("/v1/jobs/" + id), api("/v1/jobs/" + id + "/files?limit=1000")]);
+      const [job, files] = await Promise.all([api("/v1/jobs/" + id), api(`/v1/jobs/${id}/files?from=${from}&limit=${FILES_PAGE}`)]);
       st.jobs.set(job.id, job);
-      st.detail = { job, files };
+      if (st.page !== id + "/" + from) { schedule(); return; } // the page was left meanwhile
+      st.detail = { job, files, from };
       schedule();
     } catch (e) {
       if (!quiet) { $("job-detail").innerHTML = `<p class="error">Job ${esc(id)}: ${esc(e.message)}</p>`; }
@@ -405,7 +414,11 @@
     $("job-detail").innerHTML =
       (j.state === "active" ? `<p><button id="cancel" type="button" class="danger">Cancel job ${j.id}</button></p>` : "") +
       `<dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join("")}</dl>` +
-      `<h3>Files${d.files.length < j.files ? ` (first ${d.files.length} of ${j.files})` : ""}</h3>` +
+      `<h3>Files${d.files.length < j.files ? ` ${d.from + 1} to ${d.from + d.files.length} of ${j.files}` : ""}</h3>` +
+      (d.files.length < j.files
+        ? `<nav class="pager" aria-label="File pages">${d.from > 0 ? `<a href="#/jobs/${j.id}/${Math.max(0, d.from - FILES_PAGE)}">Previous ${FILES_PAGE}</a> ` : ""}` +
+          `${d.files.length && d.from + d.files.length < j.files ? `<a href="#/jobs/${j.id}/${d.from + d.files.length}">Next ${FILES_PAGE}</a>` : ""}</nav>`
+        : "") +
       `<table id="files-table"><thead><tr><th scope="col" class="num">#</th><th scope="col">Source</th><th scope="col">Destination</th><th scope="col">State</th><th scope="col">Progress</th><th scope="col" class="num">Size</th><th scope="col" class="num">CC</th><th scope="col" class="num">Attempts</th><th scope="col" class="num">Preemptions</th><th scope="col" class="num">Throughput</th><th scope="col" class="num">Slowdown</th><th scope="col" class="num">Wait</th><th scope="col">Checksum</th><th scope="col">Error</th></tr></thead><tbody>${files}</tbody></table>`;
     const b = $("cancel");
     if (b) b.addEventListener("click", async () => {
@@ -414,7 +427,7 @@
       try {
         const cj = await api("/v1/jobs/" + j.id, { method: "DELETE" });
         st.jobs.set(cj.id, cj);
-        await openJob(cj.id);
+        await openJob(cj.id, false, d.from);
       } catch (e) { showError(e); b.disabled = false; }
     });
   }
@@ -466,8 +479,10 @@
     $("error").textContent = "";
     if (view === "job") {
       const id = parseInt(parts[1], 10);
-      if (!st.detail || st.detail.job.id !== id) { st.detail = null; $("job-detail").textContent = "Loading…"; $("job-h").textContent = "Job " + id; }
-      openJob(id);
+      const from = Math.max(0, parseInt(parts[2], 10) || 0);
+      st.page = id + "/" + from;
+      if (!st.detail || st.detail.job.id !== id || st.detail.from !== from) { st.detail = null; $("job-detail").textContent = "Loading…"; $("job-h").textContent = "Job " + id; }
+      openJob(id, false, from);
     } else if (view === "allocations") renderAllocations();
     render();
   }

@@ -1,8 +1,9 @@
 // Drives the dashboard in Debian's chromium with playwright-core; run by
 // web/browser_test.go, which starts the service and passes, in the
 // environment: BASE_URL, ADMIN_TOKEN, USER_TOKEN, USER_NAME, DONE_JOB,
-// HELD_JOB (active: its destination is down), USER_JOB, CHROMIUM, PW_DIR
-// (where node_modules/playwright-core is) and OUT_DIR (screenshots).
+// HELD_JOB (active: its destination is down), USER_JOB, PAGED_JOB (150
+// files, held), CHROMIUM, PW_DIR (where node_modules/playwright-core is)
+// and OUT_DIR (screenshots).
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -105,6 +106,15 @@ try {
   await page.locator("#live.on").waitFor({ timeout: 10000 });
   check(true, "the event stream is live");
   await shot(page, "5-canceled");
+
+  // A job's files, a page at a time.
+  await page.goto(env.BASE_URL + "/#/jobs/" + env.PAGED_JOB);
+  await page.locator("#files-table tbody tr").first().waitFor();
+  check(await page.locator("#files-table tbody tr").count() === 100, "a job of 150 files lists its first 100");
+  await page.getByRole("link", { name: "Next 100" }).click();
+  await page.locator("#files-table tbody tr td", { hasText: /^149$/ }).waitFor();
+  check(await page.locator("#files-table tbody tr").count() === 50 && await page.getByRole("link", { name: "Next 100" }).count() === 0,
+    "and the other 50 on the next page");
 
   // Allocations view (admin: usage too).
   await page.getByRole("link", { name: "Allocations" }).click();
