@@ -308,12 +308,18 @@ type auditOut struct {
 	Body []AuditOut
 }
 
-func (h *handlers) audit(ctx context.Context, in *jobIDIn) (*auditOut, error) {
+type auditIn struct {
+	ID    int64 `path:"id" minimum:"1"`
+	From  int   `query:"from" minimum:"0" doc:"First entry (0: the oldest)."`
+	Limit int   `query:"limit" minimum:"0" maximum:"100000" default:"1000" doc:"At most this many entries (0: the default, 1000)."`
+}
+
+func (h *handlers) audit(ctx context.Context, in *auditIn) (*auditOut, error) {
 	c, err := h.caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	es, err := h.s.Audit(ctx, c, in.ID)
+	es, err := h.s.Audit(ctx, c, in.ID, in.From, in.Limit)
 	if err != nil {
 		return nil, problem(err)
 	}

@@ -116,11 +116,22 @@ func (c *Client) Submit(ctx context.Context, job any) (j api.JobOut, created boo
 	return j, st == http.StatusCreated, err
 }
 
-// Audit returns a job's state changes, oldest first.
+// Audit returns all of a job's state changes, oldest first, page by
+// page.
 func (c *Client) Audit(ctx context.Context, id int64) ([]api.AuditOut, error) {
-	var out []api.AuditOut
-	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/audit", id), nil, &out)
-	return out, err
+	const page = 10000
+	var all []api.AuditOut
+	for {
+		var out []api.AuditOut
+		q := url.Values{"from": {strconv.Itoa(len(all))}, "limit": {strconv.Itoa(page)}}
+		if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/audit?%s", id, q.Encode()), nil, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out...)
+		if len(out) < page {
+			return all, nil
+		}
+	}
 }
 
 // RequestAllocation asks the Policy Service for streams on a pair.

@@ -404,10 +404,22 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	return s.Job(ctx, c, id)
 }
 
-// Audit returns a job's state changes.
-func (s *Server) Audit(ctx context.Context, c Caller, id int64) ([]store.AuditEntry, error) {
+// AuditPage is how many entries Audit lists when asked for 0. A job of a
+// million files has some three million.
+const AuditPage = 1000
+
+// Audit returns a job's state changes, at most limit from the from-th
+// (limit 0: AuditPage), oldest first.
+func (s *Server) Audit(ctx context.Context, c Caller, id int64, from, limit int) ([]store.AuditEntry, error) {
 	if _, err := s.visible(ctx, c, id); err != nil {
 		return nil, err
 	}
-	return s.st.Audit(ctx, id)
+	if limit <= 0 {
+		limit = AuditPage
+	}
+	es, err := s.st.AuditPage(ctx, id, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return es, nil
 }

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -56,5 +58,42 @@ func TestFilesPageBounded(t *testing.T) {
 	}
 	if _, err := s.Files(ctx, Caller{User: bob}, j.ID, 0, 0); err == nil {
 		t.Error("bob listed alice's files")
+	}
+
+	// The audit (some entries per file) is paged the same way, and the
+	// pages put together are the whole log, in order.
+	entries := make([]store.AuditEntry, AuditPage+205)
+	for i := range entries {
+		entries[i] = store.AuditEntry{At: time.Unix(int64(i), 0), JobID: j.ID, Actor: "test", From: store.StateQueued, To: store.StateQueued, Detail: strconv.Itoa(i)}
+	}
+	if err := st.UpdateTasks(ctx, nil, entries); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.Audit(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) <= AuditPage {
+		t.Fatalf("the job has %d audit entries; the test needs more than a page (%d)", len(all), AuditPage)
+	}
+	if es, err := s.Audit(ctx, Caller{User: u}, j.ID, 0, 0); err != nil || len(es) != AuditPage {
+		t.Errorf("Audit(limit 0): %d entries (%v), want a page of %d", len(es), err, AuditPage)
+	}
+	var pages []store.AuditEntry
+	for from := 0; ; from += 300 {
+		es, err := s.Audit(ctx, Caller{User: u}, j.ID, from, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, es...)
+		if len(es) < 300 {
+			break
+		}
+	}
+	if !reflect.DeepEqual(pages, all) {
+		t.Errorf("the audit's pages hold %d entries, not the log's %d in order", len(pages), len(all))
+	}
+	if _, err := s.Audit(ctx, Caller{User: bob}, j.ID, 0, 0); err == nil {
+		t.Error("bob read alice's audit")
 	}
 }

@@ -795,8 +795,26 @@ func (s *sqlStore) insertAudit(ctx context.Context, tx *sql.Tx, entries []AuditE
 
 // Audit returns the job's entries in the order they were appended.
 func (s *sqlStore) Audit(ctx context.Context, jobID int64) ([]AuditEntry, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT at, job_id, task_id, actor, from_state, to_state, detail, term
-		FROM audit WHERE job_id = $1 ORDER BY id`, jobID)
+	return s.AuditPage(ctx, jobID, 0, 0)
+}
+
+// AuditPage implements Store.
+func (s *sqlStore) AuditPage(ctx context.Context, jobID int64, from, limit int) ([]AuditEntry, error) {
+	q := `SELECT at, job_id, task_id, actor, from_state, to_state, detail, term
+		FROM audit WHERE job_id = $1 ORDER BY id`
+	args := []any{jobID}
+	switch {
+	case limit > 0:
+		q += ` LIMIT $2 OFFSET $3`
+		args = append(args, limit, max(from, 0))
+	case from > 0:
+		q += ` OFFSET $2` // PostgreSQL's form; SQLite takes it after a LIMIT only
+		if s.dialect != dialectPostgres {
+			q = strings.Replace(q, ` OFFSET $2`, ` LIMIT -1 OFFSET $2`, 1)
+		}
+		args = append(args, from)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit of job %d: %w", jobID, err)
 	}

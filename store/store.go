@@ -312,6 +312,9 @@ type Store interface {
 	DoneAfterCancel(ctx context.Context, id int64, checksum string, at time.Time, actor string) (bool, error)
 	// Audit returns a job's audit entries, oldest first.
 	Audit(ctx context.Context, jobID int64) ([]AuditEntry, error)
+	// AuditPage returns at most limit of a job's audit entries, oldest
+	// first, skipping the first from (limit <= 0: all from there on).
+	AuditPage(ctx context.Context, jobID int64, from, limit int) ([]AuditEntry, error)
 
 	// UpsertEndpoint registers an endpoint or updates its URL, limits,
 	// LastSeen and Up (Registered is kept from the first registration).

@@ -1167,6 +1167,19 @@ func TestAuditOrder(t *testing.T) {
 		if got, err := s.Audit(ctx, 9999); err != nil || len(got) != 0 {
 			t.Fatalf("Audit of a missing job = %v, %v", got, err)
 		}
+		// Pages: from and limit, in both dialects' forms.
+		for _, pg := range []struct{ from, limit, lo, hi int }{
+			{0, 2, 0, 2}, {2, 3, 2, 5}, {4, 0, 4, 6}, {5, 10, 5, 6}, {6, 1, 6, 6}, {0, 0, 0, 6},
+		} {
+			got, err := s.AuditPage(ctx, j.ID, pg.from, pg.limit)
+			if err != nil {
+				t.Fatalf("AuditPage(%d, %d): %v", pg.from, pg.limit, err)
+			}
+			if len(got) == 0 && pg.lo == pg.hi {
+				continue
+			}
+			same(t, fmt.Sprintf("AuditPage(%d, %d)", pg.from, pg.limit), got, want[pg.lo:pg.hi])
+		}
 	})
 }
 
