@@ -2,8 +2,10 @@ package copyjob
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"path"
 	"strings"
@@ -22,6 +24,9 @@ import (
 // response (backend/sluice's batch GET): the way a Dataset pipelines.
 type Batcher interface {
 	Batch(ctx context.Context, paths []string) (*sluice.BatchReader, error)
+	// BatchSums is Batch with the source's checksum of each file,
+	// computed from the bytes as they leave and sent after them.
+	BatchSums(ctx context.Context, paths []string, algo string) (*sluice.BatchReader, error)
 }
 
 // Attempts and backoff for the files a Dataset sends without the engine
@@ -470,9 +475,21 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 		paths[i] = it.src
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // also stops checksums of files never reached
-	sums := d.sourceSums(ctx, src, items)
-	br, err := d.batcher(items[0].from).Batch(ctx, paths)
+	defer cancel()
+	// The source's checksum of each file comes in the stream, after its
+	// bytes, and the destination's is taken from the bytes as they are
+	// written: no request per file for its checksum, and no second read
+	// of what was written. (Asking each checksum apart cost a request
+	// per file and, with every landing reading its file back at once,
+	// 1.8 GB for 50,000 empty files.)
+	algo := st.o.Checksum
+	var br *sluice.BatchReader
+	var err error
+	if algo != "none" {
+		br, err = d.batcher(items[0].from).BatchSums(ctx, paths, algo)
+	} else {
+		br, err = d.batcher(items[0].from).Batch(ctx, paths)
+	}
 	if err != nil {
 		return items, fmt.Errorf("batch of %d files from %s: %w", len(items), src.URL, err)
 	}
@@ -503,6 +520,11 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 			break
 		}
 		tmp := engine.TempName(it.dst)
+		var h hash.Hash
+		if algo != "none" {
+			h, _ = backend.NewHash(algo) // checked with the options
+			r = io.TeeReader(r, h)
+		}
 		cr := &countReader{r: r, n: &st.moving}
 		err = st.dst.Backend.WriteAt(ctx, tmp, 0, cr, size)
 		st.moving.Add(-cr.read)
@@ -512,10 +534,23 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 			broken = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
 			break
 		}
-		// Verify and rename while the next file streams in, so that the
-		// channel's bytes keep flowing back to back.
+		if h != nil {
+			want, err := br.Checksum()
+			if err != nil {
+				st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+				broken = fmt.Errorf("batch from %s, checksum of %s: %w", src.URL, it.src, err)
+				break
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != want {
+				st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+				errs[i] = fmt.Errorf("%s -> %s: %w (%s): source %s, destination %s", it.src, it.dst, engine.ErrChecksum, algo, want, got)
+				continue
+			}
+		}
+		// Rename while the next file streams in, so that the channel's
+		// bytes keep flowing back to back.
 		landing.Go(func() {
-			if errs[i] = d.land(ctx, it, tmp, sums.sum(i)); errs[i] == nil {
+			if errs[i] = d.rename(ctx, it, tmp); errs[i] == nil {
 				landed[i] = true
 			} else {
 				errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, errs[i])
@@ -682,8 +717,16 @@ func (d *Dataset) land(ctx context.Context, it item, tmp string, want func() (st
 			return fail(fmt.Errorf("%w (%s): source %s, destination %s", engine.ErrChecksum, algo, w, got))
 		}
 	}
-	if err := dst.Rename(ctx, tmp, it.dst); err != nil {
-		return fail(err)
+	return d.rename(ctx, it, tmp)
+}
+
+// rename puts a verified file in place and counts it done; on failure tmp
+// is removed.
+func (d *Dataset) rename(ctx context.Context, it item, tmp string) error {
+	st := d.st
+	if err := st.dst.Backend.Rename(ctx, tmp, it.dst); err != nil {
+		st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+		return err
 	}
 	st.done.Add(it.size)
 	st.filesDone.Add(1)
