@@ -437,6 +437,12 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	if !c.User.Admin {
 		return PolicyConfig{}, fmt.Errorf("%w: only admins change the policy", ErrForbidden)
 	}
+	if cfg.Policy == "" && !strings.HasPrefix(s.cfg.Policy, "starlark:") {
+		// "" is the policy in force, not greedy: on a server started
+		// with --policy weighted-shares it would otherwise run greedy
+		// (ignoring the weights just accepted) until the next start.
+		cfg.Policy = cmp.Or(s.cfg.Policy, "greedy")
+	}
 	if err := checkParams(cfg.Defaults); err != nil {
 		return PolicyConfig{}, fmt.Errorf("%w: defaults: %w", ErrInvalid, err)
 	}

@@ -370,6 +370,16 @@ func TestServicePolicyFlag(t *testing.T) {
 	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
 		t.Errorf("changing the limits: %v", err)
 	}
+	// An empty policy name keeps the one in force: it must not run
+	// greedy (which ignores the weights) until the next start.
+	unnamed := cfg
+	unnamed.Policy, unnamed.Weights = "", map[string]float64{"cms": 3}
+	if got, err := c.admin.SetPolicy(ctx, unnamed); err != nil || got.Policy != "weighted-shares" {
+		t.Errorf("setting weights with no policy name: %+v (%v), want weighted-shares kept", got, err)
+	}
+	if got, err := c.admin.Policy(ctx); err != nil || got.Policy != "weighted-shares" || got.Weights["cms"] != 3 {
+		t.Errorf("policy after setting weights with no policy name: %+v (%v), want weighted-shares with the weights", got, err)
+	}
 	c.server.restart()
 	waitListening(t, c.addr, c.server)
 	if got, err := c.admin.Policy(ctx); err != nil || got.Policy != "weighted-shares" || got.Defaults.PairMax != 64 {
