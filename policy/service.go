@@ -31,6 +31,11 @@ type Config struct {
 	// OnPolicyError, if set, receives the errors a policy's Remove
 	// returns, which cannot fail a release or an expiry.
 	OnPolicyError func(error)
+	// OnExpire, if set, receives every allocation whose lease ran out,
+	// whichever operation ended it (a Get or List too), so that a
+	// caller mirroring allocations in a store can forget it. It is
+	// called under the Service's lock: it must not call the Service.
+	OnExpire func(Allocation)
 	// NewID, if set, makes allocation IDs (it must not return one in use
 	// twice; a collision is retried); the default is 26 random base32
 	// characters, so IDs stay unique across restarts.
@@ -52,6 +57,7 @@ type Service struct {
 	nextExpiry    time.Time // no allocation expires before; zero when none
 	newID         func() string
 	onPolicyError func(error)
+	onExpire      func(Allocation)
 
 	// afterOp, set by tests, runs under the lock at the end of every
 	// operation that changes state, to check invariants.
@@ -77,6 +83,7 @@ func New(cfg Config) (*Service, error) {
 		byPair:        map[Pair]*pairState{},
 		newID:         cfg.NewID,
 		onPolicyError: cfg.OnPolicyError,
+		onExpire:      cfg.OnExpire,
 	}
 	if s.policy == nil {
 		s.policy = Greedy{}
@@ -743,6 +750,9 @@ func (s *Service) expireLocked(now time.Time) []Allocation {
 	for _, a := range sortAllocs(gone) {
 		s.removeLocked(now, a)
 		out = append(out, *a)
+		if s.onExpire != nil {
+			s.onExpire(*a)
+		}
 	}
 	s.nextExpiry = next
 	return out

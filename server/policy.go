@@ -89,9 +89,11 @@ func defaultPolicyConfig() PolicyConfig {
 
 // newPolicyService builds the service from cfg; starlark, if set, is the
 // server's own Starlark policy, which wins over cfg.Policy.
-func newPolicyService(cfg PolicyConfig, starlark policy.Policy, onErr func(error)) (*policy.Service, error) {
+func (s *Server) newPolicyService(cfg PolicyConfig, starlark policy.Policy) (*policy.Service, error) {
 	pc := policy.Config{Defaults: toParams(cfg.Defaults), Pairs: map[policy.Pair]policy.Params{},
-		AnyPair: true, Weights: cfg.Weights, PairWeights: map[policy.Pair]map[string]float64{}, OnPolicyError: onErr}
+		AnyPair: true, Weights: cfg.Weights, PairWeights: map[policy.Pair]map[string]float64{},
+		OnPolicyError: func(err error) { s.log.Warn("policy error", "err", err) },
+		OnExpire:      s.noteExpired}
 	for _, p := range cfg.Pairs {
 		pair := policy.Pair{Src: p.Source, Dst: p.Destination}
 		pc.Pairs[pair] = toParams(p.Params)
@@ -145,7 +147,7 @@ func (s *Server) loadPolicy(ctx context.Context) error {
 			cfg.Policy, star = s.cfg.Policy, nil
 		}
 	}
-	svc, err := newPolicyService(cfg, star, func(err error) { s.log.Warn("policy error", "err", err) })
+	svc, err := s.newPolicyService(cfg, star)
 	if err != nil {
 		return err
 	}
@@ -228,13 +230,25 @@ func (s *Server) persistAllocations(ctx context.Context, put []policy.Allocation
 	return s.st.SaveAllocations(ctx, sa, del)
 }
 
-// expired collects the IDs of allocations whose leases ran out, so that
-// the store forgets them with the next write.
-func expiredIDs(svc *policy.Service, now time.Time) []string {
-	var ids []string
-	for _, a := range svc.Expire(now) {
-		ids = append(ids, a.ID)
-	}
+// noteExpired is the Policy Service's OnExpire: it keeps the allocation
+// for expiredIDs. Reads (a GET, a list, the loop's look-ups at start)
+// expire allocations too, without writing; their rows would otherwise
+// stay in the store for good.
+func (s *Server) noteExpired(a policy.Allocation) {
+	s.polGoneMu.Lock()
+	s.polGone = append(s.polGone, a.ID)
+	s.polGoneMu.Unlock()
+}
+
+// expiredIDs ends the allocations whose leases ran out by now and returns
+// the IDs of every allocation that expired since the last call, by
+// whichever operation, so that the store forgets them with this write.
+func (s *Server) expiredIDs(svc *policy.Service, now time.Time) []string {
+	svc.Expire(now)
+	s.polGoneMu.Lock()
+	defer s.polGoneMu.Unlock()
+	ids := s.polGone
+	s.polGone = nil
 	return ids
 }
 
@@ -260,7 +274,7 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	svc, done := s.policyService()
 	defer done()
 	now := time.Now()
-	del := expiredIDs(svc, now)
+	del := s.expiredIDs(svc, now)
 	cl := clientOf(c, r.Client)
 	if !c.User.Admin {
 		// Each allocation is a client's share of a pair: one user
@@ -298,7 +312,7 @@ func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client stri
 	svc, done := s.policyService()
 	defer done()
 	now := time.Now()
-	del := expiredIDs(svc, now)
+	del := s.expiredIDs(svc, now)
 	a, err := svc.Update(now, id, s.ownerFor(svc, now, c, id, client), want)
 	if err != nil {
 		_ = s.persistAllocations(ctx, nil, del)
@@ -312,7 +326,7 @@ func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client str
 	svc, done := s.policyService()
 	defer done()
 	now := time.Now()
-	del := expiredIDs(svc, now)
+	del := s.expiredIDs(svc, now)
 	if err := svc.Release(now, id, s.ownerFor(svc, now, c, id, client)); err != nil {
 		_ = s.persistAllocations(ctx, nil, del)
 		return s.policyErr(err)
@@ -475,7 +489,7 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	}
 	// A new service with the new rules and the current allocations:
 	// checked in full before anything changes.
-	svc, err := newPolicyService(cfg, s.polStar, func(err error) { s.log.Warn("policy error", "err", err) })
+	svc, err := s.newPolicyService(cfg, s.polStar)
 	if err != nil {
 		return PolicyConfig{}, err
 	}

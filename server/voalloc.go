@@ -31,7 +31,7 @@ import (
 
 func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
-	del := expiredIDs(svc, now)
+	del := w.s.expiredIDs(svc, now)
 	pa, err := svc.Request(now, r)
 	done()
 	var put []policy.Allocation
@@ -44,7 +44,7 @@ func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, 
 
 func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want int) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
-	del := expiredIDs(svc, now)
+	del := w.s.expiredIDs(svc, now)
 	pa, err := svc.Update(now, id, owner, want)
 	done()
 	var put []policy.Allocation
@@ -57,7 +57,7 @@ func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want in
 
 func (w *world) polRelease(now time.Time, id string, owner policy.Caller) {
 	svc, done := w.s.policyService()
-	del := expiredIDs(svc, now)
+	del := w.s.expiredIDs(svc, now)
 	if svc.Release(now, id, owner) == nil {
 		del = append(del, id)
 	}
@@ -206,7 +206,7 @@ func (w *world) tendVOAllocs(now time.Time) {
 			continue
 		}
 		svc, done := w.s.policyService()
-		del := expiredIDs(svc, now) // as polUpdate: the store forgets them too
+		del := w.s.expiredIDs(svc, now) // as polUpdate: the store forgets them too
 		pa, err := svc.Get(now, a.id)
 		done()
 		w.polStore(nil, del)

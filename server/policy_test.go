@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// TestExpiredAllocationsLeaveTheStore: an allocation whose lease runs out
+// leaves the store with the next write, whichever operation saw it
+// expire first: a read (GET, list, usage) or a restart's look-ups too,
+// which expire it in memory without writing. Before, its row stayed for
+// good.
+func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
+	ctx := context.Background()
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	for _, tt := range []struct {
+		name string
+		read func(s *Server, id string) *Server // returns the server to go on with
+	}{
+		{"get", func(s *Server, id string) *Server { _, _ = s.Allocation(ctx, admin, id); return s }},
+		{"list", func(s *Server, id string) *Server { s.Allocations(ctx, admin); return s }},
+		{"usage", func(s *Server, id string) *Server { _, _ = s.PolicyUsage(ctx, admin); return s }},
+		{"policy change", func(s *Server, id string) *Server {
+			if _, err := s.SetPolicy(ctx, admin, s.Policy(ctx, admin)); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+		{"restart", func(s *Server, id string) *Server {
+			s2 := newPolicyTestServer(t, s.st)
+			s2.Allocations(ctx, admin)
+			return s2
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for _, e := range []string{"a", "b"} {
+				if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := newPolicyTestServer(t, st)
+			cfg := s.Policy(ctx, admin)
+			cfg.Defaults.LeaseSeconds = 0.2
+			if _, err := s.SetPolicy(ctx, admin, cfg); err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.RequestAllocation(ctx, admin, AllocationRequest{Source: "a", Destination: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			s = tt.read(s, a.ID)
+			// Any write after it: another client's request.
+			if _, err := s.RequestAllocation(ctx, admin, AllocationRequest{Source: "b", Destination: "a", Client: "other"}); err != nil {
+				t.Fatal(err)
+			}
+			rows, err := st.Allocations(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(rows, func(r store.Allocation) bool { return r.ID == a.ID }) {
+				t.Errorf("the expired allocation %s is still in the store: %+v", a.ID, rows)
+			}
+		})
+	}
+}
+
+func newPolicyTestServer(t *testing.T, st store.Store) *Server {
+	t.Helper()
+	s, err := New(context.Background(), Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
