@@ -114,6 +114,13 @@ func (p *pairLocks) lock(src, dst string) func() {
 	return l.Unlock
 }
 
+// agentCallTimeout bounds each call of an estimate to an agent other than
+// a sample transfer (a stat, making the sample file): a frozen agent keeps
+// its connections open, and before the heartbeats mark it down the
+// estimate (and the pair's sampling lock) would wait on it for ever. A
+// variable for tests.
+var agentCallTimeout = 30 * time.Second
+
 // sampleLeaseTTL is how long a pair's sampling lease lasts unrenewed: a
 // server that dies while sampling blocks the pair's other samplers this
 // long at most.
@@ -309,7 +316,9 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	fi, err := sb.Stat(ctx, srcPath)
+	sctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	fi, err := sb.Stat(sctx, srcPath)
+	cancel()
 	if err != nil && !backend.Permanent(err) {
 		return store.Optimization{}, fmt.Errorf("%w: source %s did not answer: %w", ErrUnavailable, src.Name, err)
 	}
@@ -386,7 +395,9 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub str
 		return "", err
 	}
 	for {
-		fi, err := b.Stat(ctx, dir)
+		sctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+		fi, err := b.Stat(sctx, dir)
+		cancel()
 		switch {
 		case err == nil && fi.IsDir:
 			return dir, nil
@@ -408,7 +419,10 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub str
 // way the engine moves a file (the destination agent pulls each range),
 // and returns the seconds it took. tmp is removed afterwards.
 func sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcPath, srcTok, tmp string, n int64, streams int) (float64, error) {
-	if err := dst.Truncate(ctx, tmp, n); err != nil {
+	tctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	err := dst.Truncate(tctx, tmp, n)
+	cancel()
+	if err != nil {
 		return 0, err
 	}
 	defer func() {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +71,50 @@ func TestSamplingLease(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second server did not get the pair after the first let go")
+	}
+}
+
+// TestEstimateFrozenAgent: an estimate whose agents stop answering (a
+// frozen process keeps its connections open; the heartbeats have not
+// marked it down yet) fails within agentCallTimeout, saying which agent
+// did not answer, rather than wait as long as its caller does.
+func TestEstimateFrozenAgent(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	release := make(chan struct{})
+	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer frozen.Close()
+	defer close(release) // before Close, which waits for the handlers
+	for _, e := range []string{"src", "dst"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: frozen.URL, Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { agentCallTimeout = d }(agentCallTimeout)
+	agentCallTimeout = 200 * time.Millisecond
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience
+	defer cancel()
+	start := time.Now()
+	_, err = s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the estimate waited %s on a frozen agent", took.Round(time.Millisecond))
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("estimate on a frozen agent: %v, want ErrUnavailable saying it did not answer", err)
 	}
 }
