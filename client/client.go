@@ -230,9 +230,16 @@ func (c *Client) PolicyUsage(ctx context.Context) ([]server.PairUsage, error) {
 }
 
 // Estimate asks the estimation service how a transfer should run.
+// Sampling takes as long as the path needs (minutes for large samples on
+// a slow path, and the server stops sampling when the caller goes), so
+// the client's per-request timeout does not apply: ctx bounds it.
 func (c *Client) Estimate(ctx context.Context, in api.EstimateIn) (api.EstimateOut, error) {
 	var out api.EstimateOut
-	_, err := c.do(ctx, http.MethodPost, "/v1/estimate", in, &out)
+	hc := *c.http
+	hc.Timeout = 0
+	long := *c
+	long.http = &hc
+	_, err := long.do(ctx, http.MethodPost, "/v1/estimate", in, &out)
 	return out, err
 }
 
