@@ -112,6 +112,7 @@ type adaptState struct {
 	owner   policy.Caller
 	allocID string
 	streams int
+	max     int // the allocation's most streams: its pair's per-client limit, as last heard
 	renewed time.Time
 	since   time.Time // start of the current rate measurement
 	bytes   int64     // bytes of files completed since
@@ -147,7 +148,7 @@ func (w *world) adaptiveOf(t *task, now time.Time) *adaptState {
 		w.s.log.Warn("policy service refused an adaptive job; it runs as a plain job", "job", t.JobID, "err", err)
 		return nil
 	}
-	st := &adaptState{cl: cl, owner: pa.Owner(), allocID: pa.ID, streams: pa.Streams, renewed: now, since: now}
+	st := &adaptState{cl: cl, owner: pa.Owner(), allocID: pa.ID, streams: pa.Streams, max: pa.Max, renewed: now, since: now}
 	cl.Start(pa.Streams)
 	w.adapts[k] = st
 	return st
@@ -180,9 +181,22 @@ func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
 	if el := now.Sub(st.since).Seconds(); el > 0 {
 		rate = float64(st.bytes) / el
 	}
-	st.streams, st.renewed, st.since, st.bytes = pa.Streams, now, now, 0
+	st.streams, st.max, st.renewed, st.since, st.bytes = pa.Streams, pa.Max, now, now, 0
 	c := st.cl.Adapt(pa.Streams, rate)
 	w.s.log.Debug("adapted", "job", k.job, "pair", k.src+"->"+k.dst, "streams", pa.Streams, "concurrency", c, "rate", rate)
+}
+
+// waiting says why an adaptive job at concurrency 0 starts no file: its
+// allocation holds fewer than p streams. When the pair's per-client limit
+// was lowered below p, no update will help: an administrator must raise
+// it (or the job be canceled), and the job says so rather than wait
+// without a word.
+func (st *adaptState) waiting(k adaptKey) string {
+	p := st.cl.Params().P
+	if st.max < p {
+		return fmt.Sprintf("%sthe Policy Service's per-client limit on %s->%s is %d streams, below this adaptive job's %d streams per file (p): no file starts until an administrator raises it", waitPrefix, k.src, k.dst, st.max, p)
+	}
+	return fmt.Sprintf("%sthe Policy Service gives this adaptive job %d streams on %s->%s now, fewer than its %d per file (p)", waitPrefix, st.streams, k.src, k.dst, p)
 }
 
 // tendAdaptive renews adaptive jobs' allocations at a third of the lease,

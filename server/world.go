@@ -476,6 +476,9 @@ func (w *world) cycle(trig sched.Trigger) {
 					// its concurrency of files in flight.
 					k := adaptKeyOf(t)
 					if inFlight[k] >= st.cl.Concurrency() {
+						if st.cl.Concurrency() == 0 {
+							w.waitNote(t, st.waiting(k))
+						}
 						continue
 					}
 					inFlight[k]++

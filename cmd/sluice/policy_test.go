@@ -416,3 +416,58 @@ func TestServicePolicyBroken(t *testing.T) {
 		t.Error("the server log does not say why the policy failed")
 	}
 }
+
+// TestServicePolicyAdaptiveBelowP: an administrator lowers a pair's
+// per-client limit below an adaptive job's p while it runs. No allocation
+// can carry one of its files any more, so its remaining files wait; they
+// say why (before, they sat queued without a word, for ever), and run
+// once the limit is raised again.
+func TestServicePolicyAdaptiveBelowP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1)
+	c.addEmulated("src", `{"capacity_bps": 8e6}`)
+	ctx := context.Background()
+	var job api.JobIn
+	for i := range 5 {
+		rel := fmt.Sprintf("in/f%d.dat", i)
+		c.file("src", rel, 4<<20, uint64(20+i)) // half a second each
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://src/" + rel, Destination: "sluice://a1/" + rel})
+	}
+	job.AdaptiveParams = &server.AdaptiveSpec{Ci: 1, Cmax: 1, Delta: 1, D: 1, P: 4, T: 0.1}
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.admin.Policy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := cfg
+	cfg.Defaults.Initial, cfg.Defaults.ClientMax = 2, 2
+	if _, err := c.admin.SetPolicy(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var note string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && note == ""; time.Sleep(100 * time.Millisecond) {
+		fs, err := c.admin.AllFiles(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fs {
+			if f.State == store.StateQueued && f.Error != "" {
+				note = f.Error
+			}
+		}
+	}
+	if !strings.Contains(note, "per-client limit") || !strings.Contains(note, "src->a1") {
+		t.Errorf("a file of an adaptive job whose p is above the lowered limit says %q, want why it waits", note)
+	}
+	if _, err := c.admin.SetPolicy(ctx, wide); err != nil {
+		t.Fatal(err)
+	}
+	if j = c.waitJob(c.admin, j.ID, time.Minute); j.State != store.StateDone {
+		t.Fatalf("adaptive job ended %s after the limit was raised again", j.State)
+	}
+}
