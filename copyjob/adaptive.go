@@ -356,6 +356,7 @@ func (l *lockedAlloc) keepAlive(ctx context.Context) (done func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		failed := false
 		for {
 			l.mu.Lock()
 			exp, held := l.expires, l.held
@@ -364,6 +365,11 @@ func (l *lockedAlloc) keepAlive(ctx context.Context) (done func()) {
 				return
 			}
 			wait := max(time.Until(exp)/3, 100*time.Millisecond)
+			if failed {
+				// Past the lease a third of the rest is nothing:
+				// do not ask a failing service ten times a second.
+				wait = max(wait, time.Second)
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -372,12 +378,24 @@ func (l *lockedAlloc) keepAlive(ctx context.Context) (done func()) {
 			l.mu.Lock()
 			// A failed renewal is tried again a third of the rest
 			// later; the next update reports it if it persists.
-			if s, exp, err := l.a.Update(ctx, l.held); err == nil {
+			s, exp, err := l.a.Update(ctx, l.held)
+			if errors.Is(err, policy.ErrNotFound) {
+				// The service ended the allocation (its lease ran
+				// out while the service was down, or an
+				// administrator released it) while this batch still
+				// runs its streams: ask for them again now, so that
+				// they count against the pair again, rather than run
+				// uncounted until the next adaptation, d files on.
+				s, exp, err = l.a.Request(ctx, l.held)
+			}
+			switch {
+			case err == nil:
 				l.held, l.expires = s, exp
-			} else if errors.Is(err, context.Canceled) {
+			case errors.Is(err, context.Canceled):
 				l.mu.Unlock()
 				return
 			}
+			failed = err != nil
 			l.mu.Unlock()
 		}
 	})

@@ -283,3 +283,41 @@ func TestRunAdaptiveOutages(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepAliveRequestsAgain: while a batch runs, the service ends the
+// client's allocation (its lease ran out while the service was down, or
+// an administrator released it). The renewal asks for the streams again
+// at once, so that they count against the pair while the batch still
+// runs them; before, they ran uncounted until the next adaptation, d
+// files later, which for large files is hours.
+func TestKeepAliveRequestsAgain(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	pp := policy.DefaultParams()
+	pp.Lease = 300 * time.Millisecond
+	svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{pair: pp}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := &svcAlloc{svc: svc, pair: pair, name: "me"}
+	l := &lockedAlloc{a: al}
+	streams, exp, err := l.Request(context.Background(), 8)
+	if err != nil || streams != 8 {
+		t.Fatalf("request: %d streams, %v", streams, err)
+	}
+	l.setExpiry(exp)
+	done := l.keepAlive(context.Background()) // a batch runs
+	defer done()
+	gone := al.id
+	if err := svc.Release(time.Now(), gone, policy.Caller{Client: "me"}); err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for deadline := time.Now().Add(2 * time.Second); held == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, a := range svc.List(time.Now(), policy.Filter{Client: "me"}) {
+			held += a.Streams
+		}
+	}
+	if held != 8 {
+		t.Errorf("after the service ended its allocation mid-batch the client holds %d streams, want its 8 again", held)
+	}
+}
