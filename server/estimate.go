@@ -336,6 +336,13 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	n := min(sampleBytes, fi.Size)
 	tmp := path.Join(dir, fmt.Sprintf(".sluice-sample-%x", randomBytes(6)))
 	base := pullBase(src.URL)
+	// A sample transfer waits for the destination agent, which answers
+	// when its pull is done: one that freezes mid-sample would hold the
+	// estimate (and the pair's sampling lock) for ever. The heartbeats
+	// mark it down; sampling stops then.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go s.watchSampling(ctx, stop, src.Name, dst.Name)
 	start := time.Now()
 	var samples []EstimateSample
 	var moved int64
@@ -349,6 +356,9 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		}
 		sec, err := sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
 		moved += n
+		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errEndpointDown) {
+			err = cause
+		}
 		if err != nil && !backend.Permanent(err) {
 			return store.Optimization{}, fmt.Errorf("%w: sampling %s -> %s with %d streams: %w", ErrUnavailable, src.Name, dst.Name, streams, err)
 		}
@@ -379,6 +389,37 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: th,
 		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
 	}, nil
+}
+
+// errEndpointDown ends a sampling whose endpoint the heartbeats marked
+// down (watchSampling).
+var errEndpointDown = errors.New("endpoint went down while sampling")
+
+// endpointPoll is how often watchSampling reads the endpoints' state: a
+// variable for tests.
+var endpointPoll = 2 * time.Second
+
+// watchSampling ends ctx, through stop, when src or dst is marked down.
+func (s *Server) watchSampling(ctx context.Context, stop context.CancelCauseFunc, src, dst string) {
+	t := time.NewTicker(endpointPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		eps, err := s.st.Endpoints(ctx)
+		if err != nil {
+			continue // the store's trouble is not the path's
+		}
+		for _, e := range eps {
+			if (e.Name == src || e.Name == dst) && !e.Up {
+				stop(fmt.Errorf("%w: %s (no heartbeat)", errEndpointDown, e.Name))
+				return
+			}
+		}
+	}
 }
 
 // existingDir is the deepest directory of dir's path that exists at the

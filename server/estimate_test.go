@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -116,5 +119,61 @@ func TestEstimateFrozenAgent(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "did not answer") {
 		t.Errorf("estimate on a frozen agent: %v, want ErrUnavailable saying it did not answer", err)
+	}
+}
+
+// TestEstimateAgentFreezesMidSample: the destination agent answers the
+// stats and makes the sample file, then freezes during the sample
+// transfer (its pull never answers). Once the heartbeats mark it down the
+// estimate fails, saying so, rather than wait as long as its caller does
+// (`sluice estimate` waits without a time limit: sampling a slow path
+// takes minutes).
+func TestEstimateAgentFreezesMidSample(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	release := make(chan struct{})
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/stat/d/f"):
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: "/d/f", Size: 1 << 20})
+		case strings.HasPrefix(r.URL.Path, "/v1/stat/"):
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: "/d", IsDir: true})
+		case r.URL.Path == "/v1/pull":
+			select { // frozen
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer agent.Close()
+	defer close(release) // before Close, which waits for the handlers
+	for _, e := range []string{"src", "dst"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: agent.URL, Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { endpointPoll = d }(endpointPoll)
+	endpointPoll = 50 * time.Millisecond
+	time.AfterFunc(300*time.Millisecond, func() { st.SetEndpointUp(ctx, "dst", false, time.Now()) }) // no heartbeat
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience
+	defer cancel()
+	start := time.Now()
+	_, err = s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20})
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the estimate waited %s on an agent frozen mid-sample", took.Round(time.Millisecond))
+	}
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "went down") {
+		t.Errorf("estimate with an agent frozen mid-sample: %v, want ErrUnavailable saying it went down", err)
 	}
 }
