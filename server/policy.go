@@ -452,9 +452,10 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 		return PolicyConfig{}, fmt.Errorf("%w: only admins change the policy", ErrForbidden)
 	}
 	if cfg.Policy == "" && !strings.HasPrefix(s.cfg.Policy, "starlark:") {
-		// "" is the policy in force, not greedy: on a server started
-		// with --policy weighted-shares it would otherwise run greedy
-		// (ignoring the weights just accepted) until the next start.
+		// "" is the default policy: the one --policy names, else
+		// greedy. On a server started with --policy weighted-shares
+		// it ran greedy (ignoring the weights just accepted) until the
+		// next start.
 		cfg.Policy = cmp.Or(s.cfg.Policy, "greedy")
 	}
 	if err := checkParams(cfg.Defaults); err != nil {
