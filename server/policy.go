@@ -60,12 +60,18 @@ type PairPolicy struct {
 // inside what a time.Duration holds.
 const maxLeaseSeconds = 366 * 24 * 3600
 
+// minLeaseSeconds is the shortest lease: clients renew at a third of it,
+// over the network, and the scheduling loop every cycle (0.5 s). A lease
+// shorter than that ends before its client can renew it, and with every
+// allocation gone at once the pair's limit holds nothing back.
+const minLeaseSeconds = 1
+
 // checkParams is Params.Validate with the API's names, and what the
 // service would otherwise clamp without a word.
 func checkParams(p PolicyParams) error {
 	switch {
-	case !(p.LeaseSeconds > 0 && p.LeaseSeconds <= maxLeaseSeconds):
-		return fmt.Errorf("lease_seconds %v: want a positive number of seconds, at most %d (a year)", p.LeaseSeconds, maxLeaseSeconds)
+	case !(p.LeaseSeconds >= minLeaseSeconds && p.LeaseSeconds <= maxLeaseSeconds):
+		return fmt.Errorf("lease_seconds %v: want %d to %d seconds (a year); clients renew at a third of the lease", p.LeaseSeconds, minLeaseSeconds, maxLeaseSeconds)
 	case p.Initial > p.ClientMax:
 		return fmt.Errorf("initial %d is above client_max %d: no allocation may hold it", p.Initial, p.ClientMax)
 	}

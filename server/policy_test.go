@@ -52,7 +52,7 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 			}
 			s := newPolicyTestServer(t, st)
 			cfg := s.Policy(ctx, admin)
-			cfg.Defaults.LeaseSeconds = 0.2
+			cfg.Defaults.LeaseSeconds = 1
 			if _, err := s.SetPolicy(ctx, admin, cfg); err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(1100 * time.Millisecond)
 			s = tt.read(s, a.ID)
 			// Any write after it: another client's request.
 			if _, err := s.RequestAllocation(ctx, admin, AllocationRequest{Source: "b", Destination: "a", Client: "other"}); err != nil {

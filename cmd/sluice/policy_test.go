@@ -109,6 +109,10 @@ func testPolicy(t *testing.T, db string) {
 		break_ func(*server.PolicyConfig)
 	}{
 		{"zero lease", func(p *server.PolicyConfig) { p.Defaults.LeaseSeconds = 0 }},
+		// Every allocation would end before its client could renew it,
+		// and the pair's limit would hold nothing back.
+		{"lease shorter than a renewal", func(p *server.PolicyConfig) { p.Defaults.LeaseSeconds = 0.001 }},
+		{"pair's lease shorter than a renewal", func(p *server.PolicyConfig) { p.Pairs[0].Params.LeaseSeconds = 0.5 }},
 		{"lease past any clock", func(p *server.PolicyConfig) { p.Defaults.LeaseSeconds = 1e300 }},
 		{"initial above client max", func(p *server.PolicyConfig) { p.Defaults.Initial = p.Defaults.ClientMax + 1 }},
 		{"pair twice", func(p *server.PolicyConfig) { p.Pairs = append(p.Pairs, p.Pairs[0]) }},
