@@ -58,6 +58,39 @@ func TestLazyExpiry(t *testing.T) {
 	}
 }
 
+// TestOnExpire: every allocation whose lease runs out reaches
+// Config.OnExpire, whichever operation ended it, reads included, so that
+// a caller mirroring allocations in a store can forget it.
+func TestOnExpire(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		op   func(s *Service, now time.Time, id string)
+	}{
+		{"expire", func(s *Service, now time.Time, id string) { s.Expire(now) }},
+		{"get", func(s *Service, now time.Time, id string) { s.Get(now, id) }},
+		{"list", func(s *Service, now time.Time, id string) { s.List(now, Filter{}) }},
+		{"usage", func(s *Service, now time.Time, id string) { s.Usage(now) }},
+		{"request", func(s *Service, now time.Time, id string) { s.Request(now, Request{Pair: pair, Client: "next"}) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var gone []string
+			s, err := New(Config{Pairs: map[Pair]Params{pair: paper(16, 4)}, OnExpire: func(a Allocation) { gone = append(gone, a.ID) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := mustRequest(t, s, t0, "crashed", "vo", 0)
+			tt.op(s, a.Expires.Add(-1), a.ID)
+			if len(gone) != 0 {
+				t.Fatalf("OnExpire told of %v before the lease ran out", gone)
+			}
+			tt.op(s, a.Expires, a.ID)
+			if len(gone) != 1 || gone[0] != a.ID {
+				t.Errorf("OnExpire told of %v, want [%s]", gone, a.ID)
+			}
+		})
+	}
+}
+
 // TestShrinkReportedAtNextUpdate: a shrink keeps the streams counted
 // until the client hears of it at its next update.
 func TestShrinkReportedAtNextUpdate(t *testing.T) {
