@@ -45,7 +45,7 @@ type PolicyParams struct {
 	Update       int     `json:"update" doc:"s_u: streams added by an update."`
 	PairMax      int     `json:"pair_max" doc:"s_pmax: most streams between the pair."`
 	ClientMax    int     `json:"client_max" doc:"s_cmax: most streams of one allocation."`
-	LeaseSeconds float64 `json:"lease_seconds" doc:"An allocation not updated for this long is released."`
+	LeaseSeconds float64 `json:"lease_seconds" doc:"An allocation not updated for this long is released (1 s to a year)."`
 }
 
 // PairPolicy is one pair's parameters, and optionally its own VO weights.
