@@ -117,9 +117,9 @@ func (p *pairLocks) lock(src, dst string) func() {
 // agentCallTimeout bounds each call of an estimate to an agent other than
 // a sample transfer (a stat, making the sample file): a frozen agent keeps
 // its connections open, and before the heartbeats mark it down the
-// estimate (and the pair's sampling lock) would wait on it for ever. A
-// variable for tests.
-var agentCallTimeout = 30 * time.Second
+// estimate (and the pair's sampling lock) would wait on it for ever.
+// Server.agentCallTimeout, set from it, is shortened by tests.
+const agentCallTimeout = 30 * time.Second
 
 // sampleLeaseTTL is how long a pair's sampling lease lasts unrenewed: a
 // server that dies while sampling blocks the pair's other samplers this
@@ -316,7 +316,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.agentCallTimeout)
 	fi, err := sb.Stat(sctx, srcPath)
 	cancel()
 	if err != nil && !backend.Permanent(err) {
@@ -354,7 +354,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		if !ok {
 			break
 		}
-		sec, err := sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
+		sec, err := s.sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
 		moved += n
 		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errEndpointDown) {
 			err = cause
@@ -395,13 +395,13 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 // down (watchSampling).
 var errEndpointDown = errors.New("endpoint went down while sampling")
 
-// endpointPoll is how often watchSampling reads the endpoints' state: a
-// variable for tests.
-var endpointPoll = 2 * time.Second
+// endpointPoll is how often watchSampling reads the endpoints' state
+// (Server.endpointPoll, set from it, is shortened by tests).
+const endpointPoll = 2 * time.Second
 
 // watchSampling ends ctx, through stop, when src or dst is marked down.
 func (s *Server) watchSampling(ctx context.Context, stop context.CancelCauseFunc, src, dst string) {
-	t := time.NewTicker(endpointPoll)
+	t := time.NewTicker(s.endpointPoll)
 	defer t.Stop()
 	for {
 		select {
@@ -436,7 +436,7 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub str
 		return "", err
 	}
 	for {
-		sctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+		sctx, cancel := context.WithTimeout(ctx, s.agentCallTimeout)
 		fi, err := b.Stat(sctx, dir)
 		cancel()
 		switch {
@@ -459,8 +459,8 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub str
 // destination with the given number of concurrent partial transfers, the
 // way the engine moves a file (the destination agent pulls each range),
 // and returns the seconds it took. tmp is removed afterwards.
-func sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcPath, srcTok, tmp string, n int64, streams int) (float64, error) {
-	tctx, cancel := context.WithTimeout(ctx, agentCallTimeout)
+func (s *Server) sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcPath, srcTok, tmp string, n int64, streams int) (float64, error) {
+	tctx, cancel := context.WithTimeout(ctx, s.agentCallTimeout)
 	err := dst.Truncate(tctx, tmp, n)
 	cancel()
 	if err != nil {

@@ -107,8 +107,7 @@ func TestEstimateFrozenAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(d time.Duration) { agentCallTimeout = d }(agentCallTimeout)
-	agentCallTimeout = 200 * time.Millisecond
+	s.agentCallTimeout = 200 * time.Millisecond
 	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience
 	defer cancel()
@@ -162,8 +161,7 @@ func TestEstimateAgentFreezesMidSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(d time.Duration) { endpointPoll = d }(endpointPoll)
-	endpointPoll = 50 * time.Millisecond
+	s.endpointPoll = 50 * time.Millisecond
 	time.AfterFunc(300*time.Millisecond, func() { st.SetEndpointUp(ctx, "dst", false, time.Now()) }) // no heartbeat
 	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience

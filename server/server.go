@@ -184,6 +184,9 @@ type Server struct {
 	nowStat Status                    // the loop's figures (under mu)
 
 	estimating pairLocks // one sampling per endpoint pair at a time
+	// agentCallTimeout and endpointPoll: see the constants of their
+	// names (estimate.go).
+	agentCallTimeout, endpointPoll time.Duration
 
 	wake    chan struct{}      // hints for the coordinator (cluster.go)
 	ownLoad map[string]extLoad // this server's load per endpoint, to publish (under mu)
@@ -266,6 +269,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		events: newBroker(),
 		agents: map[string]*agentState{},
 		wake:   make(chan struct{}, 1),
+
+		agentCallTimeout: agentCallTimeout,
+		endpointPoll:     endpointPoll,
 	}
 	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {
