@@ -901,5 +901,7 @@ func (m *rateMeter) observe(now time.Time, done int64) float64 {
 	if dt <= 0 {
 		return 0
 	}
-	return float64(done-m.done[0]) / dt
+	// Done falls when bytes in flight are given up (a retry, an
+	// interruption): the rate is then zero, not negative.
+	return max(float64(done-m.done[0])/dt, 0)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -535,6 +536,31 @@ func TestDestinationIsFile(t *testing.T) {
 					t.Errorf("left behind: %v", left)
 				}
 			})
+		}
+	}
+}
+
+// TestRateNeverNegative: the progress rate is the bytes done over the
+// last five seconds; when bytes in flight are given up (a retry, Ctrl-C)
+// done falls, and the rate shows zero, not a negative figure.
+func TestRateNeverNegative(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name string
+		done []int64
+		want float64
+	}{
+		{"rising", []int64{0, 1e6, 2e6}, 1e6},
+		{"given back", []int64{3e6, 2e6, 1e6}, 0},
+		{"still", []int64{5, 5, 5}, 0},
+	} {
+		var m rateMeter
+		var got float64
+		for i, d := range tc.done {
+			got = m.observe(t0.Add(time.Duration(i)*time.Second), d)
+		}
+		if math.Abs(got-tc.want) > 1e-9*max(1, tc.want) {
+			t.Errorf("%s: rate %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
