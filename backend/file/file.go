@@ -24,7 +24,13 @@ import (
 // Backend serves the files below one directory.
 type Backend struct {
 	root *os.Root
-	dir  string
+	// fs is what the backend asks of the files below its root: root
+	// itself, or on the machine's root the os functions, which nothing
+	// can escape and which resolve a path in one system call where
+	// os.Root opens each of its directories in turn (29 openat and close
+	// per small file copied, a third of a copy of 50,000 empty files).
+	fs  dirFS
+	dir string
 	// bufs holds copy buffers: io.Copy's 32 KiB turns a 16 MiB range
 	// into five hundred write system calls.
 	bufs sync.Pool
@@ -48,7 +54,10 @@ func New(dir string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file backend: %w", classify(err))
 	}
-	b := &Backend{root: r, dir: dir}
+	b := &Backend{root: r, fs: r, dir: dir}
+	if b.machineRoot() {
+		b.fs = machineFS{}
+	}
 	b.bufs.New = func() any { buf := make([]byte, 1<<20); return &buf }
 	return b, nil
 }
@@ -234,6 +243,36 @@ func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 	return info(name, fi), nil
 }
 
+// dirFS is the part of os.Root the backend uses, with names relative to
+// its root.
+type dirFS interface {
+	Open(name string) (*os.File, error)
+	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
+	Stat(name string) (fs.FileInfo, error)
+	MkdirAll(name string, perm fs.FileMode) error
+	Rename(oldname, newname string) error
+	Remove(name string) error
+}
+
+// machineFS is dirFS on the machine's root through the os functions.
+type machineFS struct{}
+
+// machinePath is name (relative to the machine's root) as an absolute path.
+func machinePath(name string) string { return "/" + strings.TrimPrefix(name, "/") }
+
+func (machineFS) Open(name string) (*os.File, error) { return os.Open(machinePath(name)) }
+func (machineFS) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return os.OpenFile(machinePath(name), flag, perm)
+}
+func (machineFS) Stat(name string) (fs.FileInfo, error) { return os.Stat(machinePath(name)) }
+func (machineFS) MkdirAll(name string, perm fs.FileMode) error {
+	return os.MkdirAll(machinePath(name), perm)
+}
+func (machineFS) Rename(oldname, newname string) error {
+	return os.Rename(machinePath(oldname), machinePath(newname))
+}
+func (machineFS) Remove(name string) error { return os.Remove(machinePath(name)) }
+
 // machineRoot says whether the backend serves the whole machine (sluice
 // cp's local files), where no path can leave the root.
 func (b *Backend) machineRoot() bool { return path.Clean(b.dir) == "/" }
@@ -242,10 +281,10 @@ func (b *Backend) machineRoot() bool { return path.Clean(b.dir) == "/" }
 // os.Root refuses absolute links as leaving it; on the machine's root
 // nothing can leave it, so such a link is resolved and followed there.
 func (b *Backend) stat(name string) (fs.FileInfo, error) {
-	fi, err := b.root.Stat(name)
+	fi, err := b.fs.Stat(name)
 	if err != nil && b.machineRoot() && escapes(err) {
 		if real, rerr := resolve(name); rerr == nil {
-			return b.root.Stat(real)
+			return b.fs.Stat(real)
 		}
 	}
 	return fi, err
@@ -346,10 +385,10 @@ func (b *Backend) Open(p string) (*os.File, error) {
 	// Non-blocking, so that a named pipe cannot hang the open; it is
 	// refused below, with devices and sockets. Reads of regular files
 	// are not affected.
-	f, err := b.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := b.fs.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil && b.machineRoot() && escapes(err) {
 		if real, rerr := resolve(name); rerr == nil {
-			f, err = b.root.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			f, err = b.fs.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		}
 	}
 	if err != nil {
@@ -416,7 +455,7 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 	var created bool
 	if create {
 		f, created, err = b.openForWrite(name)
-	} else if f, err = b.root.OpenFile(name, os.O_WRONLY, 0); err != nil {
+	} else if f, err = b.fs.OpenFile(name, os.O_WRONLY, 0); err != nil {
 		err = b.classify(err)
 	}
 	if err != nil {
@@ -444,23 +483,33 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 // openForWrite opens (creating it and its parents) a file to write into,
 // and says whether it created the file.
 func (b *Backend) openForWrite(name string) (*os.File, bool, error) {
-	if dir := path.Dir(name); dir != "." {
-		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+	f, err := b.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if dir := path.Dir(name); parentMissing(err) && dir != "." {
+		// The parents, only when missing: making them every time would
+		// walk the path once more per file. (A file where a parent
+		// should be fails there, as "exists".)
+		if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, false, b.classify(err)
 		}
+		f, err = b.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	}
-	f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err == nil {
 		return f, true, nil
 	}
 	if errors.Is(err, fs.ErrExist) {
 		// O_CREATE as before the O_EXCL try: a link inside the root
 		// to a file not there yet still creates it.
-		if f, err = b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+		if f, err = b.fs.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
 			return f, false, nil
 		}
 	}
 	return nil, false, b.classify(err)
+}
+
+// parentMissing says whether err, of a create or rename, may be for a
+// parent of the path that is missing (or is not a directory).
+func parentMissing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
 // undoCreate removes a file this request created and the file system
@@ -472,7 +521,7 @@ func (b *Backend) undoCreate(name string, f *os.File, err error) {
 		return
 	}
 	if fi, serr := f.Stat(); serr == nil && fi.Size() == 0 {
-		b.root.Remove(name)
+		b.fs.Remove(name)
 	}
 }
 
@@ -523,15 +572,18 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	if dir := path.Dir(t); dir != "." {
-		if err := b.root.MkdirAll(dir, 0o755); err != nil {
+	err = b.fs.Rename(f, t)
+	if dir := path.Dir(t); parentMissing(err) && dir != "." {
+		// The target's parents, only when missing (see openForWrite).
+		if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 			return b.classify(err)
 		}
+		err = b.fs.Rename(f, t)
 	}
-	if err := b.root.Rename(f, t); err != nil {
+	if err != nil {
 		return b.classify(err)
 	}
-	if d, err := b.root.Open(path.Dir(t)); err == nil {
+	if d, err := b.fs.Open(path.Dir(t)); err == nil {
 		d.Sync()
 		d.Close()
 	}
@@ -547,7 +599,7 @@ func (b *Backend) Remove(ctx context.Context, p string) error {
 	if name == "." {
 		return fmt.Errorf("%w: refusing to remove the root", backend.ErrPermission)
 	}
-	return b.classify(b.root.Remove(name))
+	return b.classify(b.fs.Remove(name))
 }
 
 // Mkdir implements backend.Backend.
@@ -556,7 +608,7 @@ func (b *Backend) Mkdir(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	return b.classify(b.root.MkdirAll(name, 0o755))
+	return b.classify(b.fs.MkdirAll(name, 0o755))
 }
 
 // Checksum implements backend.Backend.
