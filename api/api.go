@@ -46,8 +46,13 @@ func New(s *server.Server) http.Handler {
 	cfg.CreateHooks = nil
 	api := humago.New(mux, cfg)
 	api.UseMiddleware(authFirst(api, s))
+	// After authFirst: only an authenticated body is read. The schemas
+	// it checks against exist once the operations are registered.
+	var jobs *jobValidation
+	api.UseMiddleware(func(ctx huma.Context, next func(huma.Context)) { jobs.middleware(ctx, next) })
 	h := &handlers{s: s}
 	h.register(api)
+	jobs = newJobValidation(api)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.Registry(), promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
