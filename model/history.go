@@ -421,6 +421,18 @@ func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int
 	return b * h.correction(p)
 }
 
+// ThroughputCurve implements sched.CurveEstimator: thr[i] is
+// Throughput(src, dst, fromCC+i, srcLoad, dstLoad, size), with the pair
+// and its correction looked up once.
+func (h *History) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int, size int64, thr []float64) {
+	p := h.pair(src, dst)
+	corr := h.correction(p)
+	for i := range thr {
+		cc := fromCC + i
+		thr[i] = h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size) * corr
+	}
+}
+
 // PredictionError implements sched.ErrorReporter: the recent relative
 // error (exponentially weighted) of this estimator's predictions on the
 // pair, measured as observations arrive; 0 if none yet.

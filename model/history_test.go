@@ -331,3 +331,37 @@ func TestSizeClass(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryCurve: ThroughputCurve gives exactly what Throughput gives at
+// each concurrency (the scheduler's decisions must not depend on which it
+// asks): with history, recent corrections, a fallback that has no answer
+// for some levels, loads past the packed rows, and on pairs without data.
+func TestHistoryCurve(t *testing.T) {
+	h := model.NewHistory()
+	h.Fallback = func(src, dst string, cc, sl, dl int, size int64) float64 {
+		if cc%5 == 0 || src == "X" {
+			return 0
+		}
+		return float64(cc*1000 + sl*10 + dl)
+	}
+	h.SetNow(100)
+	for cc := 1; cc <= 12; cc += 3 {
+		h.Observe(model.Obs{Time: 90, Src: "S", Dst: "D", CC: cc, SrcLoad: 2, DstLoad: 300, Size: big, Thr: float64(700 * cc)})
+		h.AddHistory(model.Obs{Src: "X", Dst: "D", CC: cc, Size: big, Thr: float64(50 * cc)})
+	}
+	for _, q := range []struct {
+		src, dst string
+		sl, dl   int
+		size     int64
+	}{{"S", "D", 2, 300, big}, {"S", "D", 0, 0, 3e6}, {"S", "D", 40, 5, big}, {"X", "D", 0, 0, big}, {"N", "M", 1, 1, big}} {
+		for from := 1; from <= 9; from += 4 {
+			curve := make([]float64, 8)
+			h.ThroughputCurve(q.src, q.dst, from, q.sl, q.dl, q.size, curve)
+			for i, got := range curve {
+				if want := h.Throughput(q.src, q.dst, from+i, q.sl, q.dl, q.size); got != want {
+					t.Errorf("%s->%s loads %d/%d: curve from %d at cc %d = %g, Throughput %g", q.src, q.dst, q.sl, q.dl, from, from+i, got, want)
+				}
+			}
+		}
+	}
+}

@@ -185,6 +185,7 @@ type cycle struct {
 	// spares clearing the memo for each of a day's million small cycles.
 	gen     uint64
 	sizeKey func(int64) int64
+	curve   CurveEstimator // the estimator, if it is one; else nil
 	out     []Decision
 	// Buffers kept from one cycle to the next.
 	// recent remembers the last endpoints looked up by name.
@@ -195,6 +196,19 @@ type cycle struct {
 	keys       []wkey
 	keyTmp     []wkey
 }
+
+// CurveEstimator may be implemented by an Estimator that predicts a run of
+// concurrencies on one pair at once more cheaply than one call each (a
+// pair's history looked up once, not once per level). thr[i] must be
+// exactly Throughput(src, dst, fromCC+i, srcLoad, dstLoad, size): a
+// cycle's decisions are the same with it or without.
+type CurveEstimator interface {
+	ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int, size int64, thr []float64)
+}
+
+// curveChunk is how many concurrencies findThrCC asks a CurveEstimator
+// for at once: most searches stop within the first eight.
+const curveChunk = 8
 
 // SizeKeyer may be implemented by an Estimator whose predictions depend on
 // size only through a coarse key (such as a size class). Schedulers then
@@ -223,6 +237,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	if k, ok := snap.Estimator.(SizeKeyer); ok {
 		c.sizeKey = k.SizeKey
 	}
+	c.curve, _ = snap.Estimator.(CurveEstimator)
 	// Endpoints are indexed as tasks name them. Indexes only key caches;
 	// every order that reaches a decision is by name or task ID, so they
 	// never leak into the result.
@@ -493,9 +508,23 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 			return m.cc, m.thr
 		}
 	}
-	bestCC, best := 1, c.est(e.src, e.dst, e.size, 1, srcLoad, dstLoad)
+	// The predictions at rising concurrency, from a CurveEstimator a
+	// few at a time (one lookup of the pair each, not one per level).
+	var buf [curveChunk]float64
+	have, from := 0, 1 // buf[:have] holds concurrencies from..from+have-1
+	thrAt := func(cc int) float64 {
+		if c.curve == nil {
+			return c.est(e.src, e.dst, e.size, cc, srcLoad, dstLoad)
+		}
+		if cc >= from+have {
+			from, have = cc, min(curveChunk, maxCC-cc+1)
+			c.curve.ThroughputCurve(c.eps[e.src].name, c.eps[e.dst].name, from, srcLoad, dstLoad, e.size, buf[:have])
+		}
+		return buf[cc-from]
+	}
+	bestCC, best := 1, thrAt(1)
 	for cc := 2; cc <= maxCC; cc++ {
-		thr := c.est(e.src, e.dst, e.size, cc, srcLoad, dstLoad)
+		thr := thrAt(cc)
 		if thr <= best*(1+c.o.Beta) {
 			break
 		}

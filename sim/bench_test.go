@@ -31,6 +31,15 @@ func (e keyedEst) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int
 
 func (keyedEst) SizeKey(size int64) int64 { return int64(model.SizeClass(size)) }
 
+// ThroughputCurve implements sched.CurveEstimator, as a real estimator
+// would: the pair's capacity looked up once.
+func (e keyedEst) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int, size int64, thr []float64) {
+	c := math.Min(e.caps[src], e.caps[dst])
+	for i := range thr {
+		thr[i] = math.Min(c*float64(fromCC+i)/8, c) / (1 + float64(srcLoad+dstLoad)/16)
+	}
+}
+
 // classMix is SC'15 Table 2's 45% row: files per size class.
 var classMix = [5]float64{907, 168, 334, 209, 232}
 
@@ -354,4 +363,55 @@ func BenchmarkReplay24h(b *testing.B) {
 	b.ReportMetric(float64(cycles)/float64(b.N), "cycles/op")
 	b.ReportMetric(res.Interactive.AvgSlowdown, "avg-slowdown")
 	b.ReportMetric(float64(res.Preemptions), "preemptions")
+}
+
+// plainEst hides every optional interface of an estimator but Throughput.
+type plainEst struct{ e sched.Estimator }
+
+func (p plainEst) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
+	return p.e.Throughput(src, dst, cc, srcLoad, dstLoad, size)
+}
+
+// sizeKeyed hides CurveEstimator only.
+type sizeKeyed struct{ keyedEst }
+
+func (s sizeKeyed) ThroughputCurve() {} // a different method: not a sched.CurveEstimator
+
+// TestCurveSameDecisions: a cycle decides the same whether its estimator
+// answers a run of concurrencies at once (sched.CurveEstimator) or one at
+// a time, for SEAL and STEAL, with the closed-form and the history
+// estimators.
+func TestCurveSameDecisions(t *testing.T) {
+	snap, caps := cycleSnapshot(50, 100, 5000, 3)
+	for i, x := range snap.Waiting {
+		x.Batch = i%4 == 0
+	}
+	for _, name := range []string{"seal", "steal"} {
+		for _, pair := range []struct {
+			name      string
+			curve, by sched.Estimator
+		}{
+			{"keyed", keyedEst{caps}, sizeKeyed{keyedEst{caps}}},
+			{"history", historyFor(caps), plainEst{historyFor(caps)}},
+		} {
+			if _, ok := pair.curve.(sched.CurveEstimator); !ok {
+				t.Fatalf("%s: the estimator under test is no CurveEstimator", pair.name)
+			}
+			if _, ok := pair.by.(sched.CurveEstimator); ok {
+				t.Fatalf("%s: the reference estimator is a CurveEstimator", pair.name)
+			}
+			var out [2][]sched.Decision
+			for k, est := range []sched.Estimator{pair.curve, pair.by} {
+				s, err := sched.New(name, sched.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				snap.Estimator = est
+				out[k] = s.Schedule(snap)
+			}
+			if len(out[0]) == 0 || !reflect.DeepEqual(out[0], out[1]) {
+				t.Errorf("%s with %s: %d decisions with curves, %d without, or they differ", name, pair.name, len(out[0]), len(out[1]))
+			}
+		}
+	}
 }
