@@ -251,15 +251,18 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 		ps[i] = pair{from, to, fc}
 	}
 	out := sluice.RenamesResponse{Results: make([]sluice.PullBatchResult, len(ps))}
-	done := 0
+	var done []string
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fencedRename(r.Context(), p.from, p.to, p.fence, func() error { return s.fs.Rename(r.Context(), p.from, p.to) }); err != nil {
+		if err := s.fencedRename(r.Context(), p.from, p.to, p.fence, func() error { return s.fs.RenameNoSync(r.Context(), p.from, p.to) }); err != nil {
 			s.setErr(&out.Results[i], err)
 			continue
 		}
-		done++
+		done = append(done, p.to)
 	}
-	s.log.Info("renamed batch", "remote", r.RemoteAddr, "sub", c.Sub, "files", len(ps), "renamed", done)
+	// The new names are made durable together, one sync per directory
+	// rather than per file, before the answer reports them.
+	s.fs.SyncDirs(context.WithoutCancel(r.Context()), done)
+	s.log.Info("renamed batch", "remote", r.RemoteAddr, "sub", c.Sub, "files", len(ps), "renamed", len(done))
 	return writeJSON(w, out)
 }

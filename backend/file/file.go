@@ -564,6 +564,41 @@ func (b *Backend) Sync(ctx context.Context, p string) error {
 // Rename implements backend.Backend. The parent directory is synced so the
 // new name survives a crash.
 func (b *Backend) Rename(ctx context.Context, from, to string) error {
+	if err := b.RenameNoSync(ctx, from, to); err != nil {
+		return err
+	}
+	b.SyncDirs(ctx, []string{to})
+	return nil
+}
+
+// SyncDirs syncs the directory of each path in paths, once per directory,
+// so that names made there (by RenameNoSync) survive a crash. It is best
+// effort, as Rename's: a file system that cannot sync a directory keeps
+// its names when it keeps anything.
+func (b *Backend) SyncDirs(ctx context.Context, paths []string) {
+	seen := make(map[string]bool, 1)
+	for _, p := range paths {
+		name, err := clean(p)
+		if err != nil {
+			continue
+		}
+		dir := path.Dir(name)
+		if seen[dir] || ctx.Err() != nil {
+			continue
+		}
+		seen[dir] = true
+		if d, err := b.fs.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+}
+
+// RenameNoSync is Rename without the sync of the target's directory, for
+// a caller that renames many files and then calls SyncDirs once: a batch
+// of small files into one directory would otherwise sync it once per
+// file.
+func (b *Backend) RenameNoSync(ctx context.Context, from, to string) error {
 	f, err := clean(from)
 	if err != nil {
 		return err
@@ -582,10 +617,6 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	}
 	if err != nil {
 		return b.classify(err)
-	}
-	if d, err := b.fs.Open(path.Dir(t)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

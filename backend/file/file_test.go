@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,5 +360,59 @@ func TestRel(t *testing.T) {
 		if !errors.Is(got, tc.err) {
 			t.Errorf("Rel(%q) does not unwrap to it", tc.err)
 		}
+	}
+}
+
+// countingFS counts the opens of each name through a dirFS.
+type countingFS struct {
+	dirFS
+	opens map[string]int
+}
+
+func (c *countingFS) Open(name string) (*os.File, error) {
+	c.opens[name]++
+	return c.dirFS.Open(name)
+}
+
+// TestRenameManySyncsEachDirectoryOnce: files renamed with RenameNoSync
+// are made durable by one SyncDirs, which syncs each of their directories
+// once, not once per file (a batch of a thousand small files into one
+// directory synced it a thousand times); Rename still syncs its own.
+func TestRenameManySyncsEachDirectoryOnce(t *testing.T) {
+	dir := t.TempDir()
+	b, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var targets []string
+	for i, p := range []string{"a/1", "a/2", "a/3", "b/1", "b/2", "c/d/1"} {
+		tmp := fmt.Sprintf("/tmp%d", i)
+		if err := b.WriteAt(ctx, tmp, 0, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.RenameNoSync(ctx, tmp, "/"+p); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, "/"+p)
+	}
+	cf := &countingFS{dirFS: b.fs, opens: map[string]int{}}
+	b.fs = cf
+	b.SyncDirs(ctx, targets)
+	want := map[string]int{"a": 1, "b": 1, "c/d": 1}
+	if !maps.Equal(cf.opens, want) {
+		t.Errorf("SyncDirs opened %v, want each directory once: %v", cf.opens, want)
+	}
+	for _, p := range targets {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	clear(cf.opens)
+	if err := b.WriteAt(ctx, "/t", 0, strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rename(ctx, "/t", "/a/4"); err != nil || cf.opens["a"] != 1 {
+		t.Errorf("Rename: %v, directory opened %d times for its sync, want 1", err, cf.opens["a"])
 	}
 }
