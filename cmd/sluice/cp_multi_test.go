@@ -137,25 +137,9 @@ func TestCpMultiSourceKill(t *testing.T) {
 	jd := filepath.Join(work, "journal")
 	out := filepath.Join(work, "out") + "/"
 	args := []string{"cp", "--token-key", keyFile, "--sources", strings.Join(urls, ","), out, "--probe", "300ms", "--journal-dir", jd, "--no-replica-check"}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, log := startSluice(t, args)
 	// Kill once the journal records between a fifth and four fifths.
-	deadline := time.Now().Add(30 * time.Second)
-	var done int64
-	for time.Now().Before(deadline) && done < size/5 {
-		time.Sleep(50 * time.Millisecond)
-		js, _ := filepath.Glob(filepath.Join(jd, "*.journal"))
-		for _, j := range js {
-			if c, ok, err := engine.ReadCheckpoint(context.Background(), engine.FileJournals{}, j); err == nil && ok {
-				done = c.Done
-			}
-		}
-	}
+	done := waitJournaled(jd, size/5)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if done < size/5 || done >= size*4/5 {
@@ -220,4 +204,35 @@ func TestCpMultiSourceWrongBytes(t *testing.T) {
 	if !strings.Contains(res, urls[1]+" dropped") || !strings.Contains(res, "differ from those most replicas hold") {
 		t.Errorf("the message does not say which replica sent wrong bytes:\n%s", res)
 	}
+}
+
+// startSluice runs sluice with args in a child process (the test binary,
+// see TestMain), its output going to the returned builder.
+func startSluice(t *testing.T, args []string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
+	log := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, log
+}
+
+// waitJournaled waits (at most 30 s) until a checkpoint journal in jd
+// records at least min bytes done, and returns what it records.
+func waitJournaled(jd string, min int64) int64 {
+	deadline := time.Now().Add(30 * time.Second)
+	var done int64
+	for time.Now().Before(deadline) && done < min {
+		time.Sleep(50 * time.Millisecond)
+		js, _ := filepath.Glob(filepath.Join(jd, "*.journal"))
+		for _, j := range js {
+			if c, ok, err := engine.ReadCheckpoint(context.Background(), engine.FileJournals{}, j); err == nil && ok {
+				done = c.Done
+			}
+		}
+	}
+	return done
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/emul"
-	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/server"
 )
 
@@ -359,25 +358,9 @@ func TestCpInterrupt(t *testing.T) {
 	jd := filepath.Join(work, "journal")
 	dst := filepath.Join(work, "out.bin")
 	args := []string{"cp", "--token-key", keyFile, "--journal-dir", jd, src + "/f.bin", dst}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, log := startSluice(t, args)
 	// Interrupt once the journal records some of the file.
-	deadline := time.Now().Add(30 * time.Second)
-	var done int64
-	for time.Now().Before(deadline) && done == 0 {
-		time.Sleep(50 * time.Millisecond)
-		js, _ := filepath.Glob(filepath.Join(jd, "*.journal"))
-		for _, j := range js {
-			if c, ok, err := engine.ReadCheckpoint(context.Background(), engine.FileJournals{}, j); err == nil && ok {
-				done = c.Done
-			}
-		}
-	}
+	done := waitJournaled(jd, 1)
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
 	var ee *exec.ExitError
