@@ -98,7 +98,7 @@ func (h *handlers) register(api huma.API) {
 	sse.Register(api, huma.Operation{
 		OperationID: "events", Method: http.MethodGet, Path: "/v1/events", Tags: []string{"events"},
 		Summary:     "Stream of state changes and progress (server-sent events)",
-		Description: "Events of the caller's jobs (an admin's: all jobs), optionally of one job. Progress events come about once a second per active job.",
+		Description: "Events of the caller's jobs (an admin's: all jobs), optionally of one job. Progress events come about once a second per active job. A user holds at most 32 streams at once; past that, a stream sends one error event and ends.",
 		Security:    bearer,
 	}, map[string]any{"event": server.Event{}}, h.events)
 }
@@ -524,7 +524,11 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 		send(sse.Message{Data: server.Event{Type: "error", Detail: err.Error()}})
 		return
 	}
-	ch, done := h.s.Subscribe(c, in.Job)
+	ch, done, err := h.s.Subscribe(c, in.Job)
+	if err != nil {
+		send(sse.Message{Data: server.Event{Type: "error", Detail: err.Error()}})
+		return
+	}
 	defer done()
 	// A first event at once: the response (and its 200) reaches the
 	// client now, not at the first change or keepalive, so a dashboard

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -29,11 +31,23 @@ type Event struct {
 // up loses events (and is told so by a gap in the sequence) rather than
 // slowing the scheduler down.
 type broker struct {
-	mu   sync.Mutex
-	subs map[chan Event]func(Event) bool
+	mu     sync.Mutex
+	subs   map[chan Event]func(Event) bool
+	byUser map[int64]int // open subscriptions per user
 }
 
-func newBroker() *broker { return &broker{subs: map[chan Event]func(Event) bool{}} }
+func newBroker() *broker {
+	return &broker{subs: map[chan Event]func(Event) bool{}, byUser: map[int64]int{}}
+}
+
+// MaxStreamsPerUser bounds the event streams one user holds open at once.
+// Each holds a buffer of 256 events and a goroutine for as long as its
+// connection lives, so one token must not be able to open them without
+// end; a dashboard needs one per open page.
+const MaxStreamsPerUser = 32
+
+// ErrTooManyStreams refuses an event stream past MaxStreamsPerUser.
+var ErrTooManyStreams = errors.New("too many event streams open for this user")
 
 func (b *broker) publish(e Event) {
 	if e.At.IsZero() {
@@ -53,20 +67,32 @@ func (b *broker) publish(e Event) {
 }
 
 // Subscribe returns a channel of the events the caller may see, and a
-// function to call when done.
-func (s *Server) Subscribe(c Caller, job int64) (<-chan Event, func()) {
+// function to call when done; ErrTooManyStreams if the caller's user
+// already has MaxStreamsPerUser open.
+func (s *Server) Subscribe(c Caller, job int64) (<-chan Event, func(), error) {
 	ch := make(chan Event, 256)
 	want := func(e Event) bool {
 		return (c.User.Admin || e.Owner == c.User.ID) && (job == 0 || e.Job == job)
 	}
-	s.events.mu.Lock()
-	s.events.subs[ch] = want
-	s.events.mu.Unlock()
-	return ch, func() {
-		s.events.mu.Lock()
-		delete(s.events.subs, ch)
-		s.events.mu.Unlock()
+	b := s.events
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byUser[c.User.ID] >= MaxStreamsPerUser {
+		return nil, nil, fmt.Errorf("%w (%d): close one first", ErrTooManyStreams, MaxStreamsPerUser)
 	}
+	b.subs[ch] = want
+	b.byUser[c.User.ID]++
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			delete(b.subs, ch)
+			if b.byUser[c.User.ID]--; b.byUser[c.User.ID] <= 0 {
+				delete(b.byUser, c.User.ID)
+			}
+			b.mu.Unlock()
+		})
+	}, nil
 }
 
 // jobLive is a job's live figures, kept by the loop for status queries.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -95,5 +96,47 @@ func TestFilesPageBounded(t *testing.T) {
 	}
 	if _, err := s.Audit(ctx, Caller{User: bob}, j.ID, 0, 0); err == nil {
 		t.Error("bob read alice's audit")
+	}
+}
+
+// TestStreamsPerUser: one user holds at most MaxStreamsPerUser event
+// streams at once (each keeps a buffer and a goroutine while its
+// connection lives); closing one makes room, and other users are not
+// counted against it.
+func TestStreamsPerUser(t *testing.T) {
+	s := &Server{events: newBroker()}
+	alice := Caller{User: store.User{ID: 1, Name: "alice"}}
+	bob := Caller{User: store.User{ID: 2, Name: "bob"}}
+	var dones []func()
+	for i := range MaxStreamsPerUser {
+		_, done, err := s.Subscribe(alice, 0)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i+1, err)
+		}
+		dones = append(dones, done)
+	}
+	if _, _, err := s.Subscribe(alice, 0); !errors.Is(err, ErrTooManyStreams) {
+		t.Fatalf("stream %d: %v, want ErrTooManyStreams", MaxStreamsPerUser+1, err)
+	}
+	if _, done, err := s.Subscribe(bob, 0); err != nil {
+		t.Errorf("another user's stream: %v", err)
+	} else {
+		done()
+	}
+	dones[0]()
+	dones[0]() // twice: counted once
+	_, done, err := s.Subscribe(alice, 0)
+	if err != nil {
+		t.Fatalf("after one closed: %v", err)
+	}
+	if _, _, err := s.Subscribe(alice, 0); !errors.Is(err, ErrTooManyStreams) {
+		t.Errorf("a stream closed twice made room for two: %v", err)
+	}
+	done()
+	for _, d := range dones[1:] {
+		d()
+	}
+	if n := len(s.events.subs) + len(s.events.byUser); n != 0 {
+		t.Errorf("%d subscriptions or counts left after every stream closed", n)
 	}
 }
