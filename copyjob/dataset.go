@@ -496,7 +496,7 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 	defer br.Close()
 	errs := make([]error, len(items))
 	landed := make([]bool, len(items))
-	var landing sync.WaitGroup
+	var ready []int  // verified, in their temporary files
 	var broken error // the stream itself failed: the files after it are lost
 	for i, it := range items {
 		name, size, r, err := br.Next()
@@ -547,22 +547,89 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 				continue
 			}
 		}
-		// Rename while the next file streams in, so that the channel's
-		// bytes keep flowing back to back.
-		landing.Go(func() {
-			if errs[i] = d.rename(ctx, it, tmp); errs[i] == nil {
-				landed[i] = true
-			} else {
-				errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, errs[i])
-			}
-		})
+		ready = append(ready, i)
 	}
-	landing.Wait()
+	d.landMany(ctx, items, ready, errs, landed)
 	left, err := undelivered(items, landed, errs)
 	if broken != nil && (err == nil || retryable(err)) {
 		return left, broken
 	}
 	return left, err
+}
+
+// syncManyer is a destination that makes many files durable at once
+// (the file backend: one syncfs(2)).
+type syncManyer interface {
+	SyncMany(ctx context.Context, paths []string) error
+}
+
+// renameManyer is a destination whose renames can share one sync of
+// their directories (the file backend).
+type renameManyer interface {
+	RenameNoSync(ctx context.Context, from, to string) error
+	SyncDirs(ctx context.Context, paths []string)
+}
+
+// landMany puts the verified files items[ready] in place: their bytes are
+// made durable first, together where the destination can (one sync for
+// the batch, not one per file, which makes small files crawl), then each
+// is renamed, and the new names are made durable. A file renamed before
+// its bytes were synced could be found empty after a crash, under its
+// final name, as done.
+func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs []error, landed []bool) {
+	if len(ready) == 0 {
+		return
+	}
+	st := d.st
+	dst := st.dst.Backend
+	tmps := make([]string, len(ready))
+	for k, i := range ready {
+		tmps[k] = engine.TempName(items[i].dst)
+	}
+	fail := func(k int, err error) {
+		i := ready[k]
+		dst.Remove(context.WithoutCancel(ctx), tmps[k])
+		errs[i] = fmt.Errorf("%s -> %s: %w", items[i].src, items[i].dst, err)
+	}
+	if sm, ok := dst.(syncManyer); ok {
+		if err := sm.SyncMany(ctx, tmps); err != nil {
+			for k := range ready {
+				fail(k, fmt.Errorf("sync: %w", err))
+			}
+			return
+		}
+	} else {
+		for k := range ready {
+			if err := dst.Sync(ctx, tmps[k]); err != nil {
+				fail(k, fmt.Errorf("sync: %w", err))
+			}
+		}
+	}
+	rm, many := dst.(renameManyer)
+	var placed []string
+	for k, i := range ready {
+		if errs[i] != nil {
+			continue // its sync failed
+		}
+		it := items[i]
+		var err error
+		if many {
+			err = rm.RenameNoSync(ctx, tmps[k], it.dst)
+		} else {
+			err = dst.Rename(ctx, tmps[k], it.dst)
+		}
+		if err != nil {
+			fail(k, err)
+			continue
+		}
+		placed = append(placed, it.dst)
+		landed[i] = true
+		st.done.Add(it.size)
+		st.filesDone.Add(1)
+	}
+	if many {
+		rm.SyncDirs(context.WithoutCancel(ctx), placed)
+	}
 }
 
 // undelivered is what a batch attempt returns: all the items not

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/dataset"
 	"github.com/sluice-dtn/sluice/emul"
@@ -544,5 +545,73 @@ func TestPullBatchThirdParty(t *testing.T) {
 	if len(log.batches) != 3 || len(log.gets) != 0 || len(log.sums) != 0 {
 		t.Errorf("the source answered %d batches, %d file GETs and %d checksum requests; want 3 batches (40 files, pp 16) and nothing per file",
 			len(log.batches), len(log.gets), len(log.sums))
+	}
+}
+
+// syncLog is a local destination that records its syncs and renames.
+type syncLog struct {
+	*file.Backend
+	mu      sync.Mutex
+	synced  map[string]bool // temporary files made durable
+	early   []string        // renamed before their bytes were synced
+	renamed int
+}
+
+func (s *syncLog) SyncMany(ctx context.Context, paths []string) error {
+	s.mu.Lock()
+	for _, p := range paths {
+		s.synced[p] = true
+	}
+	s.mu.Unlock()
+	return s.Backend.SyncMany(ctx, paths)
+}
+
+func (s *syncLog) Sync(ctx context.Context, p string) error {
+	s.mu.Lock()
+	s.synced[p] = true
+	s.mu.Unlock()
+	return s.Backend.Sync(ctx, p)
+}
+
+func (s *syncLog) renamedFrom(from string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.synced[from] {
+		s.early = append(s.early, from)
+	}
+	s.renamed++
+}
+
+func (s *syncLog) RenameNoSync(ctx context.Context, from, to string) error {
+	s.renamedFrom(from)
+	return s.Backend.RenameNoSync(ctx, from, to)
+}
+
+func (s *syncLog) Rename(ctx context.Context, from, to string) error {
+	s.renamedFrom(from)
+	return s.Backend.Rename(ctx, from, to)
+}
+
+// TestBatchDurableBeforeRename: the small files of a batch from an agent
+// are made durable (one sync for the batch) before any is renamed into
+// place; a file renamed first could be found empty after a crash, under
+// its final name, counted as copied.
+func TestBatchDurableBeforeRename(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	want := tree(t, srcDir, 10, 200, 3000, 0, 70_000)
+	src := sourceAgent(t, srcDir, "/tree", nil, nil)
+	fb, err := file.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &syncLog{Backend: fb, synced: map[string]bool{}}
+	dst := Endpoint{Backend: log, Path: dstDir + "/", URL: "file://" + dstDir + "/"}
+	d := prepare(t, src, dst, opts(t))
+	if _, err := d.Perform(context.Background(), d.Files(), 8, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	if log.renamed != len(want) || len(log.early) > 0 {
+		t.Errorf("%d files renamed (want %d); renamed before their bytes were synced: %v", log.renamed, len(want), log.early)
 	}
 }
