@@ -186,7 +186,9 @@ type cycle struct {
 	gen     uint64
 	sizeKey func(int64) int64
 	curve   CurveEstimator // the estimator, if it is one; else nil
-	out     []Decision
+	// curveBuf is findThrCC's scratch for a CurveEstimator's answers.
+	curveBuf [curveChunk]float64
+	out      []Decision
 	// Buffers kept from one cycle to the next.
 	// recent remembers the last endpoints looked up by name.
 	recent     [2]recentEP
@@ -509,8 +511,10 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 		}
 	}
 	// The predictions at rising concurrency, from a CurveEstimator a
-	// few at a time (one lookup of the pair each, not one per level).
-	var buf [curveChunk]float64
+	// few at a time (one lookup of the pair each, not one per level),
+	// into the cycle's buffer: a local one passed to the interface would
+	// be allocated on every call.
+	buf := &c.curveBuf
 	have, from := 0, 1 // buf[:have] holds concurrencies from..from+have-1
 	thrAt := func(cc int) float64 {
 		if c.curve == nil {
