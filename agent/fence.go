@@ -126,13 +126,14 @@ func (f *fences) leave(p string, w *liveWrite) {
 // partition (without the lock: they take it to finish). It returns the
 // unlock, or the refusal with the lock released.
 func (s *Server) admitNewest(ctx context.Context, p string, fc *backend.Fence) (func(), error) {
+	wait := fc != nil // false once a superseded write outlived staleWriteWait
 	for {
 		unlock := s.fences.lock(p)
 		if err := s.admit(p, fc); err != nil {
 			unlock()
 			return nil, err
 		}
-		if fc == nil {
+		if !wait {
 			return unlock, nil
 		}
 		stale := s.fences.supersede(p, *fc)
@@ -146,24 +147,17 @@ func (s *Server) admitNewest(ctx context.Context, p string, fc *backend.Fence) (
 			case <-w.done:
 			case <-timer.C:
 				s.log.Warn("a superseded write did not stop", "path", p, "fence", w.fc.String(), "newest", fc.String())
-				return s.lockAdmitted(p, fc)
+				wait = false
 			case <-ctx.Done():
 				timer.Stop()
 				return nil, ctx.Err()
 			}
+			if !wait {
+				break
+			}
 		}
 		timer.Stop()
 	}
-}
-
-// lockAdmitted takes p's lock and admits fc without waiting for anyone.
-func (s *Server) lockAdmitted(p string, fc *backend.Fence) (func(), error) {
-	unlock := s.fences.lock(p)
-	if err := s.admit(p, fc); err != nil {
-		unlock()
-		return nil, err
-	}
-	return unlock, nil
 }
 
 // fencedReader is a write's data, which stops with the write's cause

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -67,7 +68,7 @@ func (v *jobValidation) middleware(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	if ct := ctx.Header("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/json" && !bytes.HasSuffix([]byte(mt), []byte("+json"))) {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			_ = huma.WriteErr(v.api, ctx, http.StatusUnsupportedMediaType, fmt.Sprintf("a job is JSON (Content-Type application/json), not %q", ct))
 			return
 		}

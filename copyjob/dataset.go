@@ -605,20 +605,18 @@ func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs 
 			}
 		}
 	}
+	rename := dst.Rename
 	rm, many := dst.(renameManyer)
+	if many {
+		rename = rm.RenameNoSync
+	}
 	var placed []string
 	for k, i := range ready {
 		if errs[i] != nil {
 			continue // its sync failed
 		}
 		it := items[i]
-		var err error
-		if many {
-			err = rm.RenameNoSync(ctx, tmps[k], it.dst)
-		} else {
-			err = dst.Rename(ctx, tmps[k], it.dst)
-		}
-		if err != nil {
+		if err := rename(ctx, tmps[k], it.dst); err != nil {
 			fail(k, err)
 			continue
 		}

@@ -567,7 +567,9 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	if err := b.RenameNoSync(ctx, from, to); err != nil {
 		return err
 	}
-	b.SyncDirs(ctx, []string{to})
+	if name, err := clean(to); err == nil {
+		b.syncDir(path.Dir(name))
+	}
 	return nil
 }
 
@@ -587,10 +589,15 @@ func (b *Backend) SyncDirs(ctx context.Context, paths []string) {
 			continue
 		}
 		seen[dir] = true
-		if d, err := b.fs.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
-		}
+		b.syncDir(dir)
+	}
+}
+
+// syncDir syncs directory dir (relative to the root), best effort.
+func (b *Backend) syncDir(dir string) {
+	if d, err := b.fs.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
 	}
 }
 
