@@ -271,29 +271,38 @@ func TestEmulatedRTT(t *testing.T) {
 	}
 	do("GET", "/v1/info", "") // opens the connection the rest reuse
 	// within checks got against n round trips: at least n RTTs (the agent
-	// waits them), at most 10% more (the requests' own work is small).
+	// waits them) and less than half an RTT more, which still tells n
+	// round trips from n+1 while leaving room for a busy machine's late
+	// wake-ups (CI once measured a batch at 71 ms against a 60 ms RTT).
 	within := func(what string, got time.Duration, n int) {
 		t.Helper()
 		want := time.Duration(n) * rtt
 		t.Logf("%s: %v, %d RTT = %v", what, got.Round(100*time.Microsecond), n, want)
-		if got < want || got > want+want/10 {
-			t.Errorf("%s took %v, want %v (%d RTT) within 10%%", what, got, want, n)
+		if got < want || got >= want+rtt/2 {
+			t.Errorf("%s took %v, want %v (%d RTT) to less than half an RTT more", what, got, want, n)
 		}
 	}
-	// The best of three single requests, so that one late wake-up on a
-	// busy machine does not decide the test.
-	best := time.Duration(math.MaxInt64)
-	for range 3 {
-		best = min(best, do("GET", "/v1/files/"+paths[0], ""))
+	// Each figure is the best of three, so that one late wake-up on a busy
+	// machine does not decide the test.
+	best := func(measure func() time.Duration) time.Duration {
+		b := time.Duration(math.MaxInt64)
+		for range 3 {
+			b = min(b, measure())
+		}
+		return b
 	}
-	within("one GET", best, 1)
-	within("a stat", do("GET", "/v1/stat/"+paths[0], ""), 1)
-	within(fmt.Sprintf("a batch of %d files", k), do("POST", "/v1/batch", jsonBody(map[string]any{"paths": paths})), 1)
-	var seq time.Duration
-	for _, p := range paths {
-		seq += do("GET", "/v1/files/"+p, "")
-	}
-	within(fmt.Sprintf("%d GETs one after another", k), seq, k)
+	within("one GET", best(func() time.Duration { return do("GET", "/v1/files/"+paths[0], "") }), 1)
+	within("a stat", best(func() time.Duration { return do("GET", "/v1/stat/"+paths[0], "") }), 1)
+	within(fmt.Sprintf("a batch of %d files", k), best(func() time.Duration {
+		return do("POST", "/v1/batch", jsonBody(map[string]any{"paths": paths}))
+	}), 1)
+	within(fmt.Sprintf("%d GETs one after another", k), best(func() time.Duration {
+		var seq time.Duration
+		for _, p := range paths {
+			seq += do("GET", "/v1/files/"+p, "")
+		}
+		return seq
+	}), k)
 	// Refused requests wait too: the refusal crosses the WAN as well.
 	start := time.Now()
 	if r := e.raw("GET", "/v1/files/"+paths[0], "", nil, ""); r.status != http.StatusUnauthorized {
