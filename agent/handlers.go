@@ -39,6 +39,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/pull":               s.pull,
 		"POST /v1/pullbatch":          s.pullBatch,
 		"POST /v1/renames":            s.renames,
+		"POST /v1/syncs":              s.syncs,
 		"GET /v1/info":                s.info,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

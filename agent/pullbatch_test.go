@@ -209,3 +209,37 @@ func TestPullBatchStaleOwnerKeepsNewFile(t *testing.T) {
 		t.Errorf("the new owner's file holds %q after the stale batch failed, want NEWER-DATA", got)
 	}
 }
+
+// TestSyncs: POST /v1/syncs makes files durable in one request, for a
+// token that may write every path named; anything else refuses the whole
+// request.
+func TestSyncs(t *testing.T) {
+	e := newEnv(t, "a", nil)
+	e.write("in/.a.tmp", "A")
+	e.write("in/d/.b.tmp", "B")
+	many := make([]string, maxBatchFiles+1)
+	for i := range many {
+		many[i] = "/in/.a.tmp"
+	}
+	for _, tc := range []struct {
+		name  string
+		tok   string
+		paths []string
+		want  int
+	}{
+		{"two files", e.token("write", "/in"), []string{"/in/.a.tmp", "/in/d/.b.tmp"}, 204},
+		{"read token", e.token("read", "/in"), []string{"/in/.a.tmp"}, 403},
+		{"a path outside the prefix", e.token("write", "/in"), []string{"/in/.a.tmp", "/out/x"}, 403},
+		{"an escape", e.token("write", "/"), []string{"/in/../../etc/passwd"}, 403},
+		{"none", e.token("write", "/in"), nil, 400},
+		{"too many", e.token("write", "/in"), many, 400},
+		{"no token", "", []string{"/in/.a.tmp"}, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.raw("POST", "/v1/syncs", tc.tok, nil, jsonBody(sluice.SyncsRequest{Paths: tc.paths}))
+			if r.status != tc.want {
+				t.Errorf("%v, want %d", r, tc.want)
+			}
+		})
+	}
+}

@@ -488,6 +488,8 @@ type state struct {
 	resent       atomic.Int64
 	moving       atomic.Int64 // bytes of small files in flight
 
+	committer committer // lands files copied whole, in groups
+
 	mu       sync.Mutex
 	active   map[*engine.Transfer]string
 	rate     rateMeter
@@ -740,6 +742,10 @@ func (st *state) runSmall(ctx context.Context, items []item) error {
 	}
 	close(work)
 	wg.Wait()
+	// The files verified are landed (or given up) before the copy ends.
+	if err := st.flush(); err != nil && first == nil {
+		first = err
+	}
 	if first != nil {
 		return first
 	}
@@ -756,8 +762,8 @@ func (st *state) copySmall(ctx context.Context, it item) error {
 	return st.copyWhole(ctx, it)
 }
 
-// copyWhole sends one file whole (retrying transient errors), verifies it
-// and renames it into place.
+// copyWhole sends one file whole (retrying transient errors), verifies it,
+// makes it durable and renames it into place.
 func (st *state) copyWhole(ctx context.Context, it item) error {
 	tmp := engine.TempName(it.dst)
 	var sum string
@@ -802,11 +808,12 @@ func (st *state) copyWhole(ctx context.Context, it item) error {
 			return fmt.Errorf("%w: source %s %s, destination %s", engine.ErrChecksum, st.o.Checksum, sum, got)
 		}
 	}
-	if err := st.dst.Backend.Rename(ctx, tmp, it.dst); err != nil {
+	// Made durable and renamed in a group, behind this worker's back
+	// (see committer): counted copied once it is in place.
+	if err := st.queue(ctx, it, tmp); err != nil {
+		st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
 		return err
 	}
-	st.done.Add(it.size)
-	st.filesDone.Add(1)
 	return nil
 }
 

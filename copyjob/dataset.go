@@ -259,6 +259,11 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	// Files copied whole are landed before the chunk counts as done (and
+	// its time includes their sync).
+	if err := d.st.flush(); err != nil && first == nil {
+		first = err
+	}
 	if first != nil {
 		return 0, first
 	}

@@ -555,10 +555,24 @@ type syncLog struct {
 	synced  map[string]bool // temporary files made durable
 	early   []string        // renamed before their bytes were synced
 	renamed int
+	// syncCalls counts Sync and SyncMany calls.
+	syncCalls int
+	// syncTime is added to each sync, as a disk's would be (tmpfs syncs
+	// in microseconds, and groups then need not form).
+	syncTime time.Duration
+	// syncErr fails every sync; renameErr fails the renames to a target
+	// of that base name.
+	syncErr   error
+	renameErr map[string]error
 }
 
 func (s *syncLog) SyncMany(ctx context.Context, paths []string) error {
+	time.Sleep(s.syncTime)
+	if s.syncErr != nil {
+		return s.syncErr
+	}
 	s.mu.Lock()
+	s.syncCalls++
 	for _, p := range paths {
 		s.synced[p] = true
 	}
@@ -567,7 +581,12 @@ func (s *syncLog) SyncMany(ctx context.Context, paths []string) error {
 }
 
 func (s *syncLog) Sync(ctx context.Context, p string) error {
+	time.Sleep(s.syncTime)
+	if s.syncErr != nil {
+		return s.syncErr
+	}
 	s.mu.Lock()
+	s.syncCalls++
 	s.synced[p] = true
 	s.mu.Unlock()
 	return s.Backend.Sync(ctx, p)
@@ -583,11 +602,17 @@ func (s *syncLog) renamedFrom(from string) {
 }
 
 func (s *syncLog) RenameNoSync(ctx context.Context, from, to string) error {
+	if err := s.renameErr[filepath.Base(to)]; err != nil {
+		return err
+	}
 	s.renamedFrom(from)
 	return s.Backend.RenameNoSync(ctx, from, to)
 }
 
 func (s *syncLog) Rename(ctx context.Context, from, to string) error {
+	if err := s.renameErr[filepath.Base(to)]; err != nil {
+		return err
+	}
 	s.renamedFrom(from)
 	return s.Backend.Rename(ctx, from, to)
 }
@@ -613,5 +638,102 @@ func TestBatchDurableBeforeRename(t *testing.T) {
 	sameTree(t, filepath.Join(dstDir, "tree"), want)
 	if log.renamed != len(want) || len(log.early) > 0 {
 		t.Errorf("%d files renamed (want %d); renamed before their bytes were synced: %v", log.renamed, len(want), log.early)
+	}
+}
+
+// TestWholeFilesDurableBeforeRename: small files copied whole from local
+// files (one request each, not a batch) are made durable before they are
+// renamed into place, by Run and by a dataset plan alike; and they are
+// synced in groups, not one sync per file, which makes small files crawl.
+func TestWholeFilesDurableBeforeRename(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		copy func(t *testing.T, src, dst Endpoint) error
+	}{
+		{"run", func(t *testing.T, src, dst Endpoint) error {
+			o := opts(t)
+			o.Recursive = true
+			_, err := Run(context.Background(), []Endpoint{src}, dst, o, nil)
+			return err
+		}},
+		{"dataset", func(t *testing.T, src, dst Endpoint) error {
+			d := prepare(t, src, dst, opts(t))
+			_, err := d.Perform(context.Background(), d.Files(), 8, 1, 4)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			sizes := make([]int, 40)
+			for i := range sizes {
+				sizes[i] = 1000 + 997*i
+			}
+			want := tree(t, srcDir, sizes...)
+			fb, err := file.New("/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := &syncLog{Backend: fb, synced: map[string]bool{}, syncTime: 5 * time.Millisecond}
+			dst := Endpoint{Backend: log, Path: dstDir + "/", URL: "file://" + dstDir + "/"}
+			if err := tc.copy(t, localEP(t, filepath.Join(srcDir, "tree")), dst); err != nil {
+				t.Fatal(err)
+			}
+			sameTree(t, filepath.Join(dstDir, "tree"), want)
+			if log.renamed != len(want) || len(log.early) > 0 {
+				t.Errorf("%d files renamed (want %d); renamed before their bytes were synced: %v", log.renamed, len(want), log.early)
+			}
+			if log.syncCalls >= len(want) {
+				t.Errorf("%d sync calls for %d files: one per file", log.syncCalls, len(want))
+			}
+		})
+	}
+}
+
+// TestWholeFilesLandingFails: a file copied whole that cannot be put in
+// place is reported, not counted copied, and leaves nothing behind; a
+// rename refused for one file gives that file up and the others land; a
+// sync that fails stops the copy with its error and renames nothing.
+func TestWholeFilesLandingFails(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		syncErr   error
+		renameErr map[string]error
+		want      string // in the copy's error
+		landed    int
+	}{
+		{"a rename refused", nil, map[string]error{"f03": fmt.Errorf("rename: %w", backend.ErrPermission)}, "permission", 9},
+		{"the sync fails", errors.New("input/output error"), nil, "input/output error", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			sizes := make([]int, 10)
+			for i := range sizes {
+				sizes[i] = 5000 + i
+			}
+			tree(t, srcDir, sizes...)
+			fb, err := file.New("/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := &syncLog{Backend: fb, synced: map[string]bool{}, syncErr: tc.syncErr, renameErr: tc.renameErr}
+			dst := Endpoint{Backend: log, Path: dstDir + "/", URL: "file://" + dstDir + "/"}
+			o := opts(t)
+			o.Recursive = true
+			sum, err := Run(context.Background(), []Endpoint{localEP(t, filepath.Join(srcDir, "tree"))}, dst, o, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("copy error %v, want one saying %q", err, tc.want)
+			}
+			ents, _ := os.ReadDir(filepath.Join(dstDir, "tree"))
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if len(names) != tc.landed || slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, ".sluice-part") }) {
+				t.Errorf("destination holds %v, want %d files and no temporary one", names, tc.landed)
+			}
+			if sum.Files > tc.landed {
+				t.Errorf("%d files counted copied, %d landed", sum.Files, tc.landed)
+			}
+		})
 	}
 }

@@ -2,8 +2,11 @@ package sluice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/sluice-dtn/sluice/backend"
 )
 
 // PullBatchFile is one file of a pull batch: Src on the source agent,
@@ -73,6 +76,11 @@ type RenamesResponse struct {
 	Results []PullBatchResult `json:"results"`
 }
 
+// SyncsRequest is the body of POST /v1/syncs.
+type SyncsRequest struct {
+	Paths []string `json:"paths"`
+}
+
 // PullBatch tells the agent to fetch files from the source agent in one
 // batch (pipelined, back to back on one connection) and write each whole
 // into its Dst, verifying the source's checksum (algo; "none" for none)
@@ -105,3 +113,28 @@ func (b *Backend) Renames(ctx context.Context, pairs []RenamePair) ([]PullBatchR
 	}
 	return out.Results, nil
 }
+
+// SyncMany makes the named files durable in one request (the agent syncs
+// its file system once), in requests of at most 4,096 paths. An agent from
+// before POST /v1/syncs answers 404 for the route; the files are then
+// synced one request each, as they would have been.
+func (b *Backend) SyncMany(ctx context.Context, paths []string) error {
+	for len(paths) > 0 {
+		n := min(len(paths), maxSyncPaths)
+		err := b.call(ctx, http.MethodPost, "/v1/syncs", nil, SyncsRequest{paths[:n]}, nil)
+		if errors.Is(err, backend.ErrNotFound) {
+			for _, p := range paths[:n] {
+				if err := b.Sync(ctx, p); err != nil {
+					return err
+				}
+			}
+		} else if err != nil {
+			return wrap("sync", fmt.Sprintf("(%d files)", n), err)
+		}
+		paths = paths[n:]
+	}
+	return nil
+}
+
+// maxSyncPaths is the agent's limit on paths in one POST /v1/syncs.
+const maxSyncPaths = 4096

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -640,6 +641,45 @@ func TestSilentAgent(t *testing.T) {
 				t.Errorf("%v is permanent; a silent agent may answer a retry", err)
 			case !tc.wantErr && (err != nil || string(got) != "0123456789"):
 				t.Errorf("slow agent: %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestSyncManyOldAgent: an agent from before POST /v1/syncs (404 for the
+// route) has its files synced one request each, and a new one gets one
+// request for all; a real failure is an error either way.
+func TestSyncManyOldAgent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		hasSyncs  bool
+		syncFails bool
+		wantCalls []string
+		wantErr   bool
+	}{
+		{"new agent", true, false, []string{"/v1/syncs"}, false},
+		{"old agent", false, false, []string{"/v1/syncs", "/v1/sync/a", "/v1/sync/b"}, false},
+		{"old agent, a file missing", false, true, []string{"/v1/syncs", "/v1/sync/a"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls = append(calls, r.URL.Path)
+				w.Header().Set(sluice.AgentHeader, "v1")
+				switch {
+				case r.URL.Path == "/v1/syncs" && tc.hasSyncs:
+					w.WriteHeader(http.StatusNoContent)
+				case strings.HasPrefix(r.URL.Path, "/v1/sync/") && !tc.syncFails:
+					w.WriteHeader(http.StatusNoContent)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer fake.Close()
+			fb, _ := sluice.New(fake.URL, "tok", nil)
+			err := fb.SyncMany(context.Background(), []string{"/a", "/b"})
+			if (err != nil) != tc.wantErr || !slices.Equal(calls, tc.wantCalls) {
+				t.Errorf("error %v, requests %v; want error %v, requests %v", err, calls, tc.wantErr, tc.wantCalls)
 			}
 		})
 	}
