@@ -74,6 +74,7 @@ func (st *state) queue(ctx context.Context, it item, tmp string) error {
 	}
 	c.queue = append(c.queue, landing{it, tmp})
 	c.bytes += it.size
+	st.moving.Add(it.size) // still in flight for progress: sent, not landed
 	if !c.landing {
 		c.landing = true
 		go st.landLoop(context.WithoutCancel(ctx))
@@ -112,6 +113,7 @@ func (st *state) landLoop(ctx context.Context) {
 		errs := st.land(lctx, group)
 		cancel()
 		for i, l := range group {
+			st.moving.Add(-l.it.size)
 			if errs[i] == nil {
 				st.done.Add(l.it.size)
 				st.filesDone.Add(1)
