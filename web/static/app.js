@@ -126,11 +126,25 @@
   }
 
   // ---- data ----
+  // The jobs table holds the newest jobsPage jobs (of the state chosen)
+  // and asks for the next older page when the user wants it: one request
+  // of every job a user ever ran would grow without bound. jobsPage is a
+  // variable so that tests can page a handful of jobs.
+  let jobsPage = 500;
   async function loadJobs() {
     const state = $("job-state").value;
-    const js = await api("/v1/jobs?limit=500" + (state ? "&state=" + state : ""));
+    const js = await api(`/v1/jobs?limit=${jobsPage}` + (state ? "&state=" + state : ""));
     st.jobs.clear();
     for (const j of js) st.jobs.set(j.id, j);
+    st.jobsOlder = js.length === jobsPage;
+    schedule();
+  }
+  async function loadOlderJobs() {
+    const state = $("job-state").value;
+    const before = Math.min(...st.jobs.keys());
+    const js = await api(`/v1/jobs?limit=${jobsPage}&before=${before}` + (state ? "&state=" + state : ""));
+    for (const j of js) st.jobs.set(j.id, j);
+    st.jobsOlder = js.length === jobsPage;
     schedule();
   }
   async function loadJob(id) {
@@ -359,8 +373,14 @@
     $("jobs").innerHTML = js.length
       ? `<table id="jobs-table"><thead><tr><th scope="col">Job</th><th scope="col">State</th><th scope="col">Owner</th><th scope="col">Label</th><th scope="col">Class</th><th scope="col">Progress</th><th scope="col" class="num">Throughput</th><th scope="col" class="num">ETA</th></tr></thead><tbody>${rows}</tbody></table>`
       : `<p class="hint">No jobs.</p>`;
+    if (js.length && st.jobsOlder) $("jobs").insertAdjacentHTML("beforeend", `<p><button type="button" id="jobs-older">Show ${jobsPage} older jobs</button></p>`);
     if (focused) { const a = $("jobs").querySelector(`a[data-job="${focused}"]`); if (a) a.focus(); }
   }
+  $("jobs").addEventListener("click", (ev) => {
+    if (ev.target.id !== "jobs-older") return;
+    ev.target.disabled = true;
+    loadOlderJobs().catch(showError);
+  });
   // Arrow keys move between the jobs table's rows.
   $("jobs").addEventListener("keydown", (ev) => {
     if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp" && ev.key !== "Home" && ev.key !== "End") return;
@@ -500,6 +520,12 @@
   // nEndpoints synthetic endpoints and nJobs running jobs, stops the event
   // stream and renders the overview synchronously.
   window.sluiceDashboard = {
+    // setJobsPage sets how many jobs the table asks for at a time and
+    // reloads it (for tests).
+    setJobsPage(n) {
+      jobsPage = n;
+      return loadJobs();
+    },
     // points is how many samples an endpoint's chart holds (for tests).
     points(name) {
       const s = st.series.get(name);

@@ -59,6 +59,19 @@ try {
   const ids = await page.locator("#jobs a[data-job]").evaluateAll((as) => as.map((a) => a.dataset.job));
   check(second === ids[1], "ArrowDown moves to the next row");
   await shot(page, "2-jobs-admin");
+  // Older jobs a page at a time (two jobs a page here).
+  const all = ids.length;
+  await page.evaluate(() => window.sluiceDashboard.setJobsPage(2));
+  await page.waitForFunction(() => document.querySelectorAll("#jobs a[data-job]").length === 2);
+  let older = page.getByRole("button", { name: "Show 2 older jobs" });
+  for (let i = 0; i < all && await older.count() > 0; i++) {
+    const n = await page.locator("#jobs a[data-job]").count();
+    await older.click();
+    await page.waitForFunction((n) => document.querySelectorAll("#jobs a[data-job]").length > n || !document.getElementById("jobs-older"), n);
+  }
+  const paged = await page.locator("#jobs a[data-job]").evaluateAll((as) => as.map((a) => a.dataset.job));
+  check(paged.length === all && paged.every((id, i) => id === ids[i]), `older jobs two at a time: ${paged.length} of ${all}, newest first`);
+  await page.evaluate(() => window.sluiceDashboard.setJobsPage(500));
   await page.locator(`#jobs a[data-job="${env.DONE_JOB}"]`).focus();
   await page.keyboard.press("Enter");
   await page.locator("#files-table tbody tr").first().waitFor();
