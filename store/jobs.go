@@ -215,6 +215,13 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 	if err != nil {
 		return false, fail(err)
 	}
+	if created {
+		// Its client is told the job was accepted: it must survive a
+		// power loss, not only a killed server.
+		if err := s.durableCommit(); err != nil {
+			return false, fail(fmt.Errorf("job %d was stored but not made durable: %w", nj.ID, err))
+		}
+	}
 	if !created {
 		old, err := jobBySubmission(ctx, s.w, j.OwnerID, j.SubmissionID)
 		if err != nil {

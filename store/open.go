@@ -110,7 +110,9 @@ func sqlitePath(u string) (string, error) {
 //     last transactions before a checkpoint, and even then the database is
 //     consistent (never corrupt). Our requirement is "no task lost after
 //     kill -9 of the server", which this meets; FULL would fsync on every
-//     commit, costing a disk flush per scheduler state change.
+//     commit, costing a disk flush per scheduler state change. A job's
+//     submission is the exception: its client was told "accepted", so
+//     CreateJob syncs the WAL after its commit (durableCommit).
 //   - foreign_keys=ON: SQLite does not enforce REFERENCES otherwise.
 //   - busy_timeout: wait (instead of failing at once) when another
 //     process holds the lock, e.g. an operator's sqlite3 shell.
@@ -178,7 +180,7 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := r.PingContext(ctx); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch}, nil
+	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal"}, nil
 }
 
 // openPostgres connects to PostgreSQL. Reads and writes share one pool:

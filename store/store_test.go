@@ -1361,3 +1361,44 @@ func TestTokensAndRevocation(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateJobDurable: on SQLite a created job's commit is synced to
+// disk (its write-ahead log fsynced) before CreateJob returns: the client
+// is told "accepted", and synchronous=NORMAL alone would lose the job to
+// a power loss. A resubmission (nothing written) syncs nothing, and a
+// failed sync is the submission's error.
+func TestCreateJobDurable(t *testing.T) {
+	s := mustOpen(t, "sqlite://"+filepath.Join(t.TempDir(), "sluice.db"))
+	ss := s.(*sqlStore)
+	var synced []string
+	var syncErr error
+	ss.syncWAL = func(p string) error {
+		synced = append(synced, p)
+		return syncErr
+	}
+	bg := t.Context()
+	alice := mustUser(t, s, "alice")
+	j := Job{OwnerID: alice.ID, SubmissionID: "once"}
+	if _, err := s.CreateJob(bg, &j, makeTasks(3)); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != ss.wal || !strings.HasSuffix(ss.wal, "sluice.db-wal") {
+		t.Fatalf("WAL syncs after a new job: %v, want one of %s", synced, ss.wal)
+	}
+	again := Job{OwnerID: alice.ID, SubmissionID: "once"}
+	if created, err := s.CreateJob(bg, &again, makeTasks(3)); err != nil || created {
+		t.Fatalf("resubmission: created %v, %v", created, err)
+	}
+	if len(synced) != 1 {
+		t.Errorf("a resubmission synced the WAL: %v", synced)
+	}
+	syncErr = errors.New("input/output error")
+	if _, err := s.CreateJob(bg, &Job{OwnerID: alice.ID}, makeTasks(1)); err == nil || !strings.Contains(err.Error(), "not made durable") {
+		t.Errorf("a failed sync: %v, want the submission to fail saying so", err)
+	}
+	// The real sync, on the real file.
+	ss.syncWAL = nil
+	if err := ss.durableCommit(); err != nil {
+		t.Errorf("fsync of %s: %v", ss.wal, err)
+	}
+}
