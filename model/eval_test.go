@@ -230,3 +230,35 @@ func TestEvalTuningPaths(t *testing.T) {
 		t.Errorf("two paths: median APE %g, optimum within one %g; want 0 and 1 (each path's curves are exact)", r.MedianAPE, r.OptimumWithinOne)
 	}
 }
+
+// TestReadTuningCSVMalformed: a file the csv package cannot parse is an
+// error naming the line, never a panic. Before, a quote left open on the
+// first data line (a truncated export) panicked in csv.Reader.FieldPos,
+// and a file with classic-Mac line endings (a bare carriage return) was
+// read as one long header whose error ("column "1" appears twice") did not
+// say what was wrong.
+func TestReadTuningCSVMalformed(t *testing.T) {
+	good := "3150088,3409,1e10,0.04,33554432,1,1,1,0,900,1,d,t,A,B\n"
+	cases := []struct{ name, in, want string }{
+		{"open quote on the first row", tuningHeader + "\"", "line 2"},
+		{"open quote after a row", tuningHeader + good + "\"3150088,3409\n", "line 3"},
+		{"bare quote", tuningHeader + strings.Replace(good, "A,B", `A"x,B`, 1), "line 2"},
+		{"carriage returns only", strings.ReplaceAll(tuningHeader+good+good, "\n", "\r"), "carriage return"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("panic: %v", p)
+				}
+			}()
+			if _, err := model.ReadTuningCSV(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+	// Windows line endings are fine.
+	if rows, err := model.ReadTuningCSV(strings.NewReader(strings.ReplaceAll(tuningHeader+good+good, "\n", "\r\n"))); err != nil || len(rows) != 2 || strings.ContainsRune(rows[1].Path, '\r') || rows[1].Throughput != 900 {
+		t.Errorf("CRLF: %+v, %v", rows, err)
+	}
+}

@@ -41,6 +41,12 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 	cr := csv.NewReader(br)
 	cr.FieldsPerRecord = -1
 	if first, _ := br.Peek(64 << 10); len(first) > 0 {
+		// encoding/csv ends lines at \n (\r\n too) but not at a bare \r:
+		// a file saved with classic-Mac line endings would be read as one
+		// long header, and the error would be about its columns.
+		if s := strings.TrimRight(string(first), "\r"); !strings.Contains(s, "\n") && strings.Contains(s, "\r") {
+			return nil, errors.New("tuning csv: lines end in a bare carriage return (\\r, classic Mac); save the file with \\n or \\r\\n line endings")
+		}
 		line, _, _ := strings.Cut(string(first), "\n")
 		if !strings.Contains(line, ",") {
 			for _, sep := range []rune{';', '\t'} {
@@ -88,10 +94,12 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			return nil, fmt.Errorf("tuning csv: %w", err) // a csv.ParseError names its line
 		}
+		// Only after a successful Read: FieldPos panics when the record
+		// that failed (an unterminated quote) has no field.
+		line, _ := cr.FieldPos(0)
 		f := func(name string) (float64, error) {
 			i := col[headerKey(name)]
 			if i >= len(rec) {
