@@ -262,3 +262,41 @@ func TestReadTuningCSVMalformed(t *testing.T) {
 		t.Errorf("CRLF: %+v, %v", rows, err)
 	}
 }
+
+// TestReadTuningCSVByteUnits: Throughput and Bandwidth are read in bits,
+// and a header that says bytes ("Throughput (MB/s)", "Bandwidth (B/s)",
+// "MBps") is refused: before, units were compared without case, so MB/s
+// passed for Mb/s and every throughput was read 8 times too low.
+func TestReadTuningCSVByteUnits(t *testing.T) {
+	body := "3150088,3409,1e10,0.04,33554432,1,1,1,0,900,1,d,t,A,B\n"
+	cases := []struct {
+		col, unit string
+		ok        bool
+	}{
+		{"Throughput", "Mbit/s", true},
+		{"Throughput", "Mb/s", true},
+		{"Throughput", "mbps", true},
+		{"Throughput", "MBit/s", true},
+		{"Throughput", "Mbps", true},
+		{"Throughput", "MB/s", false},
+		{"Throughput", "MBps", false},
+		{"Throughput", "Mbyte/s", false},
+		{"Bandwidth", "bit/s", true},
+		{"Bandwidth", "bps", true},
+		{"Bandwidth", "B/s", false},
+		{"Bandwidth", "Bps", false},
+		{"FileSize", "bytes", true},
+		{"FileSize", "B", true},
+		{"BufferSize", "Bytes", true},
+	}
+	for _, tc := range cases {
+		in := strings.Replace(tuningHeader, tc.col, tc.col+" ("+tc.unit+")", 1) + body
+		rows, err := model.ReadTuningCSV(strings.NewReader(in))
+		switch {
+		case tc.ok && (err != nil || len(rows) != 1):
+			t.Errorf("%s (%s): %v, want it read", tc.col, tc.unit, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), tc.unit)):
+			t.Errorf("%s (%s): %v, want an error naming the unit", tc.col, tc.unit, err)
+		}
+	}
+}

@@ -160,8 +160,8 @@ var units = map[string][]string{
 	"rtt":        {"s", "sec", "seconds"},
 	"throughput": {"Mbit/s", "Mb/s", "Mbps"},
 	"duration":   {"s", "sec", "seconds"},
-	"buffersize": {"b", "bytes"},
-	"filesize":   {"b", "bytes"},
+	"buffersize": {"B", "bytes"},
+	"filesize":   {"B", "bytes"},
 }
 
 // checkUnit refuses a header whose unit in parentheses is not the one its
@@ -178,11 +178,34 @@ func checkUnit(h string) error {
 	}
 	unit := strings.TrimSpace(h[i+1 : j])
 	for _, u := range want {
-		if strings.EqualFold(unit, u) {
+		// Case aside, except for bits and bytes: MB/s is not Mb/s.
+		if strings.EqualFold(unit, u) && namesBytes(unit) == namesBytes(u) {
 			return nil
 		}
 	}
+	switch {
+	case namesBytes(unit) && !namesBytes(want[0]):
+		return fmt.Errorf("tuning csv: column %q: unit %q counts bytes, but the column is read in %s (bits)", strings.TrimSpace(h), h[i+1:j], want[0])
+	case !namesBytes(unit) && namesBytes(want[0]):
+		return fmt.Errorf("tuning csv: column %q: unit %q counts bits, but the column is read in %s", strings.TrimSpace(h), h[i+1:j], want[0])
+	}
 	return fmt.Errorf("tuning csv: column %q: unit %q, but it is read in %s", strings.TrimSpace(h), h[i+1:j], want[0])
+}
+
+// namesBytes reports whether a unit counts bytes: "byte" spelled out, or
+// a capital B that does not begin "Bit" (by the usual convention b is a
+// bit and B a byte: Mb/s against MB/s, bps against Bps).
+func namesBytes(unit string) bool {
+	lower := strings.ToLower(unit)
+	if strings.Contains(lower, "byte") {
+		return true
+	}
+	for i := range unit {
+		if unit[i] == 'B' && !strings.HasPrefix(lower[i:], "bit") {
+			return true
+		}
+	}
+	return false
 }
 
 // headerKey is a column name as matched: case and spacing aside, and
