@@ -205,7 +205,7 @@ func (h *History) SetNow(t float64) { h.now = t }
 // AddHistory records a historical observation (for example from a past
 // log or a calibration campaign) without touching the recent set.
 func (h *History) AddHistory(o Obs) {
-	if o.Thr <= 0 || o.CC <= 0 {
+	if !o.usable() {
 		return
 	}
 	p := h.pair(o.Src, o.Dst)
@@ -215,10 +215,18 @@ func (h *History) AddHistory(o Obs) {
 	c.sum += o.Thr
 }
 
+// usable reports whether o can join the history: a positive, finite
+// throughput (NaN and +Inf, from a transfer timed at zero seconds or a
+// corrupt stored observation, would make its signature's average, and
+// every prediction there, NaN or +Inf for good) and a concurrency.
+func (o Obs) usable() bool {
+	return o.Thr > 0 && !math.IsInf(o.Thr, 1) && o.CC > 0
+}
+
 // Observe records a fresh observation: it becomes part of the recent set
 // that corrects predictions on its pair, and of the history.
 func (h *History) Observe(o Obs) {
-	if o.Thr <= 0 || o.CC <= 0 {
+	if !o.usable() {
 		return
 	}
 	p := h.pair(o.Src, o.Dst)

@@ -365,3 +365,31 @@ func TestHistoryCurve(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryIgnoresNonFinite: an observation whose throughput is NaN or
+// infinite (a transfer timed at zero seconds, a corrupt stored
+// observation) is ignored like a zero one. Before, it passed the "> 0"
+// test, its signature's average became NaN or +Inf for good, and so did
+// every prediction there and the pair's prediction error.
+func TestHistoryIgnoresNonFinite(t *testing.T) {
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for _, how := range []string{"AddHistory", "Observe"} {
+			h := model.NewHistory()
+			h.AddHistory(obs(4, 0, 0, big, 100))
+			h.SetNow(10)
+			o := obs(4, 0, 0, big, bad)
+			o.Time = 10
+			if how == "AddHistory" {
+				h.AddHistory(o)
+			} else {
+				h.Observe(o)
+			}
+			if got := h.Throughput("S", "D", 4, 0, 0, big); got != 100 {
+				t.Errorf("%s(thr %g): Throughput %g, want 100", how, bad, got)
+			}
+			if e, m := h.PredictionError("S", "D"), h.MeanError(); e != 0 || m != 0 {
+				t.Errorf("%s(thr %g): prediction error %g, mean error %g, want 0", how, bad, e, m)
+			}
+		}
+	}
+}
