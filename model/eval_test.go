@@ -300,3 +300,25 @@ func TestReadTuningCSVByteUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTuningCSVShortRow: a row that stops before one of the columns
+// that tell paths apart (Source, Destination, BufferSize, Fast) is an
+// error naming its line, as a row without a required column is. Before,
+// it was read with that column left out of its Path, so it silently
+// formed a curve of its own, apart from the rest of its campaign.
+func TestReadTuningCSVShortRow(t *testing.T) {
+	good := "3150088,3409,1e10,0.04,33554432,1,1,1,0,900,1,d,t,A,B\n"
+	cases := []struct{ name, row, want string }{
+		{"no Destination", "3150088,3409,1e10,0.04,33554432,2,1,1,0,900,1,d,t,A\n", "line 3: missing Destination"},
+		{"no Source", "3150088,3409,1e10,0.04,33554432,2,1,1,0,900,1,d,t\n", "line 3: missing Source"},
+	}
+	for _, tc := range cases {
+		if _, err := model.ReadTuningCSV(strings.NewReader(tuningHeader + good + tc.row)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// An empty field is a value (an unnamed source), not a missing column.
+	if rows, err := model.ReadTuningCSV(strings.NewReader(tuningHeader + good + strings.Replace(good, "A,B", ",B", 1))); err != nil || len(rows) != 2 {
+		t.Errorf("empty Source: %+v, %v", rows, err)
+	}
+}

@@ -137,9 +137,13 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 		}
 		path := fmt.Sprintf("%s b/s, RTT %s s", strings.TrimSpace(rec[col[headerKey("Bandwidth")]]), strings.TrimSpace(rec[col[headerKey("RTT")]]))
 		for _, n := range ident {
-			if i := col[headerKey(n)]; i < len(rec) {
-				path += ", " + n + " " + strings.TrimSpace(rec[i])
+			i := col[headerKey(n)]
+			if i >= len(rec) {
+				// Left out of the path, the row would form a curve of
+				// its own, apart from the rest of its campaign.
+				return nil, fmt.Errorf("tuning csv line %d: missing %s", line, n)
 			}
+			path += ", " + n + " " + strings.TrimSpace(rec[i])
 		}
 		rows = append(rows, TuningRow{
 			FileSize: int64(v[0]), FileCount: int(v[1]), Bandwidth: v[2], RTT: v[3],
