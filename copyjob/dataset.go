@@ -765,8 +765,9 @@ func (d *Dataset) sourceSums(ctx context.Context, src Endpoint, items []item) *s
 }
 
 // land verifies a file written to tmp, the source's checksum (want)
-// against the destination's, and renames it over its destination path.
-// On any failure tmp is removed and nothing is renamed.
+// against the destination's, and queues it to be made durable and renamed
+// over its destination path. On any failure tmp is removed and nothing is
+// renamed.
 func (d *Dataset) land(ctx context.Context, it item, tmp string, want func() (string, error)) error {
 	st := d.st
 	dst := st.dst.Backend
@@ -787,19 +788,12 @@ func (d *Dataset) land(ctx context.Context, it item, tmp string, want func() (st
 			return fail(fmt.Errorf("%w (%s): source %s, destination %s", engine.ErrChecksum, algo, w, got))
 		}
 	}
-	return d.rename(ctx, it, tmp)
-}
-
-// rename puts a verified file in place and counts it done; on failure tmp
-// is removed.
-func (d *Dataset) rename(ctx context.Context, it item, tmp string) error {
-	st := d.st
-	if err := st.dst.Backend.Rename(ctx, tmp, it.dst); err != nil {
-		st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
-		return err
+	// Made durable and renamed in a group with the files other workers
+	// verified, behind this one's back (see committer); counted copied
+	// once it is in place.
+	if err := st.queue(ctx, it, tmp); err != nil {
+		return fail(err)
 	}
-	st.done.Add(it.size)
-	st.filesDone.Add(1)
 	return nil
 }
 

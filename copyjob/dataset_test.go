@@ -661,6 +661,13 @@ func TestWholeFilesDurableBeforeRename(t *testing.T) {
 			_, err := d.Perform(context.Background(), d.Files(), 8, 1, 4)
 			return err
 		}},
+		{"dataset, files split in parts", func(t *testing.T, src, dst Endpoint) error {
+			o := opts(t)
+			o.PartMin = 1000 // every file of the tree is split in 2
+			d := prepare(t, src, dst, o)
+			_, err := d.Perform(context.Background(), d.Files(), 8, 2, 4)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srcDir, dstDir := t.TempDir(), t.TempDir()
