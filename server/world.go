@@ -78,6 +78,13 @@ type endpoint struct {
 	observed float64 // this cycle's aggregate
 	cc       int
 	downNote string // while down: the note of the files that wait for it
+	// downAtLoad: the store had it down when this server started; it
+	// stays down until its agent is heard from (heartbeats).
+	downAtLoad bool
+	// heard is its last heartbeat known here (this server's, another's
+	// through the store, or the store's from before a restart); zero
+	// if never heard from.
+	heard time.Time
 }
 
 // world is the live service as the scheduler sees it. Only the loop
@@ -211,7 +218,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 		return nil, fmt.Errorf("server: loading endpoints: %w", err)
 	}
 	for _, e := range eps {
-		w.eps[e.Name] = &endpoint{Endpoint: e}
+		w.eps[e.Name] = &endpoint{Endpoint: e, downAtLoad: !e.Up}
 	}
 	obs, err := s.st.Observations(ctx, 20000)
 	if err != nil {
@@ -430,6 +437,10 @@ const downPrefix = waitPrefix + "endpoint "
 func (w *world) downNote(t *task) string {
 	for _, e := range []*endpoint{t.srcEp, t.dstEp} {
 		if e != nil && !e.Up {
+			if e.downNote == "" && !e.heard.IsZero() {
+				// Down since before this server started.
+				e.downNote = fmt.Sprintf("%s%s is down (no heartbeat since %s)", downPrefix, e.Name, e.heard.UTC().Format(time.RFC3339))
+			}
 			if e.downNote == "" {
 				return downPrefix + e.Name + " has not been heard from"
 			}
@@ -1160,16 +1171,25 @@ func (w *world) heartbeats(now time.Time) {
 		e.Up = up
 	}
 	for name, e := range w.eps {
-		// An endpoint not heard from since this server started gets
-		// the timeout counted from the start.
 		// Heartbeats reach any server: the store's LastSeen counts
 		// as well as this server's own.
-		last := w.begun
-		if b, ok := beats[name]; ok && b.last.After(last) {
-			last = b.last
+		heard := e.LastSeen
+		if b, ok := beats[name]; ok && b.last.After(heard) {
+			heard = b.last
 		}
-		if seen := w.seen[name]; seen.After(last) {
-			last = seen
+		if seen := w.seen[name]; seen.After(heard) {
+			heard = seen
+		}
+		e.heard = heard
+		// An endpoint up when this server started, but not heard from
+		// since, gets the timeout counted from the start: its agent
+		// may only be finding the restarted server again. One the
+		// store had down stays down until it is heard from: counting
+		// from the start would call a dead agent up and send it files
+		// that spend their attempts on refused connections.
+		last := heard
+		if !e.downAtLoad && w.begun.After(last) {
+			last = w.begun
 		}
 		alive := now.Sub(last) < w.s.cfg.HeartbeatTimeout
 		if alive == e.Up {

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// TestDownStaysDownAfterRestart: an endpoint the store recorded as down
+// stays down when the server restarts, until its agent is heard from
+// again. Before, the restarted server counted every endpoint's heartbeat
+// timeout from its own start: it logged the dead endpoint up, started
+// its files towards it (each spending one of its attempts on a refused
+// connection), and marked it down again after the timeout.
+func TestDownStaysDownAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	for _, e := range []store.Endpoint{
+		{Name: "a", LastSeen: now, Up: true},
+		{Name: "d", LastSeen: now.Add(-time.Hour)},
+	} {
+		e.URL, e.Registered = "http://127.0.0.1:1", now.Add(-2*time.Hour)
+		if err := st.UpsertEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetEndpointUp(ctx, e.Name, e.Up, e.LastSeen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := st.EnsureUser(ctx, "alice", "vo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: now}
+	tasks := []store.Task{{Src: "sluice://a/f", Dst: "sluice://d/f", SrcEndpoint: "a", DstEndpoint: "d", Size: 1 << 20}}
+	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, Config{Store: st, Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := st.AcquireLease(ctx, "a", "local", time.Hour)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	w.parts["a"] = l.Term
+	claimed, err := st.ClaimTasks(ctx, "local", 100)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	w.claimed(claimed)
+	w.tick(time.Now())
+	w.cycle(sched.Tick)
+	w.flush()
+	if w.eps["d"].Up {
+		t.Error("the restarted server holds d up, unheard from for an hour")
+	}
+	if w.inflight != 0 {
+		t.Errorf("%d runs begun towards an endpoint down for an hour", w.inflight)
+	}
+	rows, err := st.Tasks(ctx, j.ID, 0, 0)
+	if err != nil || len(rows) != 1 || rows[0].State != store.StateQueued || !strings.Contains(rows[0].Error, "d is down") {
+		t.Fatalf("task in the store: %+v, %v (want queued, waiting for d)", rows, err)
+	}
+	// Heard from again: it is up, and the file goes.
+	if err := s.beat(ctx, AgentInfo{Name: "d", URL: "http://127.0.0.1:1"}, false); err != nil {
+		t.Fatal(err)
+	}
+	w.tick(time.Now())
+	if !w.eps["d"].Up {
+		t.Error("d, heard from again, is still down")
+	}
+}
