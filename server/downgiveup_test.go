@@ -89,3 +89,97 @@ func TestDownStaysDownAfterRestart(t *testing.T) {
 		t.Error("d, heard from again, is still down")
 	}
 }
+
+// TestDownEndpointGivenUp: files that wait for an endpoint whose agent
+// never comes back fail after Config.DownGiveUp, saying which endpoint
+// and since when, so that the job ends instead of staying active for
+// good; this holds across a restart (the last heartbeat is the store's)
+// and for files whose size is not known yet (their source is down).
+// Files of endpoints down for less than that still wait.
+func TestDownEndpointGivenUp(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	long, lately := now.Add(-2*time.Hour), now.Add(-time.Minute)
+	for _, e := range []store.Endpoint{
+		{Name: "a", LastSeen: now, Up: true},
+		{Name: "gone", LastSeen: long, Up: false}, // down before the restart
+		{Name: "blip", LastSeen: lately, Up: false},
+	} {
+		e.URL, e.Registered = "http://127.0.0.1:1", long
+		if err := st.UpsertEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if !e.Up {
+			if err := st.SetEndpointUp(ctx, e.Name, false, e.LastSeen); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	u, err := st.EnsureUser(ctx, "alice", "vo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(i int, src, dst string, size int64) store.Task {
+		return store.Task{Index: i, Src: "sluice://" + src + "/f", Dst: "sluice://" + dst + "/f", SrcEndpoint: src, DstEndpoint: dst, Size: size}
+	}
+	gone := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: now}
+	if _, err := st.CreateJob(ctx, &gone, []store.Task{mk(0, "a", "gone", 1<<20), mk(1, "gone", "a", -1)}); err != nil {
+		t.Fatal(err)
+	}
+	blip := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: now}
+	if _, err := st.CreateJob(ctx, &blip, []store.Task{mk(0, "a", "blip", 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(ctx, Config{Store: st, Scheduler: "basecc1", DataDir: t.TempDir(), DownGiveUp: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a", "gone"} {
+		l, ok, err := st.AcquireLease(ctx, p, "local", time.Hour)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		w.parts[p] = l.Term
+	}
+	claimed, err := st.ClaimTasks(ctx, "local", 100)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	w.claimed(claimed)
+	// A few turns of the loop, as Run makes them.
+	for range 3 {
+		w.tick(time.Now())
+		w.resolve()
+		w.cycle(sched.Tick)
+		w.flush()
+	}
+	rows, err := st.Tasks(ctx, gone.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.State != store.StateFailed || !strings.Contains(r.Error, "gone has been down") || !strings.Contains(r.Error, long.UTC().Format(time.RFC3339)) {
+			t.Errorf("file %s -> %s: %s, %q; want failed, saying that gone has been down since %s", r.Src, r.Dst, r.State, r.Error, long.UTC().Format(time.RFC3339))
+		}
+	}
+	if j, err := st.Job(ctx, gone.ID); err != nil || j.State != store.StateFailed {
+		t.Errorf("the job of the down endpoint: %s, %v; want failed", j.State, err)
+	}
+	rows, err = st.Tasks(ctx, blip.ID, 0, 0)
+	if err != nil || len(rows) != 1 || rows[0].State != store.StateQueued {
+		t.Fatalf("a file of an endpoint down for a minute: %+v, %v; want queued", rows, err)
+	}
+	if j, err := st.Job(ctx, blip.ID); err != nil || j.State != store.StateActive {
+		t.Errorf("the job of the endpoint down for a minute: %s, %v; want active", j.State, err)
+	}
+}

@@ -47,6 +47,7 @@ const (
 	DefaultCycle            = 500 * time.Millisecond // SC'15 §4.4
 	DefaultHeartbeatTimeout = 10 * time.Second
 	DefaultHeartbeatEvery   = 2 * time.Second
+	DefaultDownGiveUp       = 24 * time.Hour
 	DefaultRetry            = 3
 	DefaultDataTokenTTL     = 24 * time.Hour
 	DefaultEndpointMax      = 1.25e9 // 10 Gb/s: the prior until an endpoint's maximum is known
@@ -95,6 +96,13 @@ type Config struct {
 	// HeartbeatTimeout: an agent silent this long is marked down and its
 	// running tasks are re-queued (default 10 s).
 	HeartbeatTimeout time.Duration
+	// DownGiveUp: the files waiting for an endpoint that has sent no
+	// heartbeat for this long fail, each saying which endpoint is down
+	// and since when, so that their jobs end instead of waiting for an
+	// agent that may never come back (default DefaultDownGiveUp;
+	// negative: wait for good). The last heartbeat is the store's, so
+	// a restart of the server does not reset the count.
+	DownGiveUp time.Duration
 	// HeartbeatEvery is what agents are told to use (default 2 s).
 	HeartbeatEvery time.Duration
 	// DataDir receives admin.token and join.token on first start.
@@ -228,6 +236,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.HeartbeatTimeout <= 0 {
 		cfg.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if cfg.DownGiveUp == 0 {
+		cfg.DownGiveUp = DefaultDownGiveUp
 	}
 	if cfg.HeartbeatEvery <= 0 {
 		cfg.HeartbeatEvery = DefaultHeartbeatEvery

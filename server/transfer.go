@@ -486,6 +486,10 @@ func (w *world) resolve() {
 			continue
 		}
 		if !w.up(t.SrcEndpoint) {
+			if note := w.downTooLong(now, w.eps[t.SrcEndpoint]); note != "" {
+				w.gone = append(w.gone, goneTask{t, note})
+				continue
+			}
 			w.waitNote(t, fmt.Sprintf("%ssource endpoint %s is down; its size is not known yet", waitPrefix, t.SrcEndpoint))
 			w.needResolve(t)
 			continue
@@ -503,6 +507,7 @@ func (w *world) resolve() {
 			w.s.post(func(w *world) { w.resolved(id, size, err) })
 		}()
 	}
+	w.giveUp(now)
 }
 
 // waitPrefix begins the notes of waitNote, which a start clears.

@@ -110,6 +110,7 @@ type world struct {
 	sweeping   bool
 	inflight   int               // transfer goroutines not yet reported finished
 	begun      time.Time         // when this loop started
+	gone       []goneTask        // files to fail: they waited too long for a down endpoint (giveUp)
 	victims    map[int64][]int64 // tasks to pause once the key task moves
 	// optimal holds, per endpoint pair, the streams that optimize jobs
 	// run with (0: the estimate failed and the scheduler chooses); a
@@ -341,6 +342,10 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			})
 		case store.StateQueued:
 			if !w.taskUp(t) {
+				if note := w.downTooLong(now, t.srcEp, t.dstEp); note != "" {
+					w.gone = append(w.gone, goneTask{t, note})
+					continue
+				}
 				w.waitNote(t, w.downNote(t))
 				continue
 			}
@@ -358,6 +363,7 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			waiting = append(waiting, st)
 		}
 	}
+	w.giveUp(now)
 	// Decisions must not depend on the table's order: the scheduler gets
 	// its tasks in ID order, as the simulator gives them.
 	w.idSort.Sort(waiting)
@@ -448,6 +454,67 @@ func (w *world) downNote(t *task) string {
 		}
 	}
 	return downPrefix + "not registered"
+}
+
+// goneTask is a file that waited too long for a down endpoint, and why
+// it fails.
+type goneTask struct {
+	t    *task
+	note string
+}
+
+// downTooLong says why a file gives up waiting, if one of the down
+// endpoints eps (its own, or its source alone) has not been heard from
+// for longer than Config.DownGiveUp; "" while it may still wait.
+func (w *world) downTooLong(now time.Time, eps ...*endpoint) string {
+	limit := w.s.cfg.DownGiveUp
+	if limit < 0 {
+		return ""
+	}
+	for _, e := range eps {
+		if e == nil || e.Up {
+			continue
+		}
+		since := e.heard
+		if since.IsZero() {
+			since = e.Registered // never heard from since it joined
+		}
+		if since.IsZero() || now.Sub(since) <= limit {
+			continue
+		}
+		return fmt.Sprintf("endpoint %s has been down since %s (no heartbeat for more than %s): gave up waiting for it",
+			e.Name, since.UTC().Format(time.RFC3339), limit)
+	}
+	return ""
+}
+
+// giveUp fails the files that waited too long for a down endpoint
+// (w.gone): their jobs end, each file saying why, instead of staying
+// active for an agent that may never come back. A partial file stays
+// owed for removal until the agent is back (removePartial).
+func (w *world) giveUp(now time.Time) {
+	if len(w.gone) == 0 {
+		return
+	}
+	gone := w.gone
+	w.gone = nil
+	ts := make([]*task, 0, len(gone))
+	audit := make([]store.AuditEntry, 0, len(gone))
+	for _, g := range gone {
+		g.t.Error = g.note
+		audit = append(audit, w.setState(g.t, store.StateFailed, g.note, now))
+		g.t.Finished = now
+		ts = append(ts, g.t)
+	}
+	w.persist(ts, audit)
+	w.s.log.Warn("files failed: an endpoint they wait for is down for too long", "files", len(ts), "first", gone[0].note)
+	for _, t := range ts {
+		if !t.Started.IsZero() {
+			w.s.cleanup(t.Task)
+		}
+		t.job.failed++
+		w.drop(t)
+	}
 }
 
 func (w *world) up(name string) bool {

@@ -35,6 +35,7 @@ type serveConfig struct {
 	Scheduler        string  `json:"scheduler"`
 	CycleSeconds     float64 `json:"cycle_seconds"`
 	HeartbeatTimeout float64 `json:"heartbeat_timeout_seconds"`
+	DownGiveUp       float64 `json:"down_give_up_seconds"`
 	TotalMaxCC       int     `json:"total_max_cc"`
 	StartupCost      float64 `json:"startup_cost_seconds"`
 	Policy           string  `json:"policy"`
@@ -57,7 +58,7 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, LeaseTTL: server.DefaultLeaseTTL.Seconds()}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
@@ -89,7 +90,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
 	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
 	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
@@ -99,6 +100,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.StringVar(&c.Scheduler, "scheduler", c.Scheduler, fmt.Sprintf("scheduling algorithm: %v", sched.Names()))
 	f.Float64Var(&c.CycleSeconds, "cycle", c.CycleSeconds, "scheduling period in seconds")
 	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
+	f.Float64Var(&c.DownGiveUp, "down-give-up", c.DownGiveUp, "seconds an endpoint may stay silent (no heartbeat) before the files waiting for it fail, saying so (negative: they wait for good)")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
 	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
@@ -143,6 +145,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.HeartbeatTimeout != 0 {
 		set("heartbeat-timeout", func() { c.HeartbeatTimeout = fc.HeartbeatTimeout })
 	}
+	if fc.DownGiveUp != 0 {
+		set("down-give-up", func() { c.DownGiveUp = fc.DownGiveUp })
+	}
 	if fc.TotalMaxCC != 0 {
 		set("total-max-cc", func() { c.TotalMaxCC = fc.TotalMaxCC })
 	}
@@ -171,8 +176,8 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
-	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 {
-		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative")
+	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 || c.DownGiveUp == 0 {
+		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative, --down-give-up not 0")
 	}
 	var batchMax int64 // 0: the server's default
 	switch strings.TrimSpace(c.BatchMax) {
@@ -217,6 +222,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		Store: st, Scheduler: c.Scheduler, DataDir: c.DataDir, Logger: log,
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
+		DownGiveUp:       time.Duration(c.DownGiveUp * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
 		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
 		Policy:           c.Policy,
