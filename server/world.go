@@ -995,7 +995,10 @@ type pendingWrites struct {
 // state could not be written (another server took the partition over
 // meanwhile) the complete checkpoint stays: it tells the next run that the
 // file is already in place, so that it checks the checksums instead of
-// copying the file a second time.
+// copying the file a second time. A done state the store refused for
+// another reason (a full disk, an I/O error) is written again at the next
+// turn, and only then counted: the file must not stay running in the
+// store, with no run behind it, and its job active until a restart.
 func (w *world) flush() {
 	if len(w.pw.tasks) == 0 {
 		return
@@ -1016,14 +1019,42 @@ func (w *world) flush() {
 	defer cancel()
 	var keys []string
 	var obs []store.Observation
+	lost := make(map[string]bool, len(w.stale))
+	for _, p := range w.stale {
+		lost[p] = true
+	}
+	var retry pendingWrites
+	done := pw.done[:0]
 	for _, c := range pw.done {
-		if written(c.t) {
+		switch {
+		case written(c.t):
 			keys = append(keys, journalKey(c.t.ID))
+		case !lost[c.t.SrcEndpoint]:
+			retry.tasks = append(retry.tasks, c.t)
+			retry.done = append(retry.done, c)
+			continue
 		}
 		if c.obs != nil {
 			obs = append(obs, *c.obs)
 		}
+		done = append(done, c)
 	}
+	if len(retry.done) > 0 {
+		w.s.log.Warn("finished files not yet recorded done; writing them again at the next turn", "files", len(retry.done))
+		ids := make(map[int64]bool, len(retry.tasks))
+		for _, t := range retry.tasks {
+			ids[t.ID] = true
+		}
+		for _, a := range pw.audit {
+			if ids[a.TaskID] {
+				retry.audit = append(retry.audit, a)
+			}
+		}
+		w.pw.tasks = append(w.pw.tasks, retry.tasks...)
+		w.pw.audit = append(w.pw.audit, retry.audit...)
+		w.pw.done = append(w.pw.done, retry.done...)
+	}
+	pw.done = done
 	if err := w.s.st.DeleteCheckpoints(ctx, keys); err != nil {
 		w.s.log.Warn("deleting checkpoints of finished tasks", "tasks", len(keys), "err", err)
 	}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// flakyStore fails task writes while fail is set, as a store on a full
+// disk does.
+type flakyStore struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (f *flakyStore) UpdateTasksFenced(ctx context.Context, server string, ts []store.Task, audit []store.AuditEntry) ([]int64, error) {
+	if f.fail.Load() {
+		return nil, errors.New("disk I/O error: database or disk is full")
+	}
+	return f.Store.UpdateTasksFenced(ctx, server, ts, audit)
+}
+
+// TestCompletionWriteRetried: a finished file whose done state the store
+// could not take (a full disk under the SQLite file, say) is written
+// again at a later turn, and its job ends once it is. Before, the loop
+// counted it done and forgot it: the store kept it running with no run
+// behind it, and its job stayed active until the server restarted.
+func TestCompletionWriteRetried(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u, err := st.EnsureUser(ctx, "alice", "vo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
+	tasks := []store.Task{{Src: "sluice://a/f", Dst: "sluice://d/f", SrcEndpoint: "a", DstEndpoint: "d", Size: 1 << 20}}
+	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakyStore{Store: st}
+	s, err := New(ctx, Config{Store: fs, Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := st.AcquireLease(ctx, "a", "local", time.Hour)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	w.parts["a"] = l.Term
+	claimed, err := st.ClaimTasks(ctx, "local", 100)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d, %v", len(claimed), err)
+	}
+	w.claimed(claimed)
+	tk := w.tasks.get(claimed[0].ID)
+	// Its run started (written), then ended well while the store fails.
+	tk.State, tk.runStart = store.StateRunning, time.Now()
+	if !w.persist([]*task{tk}, nil) {
+		t.Fatal("writing the start")
+	}
+	fs.fail.Store(true)
+	w.complete(tk, engine.Result{Algo: "adler32", Checksum: "01020304"}, time.Now())
+	w.flush()
+	fs.fail.Store(false)
+	w.flush() // the next turn
+	rows, err := st.Tasks(ctx, j.ID, 0, 0)
+	if err != nil || len(rows) != 1 || rows[0].State != store.StateDone || rows[0].Checksum != "adler32:01020304" {
+		t.Fatalf("task in the store: %+v, %v (want done, with its checksum)", rows, err)
+	}
+	if got, err := st.Job(ctx, j.ID); err != nil || got.State != store.StateDone || got.FilesDone != 1 {
+		t.Errorf("job: %s with %d done, %v; want done with 1", got.State, got.FilesDone, err)
+	}
+}
