@@ -571,9 +571,7 @@ func (w *world) resolved(id int64, size int64, err error) {
 		t.Error = fmt.Sprintf("the sources have %d bytes, the submission said %d", size, t.Size)
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.persist([]*task{t}, []store.AuditEntry{a})
-		t.job.failed++
-		w.drop(t)
+		w.endFailed(t, a)
 	case err == nil:
 		if t.Size < 0 {
 			t.job.Bytes += size
@@ -592,9 +590,7 @@ func (w *world) resolved(id int64, size int64, err error) {
 		t.Error = err.Error()
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.persist([]*task{t}, []store.AuditEntry{a})
-		t.job.failed++
-		w.drop(t)
+		w.endFailed(t, a)
 	default:
 		w.s.log.Warn("stat of source failed; will retry", "task", id, "err", err)
 		w.waitNote(t, "stat of the source failed, will retry: "+err.Error())

@@ -498,22 +498,16 @@ func (w *world) giveUp(now time.Time) {
 	}
 	gone := w.gone
 	w.gone = nil
-	ts := make([]*task, 0, len(gone))
-	audit := make([]store.AuditEntry, 0, len(gone))
+	w.s.log.Warn("files failed: an endpoint they wait for is down for too long", "files", len(gone), "first", gone[0].note)
 	for _, g := range gone {
-		g.t.Error = g.note
-		audit = append(audit, w.setState(g.t, store.StateFailed, g.note, now))
-		g.t.Finished = now
-		ts = append(ts, g.t)
-	}
-	w.persist(ts, audit)
-	w.s.log.Warn("files failed: an endpoint they wait for is down for too long", "files", len(ts), "first", gone[0].note)
-	for _, t := range ts {
+		t := g.t
+		t.Error = g.note
+		a := w.setState(t, store.StateFailed, g.note, now)
+		t.Finished = now
 		if !t.Started.IsZero() {
 			w.s.cleanup(t.Task)
 		}
-		t.job.failed++
-		w.drop(t)
+		w.endFailed(t, a)
 	}
 }
 
@@ -905,13 +899,11 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		t.Error = err.Error()
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.persist([]*task{t}, []store.AuditEntry{a})
 		// Nothing will resume it: its partial file would hold the
 		// space (of a full disk, say) for good.
 		w.s.cleanup(t.Task)
 		w.s.log.Warn("transfer failed", "task", t.ID, "src", t.Src, "dst", t.Dst, "err", err)
-		t.job.failed++
-		w.drop(t)
+		w.endFailed(t, a)
 		w.releaseVictims(id)
 	default:
 		t.Attempts++
@@ -920,10 +912,8 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		if t.Attempts > t.job.Retry {
 			a := w.setState(t, store.StateFailed, fmt.Sprintf("gave up after %d attempts: %v", t.Attempts, err), now)
 			t.Finished = now
-			w.persist([]*task{t}, []store.AuditEntry{a})
 			w.s.cleanup(t.Task)
-			t.job.failed++
-			w.drop(t)
+			w.endFailed(t, a)
 		} else {
 			a := w.setState(t, store.StateQueued, "retry: "+t.Error, now)
 			t.CC = 0
@@ -975,10 +965,25 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	w.pw.done = append(w.pw.done, completion{t: t, obs: obs})
 }
 
-// completion is a finished task whose writes are pending (pendingWrites).
+// completion is a finished task whose writes are pending (pendingWrites):
+// done, or failed.
 type completion struct {
-	t   *task
-	obs *store.Observation
+	t      *task
+	obs    *store.Observation
+	failed bool
+}
+
+// endFailed takes t, failed (its state and audit entry a set), out of the
+// loop. Its row is written with the turn's other changes (flush), and
+// its job counts it failed only once the store has it: a write the store
+// refused (a full disk) is made again at the next turn, rather than leave
+// the file running in the store with nothing running it, and its job
+// active until a restart.
+func (w *world) endFailed(t *task, a store.AuditEntry) {
+	w.tasks.remove(t)
+	w.pw.tasks = append(w.pw.tasks, t)
+	w.pw.audit = append(w.pw.audit, a)
+	w.pw.done = append(w.pw.done, completion{t: t, failed: true})
 }
 
 // pendingWrites are task writes the loop makes together at the end of a
@@ -1063,9 +1068,13 @@ func (w *world) flush() {
 	}
 	for _, c := range pw.done {
 		t := c.t
-		w.s.met.finished(t)
-		t.job.FilesDone++
-		t.job.completed += t.Size
+		if c.failed {
+			t.job.failed++
+		} else {
+			w.s.met.finished(t)
+			t.job.FilesDone++
+			t.job.completed += t.Size
+		}
 		t.job.active--
 		w.maybeFinishJob(t.job)
 	}
