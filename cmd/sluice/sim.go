@@ -148,6 +148,17 @@ func newSimRun() *cobra.Command {
 			if len(specs) != 1 {
 				return fmt.Errorf("--trace takes one trace (use `sluice sim compare` for several)")
 			}
+			// As `sim steal --lambda`: the scheduler would replace 0 and
+			// negative values by 1, and NaN or values above 1 would turn
+			// off its saturation test; other schedulers ignore λ.
+			if cmd.Flags().Changed("lambda") {
+				if !(lambda > 0 && lambda <= 1) {
+					return fmt.Errorf("--lambda %v: want a fraction in (0, 1]", lambda)
+				}
+				if scheduler != "steal" {
+					return fmt.Errorf("--lambda only applies to --scheduler steal, not %s", scheduler)
+				}
+			}
 			t, err := sim.LoadTrace(tb, specs[0])
 			if err != nil {
 				return err

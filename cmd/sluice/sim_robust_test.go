@@ -165,3 +165,44 @@ func TestTraceStatsSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestSimRunLambda: `sim run --lambda` is refused by name when STEAL
+// cannot honour it (as `sim steal --lambda` is) or when the scheduler is
+// not STEAL, which would ignore it. Before, any value ran: 0 and negative
+// ones were silently replaced by 1, NaN and values above 1 switched off
+// STEAL's saturation test, and every other scheduler ignored the flag.
+func TestSimRunLambda(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "t.csv")
+	const body = "arrival,src,dst,size,batch\n0,stampede,gordon,100000000,0\n0,stampede,gordon,2000000000,1\n1,stampede,mason,5000000,0\n"
+	if err := os.WriteFile(tr, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, scheduler, lambda string
+		wantErr                 string // "" means the run succeeds
+	}{
+		{"steal, a fraction", "steal", "0.5", ""},
+		{"steal, one", "steal", "1", ""},
+		{"steal, zero", "steal", "0", "--lambda 0"},
+		{"steal, negative", "steal", "-1", "--lambda -1"},
+		{"steal, NaN", "steal", "NaN", "--lambda NaN"},
+		{"steal, above one", "steal", "2", "--lambda 2"},
+		{"steal, infinite", "steal", "Inf", "--lambda +Inf"},
+		{"seal ignores it", "seal", "0.5", "only applies to --scheduler steal"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runSplit(t, "sim", "run", "--trace", tr, "--scheduler", tc.scheduler, "--lambda", tc.lambda, "--json")
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
