@@ -274,3 +274,59 @@ func TestLoadTraceNames(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadTestbedFileChecks: a testbed file whose settings the simulator
+// cannot honour is refused at load, naming the field, instead of being
+// replayed with the setting silently ignored (a misspelt or negative
+// link_gbps, total_max_cc, chunk_overhead_bytes, chunk_min_bytes or
+// weight), out of its meaning (single_task_fraction above 1), or with a
+// curve that gives a task no throughput, which ran a week of simulated
+// time and then blamed the scheduler for not finishing.
+func TestLoadTestbedFileChecks(t *testing.T) {
+	const eps = `"endpoints":[{"name":"s","capacity_gbps":1},{"name":"a","capacity_gbps":1}]`
+	tests := []struct {
+		name, body string
+		wantErr    string // "" means it loads
+	}{
+		{"plain", `{"name":"t",` + eps + `}`, ""},
+		{"a flat curve", `{"name":"t","curve":{"a":1},` + eps + `}`, ""},
+		{"a fitted curve", `{"name":"t","curve":{"a":1,"b":5.16,"c":9.85},` + eps + `}`, ""},
+		{"a misspelt field", `{"name":"t","link_gpbs":1,` + eps + `}`, `unknown field "link_gpbs"`},
+		{"a misspelt endpoint field", `{"name":"t","endpoints":[{"name":"s","capacity_gbps":1,"maxcc":4},{"name":"a","capacity_gbps":1}]}`, `unknown field "maxcc"`},
+		{"an empty curve", `{"name":"t","curve":{},` + eps + `}`, "curve"},
+		{"a negative curve", `{"name":"t","curve":{"a":-1,"b":0,"c":0},` + eps + `}`, "curve"},
+		{"a curve with no throughput at cc 2", `{"name":"t","curve":{"a":1,"b":-4,"c":3.5},` + eps + `}`, "curve"},
+		{"single_task_fraction above 1", `{"name":"t","single_task_fraction":5,` + eps + `}`, "single_task_fraction"},
+		{"single_task_fraction negative", `{"name":"t","single_task_fraction":-0.5,` + eps + `}`, "single_task_fraction"},
+		{"link_gbps negative", `{"name":"t","link_gbps":-1,` + eps + `}`, "link_gbps"},
+		{"total_max_cc negative", `{"name":"t","total_max_cc":-1,` + eps + `}`, "total_max_cc"},
+		{"chunk_overhead_bytes negative", `{"name":"t","chunk_overhead_bytes":-1e7,` + eps + `}`, "chunk_overhead_bytes"},
+		{"chunk_min_bytes negative", `{"name":"t","chunk_min_bytes":-1,` + eps + `}`, "chunk_min_bytes"},
+		{"weight negative", `{"name":"t","endpoints":[{"name":"s","capacity_gbps":1},{"name":"a","capacity_gbps":1,"weight":-1}]}`, "weight"},
+		{"capacity beyond float64 in bytes per second", `{"name":"t","endpoints":[{"name":"s","capacity_gbps":1e308},{"name":"a","capacity_gbps":1}]}`, "capacity_gbps"},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadTestbed(path)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %v, want one naming %s and containing %q", err, path, tc.wantErr)
+			}
+		})
+	}
+	for _, n := range TestbedNames() {
+		if _, err := LoadTestbed(n); err != nil {
+			t.Errorf("built-in testbed %s: %v", n, err)
+		}
+	}
+}

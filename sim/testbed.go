@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -75,6 +77,26 @@ type Curve struct {
 // the path, four about 59%, sixteen about 86%.
 var DefaultCurve = Curve{A: 1, B: 0.2222 / 0.04305, C: 0.4242 / 0.04305}
 
+// check refuses a curve that gives a task no throughput at some
+// concurrency (the model reads a non-positive a cc² + b cc + c as zero,
+// and a replay then stalls until its time limit) or none that levels off
+// (a <= 0).
+func (c Curve) check() error {
+	if !(c.A > 0) || math.IsInf(c.A, 0) || math.IsNaN(c.B) || math.IsInf(c.B, 0) || math.IsNaN(c.C) || math.IsInf(c.C, 0) {
+		return fmt.Errorf("curve {a: %g, b: %g, c: %g}: want a positive a and finite b and c", c.A, c.B, c.C)
+	}
+	// The least of a n² + b n + c over n >= 1: at n = 1, or at the
+	// vertex -b/2a when that lies beyond 1.
+	least := c.A + c.B + c.C
+	if v := -c.B / (2 * c.A); v > 1 {
+		least = c.C - c.B*c.B/(4*c.A)
+	}
+	if !(least > 0) {
+		return fmt.Errorf("curve {a: %g, b: %g, c: %g}: a cc² + b cc + c is not positive for every concurrency cc >= 1, so some task would move nothing", c.A, c.B, c.C)
+	}
+	return nil
+}
+
 // At is the fraction of the path's capacity a task with concurrency cc
 // reaches on an otherwise idle path.
 func (c Curve) At(cc int) float64 {
@@ -140,9 +162,16 @@ func LoadTestbed(nameOrPath string) (*Testbed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
+	// Unknown fields are refused: a misspelt one ("link_gpbs") would
+	// otherwise be dropped and the run made without the setting.
 	var tb Testbed
-	if err := json.Unmarshal(data, &tb); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&tb); err != nil {
 		return nil, fmt.Errorf("testbed %s: %w", nameOrPath, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("testbed %s: text after the testbed's JSON object", nameOrPath)
 	}
 	if err := tb.init(); err != nil {
 		return nil, fmt.Errorf("testbed %s: %w", nameOrPath, err)
@@ -176,8 +205,17 @@ func (tb *Testbed) init() error {
 		if !(e.CapacityGbps > 0) || math.IsInf(e.CapacityGbps, 0) {
 			return fmt.Errorf("endpoint %q: capacity_gbps must be positive", e.Name)
 		}
+		// In bytes per second, sums of capacities must stay finite.
+		if e.CapacityGbps > MaxCapacityGbps {
+			return fmt.Errorf("endpoint %q: capacity_gbps %g is more than %g (1 Eb/s)", e.Name, e.CapacityGbps, float64(MaxCapacityGbps))
+		}
 		if e.MaxCC < 0 || e.Knee < 0 || e.Decline < 0 {
 			return fmt.Errorf("endpoint %q: max_cc, knee and decline must not be negative", e.Name)
+		}
+		// A weight of zero means "by capacity"; a negative one was read
+		// the same way, silently.
+		if e.Weight < 0 || math.IsInf(e.Weight, 0) {
+			return fmt.Errorf("endpoint %q: weight must not be negative (zero: by capacity)", e.Name)
 		}
 		for j, s := range e.ExternalLoad {
 			if s.Fraction < 0 || s.Fraction >= 1 {
@@ -198,6 +236,27 @@ func (tb *Testbed) init() error {
 	if tb.Curve == nil {
 		c := DefaultCurve
 		tb.Curve = &c
+	}
+	if err := tb.Curve.check(); err != nil {
+		return err
+	}
+	// Zero means "none" for these; a negative value was read the same
+	// way, silently, so the run lacked a limit its author meant to set.
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{
+		{"link_gbps", tb.LinkGbps < 0 || math.IsInf(tb.LinkGbps, 0)},
+		{"total_max_cc", tb.TotalMaxCC < 0},
+		{"chunk_overhead_bytes", tb.ChunkOverhead < 0 || math.IsInf(tb.ChunkOverhead, 0)},
+		{"chunk_min_bytes", tb.ChunkMinBytes < 0},
+	} {
+		if c.bad {
+			return fmt.Errorf("%s must not be negative (zero: none)", c.name)
+		}
+	}
+	if !(tb.SingleTaskFraction >= 0 && tb.SingleTaskFraction <= 1) {
+		return fmt.Errorf("single_task_fraction %g: want a fraction of the path in (0, 1], or zero for the curve", tb.SingleTaskFraction)
 	}
 	if tb.ConnGbps < 0 || math.IsInf(tb.ConnGbps, 0) || math.IsNaN(tb.ConnGbps) {
 		return fmt.Errorf("conn_gbps must not be negative")
@@ -235,6 +294,11 @@ func (tb *Testbed) Destinations() []trace.Dest {
 	}
 	return out
 }
+
+// MaxCapacityGbps is the largest capacity_gbps a testbed may give an
+// endpoint: far beyond any host, and small enough that the bytes-per-second
+// sums of thousands of them stay finite.
+const MaxCapacityGbps = 1e9
 
 // Gbps converts gigabits per second to bytes per second.
 func Gbps(g float64) float64 { return g * 1e9 / 8 }
