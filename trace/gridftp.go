@@ -167,6 +167,7 @@ func (g *gridftpReader) host(s string) string {
 func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 	rep := &LoadReport{Format: "gridftp", Renumbered: true}
 	br := bufio.NewReader(r)
+	skipBOM(br)
 	g := newGridFTPReader()
 	var (
 		recs     gridftpRecs

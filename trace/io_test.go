@@ -272,3 +272,49 @@ func TestReadFileVolumeOverflow(t *testing.T) {
 		t.Errorf("got %v, want an error about the total volume", err)
 	}
 }
+
+// TestReadByteOrderMark: a file that starts with a UTF-8 byte order mark,
+// as Windows tools (PowerShell 5's Out-File, Notepad) write them, loads
+// like one without. Before, a JSONL file failed on line 1 ("want a JSON
+// object"), one without a telling extension was taken for CSV and failed
+// with "bare \" in non-quoted-field", and a transfer log's first record
+// lost its DATE (so it was no longer recognised as a repeat).
+func TestReadByteOrderMark(t *testing.T) {
+	const bom = "\ufeff"
+	const jsonl = `{"arrival":0,"src":"a","dst":"b","size":10}` + "\n" + `{"arrival":1,"src":"a","dst":"b","size":20}` + "\n"
+	const csv = "arrival,src,dst,size\n0,a,b,10\n1,a,b,20\n"
+	logBytes, err := os.ReadFile(filepath.Join("testdata", "nersc-dtn-sample.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(logBytes), "\n")
+	dir := t.TempDir()
+	tests := []struct {
+		file, content  string
+		wantN, wantDup int
+	}{
+		{"t.jsonl", bom + jsonl, 2, 0},
+		{"jsonl.txt", bom + jsonl, 2, 0},
+		{"t.csv", bom + csv, 2, 0},
+		{"csv.txt", bom + csv, 2, 0},
+		{"t.log", bom + string(logBytes), 11, 0},
+		// The first record repeated: a repeat only if its DATE is read.
+		{"rep.log", bom + first + "\n" + string(logBytes), 11, 1},
+		{"rep.txt", bom + first + "\n" + string(logBytes), 11, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			p := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(p, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, rep, err := ReadFile(p, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Transfers) != tc.wantN || rep.Duplicate != tc.wantDup || rep.Malformed != 0 {
+				t.Errorf("%d transfers, %d duplicates, %d malformed; want %d, %d, 0 (%s)", len(got.Transfers), rep.Duplicate, rep.Malformed, tc.wantN, tc.wantDup, rep)
+			}
+		})
+	}
+}

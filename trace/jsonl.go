@@ -34,6 +34,7 @@ func ReadJSONL(r io.Reader) (*Trace, error) {
 func readJSONL(r io.Reader) (*Trace, *LoadReport, error) {
 	rep := &LoadReport{Format: "jsonl"}
 	br := bufio.NewReader(r)
+	skipBOM(br)
 	haveIDs := true
 	var ts []Transfer
 	for line := 1; ; line++ {

@@ -177,6 +177,7 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		name = strings.TrimSuffix(name, ".gz")
 		path += " (gzip-compressed)" // a corrupt archive reads as a truncated file
 	}
+	skipBOM(br) // before sniffing: "\ufeff{" is still JSONL
 	ext := strings.ToLower(filepath.Ext(name))
 	if format == "" {
 		format = formatByExt(ext)
@@ -232,6 +233,15 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		total += x.Size
 	}
 	return t, rep, nil
+}
+
+// skipBOM drops a UTF-8 byte order mark at the start of br, which
+// Windows tools (PowerShell 5's Out-File, Notepad) write: left in, it
+// hides the first line's opening "{" or first key.
+func skipBOM(br *bufio.Reader) {
+	if b, _ := br.Peek(3); string(b) == "\ufeff" {
+		br.Discard(3)
+	}
 }
 
 func formatByExt(ext string) string {
