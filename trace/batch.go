@@ -177,11 +177,31 @@ func Remap(t *Trace, src string, dests []Dest, known func(name string) bool, see
 	r := newRand(seed, streamRemap)
 	for i := range out.Transfers {
 		x := &out.Transfers[i]
-		if src != "" && !isKnown(x.Src) {
+		srcKnown, dstKnown := isKnown(x.Src), isKnown(x.Dst)
+		if src != "" && !srcKnown {
 			x.Src = src
 		}
-		if canPick && !isKnown(x.Dst) {
+		if canPick && !dstKnown {
 			x.Dst = picker.pick(r)
+		}
+		// A replaced end must not make the transfer go from an endpoint
+		// to itself (an unknown sender to the source; a destination
+		// sending to an unknown peer and drawn as its own peer). The
+		// other end is drawn again among the others, which takes a
+		// draw only then, so transfers that never meet this map as
+		// before.
+		if x.Src == x.Dst && (!srcKnown || !dstKnown) {
+			if !dstKnown && canPick {
+				if d, ok := picker.pickExcept(r, x.Src); ok {
+					x.Dst = d
+				} else if src != "" && src != x.Src {
+					x.Dst = src
+				}
+			} else if canPick {
+				if s, ok := picker.pickExcept(r, x.Dst); ok {
+					x.Src = s
+				}
+			}
 		}
 	}
 	return out

@@ -288,3 +288,46 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestRemapNoSelfTransfer: Remap never turns a transfer between two
+// different names into one from an endpoint to itself. Before, an unknown
+// sender to the source became source -> source, and a known destination
+// sending to an unknown peer was often given itself as the peer (with
+// sc15's weights, gordon -> gordon for about a third of them).
+func TestRemapNoSelfTransfer(t *testing.T) {
+	known := func(n string) bool { return n == "stampede" || n == "gordon" || n == "mason" }
+	two := []Dest{{"gordon", 7}, {"mason", 2.5}}
+	many := func(src, dst string) []Transfer {
+		ts := make([]Transfer, 200)
+		for i := range ts {
+			ts[i] = Transfer{ID: int64(i), Arrival: float64(i), Src: src, Dst: dst, Size: 1}
+		}
+		return ts
+	}
+	tests := []struct {
+		name             string
+		ts               []Transfer
+		src              string
+		dests            []Dest
+		wantSrc, wantDst string // "" means any known endpoint but the other end
+	}{
+		{"an unknown sender to the source", many("x", "stampede"), "stampede", two, "", "stampede"},
+		{"a destination sending to an unknown peer", many("gordon", "y"), "stampede", two, "gordon", ""},
+		{"the only destination sending to an unknown peer", many("gordon", "y"), "stampede", two[:1], "gordon", "stampede"},
+		{"both unknown, the source among the destinations", many("x", "y"), "stampede", append([]Dest{{"stampede", 9.2}}, two...), "stampede", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Remap(&Trace{Transfers: tc.ts}, tc.src, tc.dests, known, 1)
+			for i, x := range got.Transfers {
+				if x.Src == x.Dst || !known(x.Src) || !known(x.Dst) ||
+					tc.wantSrc != "" && x.Src != tc.wantSrc || tc.wantDst != "" && x.Dst != tc.wantDst {
+					t.Fatalf("transfer %d: %s -> %s, want %q -> %q, two different endpoints", i, x.Src, x.Dst, tc.wantSrc, tc.wantDst)
+				}
+			}
+			if again := Remap(&Trace{Transfers: tc.ts}, tc.src, tc.dests, known, 1); !slices.Equal(got.Transfers, again.Transfers) {
+				t.Error("Remap not deterministic")
+			}
+		})
+	}
+}

@@ -251,6 +251,36 @@ func (p destPicker) pick(r *rand.Rand) string {
 	return p.names[i]
 }
 
+// pickExcept draws like pick among the names other than not; ok is false
+// if there is none (or none with weight).
+func (p destPicker) pickExcept(r *rand.Rand, not string) (name string, ok bool) {
+	total, prev := 0.0, 0.0
+	for i, n := range p.names {
+		if n != not {
+			total += p.cum[i] - prev
+		}
+		prev = p.cum[i]
+	}
+	if !(total > 0) {
+		return "", false
+	}
+	u := r.Float64() * total
+	prev = 0
+	for i, n := range p.names {
+		w := p.cum[i] - prev
+		prev = p.cum[i]
+		if n == not || w <= 0 {
+			continue
+		}
+		name = n
+		if u < w {
+			break
+		}
+		u -= w
+	}
+	return name, true
+}
+
 // LoadName formats a load as the paper names its traces: 0.45 -> "45".
 func LoadName(load float64) string {
 	// Round to hundredths of a percent first: 0.45*100 is 45.00000000000001.
