@@ -61,6 +61,10 @@ func LoadTrace(tb *Testbed, ts TraceSpec) (*trace.Trace, error) {
 		}
 		return nil, err
 	}
+	// Run would refuse it as "sim: empty trace", naming no file.
+	if len(tr.Transfers) == 0 {
+		return nil, fmt.Errorf("trace %s: no transfer to replay (%s)", ts.Name, rep)
+	}
 	if ts.Report != nil && rep != nil {
 		seen := map[string]bool{}
 		for _, x := range tr.Transfers {

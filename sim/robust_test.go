@@ -330,3 +330,30 @@ func TestLoadTestbedFileChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadTraceNoTransfers: a trace file that holds no transfer (a CSV
+// header alone, blank JSONL lines) is refused by LoadTrace naming the
+// file, not later by Run as "sim: empty trace", which named nothing.
+func TestLoadTraceNoTransfers(t *testing.T) {
+	tb, err := LoadTestbed("sc15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tests := []struct{ file, body, want string }{
+		{"header.csv", "arrival,src,dst,size\n", "csv: 1 lines, 0 transfers"},
+		{"blank.jsonl", "\n\n", "jsonl: 2 lines, 0 transfers"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			p := filepath.Join(dir, tc.file)
+			if err := os.WriteFile(p, []byte(tc.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadTrace(tb, TraceSpec{Name: p, Seed: 1})
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "no transfer") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one naming %s, saying it has no transfer, and %q", err, p, tc.want)
+			}
+		})
+	}
+}
