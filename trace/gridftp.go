@@ -374,12 +374,14 @@ func (g *gridftpReader) parseLine(line string) (gridftpRecord, lineKind, error) 
 			return rec, kindMalformed, fmt.Errorf("missing %s", gridftpKeys[k])
 		}
 	}
+	// A reply code is three digits (RFC 959). Anything else is not a
+	// failed transfer but a broken record: most often the last line of
+	// a log copied while the server wrote it, cut inside "CODE=226".
 	codeS, _ := f.get(keyCODE)
-	code, err := strconv.Atoi(codeS)
-	if err != nil {
-		return rec, kindMalformed, fmt.Errorf("CODE %q: %w", codeS, numErr(err))
+	if len(codeS) != 3 || !allDigits(codeS) {
+		return rec, kindMalformed, fmt.Errorf("CODE %q: not a three-digit FTP reply code (a record cut off?)", codeS)
 	}
-	if code != 226 {
+	if codeS != "226" {
 		return rec, kindFailedCode, nil
 	}
 	var send bool

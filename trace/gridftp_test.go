@@ -253,3 +253,38 @@ func TestLoadReportString(t *testing.T) {
 		})
 	}
 }
+
+// TestGridFTPCodeDigits: CODE is a three-digit FTP reply code; anything
+// else is a malformed record, not a failed transfer. A log copied while
+// the server was writing ends in a record cut inside "CODE=226", which
+// was counted as a failed transfer ("CODE other than 226"), so a
+// successful transfer was dropped under the wrong reason.
+func TestGridFTPCodeDigits(t *testing.T) {
+	cut := func(code string) string { return okLine + "\n" + strings.Replace(okLine, "CODE=226", "CODE="+code, 1) }
+	tests := []struct {
+		name                string
+		in                  string
+		wantFailed, wantBad int
+		wantWarning         string
+	}{
+		{"cut after one digit", cut("2"), 0, 1, `CODE "2": not a three-digit`},
+		{"cut after two digits", cut("22"), 0, 1, `CODE "22": not a three-digit`},
+		{"four digits", cut("2260") + "\n", 0, 1, `CODE "2260": not a three-digit`},
+		{"signed", cut("+226") + "\n", 0, 1, `CODE "+226": not a three-digit`},
+		{"a real failure", cut("426") + "\n", 1, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, rep, err := ReadGridFTPLog(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Transfers) != 1 || rep.FailedCode != tc.wantFailed || rep.Malformed != tc.wantBad {
+				t.Fatalf("%d transfers, %d failed, %d malformed; want 1, %d, %d (%s)", len(tr.Transfers), rep.FailedCode, rep.Malformed, tc.wantFailed, tc.wantBad, rep)
+			}
+			if tc.wantWarning != "" && (len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], tc.wantWarning)) {
+				t.Errorf("warnings %q, want one containing %q", rep.Warnings, tc.wantWarning)
+			}
+		})
+	}
+}
