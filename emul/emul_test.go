@@ -205,27 +205,44 @@ func TestRiseSaturateFall(t *testing.T) {
 	}
 }
 
+// TestExternalStep: external load taking half the capacity at t = 1 s
+// halves the rate from then on. Rates measured over a second are at the
+// mercy of a busy machine's scheduler (CI once measured 32 MB/s for 40
+// before the step), so the test passes when one of three attempts holds
+// both rates within 10%.
 func TestExternalStep(t *testing.T) {
-	s := newShaper(t, Config{CapacityBps: 40 * mb, External: []Step{{At: 1, Fraction: 0.5}}})
-	var total atomic.Int64
-	type sample struct {
-		at time.Duration
-		n  int64
-	}
-	var samples []sample
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, at := range []time.Duration{100, 950, 1100, 2500} {
-			time.Sleep(time.Until(s.start.Add(at * time.Millisecond)))
-			samples = append(samples, sample{time.Since(s.start), total.Load()})
+	attempt := func() (before, after float64) {
+		s := newShaper(t, Config{CapacityBps: 40 * mb, External: []Step{{At: 1, Fraction: 0.5}}})
+		var total atomic.Int64
+		type sample struct {
+			at time.Duration
+			n  int64
 		}
-	}()
-	measure(t, s, 4, 2600*time.Millisecond-time.Since(s.start), &total)
-	<-done
-	rate := func(a, b sample) float64 { return float64(b.n-a.n) / (b.at - a.at).Seconds() }
-	within(t, "before the step", rate(samples[0], samples[1]), 40*mb, 0.10)
-	within(t, "after the step (half taken)", rate(samples[2], samples[3]), 20*mb, 0.10)
+		var samples []sample
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, at := range []time.Duration{100, 950, 1100, 2500} {
+				time.Sleep(time.Until(s.start.Add(at * time.Millisecond)))
+				samples = append(samples, sample{time.Since(s.start), total.Load()})
+			}
+		}()
+		measure(t, s, 4, 2600*time.Millisecond-time.Since(s.start), &total)
+		<-done
+		rate := func(a, b sample) float64 { return float64(b.n-a.n) / (b.at - a.at).Seconds() }
+		return rate(samples[0], samples[1]), rate(samples[2], samples[3])
+	}
+	ok := func(got, want float64) bool { return math.Abs(got/want-1) <= 0.10 }
+	var before, after float64
+	for i := 1; i <= 3; i++ {
+		before, after = attempt()
+		t.Logf("attempt %d: %.2f MB/s before the step, %.2f after", i, before/mb, after/mb)
+		if ok(before, 40*mb) && ok(after, 20*mb) {
+			return
+		}
+	}
+	within(t, "before the step", before, 40*mb, 0.10)
+	within(t, "after the step (half taken)", after, 20*mb, 0.10)
 }
 
 // TestRateChangeReachesWaiters checks that a stream already waiting

@@ -349,22 +349,44 @@ func TestMultiSourceCollapse(t *testing.T) {
 // seen in the multi-source evaluation, fig5).
 func TestStealUnmeasuredReplica(t *testing.T) {
 	const size = 4 << 20
-	e := newEnv(t)
-	data := e.put(t, "f", size, 9)
-	reps, s := e.replicas(2, "f", size, 1, 0)
-	reps[0].rate, reps[1].rate = 8<<20, 256<<10 // 32 times faster
-	s.Sources[0].Rate, s.Sources[1].Rate = 8<<20, 256<<10
-	s.Steal = true
 	// Sub-writes as large as the service's in proportion to the file:
 	// bytes in flight are never stolen back, so a slow replica's
 	// sub-write is what it holds the file back by.
-	s.SubWrite = 512 << 10
-	res, took := e.runTimed(t, s, data)
-	t.Logf("%v, slow replica sent %d bytes; note %q", took, reps[1].served.Load(), res.Note)
-	// Alone, the fast replica needs about 0.5 s.
-	if took > 900*time.Millisecond {
-		t.Errorf("with the predicted rates: %v, want under 0.9 s (the fast replica alone takes 0.5 s)", took)
+	const subWrite = 512 << 10
+	run := func(slow bool) (Result, time.Duration, int64) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 9)
+		n, shares := 1, []float64{1}
+		if slow {
+			n, shares = 2, []float64{1, 0}
+		}
+		reps, s := e.replicas(n, "f", size, shares...)
+		reps[0].rate, s.Sources[0].Rate = 8<<20, 8<<20
+		if slow {
+			reps[1].rate, s.Sources[1].Rate = 256<<10, 256<<10 // 32 times slower
+			s.Steal = true
+		}
+		s.SubWrite = subWrite
+		res, took := e.runTimed(t, s, data)
+		return res, took, reps[n-1].served.Load()
 	}
+	// The bound is relative to the fast replica alone, timed in the same
+	// attempt, and the better of two attempts decides: on a busy machine
+	// (CI, once) the copy took 1.9 s with the slow replica sending
+	// nothing, against the 0.5 s the fast one alone needs when idle.
+	// Taking half the fast replica's bytes took 8 times as long.
+	var took, alone time.Duration
+	for attempt := 1; attempt <= 2; attempt++ {
+		var res Result
+		var sent int64
+		res, took, sent = run(true)
+		_, alone, _ = run(false)
+		t.Logf("attempt %d: %v (the fast replica alone: %v), slow replica sent %d bytes; note %q", attempt, took, alone, sent, res.Note)
+		if took <= alone*18/10+100*time.Millisecond {
+			return
+		}
+	}
+	t.Errorf("with the predicted rates: %v, want under 1.8 times the fast replica alone (%v)", took, alone)
 }
 
 // TestStealBurstyThief: a slow replica whose small part arrives at once
