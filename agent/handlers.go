@@ -148,13 +148,25 @@ func bodyPath(field, p string) (string, error) {
 	return "/" + strings.TrimPrefix(p, "/"), nil
 }
 
+// allows checks p (a slash path relative to the root) against the
+// token for op: its scope and prefix, then that the symbolic links below
+// the prefix do not lead out of it. The token's check is by name alone;
+// without the second, a token for /pub read /priv/s through a link
+// /pub/lnk -> ../priv/s, and wrote into /priv through a link to it.
+func (s *Server) allows(c auth.Claims, op auth.Op, p string) error {
+	if err := c.Allows(op, p); err != nil {
+		return err
+	}
+	return s.fs.Beneath(c.Prefix, p)
+}
+
 // allowedPath is urlPath checked against the token for op.
-func allowedPath(r *http.Request, c auth.Claims, op auth.Op) (string, error) {
+func (s *Server) allowedPath(r *http.Request, c auth.Claims, op auth.Op) (string, error) {
 	p, err := urlPath(r)
 	if err != nil {
 		return "", err
 	}
-	if err := c.Allows(op, p); err != nil {
+	if err := s.allows(c, op, p); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -226,7 +238,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Read)
+	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
@@ -263,7 +275,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 }
 
 func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Write)
+	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
 	}
@@ -311,7 +323,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claim
 	if err != nil {
 		return err
 	}
-	return writeOp(w, r, c, func(ctx context.Context, p string) error {
+	return s.writeOp(w, r, c, func(ctx context.Context, p string) error {
 		if err := s.fencedRemove(ctx, p, fc, func() error { return s.fs.Remove(ctx, p) }); err != nil {
 			return err
 		}
@@ -322,8 +334,8 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claim
 
 // writeOp runs a write-scoped operation on the request's path and answers
 // 204: the shape of delete, sync and mkdir.
-func writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, op func(ctx context.Context, p string) error) error {
-	p, err := allowedPath(r, c, auth.Write)
+func (s *Server) writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, op func(ctx context.Context, p string) error) error {
+	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
 	}
@@ -335,7 +347,7 @@ func writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, op func(ctx 
 }
 
 func (s *Server) stat(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Read)
+	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
@@ -347,7 +359,7 @@ func (s *Server) stat(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Read)
+	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
@@ -384,7 +396,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Read)
+	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
@@ -422,7 +434,7 @@ func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims)
 }
 
 func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	p, err := allowedPath(r, c, auth.Write)
+	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
 	}
@@ -443,26 +455,26 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims)
 }
 
 func (s *Server) sync(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return writeOp(w, r, c, s.fs.Sync)
+	return s.writeOp(w, r, c, s.fs.Sync)
 }
 
 func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return writeOp(w, r, c, s.fs.Mkdir)
+	return s.writeOp(w, r, c, s.fs.Mkdir)
 }
 
 // renamePaths checks a rename's two body paths against the token: both
 // inside the root and writable.
-func renamePaths(c auth.Claims, rawFrom, rawTo string) (from, to string, err error) {
+func (s *Server) renamePaths(c auth.Claims, rawFrom, rawTo string) (from, to string, err error) {
 	if from, err = bodyPath("from", rawFrom); err != nil {
 		return "", "", err
 	}
 	if to, err = bodyPath("to", rawTo); err != nil {
 		return "", "", err
 	}
-	if err := c.Allows(auth.Write, from); err != nil {
+	if err := s.allows(c, auth.Write, from); err != nil {
 		return "", "", err
 	}
-	if err := c.Allows(auth.Write, to); err != nil {
+	if err := s.allows(c, auth.Write, to); err != nil {
 		return "", "", err
 	}
 	return from, to, nil
@@ -476,7 +488,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
-	from, to, err := renamePaths(c, in.From, in.To)
+	from, to, err := s.renamePaths(c, in.From, in.To)
 	if err != nil {
 		return err
 	}
@@ -572,7 +584,7 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 	if err != nil {
 		return refuse(err)
 	}
-	if err := c.Allows(auth.Read, p); err != nil {
+	if err := s.allows(c, auth.Read, p); err != nil {
 		return refuse(err)
 	}
 	f, err := s.fs.Open(p)
@@ -628,7 +640,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if err != nil {
 		return err
 	}
-	if err := c.Allows(auth.Write, dst); err != nil {
+	if err := s.allows(c, auth.Write, dst); err != nil {
 		return err
 	}
 	if in.Offset < 0 || in.Length < 0 || in.Offset > file.MaxSize-in.Length {

@@ -55,7 +55,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 		if err != nil {
 			return err
 		}
-		if err := c.Allows(auth.Write, dst); err != nil {
+		if err := s.allows(c, auth.Write, dst); err != nil {
 			return err
 		}
 		if f.Size < -1 {
@@ -240,7 +240,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	}
 	ps := make([]pair, len(in.Pairs))
 	for i, p := range in.Pairs {
-		from, to, err := renamePaths(c, p.From, p.To)
+		from, to, err := s.renamePaths(c, p.From, p.To)
 		if err != nil {
 			return err
 		}
@@ -286,7 +286,7 @@ func (s *Server) syncs(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 		if err != nil {
 			return err
 		}
-		if err := c.Allows(auth.Write, p); err != nil {
+		if err := s.allows(c, auth.Write, p); err != nil {
 			return err
 		}
 		paths[i] = p

@@ -225,3 +225,82 @@ func TestPathEscapes(t *testing.T) {
 		t.Error("the token was logged")
 	}
 }
+
+// TestLinksLeavingThePrefix: symbolic links inside the root but below a
+// token's prefix must not lead out of the prefix. Before, a token for
+// /pub read /priv/s through /pub/lnk -> ../priv/s and wrote into /priv
+// through /pub/dlnk -> ../priv: the prefix was checked by name only, and
+// os.Root guards the root, not the prefix.
+func TestLinksLeavingThePrefix(t *testing.T) {
+	e := secEnv(t)
+	e.write("pub/sub/g", "inner")
+	for link, target := range map[string]string{
+		"pub/lnk":      "../priv/s",    // a file outside the prefix
+		"pub/dlnk":     "../priv",      // a directory outside it
+		"pub/sub/up":   "../../priv/s", // from deeper down
+		"pub/round":    "../pub/f",     // out and back in: refused too
+		"pub/chain":    "lnk",          // a link to a link that leaves
+		"pub/ok":       "f",            // stays inside: allowed
+		"pub/sub/okup": "../f",         // up, but not out: allowed
+		"pub/dangling": "../priv/new",  // a write would create /priv/new
+	} {
+		if err := os.Symlink(target, filepath.Join(e.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub := e.token("rw", "/pub")
+	for _, tc := range []struct {
+		name, method, target, body string
+		want                       int
+	}{
+		{"read through a file link", "GET", "/v1/files/pub/lnk", "", 403},
+		{"read through a directory link", "GET", "/v1/files/pub/dlnk/s", "", 403},
+		{"read from deeper down", "GET", "/v1/files/pub/sub/up", "", 403},
+		{"stat through a link", "GET", "/v1/stat/pub/dlnk/s", "", 403},
+		{"checksum through a link", "GET", "/v1/checksum/pub/lnk?algo=md5", "", 403},
+		{"list through a link", "GET", "/v1/list/pub/dlnk", "", 403},
+		{"out and back in", "GET", "/v1/files/pub/round", "", 403},
+		{"a chain of links", "GET", "/v1/files/pub/chain", "", 403},
+		{"write through a directory link", "PUT", "/v1/files/pub/dlnk/new", "planted", 403},
+		{"write through a dangling link", "PUT", "/v1/files/pub/dangling", "planted", 403},
+		{"truncate through a link", "POST", "/v1/truncate/pub/lnk?size=0", "", 403},
+		{"mkdir through a link", "POST", "/v1/mkdir/pub/dlnk/d", "", 403},
+		{"delete through a link", "DELETE", "/v1/files/pub/dlnk/s", "", 403},
+		{"rename out through a link", "POST", "/v1/rename", `{"from":"/pub/f","to":"/pub/dlnk/f"}`, 403},
+		{"rename in through a link", "POST", "/v1/rename", `{"from":"/pub/dlnk/s","to":"/pub/stolen"}`, 403},
+		{"renames through a link", "POST", "/v1/renames", `{"pairs":[{"from":"/pub/f","to":"/pub/dlnk/f"}]}`, 403},
+		{"syncs through a link", "POST", "/v1/syncs", `{"paths":["/pub/dlnk/s"]}`, 403},
+		{"pull into a link", "POST", "/v1/pull", `{"source":"sluice://127.0.0.1:1/f","token":"t","dst":"/pub/dlnk/s","offset":0,"length":1}`, 403},
+		{"pullbatch into a link", "POST", "/v1/pullbatch", `{"source":"sluice://127.0.0.1:1","token":"t","files":[{"src":"/x","dst":"/pub/dlnk/x","size":-1}]}`, 403},
+		{"a link that stays inside", "GET", "/v1/files/pub/ok", "", 200},
+		{"a link up but not out", "GET", "/v1/files/pub/sub/okup", "", 200},
+		{"the prefix itself", "GET", "/v1/list/pub/sub", "", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.raw(tc.method, tc.target, pub, nil, tc.body)
+			if r.status != tc.want {
+				t.Fatalf("%s %s: %v, want %d", tc.method, tc.target, r, tc.want)
+			}
+			if strings.Contains(r.body, "private") {
+				t.Errorf("leaked /priv/s: %v", r)
+			}
+		})
+	}
+	// Batch refuses them file by file.
+	r := e.raw("POST", "/v1/batch", pub, nil, jsonBody(map[string]any{"paths": []string{"/pub/lnk", "/pub/dlnk/s", "/pub/f"}}))
+	if r.status != 200 || strings.Contains(r.body, "private") || strings.Count(r.body, `"kind":"permission"`) != 2 || !strings.Contains(r.body, "public") {
+		t.Errorf("batch through links: %v", r)
+	}
+	if got := e.read("priv/s"); got != "private" {
+		t.Errorf("priv/s changed to %q", got)
+	}
+	for _, p := range []string{"priv/new", "priv/f", "priv/d", "pub/stolen"} {
+		if _, err := os.Lstat(filepath.Join(e.root, p)); err == nil {
+			t.Errorf("%s was created through a link", p)
+		}
+	}
+	// A token for the whole root follows links inside it, as before.
+	if r := e.raw("GET", "/v1/files/pub/lnk", e.token("read", "/"), nil, ""); r.status != 200 || r.body != "private" {
+		t.Errorf("root token through a link inside the root: %v", r)
+	}
+}

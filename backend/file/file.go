@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -691,3 +692,92 @@ var (
 	_ backend.Backend          = (*Backend)(nil)
 	_ backend.RangeChecksummer = (*Backend)(nil)
 )
+
+// maxLinks bounds the symbolic links Beneath follows, as the kernel's
+// ELOOP limit does.
+const maxLinks = 40
+
+// Beneath returns nil if the slash path p, at or below the slash path dir
+// (both relative to the root, as every path the backend takes), stays
+// below dir once the symbolic links below dir are followed, and an
+// ErrPermission error naming p otherwise. os.Root keeps every path inside
+// the root, but links inside the root may still lead from one of its
+// subtrees to another: a token scoped to /pub must not read /priv/s
+// through /pub/lnk -> ../priv/s, nor write /priv through a link to that
+// directory. Links in dir itself are the issuer's business (dir is what
+// it named); the elements below dir are checked one by one, a link's
+// target taken in their place, so each element costs one lstat. A link
+// that climbs out of dir, or names an absolute path outside dir (on the
+// machine's root; os.Root refuses absolute links anyway), is refused
+// even if it would lead back in. What does not exist yet is created by
+// its name, which follows no link.
+func (b *Backend) Beneath(dir, p string) error {
+	d, err := clean(dir)
+	if err != nil {
+		return err
+	}
+	name, err := clean(p)
+	if err != nil {
+		return err
+	}
+	if d == "." || name == d {
+		return nil // the whole root (which os.Root guards), or dir itself
+	}
+	below, ok := strings.CutPrefix(name, d+"/")
+	if !ok {
+		return fmt.Errorf("%w: /%s is not below /%s", backend.ErrPermission, name, d)
+	}
+	leaves := fmt.Errorf("%w: /%s leaves /%s through a symbolic link", backend.ErrPermission, name, d)
+	rest := strings.Split(below, "/")
+	var walked []string // the elements below d resolved so far
+	for links := 0; len(rest) > 0; {
+		el := rest[0]
+		rest = rest[1:]
+		switch el {
+		case "", ".":
+			continue
+		case "..": // only from a link's target
+			if len(walked) == 0 {
+				return leaves
+			}
+			walked = walked[:len(walked)-1]
+			continue
+		}
+		cur := path.Join(append([]string{d}, append(walked, el)...)...)
+		fi, err := b.root.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Created by name if at all; but a ".." after it (from a
+			// link's target) is resolved by the kernel, not by us.
+			if slices.Contains(rest, "..") {
+				return leaves
+			}
+			return nil
+		}
+		if err != nil {
+			return b.classify(err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			walked = append(walked, el)
+			continue
+		}
+		if links++; links > maxLinks {
+			return fmt.Errorf("%w: /%s: too many levels of symbolic links", backend.ErrPermission, name)
+		}
+		target, err := b.root.Readlink(cur)
+		if err != nil {
+			return b.classify(err)
+		}
+		target = filepath.ToSlash(target)
+		if path.IsAbs(target) {
+			// Only the machine's root follows absolute links; there
+			// the target must name a path below dir itself.
+			t, ok := strings.CutPrefix(path.Clean(target), "/"+d+"/")
+			if !b.machineRoot() || !ok {
+				return leaves
+			}
+			walked, target = nil, t
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return nil
+}
