@@ -251,8 +251,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	if srv.JoinTokenFile != "" {
 		fmt.Fprintf(out, "first start: agents join with the token in %s\n", srv.JoinTokenFile)
 	}
-	hs := &http.Server{Handler: api.New(srv), ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := apiServer(api.New(srv), log)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Run(ctx) }()
 	go func() {
@@ -279,6 +278,27 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// The API server's connection limits. Every request is timed to its end
+// of header; a connection idle between requests is closed after
+// apiIdleTimeout. Without one (net/http then falls back on ReadTimeout,
+// also unset) a client that sent one request, even an unauthenticated
+// GET /healthz, could hold its connection, a goroutine and a file
+// descriptor for ever, and enough of them exhaust the server's file
+// descriptors. Event streams are requests in progress, not idle: they
+// are not cut.
+const (
+	apiReadHeaderTimeout = 30 * time.Second
+	apiIdleTimeout       = 2 * time.Minute
+	apiMaxHeaderBytes    = 64 << 10 // tokens are ~50 bytes; 1 MiB (the default) is far more than any client sends
+)
+
+// apiServer is the HTTP server of the REST API, the event stream and the
+// dashboard.
+func apiServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: apiReadHeaderTimeout, IdleTimeout: apiIdleTimeout,
+		MaxHeaderBytes: apiMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // defaultServerID is HOSTNAME-PORT (of --listen): unique per host and
