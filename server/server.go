@@ -356,8 +356,31 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	return nil
 }
 
+// writeSecret writes a token to name, readable by its owner only. It is
+// written to a new temporary file (mode 0600) and renamed over name:
+// os.WriteFile would keep the mode of a file already there (a leftover
+// of an earlier installation, say 0644) and follow a symbolic link at
+// name, leaving the secret readable by others.
 func writeSecret(name, value string) error {
-	if err := os.WriteFile(name, []byte(value+"\n"), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("server: writing %s: %w", name, err)
+	}
+	defer os.Remove(f.Name()) // after the rename, nothing is there
+	err = f.Chmod(0o600)      // CreateTemp's mode, made explicit
+	if err == nil {
+		_, err = f.WriteString(value + "\n")
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
 		return fmt.Errorf("server: writing %s: %w", name, err)
 	}
 	return nil
