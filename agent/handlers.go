@@ -150,14 +150,15 @@ func bodyPath(field, p string) (string, error) {
 
 // allows checks p (a slash path relative to the root) against the
 // token for op: its scope and prefix, then that the symbolic links below
-// the prefix do not lead out of it. The token's check is by name alone;
+// the prefix (or the token's base, see auth.Claims.Base) do not lead out
+// of it. The token's check is by name alone;
 // without the second, a token for /pub read /priv/s through a link
 // /pub/lnk -> ../priv/s, and wrote into /priv through a link to it.
 func (s *Server) allows(c auth.Claims, op auth.Op, p string) error {
 	if err := c.Allows(op, p); err != nil {
 		return err
 	}
-	return s.fs.Beneath(c.Prefix, p)
+	return s.fs.Beneath(c.LinkBase(), p)
 }
 
 // allowedPath is urlPath checked against the token for op.

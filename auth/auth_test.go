@@ -141,6 +141,10 @@ func TestMintRefuses(t *testing.T) {
 		{"no aud", testKey, func(c *Claims) { c.Aud = "" }},
 		{"relative prefix", testKey, func(c *Claims) { c.Prefix = "data" }},
 		{"dotdot prefix", testKey, func(c *Claims) { c.Prefix = "/data/../etc" }},
+		{"relative base", testKey, func(c *Claims) { c.Base = "data" }},
+		{"dotdot base", testKey, func(c *Claims) { c.Base = "/data/.." }},
+		{"prefix not below its base", testKey, func(c *Claims) { c.Prefix, c.Base = "/data/x", "/other" }},
+		{"prefix beside its base", testKey, func(c *Claims) { c.Prefix, c.Base = "/datax", "/data" }},
 	} {
 		c := claims()
 		tc.edit(&c)
@@ -274,4 +278,23 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLinkBase: a token's link base (where the agent bounds symbolic
+// links) is its Base when set, its Prefix otherwise, and Base survives
+// minting and verifying.
+func TestLinkBase(t *testing.T) {
+	c := claims()
+	if c.LinkBase() != c.Prefix {
+		t.Errorf("without a base: %q, want the prefix %q", c.LinkBase(), c.Prefix)
+	}
+	c.Prefix, c.Base = "/home/alice/x", "/home/alice"
+	tok, err := Mint(testKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Verify(testKey, tok, time.Unix(c.Exp-10, 0), c.Aud)
+	if err != nil || got.LinkBase() != "/home/alice" {
+		t.Errorf("verified: %+v, %v; want the link base /home/alice", got, err)
+	}
 }

@@ -62,6 +62,22 @@ type Claims struct {
 	Prefix string `json:"prefix"` // the subtree the token covers, e.g. /data/run7
 	Exp    int64  `json:"exp"`    // expiry, Unix seconds
 	Aud    string `json:"aud"`    // the agent's name, or *
+	// Base, if set, is a directory at or above Prefix that symbolic
+	// links below it must not lead out of (the agent checks; without
+	// Base it checks the links below Prefix). The service sets it to the
+	// access rule that lets the user have the path: a token scoped to
+	// /home/alice/x must not read /home/bob/secret through a link
+	// /home/alice/x -> /home/bob/secret that alice made.
+	Base string `json:"base,omitempty"`
+}
+
+// LinkBase is the directory symbolic links must stay below: Base if set,
+// else Prefix.
+func (c Claims) LinkBase() string {
+	if c.Base != "" {
+		return c.Base
+	}
+	return c.Prefix
 }
 
 // validate checks the claims' shape; Mint refuses to sign, and Verify
@@ -83,6 +99,15 @@ func (c Claims) validate() error {
 	}
 	if !cleanPath(c.Prefix) {
 		return fmt.Errorf("prefix %q contains .. or NUL", c.Prefix)
+	}
+	if c.Base != "" {
+		if !strings.HasPrefix(c.Base, "/") || !cleanPath(c.Base) {
+			return fmt.Errorf("base %q is not an absolute path without .. or NUL", c.Base)
+		}
+		b, p := path.Clean(c.Base), path.Clean(c.Prefix)
+		if b != "/" && p != b && !strings.HasPrefix(p, b+"/") {
+			return fmt.Errorf("prefix %q is not below base %q", c.Prefix, c.Base)
+		}
 	}
 	return nil
 }

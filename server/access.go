@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -244,3 +245,63 @@ func (a *accessCheck) check(ep, p, need string) error {
 	return fmt.Errorf("%w: user %s (VO %s) may not %s sluice://%s%s: no access rule allows it (an admin grants access with `sluice access set`; `sluice access show` lists yours)",
 		ErrForbidden, a.u.Name, a.u.VO, verb, ep, p)
 }
+
+// linkBase is the directory the symbolic links on path p of endpoint ep
+// must stay below, in a data token for a job of the checked user that
+// needs access need (auth.Claims.Base): the broadest rule that lets the
+// user have p. Rules are checked by name, and the agent follows links
+// inside its root: without it a token for /home/alice/x read
+// /home/bob/secret through a link /home/alice/x -> /home/bob/secret that
+// alice made. "" (the token's prefix bounds the links) for an admin's
+// job, whose paths no rule restricts, and when no rule allows p any more
+// (the rules changed after the submission).
+func (a *accessCheck) linkBase(ep, p, need string) string {
+	if a.admin {
+		return ""
+	}
+	best := ""
+	for _, r := range a.rules {
+		if r.allows(a.u, ep, p, need) {
+			if pre := r.prefixFor(a.u); best == "" || len(pre) < len(best) {
+				best = pre
+			}
+		}
+	}
+	return best
+}
+
+// jobAccess returns the access check of job j's owner, as it stands now,
+// for the link bases of its data tokens. Checks are kept for
+// accessCacheFor, so that starting many files does not read the rules
+// and the user once each. On an error, the check returned restricts
+// nothing more than the tokens' prefixes (linkBase ""): the file was
+// checked when it was submitted.
+func (w *world) jobAccess(j *jobState) *accessCheck {
+	now := time.Now()
+	if now.Sub(w.accessAt) > accessCacheFor {
+		clear(w.access)
+		w.accessAt = now
+	}
+	if a, ok := w.access[j.Owner]; ok {
+		return a
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
+	defer cancel()
+	a := &accessCheck{admin: true}
+	u, err := w.s.st.UserByName(ctx, j.Owner)
+	if err == nil {
+		a, err = w.s.accessFor(ctx, Caller{User: u})
+	}
+	if err != nil {
+		w.s.log.Warn("access rules for the links of data tokens", "user", j.Owner, "err", err)
+		a = &accessCheck{admin: true}
+	}
+	if w.access == nil {
+		w.access = map[string]*accessCheck{}
+	}
+	w.access[j.Owner] = a
+	return a
+}
+
+// accessCacheFor is how long jobAccess keeps a user's access check.
+const accessCacheFor = 5 * time.Second

@@ -86,3 +86,50 @@ func TestAccessValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkBase: a data token's link base is the broadest rule that lets
+// the job's owner have the path (links may go anywhere below it, not out
+// of it); none for an admin, and none when no rule allows the path any
+// more; baseFor drops a base a token's prefix is not below.
+func TestLinkBase(t *testing.T) {
+	rules, err := AccessConfig{Rules: []AccessRule{
+		{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite},
+		{Endpoint: "*", Path: "/home/{user}/deep", User: "*", Access: AccessWrite},
+		{Endpoint: "dtn1", Path: "/data/{vo}", VO: "*", Access: AccessRead},
+		{Endpoint: "dtn1", Path: "/", User: "root2", Access: AccessRead},
+	}}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := store.User{Name: "alice", VO: "cms"}
+	for _, tc := range []struct {
+		u        store.User
+		admin    bool
+		ep, path string
+		need     string
+		want     string
+	}{
+		{alice, false, "dtn1", "/home/alice/deep/x", AccessWrite, "/home/alice"}, // the broader of two
+		{alice, false, "dtn1", "/data/cms/run1/f", AccessRead, "/data/cms"},
+		{alice, false, "dtn1", "/data/cms/run1/f", AccessWrite, ""}, // no rule writes there
+		{alice, false, "dtn1", "/home/bob/x", AccessRead, ""},
+		{store.User{Name: "root2"}, false, "dtn1", "/etc/x", AccessRead, "/"},
+		{store.User{Name: "admin", Admin: true}, true, "dtn1", "/home/alice/x", AccessRead, ""},
+	} {
+		a := &accessCheck{u: tc.u, admin: tc.admin, rules: rules.Rules}
+		if got := a.linkBase(tc.ep, tc.path, tc.need); got != tc.want {
+			t.Errorf("%s %s %s:%s: link base %q, want %q", tc.u.Name, tc.need, tc.ep, tc.path, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ base, prefix, want string }{
+		{"/home/alice", "/home/alice/x", "/home/alice"},
+		{"/home/alice", "/home/alice", "/home/alice"},
+		{"/home/alice/deep", "/home/alice", ""}, // a batch's directory above the rule
+		{"", "/home/alice/x", ""},
+		{"/", "/etc", "/"},
+	} {
+		if got := baseFor(tc.base, tc.prefix); got != tc.want {
+			t.Errorf("baseFor(%q, %q) = %q, want %q", tc.base, tc.prefix, got, tc.want)
+		}
+	}
+}

@@ -56,6 +56,7 @@ type replicaPlan struct {
 	name string // endpoint
 	url  string // agent's http(s)://host:port
 	path string
+	base string // the read token's link base (auth.Claims.Base; "": none)
 }
 
 // linkKeep is the most throughputs kept per pair; linkDegree is how many
@@ -82,9 +83,11 @@ func (w *world) linkObserve(o store.Observation) {
 // planReplicas fills p's replicas and the split of the file across the
 // sources.
 func (w *world) planReplicas(t *task, p *plan) {
+	acc := w.jobAccess(t.job)
 	for _, r := range t.Replicas {
 		name := urlHost(r)
 		rp := replicaPlan{name: name, path: urlPath(r)}
+		rp.base = acc.linkBase(name, rp.path, AccessRead)
 		if e := w.eps[name]; e != nil {
 			rp.url = e.URL
 		}
@@ -163,7 +166,7 @@ func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, string,
 	}
 	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
 	sub := fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index)
-	tok, err := auth.Mint(s.agentKey(r.name), auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Aud: r.name, Exp: exp})
+	tok, err := auth.Mint(s.agentKey(r.name), auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Base: baseFor(r.base, r.path), Aud: r.name, Exp: exp})
 	if err != nil {
 		return nil, "", err
 	}

@@ -24,8 +24,11 @@ type plan struct {
 	srcAud, dstAud string // endpoint names (token audiences)
 	srcPath        string
 	dstPath        string
-	checksum       string // algorithm
-	expected       string // hex, or ""
+	// srcBase and dstBase are the data tokens' link bases
+	// (auth.Claims.Base; "": their prefixes).
+	srcBase, dstBase string
+	checksum         string // algorithm
+	expected         string // hex, or ""
 	// replicas are the file's other copies; shares the part of it each
 	// source (the first, then these) is planned to send; steal the
 	// dynamic mode (see multisource.go).
@@ -85,6 +88,9 @@ func (w *world) plan(t *task) plan {
 		p.dstURL, p.dstAud = e.URL, e.Name
 	}
 	p.srcPath, p.dstPath = urlPath(t.Src), urlPath(t.Dst)
+	acc := w.jobAccess(t.job)
+	p.srcBase = acc.linkBase(t.SrcEndpoint, p.srcPath, AccessRead)
+	p.dstBase = acc.linkBase(t.DstEndpoint, p.dstPath, AccessWrite)
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
 		// The user's checksum decides the algorithm for this file.
 		p.checksum, p.expected = algo, hex
@@ -132,13 +138,24 @@ func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok strin
 		return "", "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
 	}
 	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
-	if srcTok, err = auth.Mint(s.agentKey(p.srcAud), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Aud: p.srcAud, Exp: exp}); err != nil {
+	if srcTok, err = auth.Mint(s.agentKey(p.srcAud), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: baseFor(p.srcBase, srcPrefix), Aud: p.srcAud, Exp: exp}); err != nil {
 		return "", "", err
 	}
-	if dstTok, err = auth.Mint(s.agentKey(p.dstAud), auth.Claims{Sub: sub, Scope: "rw", Prefix: path.Dir(p.dstPath), Aud: p.dstAud, Exp: exp}); err != nil {
+	dstDir := path.Dir(p.dstPath)
+	if dstTok, err = auth.Mint(s.agentKey(p.dstAud), auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud, Exp: exp}); err != nil {
 		return "", "", err
 	}
 	return srcTok, dstTok, nil
+}
+
+// baseFor is the link base of a token for prefix: base when prefix is at
+// or below it, else none (the prefix alone bounds the links: a batch's
+// token covers a directory a rule for its files may lie below).
+func baseFor(base, prefix string) string {
+	if base == "" || !under(path.Clean(prefix), base) {
+		return ""
+	}
+	return base
 }
 
 // pullBase turns an agent's http(s)://host:port into the sluice(s)://

@@ -108,10 +108,13 @@ type world struct {
 	lastSweep  time.Time // of partial files owed a removal (sweepPartials)
 	sweepEvery time.Duration
 	sweeping   bool
-	inflight   int               // transfer goroutines not yet reported finished
-	begun      time.Time         // when this loop started
-	gone       []goneTask        // files to fail: they waited too long for a down endpoint (giveUp)
-	victims    map[int64][]int64 // tasks to pause once the key task moves
+	inflight   int        // transfer goroutines not yet reported finished
+	begun      time.Time  // when this loop started
+	gone       []goneTask // files to fail: they waited too long for a down endpoint (giveUp)
+	// access holds job owners' access checks (jobAccess), read at accessAt.
+	access   map[string]*accessCheck
+	accessAt time.Time
+	victims  map[int64][]int64 // tasks to pause once the key task moves
 	// optimal holds, per endpoint pair, the streams that optimize jobs
 	// run with (0: the estimate failed and the scheduler chooses); a
 	// pair being estimated is present with -1.

@@ -647,6 +647,40 @@ func TestServiceAccessRules(t *testing.T) {
 	if _, err := os.Stat(c.path("a2", "home/alice/stolen")); err == nil {
 		t.Error("a refused job wrote its destination")
 	}
+	// Rules are checked by name, and agents follow links: links alice
+	// made in her home must not take her jobs into bob's. A link as the
+	// source file, and one as the destination's directory, where the
+	// data tokens' prefixes lie (they are the file and the directory).
+	if err := os.Symlink("../bob/secret", c.path("a1", "home/alice/link")); err != nil {
+		t.Fatal(err)
+	}
+	// Larger than a pull batch takes: moved alone, with a read token
+	// scoped to the file itself (the link).
+	c.file("a1", "home/bob/big", 9<<20, 4)
+	if err := os.Symlink("../bob/big", c.path("a1", "home/alice/biglink")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(c.path("a2", "home/bob"), 0o755)
+	if err := os.Symlink("../bob", c.path("a2", "home/alice/outdir")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, src, dst, leak string }{
+		{"a link to another user's file", "a1/home/alice/link", "a2/home/alice/got", "a2:home/alice/got"},
+		{"a link to another user's large file", "a1/home/alice/biglink", "a2/home/alice/gotbig", "a2:home/alice/gotbig"},
+		{"a link to another user's directory", "a1/home/alice/in", "a2/home/alice/outdir/planted", "a2:home/bob/planted"},
+	} {
+		j, _, err := alice.Submit(ctx, job(tc.src, tc.dst))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := c.waitJob(alice, j.ID, time.Minute); got.State != store.StateFailed {
+			t.Errorf("%s: job %s, want failed", tc.name, got.State)
+		}
+		ep, p, _ := strings.Cut(tc.leak, ":")
+		if _, err := os.Stat(c.path(ep, p)); err == nil {
+			t.Errorf("%s: %s was written", tc.name, tc.leak)
+		}
+	}
 	// Replicas need read access too.
 	if _, _, err := alice.Submit(ctx, api.JobIn{Files: []api.FileIn{{Sources: []string{"sluice://a1/home/alice/in", "sluice://a2/home/bob/secret"},
 		Destinations: []string{"sluice://a2/home/alice/two"}}}}); status(err) != http.StatusForbidden {
