@@ -255,6 +255,15 @@ func (s *subReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// tmpGoneError: the temporary file vanished once every byte was in it,
+// before it was verified. The source's checksum was computed (verify
+// returns it with the error): execute checks whether another run of the
+// file put it in place meanwhile.
+type tmpGoneError struct{ err error }
+
+func (e *tmpGoneError) Error() string { return e.err.Error() }
+func (e *tmpGoneError) Unwrap() error { return e.err }
+
 // mismatchError: source and destination checksums differ.
 type mismatchError struct{ algo, src, dst string }
 
@@ -298,6 +307,9 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	})
 	if s.Checksum == "none" {
 		wg.Wait()
+		if errors.Is(syncErr, backend.ErrNotFound) {
+			return "", &tmpGoneError{syncErr}
+		}
 		return "", syncErr
 	}
 	wg.Go(func() {
@@ -314,6 +326,9 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	})
 	wg.Wait()
 	if err := errors.Join(syncErr, srcErr, dstErr); err != nil {
+		if srcErr == nil && (errors.Is(syncErr, backend.ErrNotFound) || errors.Is(dstErr, backend.ErrNotFound)) {
+			return srcSum, &tmpGoneError{err}
+		}
 		return "", err
 	}
 	if s.Expected != "" && len(t.srcs) > 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -431,5 +432,87 @@ func TestFencedJournalStops(t *testing.T) {
 	}
 	if exists(e.local(s.DstPath)) {
 		t.Error("a fenced transfer put its file in place")
+	}
+}
+
+// otherRun is a destination where another run of the same file acts once,
+// just before this run's first call of the method named by at: it puts
+// the temporary file in place, or removes it, or puts other bytes in
+// place (a file of the same size) and removes it.
+type otherRun struct {
+	backend.Backend
+	at, act string
+	local   string // the destination's local path, for "other bytes"
+	done    bool
+}
+
+func (o *otherRun) before(ctx context.Context, method, tmp, dst string) {
+	if o.done || method != o.at {
+		return
+	}
+	o.done = true
+	switch o.act {
+	case "renamed":
+		o.Backend.Rename(ctx, tmp, dst)
+	case "removed":
+		o.Backend.Remove(ctx, tmp)
+	case "other bytes":
+		fi, _ := o.Backend.Stat(ctx, tmp)
+		os.WriteFile(o.local, make([]byte, fi.Size), 0o644)
+		o.Backend.Remove(ctx, tmp)
+	}
+}
+
+func (o *otherRun) Sync(ctx context.Context, p string) error {
+	o.before(ctx, "sync", p, "out/"+strings.TrimSuffix(strings.TrimPrefix(path.Base(p), "."), ".sluice-part"))
+	return o.Backend.Sync(ctx, p)
+}
+
+func (o *otherRun) Rename(ctx context.Context, from, to string) error {
+	o.before(ctx, "rename", from, to)
+	return o.Backend.Rename(ctx, from, to)
+}
+
+// TestPlacedByAnotherRun: when the temporary file vanishes after every
+// byte is in it, because another run of the file (a server killed just
+// after sending its rename, which the agent still carried out) put it in
+// place, the transfer succeeds if the file in place is the verified one,
+// whether it vanished before the sync or before the rename; a temporary
+// file removed, or other bytes in place, is still an error. Before, the
+// transfer failed for good with "not found" (a CI run of the service
+// crash test lost four files of 96 so).
+func TestPlacedByAnotherRun(t *testing.T) {
+	for _, tc := range []struct {
+		at, act string
+		ok      bool
+	}{
+		{"sync", "renamed", true},
+		{"rename", "renamed", true},
+		{"sync", "removed", false},
+		{"sync", "other bytes", false},
+		{"rename", "other bytes", false},
+	} {
+		t.Run(tc.at+" "+tc.act, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "p", 300<<10, 11)
+			s := e.spec("p", int64(len(data)))
+			s.Checksum = "adler32"
+			o := &otherRun{Backend: e.dst, at: tc.at, act: tc.act, local: e.local("out/p")}
+			s.Dst = o
+			res, err := Run(context.Background(), s)
+			if !o.done {
+				t.Fatalf("the other run never acted (%s)", tc.at)
+			}
+			if !tc.ok {
+				if err == nil {
+					t.Fatal("succeeded, but the file in place is not the verified one")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v (note %q)", err, res.Note)
+			}
+			e.checkFinal(t, s, data)
+		})
 	}
 }

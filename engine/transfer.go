@@ -345,6 +345,17 @@ func (t *Transfer) execute(ctx context.Context) error {
 			t.notef("checksum mismatch (%s: source %s, destination %s): copied again from scratch", s.Checksum, mm.src, mm.dst)
 			continue
 		}
+		var gone *tmpGoneError
+		if errors.As(err, &gone) {
+			// Another run of this file (of a server that died, whose
+			// last requests the agent still carried out) may have put
+			// it in place: done if the file there is the verified one.
+			if ok, cerr := t.renamedAlready(ctx, sum); cerr == nil && ok {
+				t.notef("already put in place by another run of this file")
+				return t.placed(ctx, sum)
+			}
+			return err
+		}
 		if err != nil {
 			return err
 		}
@@ -353,12 +364,13 @@ func (t *Transfer) execute(ctx context.Context) error {
 				return fmt.Errorf("engine: not putting %s in place: %w", s.DstPath, err)
 			}
 		}
-		tried := false
 		if err := t.retry(ctx, "renaming "+t.tmp+" to "+s.DstPath, func() error {
 			err := s.Dst.Rename(ctx, t.tmp, s.DstPath)
-			if tried && errors.Is(err, backend.ErrNotFound) {
+			if errors.Is(err, backend.ErrNotFound) {
 				// An earlier attempt may have renamed the file and
-				// lost its answer (the destination restarted, say).
+				// lost its answer (the destination restarted, say),
+				// or another run of the file did (a server that died,
+				// whose last rename the agent still carried out).
 				ok, cerr := t.renamedAlready(ctx, sum)
 				switch {
 				case ok:
@@ -367,23 +379,29 @@ func (t *Transfer) execute(ctx context.Context) error {
 					return cerr // cannot tell yet: try again
 				}
 			}
-			tried = true
 			return err
 		}); err != nil {
 			return err
 		}
-		if !s.KeepJournal {
-			if err := s.Journals.Delete(context.WithoutCancel(ctx), s.Journal); err != nil {
-				// The file is in place and verified; a stale journal
-				// only makes a rerun start over.
-				t.notef("removing journal: %v", err)
-			}
-		}
-		t.mu.Lock()
-		t.result.Checksum, t.result.Algo = sum, s.Checksum
-		t.mu.Unlock()
-		return nil
+		return t.placed(ctx, sum)
 	}
+}
+
+// placed finishes a transfer whose verified file (checksum sum) is in
+// place: the journal goes, the result gets the checksum.
+func (t *Transfer) placed(ctx context.Context, sum string) error {
+	s := &t.spec
+	if !s.KeepJournal {
+		if err := s.Journals.Delete(context.WithoutCancel(ctx), s.Journal); err != nil {
+			// The file is in place and verified; a stale journal only
+			// makes a rerun start over.
+			t.notef("removing journal: %v", err)
+		}
+	}
+	t.mu.Lock()
+	t.result.Checksum, t.result.Algo = sum, s.Checksum
+	t.mu.Unlock()
+	return nil
 }
 
 // prepare stats the source, then resumes from the journal or allocates a
