@@ -20,12 +20,18 @@ const journalVersion = 1
 // which byte ranges of the temporary file are done. It is all the state a
 // preempted transfer needs (SC'15 §4.5: "a set of start, end offsets").
 type journal struct {
-	Version int        `json:"version"`
-	Src     string     `json:"src"`
-	Dst     string     `json:"dst"`
-	Size    int64      `json:"size"`
-	ModTime time.Time  `json:"src_mtime,omitzero"`
-	Done    [][2]int64 `json:"done"`
+	Version int       `json:"version"`
+	Src     string    `json:"src"`
+	Dst     string    `json:"dst"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"src_mtime,omitzero"`
+	// Replicas are, for a transfer from several replicas, each one's
+	// modification time by Source.Name. ModTime is the time of only the
+	// replica used as reference then, the first that answered; replicas
+	// on other hosts were written at other moments, so a resume whose
+	// first replica is down must compare each replica with its own.
+	Replicas map[string]time.Time `json:"replica_mtimes,omitempty"`
+	Done     [][2]int64           `json:"done"`
 }
 
 func (j journal) ranges() ranges {

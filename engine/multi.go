@@ -322,6 +322,32 @@ func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
 	return answers[ref].fi, nil
 }
 
+// replicasChanged compares the replicas still used with the modification
+// times a journal recorded (journal.Replicas) and says why the bytes it
+// records cannot be trusted, or "" if they can: a replica modified since,
+// or none of those the journal knew answering (the bytes came from
+// replicas that cannot be compared now). A replica the journal does not
+// know (down then, or added to the list) sent none of them.
+func (t *Transfer) replicasChanged(recorded map[string]time.Time) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	known := 0
+	for _, s := range t.srcs {
+		was, ok := recorded[s.Name]
+		if s.dead != nil || s.mtime.IsZero() || !ok {
+			continue
+		}
+		if !was.Equal(s.mtime) {
+			return fmt.Sprintf("replica %s modified since the journal was written", s.Name)
+		}
+		known++
+	}
+	if known == 0 {
+		return "none of the replicas the journal was written from can be compared"
+	}
+	return ""
+}
+
 // reference is the replica a verification compares against, the first one
 // still used, and its modification time when the transfer prepared.
 func (t *Transfer) reference() (Source, time.Time) {

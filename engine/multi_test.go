@@ -29,6 +29,9 @@ type replica struct {
 	slowFrom int64   // reads slow to slowRate once this many bytes were served (0: never)
 	slowRate float64
 	corrupt  bool // flip a byte of every read
+	// mtime, if set, is the modification time Stat reports: replicas on
+	// other hosts were written at other moments.
+	mtime time.Time
 }
 
 var errDown = errors.New("replica unreachable")
@@ -37,7 +40,11 @@ func (r *replica) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 	if r.down {
 		return backend.FileInfo{}, errDown
 	}
-	return r.Backend.Stat(ctx, p)
+	fi, err := r.Backend.Stat(ctx, p)
+	if err == nil && !r.mtime.IsZero() {
+		fi.ModTime = r.mtime
+	}
+	return fi, err
 }
 
 func (r *replica) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
@@ -312,6 +319,56 @@ func TestMultiSourceResume(t *testing.T) {
 	e.checkFinal(t, s, data)
 	if !strings.Contains(res.Note, "resumed") || res.Bytes > size-done+int64(len(reps))*s.SubWrite {
 		t.Errorf("resume sent %d bytes after %d were journaled (note %q)", res.Bytes, done, res.Note)
+	}
+}
+
+// TestMultiSourceResumeFirstReplicaDown: replicas on different hosts have
+// different modification times. A copy interrupted in the middle, rerun
+// while the first replica cannot be reached, resumes from its journal
+// rather than starting over: before, the journal held only the first
+// replica's time, the rerun compared it with the second's, took the file
+// for modified and sent it all again. A replica that was modified since
+// still makes the rerun start over.
+func TestMultiSourceResumeFirstReplicaDown(t *testing.T) {
+	const size = 4 << 20
+	for _, modified := range []bool{false, true} {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 9)
+		reps, s := e.replicas(3, "f", size)
+		base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		for i, r := range reps {
+			r.rate = 8 << 20
+			r.mtime = base.Add(time.Duration(i) * time.Second)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		s.Dst = &fault{Backend: e.dst, cancelAt: size / 2, cancel: cancel}
+		if _, err := Run(ctx, s); !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		done := journalDone(t, s.Journal)
+		if done <= 0 || done >= size {
+			t.Fatalf("journal records %d of %d bytes", done, size)
+		}
+		s.Dst = e.dst
+		reps[0].down = true
+		if modified {
+			reps[2].mtime = reps[2].mtime.Add(time.Minute)
+		}
+		for _, r := range reps {
+			r.served.Store(0)
+		}
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("rerun: %v (note %q)", err, res.Note)
+		}
+		e.checkFinal(t, s, data)
+		sent := reps[1].served.Load() + reps[2].served.Load()
+		switch {
+		case !modified && (!strings.Contains(res.Note, "resumed") || sent > size-done+3*s.SubWrite):
+			t.Errorf("rerun without the first replica sent %d bytes after %d of %d were journaled (note %q): want a resume", sent, done, size, res.Note)
+		case modified && !strings.Contains(res.Note, "started over"):
+			t.Errorf("a replica modified since the journal was written: note %q, want a start over", res.Note)
+		}
 	}
 }
 

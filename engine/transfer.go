@@ -528,6 +528,10 @@ func (t *Transfer) resumable(ctx context.Context, fi backend.FileInfo, pass int)
 		return nil, fmt.Sprintf("journal %s is of %s → %s", s.Journal, j.Src, j.Dst), nil
 	case j.Size != fi.Size:
 		return nil, fmt.Sprintf("source size changed since the journal was written (%d → %d bytes)", j.Size, fi.Size), nil
+	case len(t.srcs) > 1 && len(j.Replicas) > 0:
+		if why := t.replicasChanged(j.Replicas); why != "" {
+			return nil, why, nil
+		}
 	case !fi.ModTime.IsZero() && !j.ModTime.Equal(fi.ModTime):
 		return nil, "source modified since the journal was written", nil
 	}
@@ -561,6 +565,17 @@ func (t *Transfer) checkpoint(ctx context.Context) error {
 		return nil
 	}
 	snap, size, mtime := t.done.clone(), t.size, t.srcMtime
+	var replicas map[string]time.Time
+	if len(t.srcs) > 1 {
+		for _, src := range t.srcs {
+			if !src.mtime.IsZero() {
+				if replicas == nil {
+					replicas = map[string]time.Time{}
+				}
+				replicas[src.Name] = src.mtime
+			}
+		}
+	}
 	t.dirty = false
 	t.mu.Unlock()
 	err := error(nil)
@@ -571,7 +586,9 @@ func (t *Transfer) checkpoint(ctx context.Context) error {
 	}
 	if err == nil {
 		// Journals are written on the way out too, after ctx ended.
-		err = saveJournal(context.WithoutCancel(ctx), t.spec.Journals, t.spec.Journal, newJournal(t.spec.SrcPath, t.spec.DstPath, size, mtime, snap))
+		j := newJournal(t.spec.SrcPath, t.spec.DstPath, size, mtime, snap)
+		j.Replicas = replicas
+		err = saveJournal(context.WithoutCancel(ctx), t.spec.Journals, t.spec.Journal, j)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
