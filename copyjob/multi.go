@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"path"
 	"strconv"
@@ -115,14 +116,19 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	if len(srcs) < 2 {
 		return rep, fmt.Errorf("copyjob: %w: a multi-source copy needs at least two replicas", backend.ErrInvalid)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, s := range srcs {
 		// One replica named twice would agree with itself, and be
-		// counted twice when replicas vote.
-		if seen[s.URL] {
-			return rep, fmt.Errorf("copyjob: %w: replica %s is named twice", backend.ErrInvalid, s.URL)
+		// counted twice when replicas vote: also in two spellings of
+		// its URL.
+		k := replicaKey(s)
+		if first, ok := seen[k]; ok {
+			if first == s.URL {
+				return rep, fmt.Errorf("copyjob: %w: replica %s is named twice", backend.ErrInvalid, s.URL)
+			}
+			return rep, fmt.Errorf("copyjob: %w: replica %s is named twice (also as %s)", backend.ErrInvalid, first, s.URL)
 		}
-		seen[s.URL] = true
+		seen[k] = s.URL
 	}
 	if o.JournalDir == "" {
 		return rep, fmt.Errorf("copyjob: %w: a journal directory is required", backend.ErrInvalid)
@@ -242,6 +248,18 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		return rep, fmt.Errorf("%s -> %s: %w", srcs[0].URL, dstPath, err)
 	}
 	return rep, nil
+}
+
+// replicaKey is what names one replica's file however its URL is spelled:
+// the scheme and host in lower case and the (decoded) path cleaned, as
+// the agent resolves it ("/d//f", "/d/./f" and "/d/%66" are "/d/f"). Two
+// names of one host (an address and a host name) are not recognised.
+func replicaKey(s Endpoint) string {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return s.URL
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + path.Clean("/"+s.Path)
 }
 
 // checkReplicas stats every replica at once and returns their common

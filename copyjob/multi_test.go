@@ -2,6 +2,7 @@ package copyjob
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,5 +142,32 @@ func TestRunMultiDestinations(t *testing.T) {
 	_, err := RunMulti(ctx, []Endpoint{srcs[0], srcs[0]}, localEP(t, t.TempDir()+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "named twice") {
 		t.Errorf("one replica named twice: %v", err)
+	}
+}
+
+// TestRunMultiSameReplicaSpelledTwice: one replica named in two spellings
+// of its URL (host in capitals, an empty or "." path element, a
+// percent-encoded letter: one file to the agent) is refused like one
+// named twice in the same spelling. Before, it was taken for two
+// replicas: with a third that differs, the file's two names outvoted it,
+// and the copy took their bytes.
+func TestRunMultiSameReplicaSpelledTwice(t *testing.T) {
+	srcs, dst, _, _ := twoReplicas(t, 1<<20)
+	dir, name := filepath.Split(srcs[0].Path)
+	ctx := context.Background()
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}, {1e6, 1e6}}
+	for _, other := range []Endpoint{
+		{Backend: srcs[0].Backend, Path: dir + "/" + name, URL: "file://" + dir + "/" + name},
+		{Backend: srcs[0].Backend, Path: dir + "./" + name, URL: "file://" + dir + "./" + name},
+		{Backend: srcs[0].Backend, Path: dir + name, URL: "FILE://" + dir + "%" + fmt.Sprintf("%02X", name[0]) + name[1:]},
+	} {
+		three := []Endpoint{srcs[0], other, srcs[1]}
+		_, err := RunMulti(ctx, three, localEP(t, dst+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "named twice") {
+			t.Errorf("%s and %s: %v, want the replica refused as named twice", srcs[0].URL, other.URL, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 0 {
+		t.Errorf("a refused copy wrote %d entries", len(ents))
 	}
 }
