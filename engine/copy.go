@@ -36,6 +36,9 @@ func (t *Transfer) work(ctx context.Context, p *piece) {
 				t.mu.Unlock()
 				return
 			}
+			if ctx.Err() == nil {
+				err = t.lastReplicaLocked(p.src, err)
+			}
 			t.leaveLocked(p)
 			// The first error ends the transfer; errors of the other
 			// workers are mostly the cancellation that follows.

@@ -198,6 +198,24 @@ func (t *Transfer) dropSourceLocked(i int, err error) bool {
 	return true
 }
 
+// lastReplicaLocked is err, of replica i, as the transfer's error: when i
+// was the last of several replicas still used, the copy failed because
+// every replica did, and the error says so with each one's reason (the
+// replicas' paths are often the same, and only their names tell them
+// apart).
+func (t *Transfer) lastReplicaLocked(i int, err error) error {
+	if len(t.srcs) < 2 || t.srcs[i].dead != nil || len(t.liveLocked()) != 1 || errors.Is(err, backend.ErrNoSpace) {
+		return err
+	}
+	var others []string
+	for j, s := range t.srcs {
+		if j != i && s.dead != nil {
+			others = append(others, fmt.Sprintf("%s dropped: %v", s.Name, s.dead))
+		}
+	}
+	return fmt.Errorf("engine: every replica failed (%s); the last, %s: %w", strings.Join(others, "; "), t.srcs[i].Name, err)
+}
+
 // stealLocked is Spec.Steal for replica thief, whose queue is empty:
 // multisrc.Steal chooses the replica expected to finish last and the tail
 // of its work that the thief should take so that both finish together.

@@ -268,6 +268,32 @@ func TestMultiSourceFaults(t *testing.T) {
 	})
 }
 
+// TestMultiSourceAllFail: every replica fails in the middle, one after
+// the other: the error says that every replica failed, naming each with
+// its reason, and nothing is put at the destination path. Before, it gave
+// only the last replica's error, as if one source had failed.
+func TestMultiSourceAllFail(t *testing.T) {
+	e := newEnv(t)
+	const size = 1 << 20
+	e.put(t, "f", size, 7)
+	reps, s := e.replicas(3, "f", size)
+	for i, r := range reps {
+		r.failFrom = int64(i+1) * 64 << 10
+	}
+	res, err := Run(context.Background(), s)
+	if err == nil {
+		t.Fatal("every replica failed, and the transfer succeeded")
+	}
+	for _, want := range []string{"every replica failed", "r0", "r1", "r2", errDown.Error()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q (note %q): want it to say %q", err, res.Note, want)
+		}
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Error("a file was put at the destination path")
+	}
+}
+
 // TestMultiSourceSteal: with equal shares and one replica a hundred times
 // slower, the static plan waits for it to send its whole third; with
 // Steal the fast replicas take its tail and it sends a small part.
