@@ -96,7 +96,7 @@ type MultiReport struct {
 }
 
 // RunMulti copies one file from its replicas srcs (every endpoint a file;
-// their sizes must agree) to dst: it plans the split with o.Split over the
+// their sizes must agree; one replica alone is copied from) to dst: it plans the split with o.Split over the
 // links' predicted bandwidth, then moves the parts from every replica at
 // once through the engine (journal, resume, checksum, rename as for one
 // source). dst ending in "/" is a directory that receives the file under
@@ -113,8 +113,8 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	} else if _, err := multisrc.ParsePolicy(rep.Split); err != nil {
 		return rep, fmt.Errorf("copyjob: split %q: want one of %s", rep.Split, strings.Join(SplitNames(), ", "))
 	}
-	if len(srcs) < 2 {
-		return rep, fmt.Errorf("copyjob: %w: a multi-source copy needs at least two replicas", backend.ErrInvalid)
+	if len(srcs) == 0 {
+		return rep, fmt.Errorf("copyjob: %w: a multi-source copy needs a replica", backend.ErrInvalid)
 	}
 	seen := map[string]string{}
 	for _, s := range srcs {
@@ -169,8 +169,12 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 			links = append(links, linkmon.Link{Name: s.URL, Backend: s.Backend, Path: s.Path, Size: size})
 		}
 		mon = linkmon.New(links, linkmon.Options{})
-		if err := mon.Collect(ctx, o.ProbeTime); err != nil {
-			return rep, err
+		// One replica (named alone, or the only one left) sends every
+		// byte: there is nothing to split, and no link to measure.
+		if len(keep) > 1 {
+			if err := mon.Collect(ctx, o.ProbeTime); err != nil {
+				return rep, err
+			}
 		}
 	}
 	var hist linkmon.History = mon
@@ -187,7 +191,9 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		}
 	}
 	var alloc []int64
-	if len(unmeasured) > 0 {
+	if len(keep) == 1 {
+		alloc = []int64{size}
+	} else if len(unmeasured) > 0 {
 		// A replica the probes could not measure (too slow to answer
 		// within the probe time, or failing) would be planned out: plan
 		// equal parts instead and let the replicas that finish first

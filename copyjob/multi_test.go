@@ -171,3 +171,25 @@ func TestRunMultiSameReplicaSpelledTwice(t *testing.T) {
 		t.Errorf("a refused copy wrote %d entries", len(ents))
 	}
 }
+
+// TestRunMultiOneReplica: a file with a single replica (a replica list
+// of one) is copied from it with every split, without probing a link
+// that there is nothing to split across. Before, it was refused: "a
+// multi-source copy needs at least two replicas".
+func TestRunMultiOneReplica(t *testing.T) {
+	srcs, _, data, _ := twoReplicas(t, 1<<20)
+	for _, split := range SplitNames() {
+		dst := t.TempDir()
+		rep, err := RunMulti(context.Background(), srcs[:1], localEP(t, dst+"/"), MultiOptions{Split: split, JournalDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("%s: %v", split, err)
+		}
+		sameFile(t, filepath.Join(dst, "f"), data)
+		if rep.Replicas != 1 || len(rep.Links) != 1 || rep.Links[0].Planned != int64(len(data)) {
+			t.Errorf("%s: report %+v, want the one replica planned every byte", split, rep)
+		}
+		if rep.PlanS >= 1 {
+			t.Errorf("%s: planning took %.1f s: the one link was probed (2 s by default)", split, rep.PlanS)
+		}
+	}
+}

@@ -46,9 +46,6 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	if f.recursive || f.pol.server != "" {
 		return errors.New("--sources downloads one file: -r and --policy-server do not apply")
 	}
-	if len(f.multi.sources) < 2 {
-		return errors.New("--sources: give at least two replicas")
-	}
 	if f.multi.probe <= 0 {
 		return errors.New("--probe must be positive")
 	}
@@ -59,7 +56,7 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	defer done()
 	o := copyjob.MultiOptions{Split: f.multi.split, ProbeTime: f.multi.probe, CheckReplicas: !f.multi.noVerify,
 		Checksum: f.checksum, JournalDir: jd, SubWrite: f.subWrite, ChunkMin: f.chunkMin}
-	if f.verbose {
+	if f.verbose && len(srcs) > 1 {
 		fmt.Fprintf(stderr, "probing %d replicas for %s\n", len(srcs), f.multi.probe)
 	}
 	rep, err := copyjob.RunMulti(ctx, srcs, dst, o)
@@ -76,7 +73,10 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 		return printJSON(stdout, rep)
 	}
 	from := fmt.Sprintf("%d replicas", rep.Replicas)
-	if rep.Replicas < len(srcs) {
+	switch {
+	case len(srcs) == 1:
+		from = "1 replica"
+	case rep.Replicas < len(srcs):
 		from = fmt.Sprintf("%d of %d replicas", rep.Replicas, len(srcs)) // the note says why
 	}
 	fmt.Fprintf(stderr, "copied %.1f MB from %s in %.1f s (%.1f MB/s; predicted %.1f s; %s split), checksum %s\n",

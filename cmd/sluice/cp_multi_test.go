@@ -236,3 +236,21 @@ func waitJournaled(jd string, min int64) int64 {
 	}
 	return done
 }
+
+// TestCpMultiSourceOneReplica: `sluice cp --sources A DST` with a replica
+// list of one copies the file from it (before: "give at least two
+// replicas").
+func TestCpMultiSourceOneReplica(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	orig := filepath.Join(work, "f.bin")
+	fastRandom(t, orig, 1<<20, 3)
+	out := filepath.Join(work, "out")
+	res, err := run(t, "cp", "--sources", orig, out+"/", "--split", "tcs")
+	if err != nil {
+		t.Fatalf("cp --sources with one replica: %v\n%s", err, res)
+	}
+	if !sameContent(t, orig, filepath.Join(out, "f.bin")) || !strings.Contains(res, "from 1 replica ") {
+		t.Errorf("cp --sources with one replica:\n%s", res)
+	}
+}
