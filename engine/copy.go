@@ -327,12 +327,38 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 			return err
 		})
 	})
+	// Spec.Witness: a second replica's checksum, read at the same time.
+	var wit Source
+	var witSum string
+	var witErr error
+	witOK := false
+	if s.Witness && s.Expected == "" {
+		wit, witOK = t.witness()
+	}
+	if witOK {
+		wg.Go(func() {
+			witErr = t.retry(ctx, "checksum of replica "+wit.Name, func() (err error) {
+				witSum, err = wit.Backend.Checksum(ctx, wit.Path, s.Checksum)
+				return err
+			})
+		})
+	}
 	wg.Wait()
 	if err := errors.Join(syncErr, srcErr, dstErr); err != nil {
 		if srcErr == nil && (errors.Is(syncErr, backend.ErrNotFound) || errors.Is(dstErr, backend.ErrNotFound)) {
 			return srcSum, &tmpGoneError{err}
 		}
 		return "", err
+	}
+	if witOK && witErr != nil {
+		// A second opinion, not the check itself: a witness that
+		// cannot answer (gone since) does not fail the file.
+		t.notef("replica %s not compared at verification: %v", wit.Name, witErr)
+	} else if witOK && srcSum == dstSum && witSum != srcSum {
+		// The file agrees with the replica checked against, but
+		// another replica holds other bytes: either may be wrong, and
+		// the replicas' vote on range checksums (blame) says which.
+		return "", fmt.Errorf("engine: replicas %s and %s differ: %w", ref.Name, wit.Name, &mismatchError{s.Checksum, srcSum, witSum})
 	}
 	if s.Expected != "" && len(t.srcs) > 1 {
 		// Several replicas, and Expected is what their majority holds:

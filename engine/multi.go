@@ -340,6 +340,17 @@ func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
 	return answers[ref].fi, nil
 }
 
+// witness is the replica Spec.Witness compares with the reference at
+// verification: the second one still used, if there is one.
+func (t *Transfer) witness() (Source, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if live := t.liveLocked(); len(live) > 1 {
+		return t.srcs[live[1]].Source, true
+	}
+	return Source{}, false
+}
+
 // replicasChanged compares the replicas still used with the modification
 // times a journal recorded (journal.Replicas) and says why the bytes it
 // records cannot be trusted, or "" if they can: a replica modified since,

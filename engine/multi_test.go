@@ -223,6 +223,39 @@ func TestMultiSourceFaults(t *testing.T) {
 			t.Errorf("note %q: want r0 dropped", res.Note)
 		}
 	})
+	// The same without Expected (the service compares no replica
+	// checksums before the copy): Witness has a second replica summed at
+	// verification, it disagrees with r0, and the vote drops r0. Before,
+	// the service's copy ended "verified" with r0's bytes.
+	t.Run("first replica sends its own wrong bytes, witness", func(t *testing.T) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 5)
+		_, s := e.replicas(3, "f", size)
+		s.Sources[0].Backend = odd(t, data, 1000)
+		s.Witness = true
+		res, err := Run(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%v (note %q)", err, res.Note)
+		}
+		e.checkFinal(t, s, data)
+		if !strings.Contains(res.Note, "source r0 dropped") {
+			t.Errorf("note %q: want r0 dropped", res.Note)
+		}
+	})
+	t.Run("two replicas disagree, witness", func(t *testing.T) {
+		e := newEnv(t)
+		data := e.put(t, "f", size, 5)
+		_, s := e.replicas(2, "f", size)
+		s.Sources[0].Backend = odd(t, data, 1000)
+		s.Witness = true
+		_, err := Run(context.Background(), s)
+		if !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "no majority") {
+			t.Errorf("two replicas with different bytes: %v, want a checksum error saying no majority agrees", err)
+		}
+		if exists(e.local(s.DstPath)) {
+			t.Error("a file was put in place")
+		}
+	})
 	t.Run("two replicas disagree", func(t *testing.T) {
 		e := newEnv(t)
 		data := e.put(t, "f", size, 5)

@@ -137,6 +137,13 @@ type Spec struct {
 	// together at their observed rates), so that a replica that slows
 	// down or stalls does not hold the file back.
 	Steal bool
+	// Witness, with several replicas and no Expected, also sums a second
+	// replica still used, whole, at verification (at the same time as the
+	// first): the file is checked against the first, so a first replica
+	// whose own bytes are wrong where it sent them would agree with it.
+	// When the two disagree, the replicas vote on range checksums (see
+	// Sources) before anything is put in place.
+	Witness bool
 
 	// Commit, if set, is called after the file is verified and before it
 	// is renamed into place; an error stops the transfer there, with the

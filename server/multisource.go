@@ -35,7 +35,9 @@ import (
 // engine does not report it per replica). Replica checksums are not
 // compared before the copy (that would read every replica whole); a
 // replica that sends wrong bytes is found at verification by range
-// checksums and dropped.
+// checksums and dropped, and one whose own bytes are wrong where it sent
+// them, the replica the file is checked against, by a second replica's
+// checksum read at the same time (engine.Spec.Witness).
 
 // eachUse calls f for every endpoint a running task loads, with its
 // streams per unit of the task's CC and its part of the task's rate: the
@@ -259,6 +261,10 @@ func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, sr
 	}
 	spec.Src, spec.SrcPath, spec.Pull = nil, "", nil
 	spec.Steal = p.steal
+	// No replica checksums were compared before the copy: a second
+	// replica is summed at verification, so that a first replica whose
+	// own part is wrong at rest is outvoted rather than trusted.
+	spec.Witness = true
 	s.log.Info("multi-source transfer", "task", p.task.ID, "sources", len(spec.Sources), "split", p.split, "shares", p.shares)
 	return nil
 }
