@@ -117,7 +117,7 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 			failures = 0
 		}
 		failures++
-		if failures >= s.Retry.Attempts {
+		if failures >= t.attemptsOf(p.src) {
 			return fmt.Errorf("engine: %d attempts in a row failed: %w", failures, err)
 		}
 		t.mu.Lock()
@@ -130,6 +130,30 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 			return fmt.Errorf("engine: %w", err)
 		}
 	}
+}
+
+// replicaAttempts is how many failures in a row drop a replica while
+// another is still used (statAll's figure). Its queued pieces wait for it
+// meanwhile, and with the full Retry.Attempts (backoff doubling from
+// 200 ms) a replica that died in the middle of a copy held the others
+// back for 10 to 12 s; after three, about one.
+const replicaAttempts = 3
+
+// attemptsOf is how many failures in a row replica i may have before its
+// error ends its part: replicaAttempts while another replica is still
+// used (it is then dropped and the others take its pieces), else
+// Retry.Attempts.
+func (t *Transfer) attemptsOf(i int) int {
+	n := t.spec.Retry.Attempts
+	if len(t.srcs) < 2 {
+		return n
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if live := t.liveLocked(); len(live) > 1 && t.srcs[i].dead == nil {
+		return min(n, replicaAttempts)
+	}
+	return n
 }
 
 func (t *Transfer) sizeOf() int64 {

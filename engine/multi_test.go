@@ -556,3 +556,30 @@ func (e *env) runTimed(t *testing.T, s Spec, data []byte) (Result, time.Duration
 	e.checkFinal(t, s, data)
 	return res, took
 }
+
+// TestReplicaDiesDroppedSoon: a replica that dies in the middle of a copy
+// is dropped after a few failures while others are still used, not after
+// the whole retry budget, with the service's backoff (200 ms doubling):
+// its queued pieces wait for it until then. Before, the copy waited 10 to
+// 12 s for it; the last replica left still gets every attempt.
+func TestReplicaDiesDroppedSoon(t *testing.T) {
+	const size = 2 << 20
+	e := newEnv(t)
+	data := e.put(t, "f", size, 12)
+	reps, s := e.replicas(3, "f", size)
+	s.Retry = RetryPolicy{Attempts: 8, Base: 200 * time.Millisecond, Max: 10 * time.Second, Seed: 1}
+	reps[1].failFrom = 256 << 10
+	start := time.Now()
+	res, err := Run(context.Background(), s)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%v (note %q)", err, res.Note)
+	}
+	e.checkFinal(t, s, data)
+	if !strings.Contains(res.Note, "source r1 dropped") || !strings.Contains(res.Note, "3 attempts in a row") {
+		t.Errorf("note %q: want r1 dropped after 3 attempts", res.Note)
+	}
+	if took > 4*time.Second {
+		t.Errorf("the copy took %v: a dead replica held it back", took)
+	}
+}
