@@ -385,13 +385,28 @@ func (c *conn) mlst(spath string) (entry, error) {
 func (c *conn) mlsd(ctx context.Context, spath string) ([]entry, error) {
 	var lines []string
 	if _, ok := c.feat["MLSC"]; ok && !forceMLSD {
-		msg, err := c.expect(250, "MLSC "+spath)
-		if err != nil {
-			return nil, err
+		// Not expect: the Globus server sends a long listing in
+		// pieces, preliminary 150 replies of about a thousand
+		// entries each and then the final 250 with the rest, and cmd
+		// drops preliminary replies. Every reply's entries count.
+		if err := c.send("MLSC " + spath); err != nil {
+			return nil, fmt.Errorf("sending MLSC: %w", err)
 		}
-		for _, l := range strings.Split(msg, "\n") {
-			if strings.HasPrefix(l, " ") {
-				lines = append(lines, l[1:])
+		for {
+			code, msg, err := c.read()
+			if err != nil {
+				return nil, err
+			}
+			if code >= 200 && code != 250 {
+				return nil, &ReplyError{Cmd: "MLSC", Code: code, Msg: condense(msg, 2000)}
+			}
+			for _, l := range strings.Split(msg, "\n") {
+				if strings.HasPrefix(l, " ") {
+					lines = append(lines, l[1:])
+				}
+			}
+			if code >= 200 {
+				break
 			}
 		}
 	} else {

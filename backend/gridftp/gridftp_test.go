@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -203,6 +204,38 @@ func TestStatList(t *testing.T) {
 	if _, err := b.List(ctx, "nope", true); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("List of a missing directory: %v, want ErrNotFound", err)
 	}
+}
+
+// TestListLarge lists a directory too large for one reply: the Globus
+// server sends a long MLSC listing as preliminary 150 replies of about a
+// thousand entries each before the final 250 with the rest, and every
+// entry must be in the listing (over MLSD too).
+func TestListLarge(t *testing.T) {
+	s := startServer(t)
+	b := newBackend(t, s, Options{})
+	ctx := ctxT(t)
+	const n = 2500
+	s.put(t, "big/f0", nil, false)
+	for i := 1; i < n; i++ {
+		if err := os.WriteFile(s.local(fmt.Sprintf("big/f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mlsd := range []bool{false, true} {
+		forceMLSD = mlsd
+		fis, err := b.List(ctx, "big", false)
+		if err != nil {
+			t.Fatalf("List (MLSD %v): %v", mlsd, err)
+		}
+		seen := map[string]bool{}
+		for _, fi := range fis {
+			seen[fi.Path] = true
+		}
+		if len(fis) != n || len(seen) != n {
+			t.Errorf("List (MLSD %v): %d entries (%d distinct), want %d", mlsd, len(fis), len(seen), n)
+		}
+	}
+	forceMLSD = false
 }
 
 func TestOpenRange(t *testing.T) {
