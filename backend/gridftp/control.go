@@ -40,6 +40,13 @@ type conn struct {
 	idle  time.Time         // when it was returned to the pool
 	stop  func() bool       // context.AfterFunc's stop of the current operation
 	dirty bool              // an operation failed mid-way: do not reuse
+
+	// stall bounds the wait for each reply (Options.Stall; 0: none)
+	// unless patient is set; ctx is the current operation's context,
+	// whose deadline and cancellation still apply.
+	stall   time.Duration
+	patient bool
+	ctx     context.Context
 }
 
 // aLongTimeAgo is a deadline in the past: setting it makes blocked reads
@@ -52,7 +59,33 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (c *conn) bind(ctx context.Context) {
 	d, _ := ctx.Deadline()
 	c.nc.SetDeadline(d) // zero: none
+	c.ctx = ctx
 	c.stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+}
+
+// arm sets the deadline of the next exchange: stall from now, or the
+// operation's context's deadline if that comes first. A server frozen
+// with its connections open would otherwise hold an operation whose
+// context has no deadline for ever.
+func (c *conn) arm() {
+	if c.stall <= 0 || c.ctx == nil {
+		return
+	}
+	d, ok := c.ctx.Deadline()
+	if !c.patient {
+		if s := time.Now().Add(c.stall); !ok || s.Before(d) {
+			d, ok = s, true
+		}
+	}
+	if !ok {
+		d = time.Time{}
+	}
+	c.nc.SetDeadline(d)
+	if c.ctx.Err() != nil {
+		// Cancelled in between: the AfterFunc's deadline was just
+		// overwritten.
+		c.nc.SetDeadline(aLongTimeAgo)
+	}
 }
 
 // release ends bind. It reports an error from ctx if ctx ended the
@@ -63,6 +96,7 @@ func (c *conn) release(ctx context.Context, err error) error {
 		c.stop()
 		c.stop = nil
 	}
+	c.ctx = nil
 	if err == nil {
 		return nil
 	}
@@ -91,8 +125,9 @@ func ctxErr(ctx context.Context, err error) error {
 	return nil
 }
 
-// dial connects and logs in anonymously.
-func dial(ctx context.Context, addr string) (*conn, error) {
+// dial connects and logs in anonymously, waiting at most stall (if > 0)
+// for each reply.
+func dial(ctx context.Context, addr string, stall time.Duration) (*conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -100,10 +135,11 @@ func dial(ctx context.Context, addr string) (*conn, error) {
 	}
 	host, _, _ := net.SplitHostPort(addr)
 	c := &conn{
-		nc:   nc,
-		tp:   textproto.NewReader(bufio.NewReader(nc)),
-		w:    bufio.NewWriter(nc),
-		host: host,
+		nc:    nc,
+		tp:    textproto.NewReader(bufio.NewReader(nc)),
+		w:     bufio.NewWriter(nc),
+		host:  host,
+		stall: stall,
 	}
 	c.bind(ctx)
 	err = c.login()
@@ -163,6 +199,7 @@ func (c *conn) login() error {
 // read reads one reply; a multi-line reply's lines are joined with "\n",
 // the code prefixes of its continuation lines removed.
 func (c *conn) read() (int, string, error) {
+	c.arm()
 	code, msg, err := c.tp.ReadResponse(0)
 	if err != nil {
 		var te *textproto.Error
@@ -172,6 +209,9 @@ func (c *conn) read() (int, string, error) {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.stall > 0 && !c.patient && c.ctx != nil && ctxErr(c.ctx, err) == nil {
+			return 0, "", fmt.Errorf("no reply from the server within %v: %w", c.stall, err)
+		}
 		return 0, "", fmt.Errorf("reading reply: %w", err)
 	}
 	return code, msg, nil
@@ -179,6 +219,7 @@ func (c *conn) read() (int, string, error) {
 
 // send writes one command line.
 func (c *conn) send(line string) error {
+	c.arm()
 	if _, err := c.w.WriteString(line + "\r\n"); err != nil {
 		return err
 	}
@@ -223,9 +264,10 @@ func verb(line string) string {
 // server forks and setuids a process per login, which costs more than
 // the commands themselves.
 type pool struct {
-	addr string
-	mu   sync.Mutex
-	idle []*conn
+	addr  string
+	stall time.Duration // Options.Stall for each connection; 0: none
+	mu    sync.Mutex
+	idle  []*conn
 }
 
 // get returns a logged-in connection bound to ctx.
@@ -254,7 +296,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			return nil, cerr
 		}
 	}
-	c, err := dial(ctx, p.addr)
+	c, err := dial(ctx, p.addr, p.stall)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +508,11 @@ func (c *conn) retrieve(ctx context.Context, line string) ([]byte, error) {
 	if code != 150 && code != 125 {
 		return nil, &ReplyError{Cmd: verb(line), Code: code, Msg: condense(msg, 2000)}
 	}
-	data, err := io.ReadAll(io.LimitReader(dc, maxListing+1))
+	var r io.Reader = dc
+	if c.stall > 0 {
+		r = &stallReader{ctx: ctx, c: dc, stall: c.stall}
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxListing+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s data: %w", verb(line), err)
 	}
@@ -524,4 +570,28 @@ func (c *conn) passive() (string, error) {
 		return "", fmt.Errorf("EPSV: cannot parse %q", msg)
 	}
 	return net.JoinHostPort(c.host, strconv.Itoa(port)), nil
+}
+
+// stallReader reads a data connection, failing when no byte comes for
+// stall (or ctx's deadline passes, or ctx is cancelled).
+type stallReader struct {
+	ctx   context.Context
+	c     net.Conn
+	stall time.Duration
+}
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	d := time.Now().Add(r.stall)
+	if cd, ok := r.ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	r.c.SetDeadline(d)
+	if r.ctx.Err() != nil {
+		r.c.SetDeadline(aLongTimeAgo) // the AfterFunc's was overwritten
+	}
+	n, err := r.c.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctxErr(r.ctx, err) == nil {
+		err = fmt.Errorf("no data from the server within %v: %w", r.stall, err)
+	}
+	return n, err
 }

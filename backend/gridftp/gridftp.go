@@ -67,6 +67,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -100,6 +101,15 @@ type Options struct {
 	// TempDir is where OpenRange spools ranges when Parallelism > 1;
 	// "" means os.TempDir().
 	TempDir string
+	// Stall bounds how long the server may give no sign of life while
+	// an operation waits on it, whatever the caller's context allows
+	// (a frozen server keeps its connections open, and nothing else
+	// would end the wait): a reply on the control connection, and data
+	// movement in a globus-url-copy run (its -stall-timeout, unless Args
+	// sets one). 0 means DefaultStall; a negative value, no bound.
+	// Checksums the server computes (CKSM) are not bounded by it: the
+	// server says nothing until it has read the whole file.
+	Stall time.Duration
 	// UTF8 allows paths with non-ASCII bytes. They are refused by
 	// default because globus-gridftp-server (13.24, in FTP commands and
 	// in globus-url-copy's requests alike) silently drops those bytes:
@@ -107,6 +117,11 @@ type Options struct {
 	// Set it for servers known to keep UTF-8 names intact.
 	UTF8 bool
 }
+
+// DefaultStall is Options.Stall's default: long enough for any live
+// server, however busy or far, to answer or move a byte (the sluice
+// agent backend waits as long).
+const DefaultStall = 60 * time.Second
 
 // Backend is one GridFTP (or FTP) server.
 type Backend struct {
@@ -155,6 +170,9 @@ func New(baseURL string, opts Options) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("gridftp: globus-url-copy %q is not usable: %w", opts.Binary, err)
 	}
+	if opts.Stall == 0 {
+		opts.Stall = DefaultStall
+	}
 	u, _ := url.Parse(base)
 	b := &Backend{
 		scheme: u.Scheme,
@@ -165,7 +183,7 @@ func New(baseURL string, opts Options) (*Backend, error) {
 		dirs:   map[string]bool{},
 	}
 	if b.scheme == "ftp" {
-		b.ctl = &pool{addr: u.Host}
+		b.ctl = &pool{addr: u.Host, stall: max(opts.Stall, 0)}
 	}
 	return b, nil
 }
@@ -813,7 +831,9 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 			if !offers(c.feat["CKSM"], cksmNames[algo]) {
 				return nil
 			}
+			c.patient = true // the server reads the whole file first
 			msg, err := c.expect(213, "CKSM "+cksmNames[algo]+" 0 -1 "+sp)
+			c.patient = false
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -670,6 +671,90 @@ func TestCancel(t *testing.T) {
 	time.AfterFunc(100*time.Millisecond, cancel)
 	if err := mute.Mkdir(ctx, "x"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Mkdir on a mute server, cancelled: %v", err)
+	}
+}
+
+// TestStalledServer checks that a server that stops answering (frozen
+// with SIGSTOP: its connections stay open, nothing is refused) fails
+// every kind of operation within a bounded time even when the caller's
+// context has no deadline, as sluice cp's has not: a control reply
+// that does not come within Options.Stall, and a globus-url-copy run
+// that moves no data for that long (-stall-timeout), end with an error
+// that says so.
+func TestStalledServer(t *testing.T) {
+	s := startServer(t)
+	const stall = 2 * time.Second
+	b := newBackend(t, s, Options{Stall: stall})
+	s.put(t, "big", randomBytes(8<<20, 9), false)
+	ctx := context.Background()
+	if _, err := b.Stat(ctx, "big"); err != nil { // a pooled connection, logged in
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(-s.pgid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-s.pgid, syscall.SIGCONT)
+	bound := 4 * stall
+	for _, tc := range []struct {
+		op string
+		f  func() error
+	}{
+		{"stat", func() error { _, err := b.Stat(ctx, "big"); return err }},
+		{"mkdir", func() error { return b.Mkdir(ctx, "d/e") }},
+		{"read", func() error {
+			rc, err := b.OpenRange(ctx, "big", 0, -1)
+			if err == nil {
+				_, err = io.Copy(io.Discard, rc)
+				rc.Close()
+			}
+			return err
+		}},
+		{"write", func() error {
+			return b.WriteAt(ctx, "up", 0, bytes.NewReader(make([]byte, 64<<20)), 64<<20)
+		}},
+	} {
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- tc.f() }()
+		select {
+		case err := <-done:
+			took := time.Since(start)
+			if err == nil || took > bound || !strings.Contains(err.Error(), "2s") {
+				t.Errorf("%s on a frozen server: %v after %v; want an error naming the %v bound within %v", tc.op, err, took, stall, bound)
+			}
+		case <-time.After(bound + 5*time.Second):
+			t.Errorf("%s on a frozen server still blocked after %v", tc.op, time.Since(start))
+		}
+	}
+	// A mute server that accepts connections and never greets.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	mute, err := New("ftp://"+l.Addr().String()+"/", Options{Stall: stall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := mute.Stat(ctx, "x"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || time.Since(start) > bound || !strings.Contains(err.Error(), "2s") {
+			t.Errorf("Stat on a mute server: %v after %v", err, time.Since(start))
+		}
+	case <-time.After(bound + 5*time.Second):
+		t.Errorf("Stat on a mute server still blocked after %v", time.Since(start))
 	}
 }
 

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,10 +27,12 @@ const maxStderr = 64 << 10
 // pipes before Wait gives up on them.
 const waitDelay = 2 * time.Second
 
-// stderrBuf keeps the first maxStderr bytes written to it.
+// stderrBuf keeps the first maxStderr bytes written to it, and the
+// run's stall timeout, to explain the message it ends with.
 type stderrBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	stall time.Duration // the -stall-timeout this package gave (0: none)
 }
 
 func (b *stderrBuf) Write(p []byte) (int, error) {
@@ -49,11 +53,21 @@ func (b *stderrBuf) String() string {
 // command prepares a globus-url-copy run with args (after the options
 // every run gets) that is killed if ctx ends.
 func (b *Backend) command(ctx context.Context, args ...string) (*exec.Cmd, *stderrBuf) {
-	full := append(append([]string{}, b.opts.Args...), args...)
+	full := append([]string{}, b.opts.Args...)
+	stderr := &stderrBuf{}
+	if b.opts.Stall > 0 && !slices.Contains(full, "-st") && !slices.Contains(full, "-stall-timeout") {
+		// globus-url-copy aborts a run that moves no data for this
+		// long: a frozen server keeps its connections open, and the
+		// run (and the caller, if its context has no deadline) would
+		// wait for ever. It covers connecting and logging in too.
+		secs := max(1, int((b.opts.Stall+time.Second-1)/time.Second))
+		full = append(full, "-st", strconv.Itoa(secs))
+		stderr.stall = time.Duration(secs) * time.Second
+	}
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, b.bin, full...)
 	cmd.Env = append(os.Environ(), b.opts.Env...)
 	cmd.WaitDelay = waitDelay
-	stderr := &stderrBuf{}
 	cmd.Stderr = stderr
 	return cmd, stderr
 }
@@ -69,7 +83,12 @@ func runErr(ctx context.Context, cmd *exec.Cmd, stderr *stderrBuf, err error) er
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return &ToolError{Args: cmd.Args[1:], Status: ee.ProcessState.String(), Stderr: condense(stderr.String(), 4000)}
+		te := &ToolError{Args: cmd.Args[1:], Status: ee.ProcessState.String(), Stderr: condense(stderr.String(), 4000)}
+		if stderr.stall > 0 && strings.Contains(te.Stderr, "operation was aborted") {
+			// Its only words for the stall timeout.
+			te.Stderr += fmt.Sprintf(" (no data moved for %v: the server stopped answering, or the source stalled)", stderr.stall)
+		}
+		return te
 	}
 	if errors.Is(err, exec.ErrWaitDelay) {
 		return nil // it exited 0 but left a pipe open (a child): the data is complete

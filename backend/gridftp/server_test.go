@@ -25,6 +25,7 @@ type testServer struct {
 	addr string // 127.0.0.1:port
 	dir  string // local directory, also its path on the server
 	log  string
+	pgid int // the server's process group (it and its per-connection children)
 }
 
 // url is the base URL of a backend rooted at the test directory.
@@ -99,6 +100,7 @@ func startServer(t *testing.T) *testServer {
 			<-exited
 		}
 		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.pgid = cmd.Process.Pid
 		if waitReady(s.addr, exited) {
 			t.Cleanup(func() {
 				stop()
