@@ -50,6 +50,10 @@ const relayBuffer = 1 << 20
 type conn struct {
 	upstream string
 	timeout  time.Duration
+	stall    time.Duration // Options.Stall; 0: no bound
+	// heard is when the server last sent anything (UnixNano), for the
+	// stall bound.
+	heard atomic.Int64
 
 	ready chan struct{}
 	err   error // why dialing failed, unwrapped; valid once ready is closed
@@ -69,8 +73,8 @@ type conn struct {
 }
 
 // dialConn starts connecting to addr; wait on ready.
-func dialConn(addr, user string, timeout time.Duration) *conn {
-	c := &conn{upstream: addr, timeout: timeout, ready: make(chan struct{}), failed: make(chan struct{})}
+func dialConn(addr, user string, timeout, stall time.Duration) *conn {
+	c := &conn{upstream: addr, timeout: timeout, stall: stall, ready: make(chan struct{}), failed: make(chan struct{})}
 	go c.dial(user)
 	return c
 }
@@ -243,7 +247,7 @@ func (c *conn) pipe(local net.Conn) {
 	defer up.Close()
 	var localGone atomic.Bool
 	go func() {
-		err := relayResponses(local, up)
+		err := relayResponses(local, heardReader{up, &c.heard})
 		var le localError
 		if errors.As(err, &le) {
 			return // go-hep hung up; the other direction sees it too
@@ -274,6 +278,20 @@ func (c *conn) pipe(local net.Conn) {
 	}
 }
 
+// heardReader notes the time of every read that brings bytes.
+type heardReader struct {
+	r     io.Reader
+	heard *atomic.Int64
+}
+
+func (h heardReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if n > 0 {
+		h.heard.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
 // result carries one outcome of an asynchronous request.
 type result[T any] struct {
 	v   T
@@ -282,11 +300,19 @@ type result[T any] struct {
 
 // await runs op on a context go-hep never sees cancelled (see the top of
 // this file) and returns when op does, when ctx ends or when the conn dies,
-// whichever comes first. In the last two cases op goes on in the
-// background and orphan, if set, gets its outcome: to close a file opened
-// too late, or to give back a buffer op was still reading into or writing
-// from.
+// whichever comes first; and if op waits for c.stall while the server
+// sends nothing on the connection, the server is taken for frozen and the
+// conn fails (a frozen server keeps its connection open, and nothing else
+// would end the wait of a caller whose context has no deadline). When it
+// returns before op, op goes on in the background and orphan, if set,
+// gets its outcome: to close a file opened too late, or to give back a
+// buffer op was still reading into or writing from.
 func await[T any](ctx context.Context, c *conn, op func(context.Context) (T, error), orphan func(T, error)) (T, error) {
+	return awaitStall(ctx, c, c.stall, op, orphan)
+}
+
+// awaitStall is await with the stall bound given (0: none).
+func awaitStall[T any](ctx context.Context, c *conn, stall time.Duration, op func(context.Context) (T, error), orphan func(T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -299,14 +325,40 @@ func await[T any](ctx context.Context, c *conn, op func(context.Context) (T, err
 		v, err := op(context.Background())
 		ch <- result[T]{v, err}
 	}()
+	start := time.Now()
+	var timer *time.Timer
+	var tick <-chan time.Time // nil without a bound: never fires
+	if stall > 0 {
+		timer = time.NewTimer(stall)
+		defer timer.Stop()
+		tick = timer.C
+	}
 	var err error
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-c.failed:
-		err = c.lostErr()
+wait:
+	for {
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-ctx.Done():
+			err = ctx.Err()
+			break wait
+		case <-c.failed:
+			err = c.lostErr()
+			break wait
+		case <-tick:
+			// Silent since op began, or since the last bytes?
+			last := start
+			if h := time.Unix(0, c.heard.Load()); h.After(last) {
+				last = h
+			}
+			if left := stall - time.Since(last); left > 0 {
+				timer.Reset(left)
+				continue
+			}
+			c.fail(fmt.Errorf("the server sent nothing for %v", stall))
+			err = c.lostErr()
+			break wait
+		}
 	}
 	if orphan != nil {
 		go func() {

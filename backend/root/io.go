@@ -337,7 +337,9 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 // queryChecksum asks the server for a file's checksum.
 func (c *conn) queryChecksum(ctx context.Context, sp, algo string, size int) (string, error) {
 	req := &query.Request{Query: query.Checksum, Args: []byte(sp + "?cks.type=" + algo)}
-	data, err := await(ctx, c, func(ctx context.Context) ([]byte, error) {
+	// No stall bound: the server answers once it has read the whole
+	// file, which takes as long as the file is large.
+	data, err := awaitStall(ctx, c, 0, func(ctx context.Context) ([]byte, error) {
 		var resp query.Response
 		_, err := c.cli.Send(ctx, &resp, req)
 		return resp.Data, err

@@ -22,7 +22,9 @@
 // a request safely, so the request itself goes on in the background and its
 // outcome is discarded (a file it opened is closed). When the connection to
 // the server breaks, operations in flight fail with an unclassified
-// (transient) error and the next operation connects anew. go-hep reaches
+// (transient) error and the next operation connects anew; so do they when
+// the server sends nothing for Options.Stall while they wait (a frozen
+// server keeps its connection open). go-hep reaches
 // the server through a relay on a loopback port of this process, which
 // also turns XRootD's deferred answers into plain ones; see conn.go for
 // why go-hep is fed neither cancellable contexts nor the server's
@@ -72,7 +74,8 @@ const (
 	DefaultUsername    = "sluice"
 	DefaultBlockSize   = 4 << 20
 	DefaultDialTimeout = 30 * time.Second
-	maxBlockSize       = 1 << 30 // kXR_read and kXR_write lengths are int32
+	DefaultStall       = 60 * time.Second // as long as the sluice agent backend waits
+	maxBlockSize       = 1 << 30          // kXR_read and kXR_write lengths are int32
 )
 
 // dirMode is the mode of directories the backend creates, fileMode of files.
@@ -98,6 +101,15 @@ type Options struct {
 	// NoServerChecksum makes Checksum always read the file instead of
 	// asking the server (kXR_query checksum) first.
 	NoServerChecksum bool
+	// Stall bounds how long a request may wait while the server sends
+	// nothing at all on the connection (default DefaultStall; negative:
+	// no bound). A frozen server keeps its connection open, and a
+	// request whose context has no deadline, as sluice cp's, would wait
+	// for ever; past Stall the connection is dropped as broken, its
+	// requests fail (transiently) and the next one connects anew.
+	// Checksums the server computes are not bounded by it: it says
+	// nothing until it has read the whole file.
+	Stall time.Duration
 }
 
 // Backend serves the files of one XRootD server.
@@ -138,6 +150,9 @@ func New(ctx context.Context, addr string, opts Options) (*Backend, error) {
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = DefaultDialTimeout
 	}
+	if opts.Stall == 0 {
+		opts.Stall = DefaultStall
+	}
 	root, err := cleanPath(opts.Root)
 	if err != nil {
 		return nil, fmt.Errorf("root: root directory: %w", err)
@@ -176,7 +191,7 @@ func (b *Backend) conn(ctx context.Context) (*conn, error) {
 	}
 	c := b.cur
 	if c == nil || c.dead.Load() {
-		c = dialConn(b.addr, b.opts.Username, b.opts.DialTimeout)
+		c = dialConn(b.addr, b.opts.Username, b.opts.DialTimeout, max(b.opts.Stall, 0))
 		b.cur = c
 	}
 	b.mu.Unlock()
