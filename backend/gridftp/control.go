@@ -352,6 +352,7 @@ type entry struct {
 	typ   string // lower-case Type fact: file, dir, cdir, pdir, OS.unix=...
 	size  int64
 	mtime time.Time
+	slink string // UNIX.slink: the entry is a symbolic link to this
 }
 
 // parseFacts parses an RFC 3659 entry, "fact=value;fact=value; name".
@@ -385,6 +386,8 @@ func parseFacts(line string) (entry, error) {
 			}
 		case "modify":
 			e.mtime = parseTime(v)
+		case "unix.slink":
+			e.slink = v
 		}
 	}
 	if e.name == "" {

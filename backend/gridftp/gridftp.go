@@ -380,6 +380,14 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 					continue
 				}
 				rel := path.Join(dir, name)
+				if e.slink != "" && isDir(e.typ) {
+					// As backend/file: a link to a file is the file
+					// (the server's facts are its target's), a link
+					// to a directory is not followed, which could
+					// loop (the Globus server lists a link to "." as
+					// a directory, level after level).
+					return fmt.Errorf("%w: %s is a symbolic link to a directory; links to directories are not followed (name the directory itself)", backend.ErrInvalid, display(rel))
+				}
 				out = append(out, info(rel, e))
 				if isDir(e.typ) && recursive {
 					queue = append(queue, rel)

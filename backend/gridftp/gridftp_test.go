@@ -239,6 +239,47 @@ func TestListLarge(t *testing.T) {
 	forceMLSD = false
 }
 
+// TestListLinks checks symbolic links on the server as backend/file
+// treats local ones: a link to a file is listed as the file; a link to a
+// directory is refused, naming it, rather than followed, which loops
+// (the Globus server lists a link to "." as a directory, down to the
+// kernel's 40 levels, and sluice cp -r copied every level).
+func TestListLinks(t *testing.T) {
+	s := startServer(t)
+	b := newBackend(t, s, Options{})
+	ctx := ctxT(t)
+	s.put(t, "links/d/f", []byte("abc"), false)
+	s.put(t, "loop/f", []byte("abc"), false)
+	for link, target := range map[string]string{"links/flink": "d/f", "loop/self": ".", "dlink/to": "../links/d"} {
+		os.MkdirAll(filepath.Dir(s.local(link)), 0o777)
+		if err := os.Symlink(target, s.local(link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fis, err := b.List(ctx, "links", true)
+	if err != nil {
+		t.Fatalf("List of a directory with a link to a file: %v", err)
+	}
+	var got []string
+	for _, fi := range fis {
+		if fi.IsDir {
+			got = append(got, fi.Path+"/")
+		} else {
+			got = append(got, fmt.Sprintf("%s %d", fi.Path, fi.Size))
+		}
+	}
+	slices.Sort(got)
+	if want := []string{"/links/d/", "/links/d/f 3", "/links/flink 3"}; !slices.Equal(got, want) {
+		t.Errorf("List(links) = %q, want %q", got, want)
+	}
+	for _, dir := range []string{"loop", "dlink"} {
+		fis, err := b.List(ctx, dir, true)
+		if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "symbolic link to a directory") {
+			t.Errorf("List(%s) = %d entries, %v; want ErrInvalid naming the link to a directory", dir, len(fis), err)
+		}
+	}
+}
+
 func TestOpenRange(t *testing.T) {
 	s := startServer(t)
 	const size = 3<<20 + 12345
