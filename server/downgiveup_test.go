@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,25 +46,8 @@ func TestDownStaysDownAfterRestart(t *testing.T) {
 	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Store: st, Scheduler: "basecc1", DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, ok, err := st.AcquireLease(ctx, "a", "local", time.Hour)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	w.parts["a"] = l.Term
-	claimed, err := st.ClaimTasks(ctx, "local", 100)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claimed %d, %v", len(claimed), err)
-	}
-	w.claimed(claimed)
+	w := loadedWorld(t, Config{Store: st})
+	claimPartitions(t, w, st, "local", 1, "a")
 	w.tick(time.Now())
 	w.cycle(sched.Tick)
 	w.flush()
@@ -81,7 +62,7 @@ func TestDownStaysDownAfterRestart(t *testing.T) {
 		t.Fatalf("task in the store: %+v, %v (want queued, waiting for d)", rows, err)
 	}
 	// Heard from again: it is up, and the file goes.
-	if err := s.beat(ctx, AgentInfo{Name: "d", URL: "http://127.0.0.1:1"}, false); err != nil {
+	if err := w.s.beat(ctx, AgentInfo{Name: "d", URL: "http://127.0.0.1:1"}, false); err != nil {
 		t.Fatal(err)
 	}
 	w.tick(time.Now())
@@ -135,27 +116,8 @@ func TestDownEndpointGivenUp(t *testing.T) {
 	if _, err := st.CreateJob(ctx, &blip, []store.Task{mk(0, "a", "blip", 1<<20)}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Store: st, Scheduler: "basecc1", DataDir: t.TempDir(), DownGiveUp: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"a", "gone"} {
-		l, ok, err := st.AcquireLease(ctx, p, "local", time.Hour)
-		if err != nil || !ok {
-			t.Fatal(ok, err)
-		}
-		w.parts[p] = l.Term
-	}
-	claimed, err := st.ClaimTasks(ctx, "local", 100)
-	if err != nil || len(claimed) != 3 {
-		t.Fatalf("claimed %d, %v", len(claimed), err)
-	}
-	w.claimed(claimed)
+	w := loadedWorld(t, Config{Store: st, DownGiveUp: time.Hour})
+	claimPartitions(t, w, st, "local", 3, "a", "gone")
 	// A few turns of the loop, as Run makes them.
 	for range 3 {
 		w.tick(time.Now())

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -68,25 +66,8 @@ func TestCompletionWriteRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			fs := &flakyStore{Store: st}
-			s, err := New(ctx, Config{Store: fs, Scheduler: "basecc1", DataDir: t.TempDir(),
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := s.load(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, ok, err := st.AcquireLease(ctx, "a", "local", time.Hour)
-			if err != nil || !ok {
-				t.Fatal(ok, err)
-			}
-			w.parts["a"] = l.Term
-			claimed, err := st.ClaimTasks(ctx, "local", 100)
-			if err != nil || len(claimed) != 1 {
-				t.Fatalf("claimed %d, %v", len(claimed), err)
-			}
-			w.claimed(claimed)
+			w := loadedWorld(t, Config{Store: fs})
+			claimed, _ := claimPartitions(t, w, st, "local", 1, "a")
 			tk := w.tasks.get(claimed[0].ID)
 			// Its run started (written), then ended while the store fails.
 			tk.State, tk.runStart = store.StateRunning, time.Now()

@@ -107,26 +107,10 @@ func TestStaleStartNeverRuns(t *testing.T) {
 	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.load(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := loadedWorld(t, Config{Store: st, ServerID: "s1"})
 	// s1 holds partition a and claims its task, as the coordinator would.
-	l, ok, err := st.AcquireLease(ctx, "a", "s1", time.Hour)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	w.parts["a"] = l.Term
-	claimed, err := st.ClaimTasks(ctx, "s1", 100)
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claimed %d, %v", len(claimed), err)
-	}
-	w.claimed(claimed)
+	claimed, leases := claimPartitions(t, w, st, "s1", 1, "a")
+	l := leases["a"]
 	for _, e := range w.eps {
 		e.Up = true
 	}
