@@ -41,12 +41,14 @@ type conn struct {
 	stop  func() bool       // context.AfterFunc's stop of the current operation
 	dirty bool              // an operation failed mid-way: do not reuse
 
-	// stall bounds the wait for each reply (Options.Stall; 0: none)
-	// unless patient is set; ctx is the current operation's context,
-	// whose deadline and cancellation still apply.
-	stall   time.Duration
-	patient bool
-	ctx     context.Context
+	// stall bounds the wait for each reply (Options.Stall; 0: none).
+	// patience, if set, replaces it for a reply the server sends only
+	// after long work (a checksum of a whole file); negative: no bound.
+	// ctx is the current operation's context, whose deadline and
+	// cancellation still apply.
+	stall    time.Duration
+	patience time.Duration
+	ctx      context.Context
 }
 
 // aLongTimeAgo is a deadline in the past: setting it makes blocked reads
@@ -72,8 +74,8 @@ func (c *conn) arm() {
 		return
 	}
 	d, ok := c.ctx.Deadline()
-	if !c.patient {
-		if s := time.Now().Add(c.stall); !ok || s.Before(d) {
+	if b := c.bound(); b > 0 {
+		if s := time.Now().Add(b); !ok || s.Before(d) {
 			d, ok = s, true
 		}
 	}
@@ -86,6 +88,15 @@ func (c *conn) arm() {
 		// overwritten.
 		c.nc.SetDeadline(aLongTimeAgo)
 	}
+}
+
+// bound is how long the next reply may take: stall, or the patience
+// set for it (negative: no bound).
+func (c *conn) bound() time.Duration {
+	if c.patience != 0 {
+		return c.patience
+	}
+	return c.stall
 }
 
 // release ends bind. It reports an error from ctx if ctx ended the
@@ -209,8 +220,8 @@ func (c *conn) read() (int, string, error) {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) && c.stall > 0 && !c.patient && c.ctx != nil && ctxErr(c.ctx, err) == nil {
-			return 0, "", fmt.Errorf("no reply from the server within %v: %w", c.stall, err)
+		if errors.Is(err, os.ErrDeadlineExceeded) && c.bound() > 0 && c.ctx != nil && ctxErr(c.ctx, err) == nil {
+			return 0, "", fmt.Errorf("no reply from the server within %v: %w", c.bound(), err)
 		}
 		return 0, "", fmt.Errorf("reading reply: %w", err)
 	}

@@ -107,15 +107,35 @@ type Options struct {
 	// would end the wait): a reply on the control connection, and data
 	// movement in a globus-url-copy run (its -stall-timeout, unless Args
 	// sets one). 0 means DefaultStall; a negative value, no bound.
-	// Checksums the server computes (CKSM) are not bounded by it: the
-	// server says nothing until it has read the whole file.
+	// A checksum the server computes (CKSM) is bounded by Stall plus
+	// the file's size at ChecksumRate: the server says nothing until it
+	// has read the whole file.
 	Stall time.Duration
+	// ChecksumRate is the slowest rate, in bytes per second, at which
+	// the server is expected to read a file while it computes its
+	// checksum; with Stall it bounds the wait for a CKSM reply. 0 means
+	// DefaultChecksumRate; a negative value, no bound on that wait.
+	ChecksumRate float64
 	// UTF8 allows paths with non-ASCII bytes. They are refused by
 	// default because globus-gridftp-server (13.24, in FTP commands and
 	// in globus-url-copy's requests alike) silently drops those bytes:
 	// "ü.txt" would be written as ".txt", and "ä.txt" to the same file.
 	// Set it for servers known to keep UTF-8 names intact.
 	UTF8 bool
+}
+
+// DefaultChecksumRate is Options.ChecksumRate's default: 10 MB/s, slower
+// than any disk a GridFTP server reads from, so that only a server that has
+// stopped working runs out of it (a 100 GB file gets 2 hours and 47
+// minutes on top of Stall).
+const DefaultChecksumRate = 10e6
+
+// checksumRate is Options.ChecksumRate with its default (negative: none).
+func (b *Backend) checksumRate() float64 {
+	if b.opts.ChecksumRate == 0 {
+		return DefaultChecksumRate
+	}
+	return b.opts.ChecksumRate
 }
 
 // DefaultStall is Options.Stall's default: long enough for any live
@@ -839,9 +859,19 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 			if !offers(c.feat["CKSM"], cksmNames[algo]) {
 				return nil
 			}
-			c.patient = true // the server reads the whole file first
+			// The server reads the whole file before it answers, so
+			// the wait grows with the file: learn its size first.
+			patience := time.Duration(-1)
+			if rate := b.checksumRate(); rate > 0 {
+				e, err := c.mlst(sp)
+				if err != nil {
+					return err
+				}
+				patience = c.stall + time.Duration(float64(e.size)/rate*float64(time.Second))
+			}
+			c.patience = patience
 			msg, err := c.expect(213, "CKSM "+cksmNames[algo]+" 0 -1 "+sp)
-			c.patient = false
+			c.patience = 0
 			if err != nil {
 				return err
 			}

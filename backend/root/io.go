@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	"go-hep.org/x/hep/xrootd/xrdfs"
 	"go-hep.org/x/hep/xrootd/xrdproto/query"
@@ -308,7 +309,17 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 		if err != nil {
 			return "", err
 		}
-		sum, err := c.queryChecksum(ctx, sp, algo, h.Size())
+		// The server reads the whole file before it answers, so the
+		// wait grows with the file: learn its size first.
+		var bound time.Duration // 0: none
+		if rate := b.checksumRate(); rate > 0 && b.opts.Stall > 0 {
+			es, err := c.stat(ctx, sp)
+			if err != nil {
+				return "", classify("checksum", name, err)
+			}
+			bound = b.opts.Stall + time.Duration(float64(max(es.EntrySize, 0))/rate*float64(time.Second))
+		}
+		sum, err := c.queryChecksum(ctx, sp, algo, h.Size(), bound)
 		switch {
 		case err == nil:
 			b.serverSums.Add(1)
@@ -334,12 +345,21 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// queryChecksum asks the server for a file's checksum.
-func (c *conn) queryChecksum(ctx context.Context, sp, algo string, size int) (string, error) {
+// checksumRate is Options.ChecksumRate with its default (negative: none).
+func (b *Backend) checksumRate() float64 {
+	if b.opts.ChecksumRate == 0 {
+		return DefaultChecksumRate
+	}
+	return b.opts.ChecksumRate
+}
+
+// queryChecksum asks the server for a file's checksum (a digest of size
+// bytes), waiting at most bound while the server sends nothing (0: no
+// bound). Not Stall: the server answers once it has read the whole file, which takes
+// as long as the file is large.
+func (c *conn) queryChecksum(ctx context.Context, sp, algo string, size int, bound time.Duration) (string, error) {
 	req := &query.Request{Query: query.Checksum, Args: []byte(sp + "?cks.type=" + algo)}
-	// No stall bound: the server answers once it has read the whole
-	// file, which takes as long as the file is large.
-	data, err := awaitStall(ctx, c, 0, func(ctx context.Context) ([]byte, error) {
+	data, err := awaitStall(ctx, c, bound, func(ctx context.Context) ([]byte, error) {
 		var resp query.Response
 		_, err := c.cli.Send(ctx, &resp, req)
 		return resp.Data, err

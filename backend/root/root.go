@@ -107,10 +107,21 @@ type Options struct {
 	// request whose context has no deadline, as sluice cp's, would wait
 	// for ever; past Stall the connection is dropped as broken, its
 	// requests fail (transiently) and the next one connects anew.
-	// Checksums the server computes are not bounded by it: it says
-	// nothing until it has read the whole file.
+	// A checksum the server computes is bounded by Stall plus the
+	// file's size at ChecksumRate: the server says nothing until it has
+	// read the whole file.
 	Stall time.Duration
+	// ChecksumRate is the slowest rate, in bytes per second, at which
+	// the server is expected to read a file while it computes its
+	// checksum; with Stall it bounds the wait for the answer. 0 means
+	// DefaultChecksumRate; a negative value, no bound on that wait.
+	ChecksumRate float64
 }
+
+// DefaultChecksumRate is Options.ChecksumRate's default: 10 MB/s, slower
+// than any disk an XRootD server reads from, so that only a server that
+// has stopped working runs out of it.
+const DefaultChecksumRate = 10e6
 
 // Backend serves the files of one XRootD server.
 type Backend struct {

@@ -133,6 +133,11 @@ func TestStalledServer(t *testing.T) {
 			return b.WriteAt(ctx, "/g", 0, bytes.NewReader(data), int64(len(data)))
 		}},
 		{"mkdir", func() error { return b.Mkdir(ctx, "/d/e") }},
+		// The server computes checksums: the wait for its answer has no
+		// Stall bound of its own, but one of Stall plus the file at
+		// ChecksumRate (32 MiB at the default 10 MB/s: 3.4 s). It must
+		// not wait for ever.
+		{"checksum", func() error { _, err := b.Checksum(ctx, "/f", "adler32"); return err }},
 	} {
 		if tc.op != "read" { // which freezes in the middle of the file
 			sctx, cancel := context.WithTimeout(ctx, bound)
