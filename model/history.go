@@ -119,7 +119,12 @@ type History struct {
 	// (default 32).
 	RecentMax int
 	// Fallback answers for signatures with no history at all (may be nil,
-	// then such queries predict 0).
+	// then such queries predict 0). It is asked once per signature, at
+	// the signature's own values (loads LoadBucket gives, the size
+	// ClassSize gives), so that a prediction depends on the signature
+	// alone and not on which of its loads or sizes was asked about first:
+	// a scheduler that asks fewer or other questions, or in another order,
+	// gets the same answers.
 	Fallback func(src, dst string, cc, srcLoad, dstLoad int, size int64) float64
 	// MaxRows bounds the memory of remembered fallback answers: past it,
 	// rows that hold no observation (only priors, cheap to ask the
@@ -180,6 +185,15 @@ func SizeClass(size int64) int {
 // through its class.
 func (h *History) SizeKey(size int64) int64 { return int64(SizeClass(size)) }
 
+// ClassSize is the representative size of size class c (as SizeClass
+// numbers them): the geometric middle of the class (300 kB for 0-1M),
+// so SizeClass(ClassSize(c)) == c.
+func ClassSize(c int) int64 {
+	return classSize[min(max(c, 0), len(classSize)-1)]
+}
+
+var classSize = [5]int64{300e3, 3.2e6, 32e6, 320e6, 3.2e9}
+
 func sigOf(cc, srcLoad, dstLoad int, size int64) sig {
 	return sig{cc: cc, src: LoadBucket(srcLoad), dst: LoadBucket(dstLoad), size: SizeClass(size)}
 }
@@ -230,7 +244,7 @@ func (h *History) Observe(o Obs) {
 		return
 	}
 	p := h.pair(o.Src, o.Dst)
-	if base := h.base(p, o.Src, o.Dst, sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size), o.CC, o.SrcLoad, o.DstLoad, o.Size); base > 0 {
+	if base := h.base(p, o.Src, o.Dst, sigOf(o.CC, o.SrcLoad, o.DstLoad, o.Size)); base > 0 {
 		// How far off the prediction for this observation was.
 		e := math.Abs(o.Thr-base*h.correction(p)) / o.Thr
 		if p.errSeen {
@@ -252,7 +266,7 @@ func (h *History) Observe(o Obs) {
 // base is the historical average at a signature; without data there, the
 // fallback (a calibration prior); without one, the nearest signature with
 // data on the pair (same size class, closest concurrency and loads).
-func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad int, size int64) float64 {
+func (h *History) base(p *pairHist, src, dst string, s sig) float64 {
 	if h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt) {
 		h.dropPriors()
 	}
@@ -264,7 +278,7 @@ func (h *History) base(p *pairHist, src, dst string, s sig, cc, srcLoad, dstLoad
 		if c == nil || !c.hasPrior {
 			// Ask first: a cell pointer does not outlive a call that
 			// may add cells.
-			prior := h.Fallback(src, dst, cc, srcLoad, dstLoad, size)
+			prior := h.Fallback(src, dst, s.cc, s.src, s.dst, ClassSize(s.size))
 			c = p.cell(s)
 			c.prior, c.hasPrior = prior, true
 		}
@@ -425,7 +439,7 @@ func (h *History) correction(p *pairHist) float64 {
 // Throughput implements sched.Estimator.
 func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
 	p := h.pair(src, dst)
-	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size)
+	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size))
 	return b * h.correction(p)
 }
 
@@ -437,7 +451,7 @@ func (h *History) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int,
 	corr := h.correction(p)
 	for i := range thr {
 		cc := fromCC + i
-		thr[i] = h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size), cc, srcLoad, dstLoad, size) * corr
+		thr[i] = h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size)) * corr
 	}
 }
 

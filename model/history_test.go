@@ -231,6 +231,44 @@ func TestHistoryWideSignatures(t *testing.T) {
 	}
 }
 
+// TestHistoryPriorOrderFree: a fallback answer is the signature's, asked
+// at its bucket's loads and its class's size, so a prediction does not
+// depend on which loads or sizes of one signature were asked about first
+// (a scheduler that asks fewer questions must get the same answers).
+func TestHistoryPriorOrderFree(t *testing.T) {
+	fallback := func(src, dst string, cc, sl, dl int, size int64) float64 {
+		return float64(cc*1_000_000+sl*1000+dl) + float64(size)/1e12
+	}
+	type q struct {
+		sl, dl int
+		size   int64
+	}
+	// 13 and 12 share a bucket (12-13), as do 40 and 47 (40-47); 2 MB
+	// and 9 MB share a class (1-10M).
+	qs := []q{{13, 40, 2e6}, {12, 47, 9e6}, {12, 40, 5e6}}
+	answers := func(order []int) []float64 {
+		h := model.NewHistory()
+		h.Fallback = fallback
+		out := make([]float64, len(qs))
+		for _, i := range order {
+			out[i] = h.Throughput("S", "D", 3, qs[i].sl, qs[i].dl, qs[i].size)
+		}
+		return out
+	}
+	a, b := answers([]int{0, 1, 2}), answers([]int{2, 1, 0})
+	want := fallback("S", "D", 3, model.LoadBucket(13), model.LoadBucket(40), model.ClassSize(model.SizeClass(2e6)))
+	for i := range qs {
+		if a[i] != b[i] || a[i] != want {
+			t.Errorf("query %v: %g asked first, %g asked last; want %g (the bucket's) both times", qs[i], a[i], b[i], want)
+		}
+	}
+	for c := range 5 {
+		if got := model.SizeClass(model.ClassSize(c)); got != c {
+			t.Errorf("SizeClass(ClassSize(%d)) = %d", c, got)
+		}
+	}
+}
+
 // TestHistoryMaxRows: remembered fallback answers are dropped past
 // MaxRows (and asked for again), observations never are.
 func TestHistoryMaxRows(t *testing.T) {

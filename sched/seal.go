@@ -34,6 +34,10 @@ type SEAL struct {
 	typeAware bool
 	plus      bool   // seal+: see sealplus.go
 	label     string // the name it was made with, if not the usual one
+	// eager (tests only) tests saturation for every waiting task, also
+	// where the answer does not count, to show that skipping those tests
+	// changes no decision.
+	eager bool
 	// cycles recycles the working memory of finished cycles (a cycle over
 	// a hundred thousand tasks needs megabytes); no decision depends on it.
 	cycles sync.Pool
@@ -753,7 +757,7 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 		}
 		return st.probe
 	}
-	k := candKey{i, cand.src, cand.dst, st.ver}
+	k := candKey{i, cand.src, cand.dst, c.sizeKey(cand.size), st.ver}
 	if v, ok := c.candSat[k]; ok {
 		return v
 	}
@@ -762,8 +766,13 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 	return v
 }
 
+// candKey is what a probe with a candidate link depends on: the
+// endpoint's state (its version) and the link, whose size counts through
+// the estimator's size key. Without the size, tasks of one pair in other
+// size classes would share the answer of whichever asked first.
 type candKey struct {
 	ep, src, dst int32
+	size         int64
 	ver          int
 }
 
@@ -816,7 +825,14 @@ func (c *cycle) linksOf(i int32) []link {
 func (c *cycle) linkAdd(e *entry, n int) {
 	for _, i := range [2]int32{e.src, e.dst} {
 		st := &c.eps[i]
-		if st.linkVer != 0 {
+		switch {
+		case st.linkVer == 0:
+		case n < 0:
+			// A link's size is its largest task's: with a task gone it
+			// may shrink, which only a rebuild from the run list (which
+			// leaves stopped tasks out) tells. Preemptions are few.
+			st.links, st.linkVer = st.links[:0], 0
+		default:
 			addLink(&st.links, e, n)
 			st.linkVer = 1
 		}
@@ -964,6 +980,15 @@ func (c *cycle) run() {
 // scheduleSEAL is Listing 1 lines 11-22 for one waiting task.
 func (c *cycle) scheduleSEAL(e *entry) {
 	small := e.size < c.o.SmallSize
+	if small && !c.s.eager {
+		// Small tasks bypass the saturation test: when there is room,
+		// start without it (its probes of the endpoints are most of a
+		// busy cycle's predictions, and their answer would not count).
+		if room := c.room(e.src, e.dst); room > 0 {
+			c.start(e, room)
+			return
+		}
+	}
 	room, satSrc, satDst := c.admission(e)
 	if room > 0 && (small || (!satSrc && !satDst)) {
 		c.start(e, room)
@@ -1008,6 +1033,7 @@ func (c *cycle) scheduleSEAL(e *entry) {
 // endpoint's version nor the total concurrency has changed.
 type admitMemo struct {
 	src, dst       int32
+	size           int64 // the estimator's size key (see candKey)
 	verSrc, verDst int
 	total          int
 	room           int
@@ -1022,7 +1048,8 @@ const admitSlots = 1 << 10
 // admission returns the room between e's endpoints and whether each is
 // saturated for e, as scheduleSEAL tests them. In a backlog most waiting
 // tasks are blocked, and tasks of one pair come again and again at the
-// same endpoint versions; their answer is remembered per pair.
+// same endpoint versions; their answer is remembered per pair and size
+// key.
 //
 // The memo returns exactly what the calls would: room depends only on
 // the endpoints' loads and the total (a load change bumps the version),
@@ -1045,12 +1072,13 @@ func (c *cycle) admission(e *entry) (room int, satSrc, satDst bool) {
 	if c.snap.TotalMaxCC > 0 {
 		total = c.total
 	}
-	if m.gen == c.gen && m.src == e.src && m.dst == e.dst && m.verSrc == vs && m.verDst == vd && m.total == total {
+	size := c.sizeKey(e.size)
+	if m.gen == c.gen && m.src == e.src && m.dst == e.dst && m.size == size && m.verSrc == vs && m.verDst == vd && m.total == total {
 		return m.room, m.satSrc, m.satDst
 	}
 	room = c.room(e.src, e.dst)
 	satSrc, satDst = c.saturated(e.src, false, e), c.saturated(e.dst, false, e)
-	*m = admitMemo{e.src, e.dst, vs, vd, total, room, satSrc, satDst, c.gen}
+	*m = admitMemo{e.src, e.dst, size, vs, vd, total, room, satSrc, satDst, c.gen}
 	return room, satSrc, satDst
 }
 

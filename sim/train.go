@@ -21,14 +21,10 @@ func Train(tb *Testbed) *model.History {
 		if !tb.Has(src) || !tb.Has(dst) {
 			return 0
 		}
-		return tb.probe(src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad), classSize[model.SizeClass(size)])
+		return tb.probe(src, dst, cc, model.LoadBucket(srcLoad), model.LoadBucket(dstLoad), model.ClassSize(model.SizeClass(size)))
 	}
 	return h
 }
-
-// classSize is the representative (geometric middle) size of each size
-// class: the history is kept per class, so it is probed at one size.
-var classSize = [5]int64{300e3, 3.2e6, 32e6, 320e6, 3.2e9}
 
 // probe is the steady-state throughput of one task of concurrency cc
 // between src and dst when srcLoad and dstLoad other connections run at
@@ -55,7 +51,7 @@ func (tb *Testbed) probe(src, dst string, cc, srcLoad, dstLoad int, size int64) 
 	flows := []*flow{{res: [3]int{resSrc, resDst, path}, weight: w(tb.streams(cc, size)), cap: tb.demand(src, dst, cc, size)}}
 	// Background load as single-connection tasks of large files, the
 	// kind that stays long enough to be load.
-	big := classSize[4]
+	big := model.ClassSize(4)
 	for i := 0; i < shared; i++ {
 		flows = append(flows, &flow{res: [3]int{resSrc, resDst, path}, weight: w(1), cap: tb.demand(src, dst, 1, big)})
 	}
