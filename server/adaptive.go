@@ -230,10 +230,13 @@ func (w *world) tendAdaptive(now time.Time) {
 func (w *world) dropStaleJobAllocs(now time.Time) {
 	svc, done := w.s.policyService()
 	defer done()
-	var ids []string
+	var ids []store.AllocationGone
 	for _, a := range svc.List(now, policy.Filter{}) {
 		if strings.HasPrefix(a.Client, "sluice-job:") && svc.Release(now, a.ID, a.Owner()) == nil {
-			ids = append(ids, a.ID)
+			// Conditional on the lease as loaded: with several servers
+			// on one database, one that another server's job renewed
+			// since is that job's, not an earlier run's.
+			ids = append(ids, store.AllocationGone{ID: a.ID, Expires: a.Expires})
 		}
 	}
 	if len(ids) > 0 {

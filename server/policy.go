@@ -227,7 +227,7 @@ func (s *Server) policyService() (*policy.Service, func()) {
 
 // persistAllocations writes what an operation changed: put, and the
 // allocations that expired (or were released) since.
-func (s *Server) persistAllocations(ctx context.Context, put []policy.Allocation, del []string) error {
+func (s *Server) persistAllocations(ctx context.Context, put []policy.Allocation, del []store.AllocationGone) error {
 	sa := make([]store.Allocation, 0, len(put))
 	for _, a := range put {
 		sa = append(sa, store.Allocation{ID: a.ID, Src: a.Pair.Src, Dst: a.Pair.Dst, Client: a.Client, VO: a.VO,
@@ -242,14 +242,16 @@ func (s *Server) persistAllocations(ctx context.Context, put []policy.Allocation
 // stay in the store for good.
 func (s *Server) noteExpired(a policy.Allocation) {
 	s.polGoneMu.Lock()
-	s.polGone = append(s.polGone, a.ID)
+	// Conditional on the expiry seen here: with several servers on one
+	// database, another may have renewed it since.
+	s.polGone = append(s.polGone, store.AllocationGone{ID: a.ID, Expires: a.Expires})
 	s.polGoneMu.Unlock()
 }
 
 // expiredIDs ends the allocations whose leases ran out by now and returns
 // the IDs of every allocation that expired since the last call, by
 // whichever operation, so that the store forgets them with this write.
-func (s *Server) expiredIDs(svc *policy.Service, now time.Time) []string {
+func (s *Server) expiredIDs(svc *policy.Service, now time.Time) []store.AllocationGone {
 	svc.Expire(now)
 	s.polGoneMu.Lock()
 	defer s.polGoneMu.Unlock()
@@ -337,7 +339,7 @@ func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client str
 		_ = s.persistAllocations(ctx, nil, del)
 		return s.policyErr(err)
 	}
-	return s.persistAllocations(ctx, nil, append(del, id))
+	return s.persistAllocations(ctx, nil, append(del, store.AllocationGone{ID: id}))
 }
 
 // ownerFor is the policy identity c acts as on allocation id: admins act

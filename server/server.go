@@ -208,10 +208,10 @@ type Server struct {
 	pol     *policy.Service
 	polCfg  PolicyConfig
 	polStar policy.Policy // the server's own Starlark policy, or nil
-	// polGone holds the IDs of allocations whose leases ran out, for
-	// the next write to delete from the store (under polGoneMu).
+	// polGone holds the allocations whose leases ran out, for the next
+	// write to delete from the store (under polGoneMu).
 	polGoneMu sync.Mutex
-	polGone   []string
+	polGone   []store.AllocationGone
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string

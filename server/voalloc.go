@@ -59,13 +59,13 @@ func (w *world) polRelease(now time.Time, id string, owner policy.Caller) {
 	svc, done := w.s.policyService()
 	del := w.s.expiredIDs(svc, now)
 	if svc.Release(now, id, owner) == nil {
-		del = append(del, id)
+		del = append(del, store.AllocationGone{ID: id})
 	}
 	done()
 	w.polStore(nil, del)
 }
 
-func (w *world) polStore(put []policy.Allocation, del []string) {
+func (w *world) polStore(put []policy.Allocation, del []store.AllocationGone) {
 	if len(put) == 0 && len(del) == 0 {
 		return
 	}
@@ -295,17 +295,17 @@ func (w *world) adoptVOAllocs(now time.Time) {
 func (w *world) releaseVOAllocs() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
 	defer cancel()
-	var ids []string
+	var ids []store.AllocationGone
 	now := time.Now()
 	svc, done := w.s.policyService()
 	for k, a := range w.vallocs {
 		if svc.Release(now, a.id, serviceClient(k.vo)) == nil {
-			ids = append(ids, a.id)
+			ids = append(ids, store.AllocationGone{ID: a.id})
 		}
 	}
 	for _, st := range w.adapts {
 		if svc.Release(now, st.allocID, st.owner) == nil {
-			ids = append(ids, st.allocID)
+			ids = append(ids, store.AllocationGone{ID: st.allocID})
 		}
 	}
 	done()

@@ -573,13 +573,19 @@ func (s *sqlStore) LatestOptimization(ctx context.Context, src, dst string) (Opt
 
 // --- allocations ---
 
-func (s *sqlStore) SaveAllocations(ctx context.Context, put []Allocation, del []string) error {
+func (s *sqlStore) SaveAllocations(ctx context.Context, put []Allocation, del []AllocationGone) error {
 	if len(put) == 0 && len(del) == 0 {
 		return nil
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		for _, id := range del {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM allocations WHERE id = $1`, id); err != nil {
+		for _, g := range del {
+			var err error
+			if g.Expires.IsZero() {
+				_, err = tx.ExecContext(ctx, `DELETE FROM allocations WHERE id = $1`, g.ID)
+			} else {
+				_, err = tx.ExecContext(ctx, `DELETE FROM allocations WHERE id = $1 AND expires <= $2`, g.ID, toNanos(g.Expires))
+			}
+			if err != nil {
 				return err
 			}
 		}

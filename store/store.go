@@ -219,6 +219,16 @@ type Allocation struct {
 	Created, Expires time.Time
 }
 
+// AllocationGone names an allocation to delete. With Expires set the
+// deletion is conditional: the row goes only if its stored expiry is no
+// later. A server that saw the lease run out then leaves alone an
+// allocation another server (sharing the database) renewed meanwhile;
+// a release (Expires zero) deletes it whatever its expiry.
+type AllocationGone struct {
+	ID      string
+	Expires time.Time
+}
+
 // AuditEntry records one state change.
 type AuditEntry struct {
 	At     time.Time
@@ -353,8 +363,8 @@ type Store interface {
 	LatestOptimization(ctx context.Context, src, dst string) (Optimization, error)
 
 	// SaveAllocations writes put (inserted or replaced by ID) and
-	// deletes the allocations with IDs in del, in one transaction.
-	SaveAllocations(ctx context.Context, put []Allocation, del []string) error
+	// deletes the allocations in del, in one transaction.
+	SaveAllocations(ctx context.Context, put []Allocation, del []AllocationGone) error
 	// Allocations returns every stored allocation, by ID.
 	Allocations(ctx context.Context) ([]Allocation, error)
 

@@ -1119,7 +1119,8 @@ func TestOptimizations(t *testing.T) {
 }
 
 // TestAllocations: put inserts or replaces by ID, del removes, both in one
-// call; times round-trip.
+// call; times round-trip. A deletion with an expiry leaves a row whose
+// stored expiry is later (renewed by another server since).
 func TestAllocations(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		if as, err := s.Allocations(ctx); err != nil || len(as) != 0 {
@@ -1127,18 +1128,29 @@ func TestAllocations(t *testing.T) {
 		}
 		a := Allocation{ID: "a1", Src: "x", Dst: "y", Client: "alice", VO: "cms", Streams: 16, Want: 0, Created: ts(1, 0), Expires: ts(301, 5)}
 		b := Allocation{ID: "b2", Src: "x", Dst: "y", Client: "bob", VO: "atlas", Streams: 8, Want: 8, Draining: 4, Reason: "higher-priority VO", Created: ts(2, 0), Expires: ts(302, 0)}
-		if err := s.SaveAllocations(ctx, []Allocation{a, b}, nil); err != nil {
+		c := Allocation{ID: "c3", Src: "x", Dst: "z", Client: "carol", VO: "cms", Streams: 4, Created: ts(3, 0), Expires: ts(303, 0)}
+		d := Allocation{ID: "d4", Src: "x", Dst: "z", Client: "dave", VO: "cms", Streams: 4, Created: ts(4, 0), Expires: ts(304, 0)}
+		if err := s.SaveAllocations(ctx, []Allocation{a, b, c, d}, nil); err != nil {
+			t.Fatal(err)
+		}
+		c.Expires = ts(500, 0) // renewed by another server
+		if err := s.SaveAllocations(ctx, []Allocation{c}, nil); err != nil {
 			t.Fatal(err)
 		}
 		a.Streams, a.Expires = 20, ts(400, 0) // renewed
-		if err := s.SaveAllocations(ctx, []Allocation{a}, []string{"b2", "never-stored"}); err != nil {
+		gone := []AllocationGone{
+			{ID: "b2"}, {ID: "never-stored"}, // released
+			{ID: "c3", Expires: ts(303, 0)}, // expired as this server saw it: kept
+			{ID: "d4", Expires: ts(304, 0)}, // expired, and not renewed: gone
+		}
+		if err := s.SaveAllocations(ctx, []Allocation{a}, gone); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Allocations(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		same(t, "Allocations", got, []Allocation{a})
+		same(t, "Allocations", got, []Allocation{a, c})
 	})
 }
 
