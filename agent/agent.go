@@ -47,7 +47,10 @@ type Config struct {
 	// PullFrom, if not empty, is what pulls may fetch from: host:port
 	// as a source URL names it, IP addresses and CIDR prefixes (matched
 	// against the address connected to, after name resolution). Other
-	// sources are refused with 403. Empty: any (the server names them).
+	// sources are refused with 403. Empty: any the server names, except
+	// link-local and multicast addresses (a cloud's metadata
+	// service is link-local; no DTN is), checked on the address dialled
+	// when Client's Transport is an *http.Transport (or Client is nil).
 	PullFrom []string
 	// Emulation, a test facility, limits the agent's data path to behave
 	// like a WAN DTN (package emul): GET and batch data sent, PUT bodies
@@ -128,12 +131,15 @@ func New(cfg Config) (*Server, error) {
 		t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
 		s.client = &http.Client{Transport: t}
 	}
-	if pulls != nil {
-		if s.client, err = pulls.restrict(s.client); err != nil {
-			fs.Close()
-			return nil, err
-		}
+	switch c, err := pulls.restrict(s.client); {
+	case err == nil:
+		s.client = c
+	case pulls != nil:
+		fs.Close()
+		return nil, err
 	}
+	// Without PullFrom, a Client whose Transport is not an
+	// *http.Transport keeps its own dialling (see Config.PullFrom).
 	if cfg.Emulation != nil {
 		if s.shape, err = emul.New(*cfg.Emulation); err != nil {
 			fs.Close()

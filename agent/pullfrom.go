@@ -49,6 +49,17 @@ func hostPort(addr string) string {
 	return net.JoinHostPort(strings.ToLower(h), p)
 }
 
+// refusedByDefault reports addresses an agent without Config.PullFrom
+// never pulls from: link-local ones (a cloud's metadata service answers
+// at 169.254.169.254, and no DTN is reached there) and multicast. (Not
+// loopback or the unspecified address, which reaches this host as
+// loopback does: one-host set-ups name their agents so.) A PullFrom list
+// that names them allows them.
+func refusedByDefault(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast()
+}
+
 func (pf *pullFrom) allowsIP(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, p := range pf.nets {
@@ -66,12 +77,15 @@ func refusedSource(addr string) error {
 
 // checkURL is check for an agent's base URL (scheme://host:port).
 func (pf *pullFrom) checkURL(base string) error {
-	if pf == nil {
-		return nil
-	}
 	u, err := url.Parse(base)
 	if err != nil {
 		return refusedSource(base)
+	}
+	if pf == nil {
+		if a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil && refusedByDefault(a) {
+			return refusedSource(u.Host)
+		}
+		return nil
 	}
 	return pf.check(u.Host)
 }
@@ -115,7 +129,23 @@ func (pf *pullFrom) dial(d *net.Dialer) func(ctx context.Context, network, addr 
 	}
 }
 
-// restrict gives client a transport that dials only what pf allows.
+// dialDefault connects to anything but the addresses refusedByDefault
+// names, checked as connected to (a host name may resolve to one).
+func dialDefault(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dd := *d
+		dd.Control = func(_, address string, _ syscall.RawConn) error {
+			if ap, err := netip.ParseAddrPort(address); err != nil || refusedByDefault(ap.Addr()) {
+				return refusedSource(addr)
+			}
+			return nil
+		}
+		return dd.DialContext(ctx, network, addr)
+	}
+}
+
+// restrict gives client a transport that dials only what pf allows (pf
+// nil: what refusedByDefault does not refuse).
 func (pf *pullFrom) restrict(client *http.Client) (*http.Client, error) {
 	t, ok := client.Transport.(*http.Transport)
 	if client.Transport == nil {
@@ -127,7 +157,12 @@ func (pf *pullFrom) restrict(client *http.Client) (*http.Client, error) {
 	t = t.Clone()
 	// Through a proxy, what is dialled is the proxy, not the source.
 	t.Proxy = nil
-	t.DialContext = pf.dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if pf == nil {
+		t.DialContext = dialDefault(d)
+	} else {
+		t.DialContext = pf.dial(d)
+	}
 	t.DialTLSContext = nil
 	c := *client
 	c.Transport = t

@@ -215,3 +215,44 @@ func TestPullFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestPullRefusesLinkLocal: without PullFrom, an agent still never pulls
+// from a link-local address (where a cloud's metadata service answers),
+// named as an address in the source URL or reached by dialling; listing
+// it in PullFrom allows it.
+func TestPullRefusesLinkLocal(t *testing.T) {
+	dst := newEnv(t, "dst", nil)
+	tok := dst.token("write", "/in")
+	for _, host := range []string{"169.254.169.254:80", "[fe80::1]:80", "224.0.0.1:80", "[::ffff:169.254.169.254]:80"} {
+		r := dst.raw("POST", "/v1/pull", tok, nil, jsonBody(map[string]any{"source": "sluice://" + host + "/x", "token": "t",
+			"dst": "/in/f", "offset": 0, "length": 1}))
+		if r.status != 403 {
+			t.Errorf("pull from %s: %v, want 403", host, r)
+		}
+		r = dst.raw("POST", "/v1/pullbatch", tok, nil, jsonBody(sluice.PullBatchRequest{Source: "sluice://" + host, Token: "t",
+			Files: []sluice.PullBatchFile{{Src: "/x", Dst: "/in/g", Size: -1}}}))
+		if r.status != 403 {
+			t.Errorf("pull batch from %s: %v, want 403", host, r)
+		}
+	}
+	// A name is checked on the address it resolves to, when dialled:
+	// the agent's client refuses the connection before it is made.
+	_, err := dst.s.client.Get("http://169.254.169.254:9/latest/meta-data/")
+	if err == nil || !strings.Contains(err.Error(), "not one this agent pulls from") {
+		t.Errorf("the agent's client dialled a link-local address: %v", err)
+	}
+	for _, ok := range []string{"127.0.0.1:1", "[::1]:1"} {
+		if _, err := dst.s.client.Get("http://" + ok + "/"); err != nil && strings.Contains(err.Error(), "not one this agent pulls from") {
+			t.Errorf("loopback %s refused by default: %v", ok, err)
+		}
+	}
+	// Listed, it is allowed (the dial is attempted).
+	s, err := New(Config{Name: "x", Root: t.TempDir(), Key: []byte(strings.Repeat("x", 32)), PullFrom: []string{"169.254.0.0/16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.pulls.checkURL("http://169.254.169.254:80"); err != nil {
+		t.Errorf("listed network refused: %v", err)
+	}
+}
