@@ -137,7 +137,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key for --tls-cert")
 	f.StringVar(&serverURL, "server", "", "join this sluice server (http(s)://host:port; several, comma-separated, for servers sharing one database: the agent fails over between them) instead of using --token-key")
 	f.StringVar(&joinToken, "join-token", "", "the server's join token, or @FILE to read it from a file")
-	f.StringSliceVar(&pullFrom, "pull-from", nil, "restrict third-party copies to sources at these host:port, IP addresses or CIDR prefixes (comma-separated; default: any source the server names)")
+	f.StringSliceVar(&pullFrom, "pull-from", nil, "restrict third-party copies to sources at these host:port, IP addresses or CIDR prefixes (comma-separated; default: any source the server names but link-local and multicast addresses)")
 	f.StringVar(&advertise, "advertise", "", "URL the server and other agents reach this agent at (default: from --listen)")
 	f.Float64Var(&maxMBps, "max-mbps", 0, "this endpoint's maximum aggregate throughput in MB/s, for the server's scheduler (0: learn it); told to the server when joining, not enforced by a standalone agent")
 	f.IntVar(&maxCC, "max-cc", 0, "most concurrent transfers the server's scheduler may run here (0: the server's default, 32); told to the server when joining, not enforced by a standalone agent")
