@@ -575,7 +575,7 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 // EstimateIn is an estimation request.
 type EstimateIn struct {
 	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`
-	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it under a hidden temporary name and removed."`
+	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it (in it, if it ends in /) under a hidden temporary name and removed."`
 	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
 	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MB, 64 KiB to 1 GiB)."`
 	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +47,8 @@ type EstimateRequest struct {
 	// Source is a sluice://endpoint/path URL of a file to sample from
 	// (its first SampleBytes). Destination is a sluice://endpoint/path
 	// URL whose directory the samples are written to (under a hidden
-	// temporary name, removed afterwards).
+	// temporary name, removed afterwards): its parent, or itself if it
+	// ends in "/".
 	Source, Destination string
 	// Size is the transfer to predict, in bytes (> 0).
 	Size int64
@@ -273,7 +275,14 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 			return answer(o, true), err
 		}
 	}
-	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstPath, req.SampleBytes, maxStreams)
+	// A destination ending in "/" names the directory the transfer
+	// goes into (sluice://dtn2/archive/): the samples go there too, not
+	// in its parent.
+	dstDir := path.Dir(dstPath)
+	if strings.HasSuffix(req.Destination, "/") {
+		dstDir = dstPath
+	}
+	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstDir, req.SampleBytes, maxStreams)
 	if err != nil {
 		return Estimate{}, err
 	}
@@ -285,7 +294,8 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 
 // sample runs Algorithm 2 on the path: sample transfers with 1, 2, 4, ...
 // streams until throughput stops rising fast enough, then fits the model.
-func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstPath string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
+// The samples are written in dstDir, or its deepest existing ancestor.
+func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
 	}
@@ -295,7 +305,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	dir, err := s.existingDir(ctx, dst, path.Dir(dstPath), sub, exp)
+	dir, err := s.existingDir(ctx, dst, dstDir, sub, exp)
 	if err != nil {
 		return store.Optimization{}, err
 	}

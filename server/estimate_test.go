@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,5 +175,70 @@ func TestEstimateAgentFreezesMidSample(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "went down") {
 		t.Errorf("estimate with an agent frozen mid-sample: %v, want ErrUnavailable saying it went down", err)
+	}
+}
+
+// TestEstimateSampleDirectory: the samples are written in the
+// destination's directory: the parent of a file destination, and the
+// directory itself when the destination names one with a trailing "/"
+// (as `sluice estimate ... sluice://dtn2/archive/` does), not its parent,
+// where the caller may have no right to write and which may be another
+// file system.
+func TestEstimateSampleDirectory(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var mu sync.Mutex
+	var made []string // the sample files' paths
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
+		switch p := r.URL.Path; {
+		case p == "/v1/stat/d/f":
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: "/d/f", Size: 1 << 20})
+		case strings.HasPrefix(p, "/v1/stat/"):
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: strings.TrimPrefix(p, "/v1/stat"), IsDir: true})
+		case strings.HasPrefix(p, "/v1/truncate/"):
+			mu.Lock()
+			made = append(made, strings.TrimPrefix(p, "/v1/truncate"))
+			mu.Unlock()
+		}
+	}))
+	defer agent.Close()
+	for _, e := range []string{"src", "dst"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: agent.URL, Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	for _, tt := range []struct{ dst, dir string }{
+		{"sluice://dst/archive/run7.h5", "/archive"},
+		{"sluice://dst/archive/", "/archive"},
+		{"sluice://dst/archive/sub/", "/archive/sub"},
+	} {
+		t.Run(tt.dst, func(t *testing.T) {
+			_, err := s.Estimate(ctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: tt.dst, Size: 1 << 30, SampleBytes: 1 << 20, MaxStreams: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(made) == 0 {
+				t.Fatal("no sample file was made")
+			}
+			for _, p := range made {
+				if path.Dir(p) != tt.dir {
+					t.Errorf("sample file %s, want one in %s", p, tt.dir)
+				}
+			}
+			made = nil
+		})
 	}
 }
