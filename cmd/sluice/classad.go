@@ -33,11 +33,18 @@ import (
 // classAd is one ad's attributes, by lower-case name.
 type classAd map[string]string
 
+// maxClassAdFile bounds a submit file: Stork's are a few lines per ad.
+const maxClassAdFile = 16 << 20
+
 // parseClassAds reads every ad in r.
 func parseClassAds(r io.Reader) ([]classAd, error) {
-	b, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	b, err := io.ReadAll(io.LimitReader(r, maxClassAdFile+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(b) > maxClassAdFile {
+		// Cut, the file would lose the ads after the cut without a word.
+		return nil, fmt.Errorf("more than %d MiB: too large for a submit file", maxClassAdFile>>20)
 	}
 	p := &adParser{s: stripComments(string(b)), line: 1}
 	var ads []classAd

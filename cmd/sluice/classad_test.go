@@ -95,3 +95,21 @@ func TestStorkArgsAndURLs(t *testing.T) {
 		}
 	}
 }
+
+// TestParseClassAdsTooLarge: a file beyond the 16 MiB read limit is
+// refused, not cut: cut between two ads, the ads after the cut were
+// silently left out (here the second ad, after a long comment).
+func TestParseClassAdsTooLarge(t *testing.T) {
+	ad := `[ src_url = "gsiftp://a/x"; dest_url = "gsiftp://b/x"; ]` + "\n"
+	pad := strings.Repeat("# "+strings.Repeat("-", 97)+"\n", (16<<20)/100+1)
+	in := ad + pad + ad
+	got, err := parseClassAds(strings.NewReader(in))
+	if err == nil || !strings.Contains(err.Error(), "16 MiB") {
+		t.Fatalf("a %d-byte file: %d ads, error %v; want an error naming the 16 MiB limit", len(in), len(got), err)
+	}
+	// At the limit it is read whole.
+	in = ad + pad[:16<<20-2*len(ad)-1] + "\n" + ad
+	if got, err := parseClassAds(strings.NewReader(in)); err != nil || len(got) != 2 {
+		t.Fatalf("a %d-byte file: %d ads, error %v; want 2", len(in), len(got), err)
+	}
+}
