@@ -158,6 +158,8 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 		switch {
 		case file != "" && len(args) > 0:
 			return errors.New("submit: give SRC DST or -f FILE, not both")
+		case file != "" && cmd.Flags().Changed("sources"):
+			return errors.New("submit: give --sources A,B,... DST or -f FILE, not both (a job file names each file's sources)")
 		case file != "":
 			var r io.Reader = os.Stdin
 			if file != "-" {
@@ -170,7 +172,14 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 			}
 			br := bufio.NewReader(r)
 			if isClassAd(br) {
-				// A Stork submit file: each ad is a job or an estimate.
+				// A Stork submit file: each ad is a job or an estimate,
+				// and says what it is; the job flags would not reach
+				// its jobs.
+				for _, f := range []string{"optimize", "streams", "batch", "class", "label", "checksum", "submission-id", "selection", "watch"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("submit: %s: --%s does not apply to a ClassAd file, whose ads say what each is (optimization = \"YES\"); use a JSON job file for it", file, f)
+					}
+				}
 				ads, err := parseClassAds(br)
 				if err != nil {
 					return fmt.Errorf("submit: %s: %w", file, err)
