@@ -98,22 +98,29 @@ type Estimate struct {
 // second then finds the first's answer in the store.
 type pairLocks struct {
 	mu sync.Mutex
-	m  map[[2]string]*sync.Mutex
+	m  map[[2]string]chan struct{} // a token in the channel: locked
 }
 
-func (p *pairLocks) lock(src, dst string) func() {
+// lock waits for the pair's lock, or until ctx ends (the request was
+// given up: it must not wait for another's sampling to finish), and
+// returns its release.
+func (p *pairLocks) lock(ctx context.Context, src, dst string) (func(), error) {
 	p.mu.Lock()
 	if p.m == nil {
-		p.m = map[[2]string]*sync.Mutex{}
+		p.m = map[[2]string]chan struct{}{}
 	}
 	l := p.m[[2]string{src, dst}]
 	if l == nil {
-		l = new(sync.Mutex)
+		l = make(chan struct{}, 1)
 		p.m[[2]string{src, dst}] = l
 	}
 	p.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // agentCallTimeout bounds each call of an estimate to an agent other than
@@ -262,7 +269,10 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 			return answer(o, true), err
 		}
 	}
-	unlock := s.estimating.lock(src.Name, dst.Name)
+	unlock, err := s.estimating.lock(ctx, src.Name, dst.Name)
+	if err != nil {
+		return Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
+	}
 	defer unlock()
 	release, err := s.lockSampling(ctx, src.Name, dst.Name)
 	if err != nil {

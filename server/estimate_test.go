@@ -242,3 +242,48 @@ func TestEstimateSampleDirectory(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateWaitEndsWithRequest: a request waiting for another request's
+// sampling of the same pair ends when its own context does (the client
+// gave up), rather than wait for the other sampling to finish.
+func TestEstimateWaitEndsWithRequest(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, e := range []string{"src", "dst"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://127.0.0.1:1", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another request of this server samples the pair.
+	unlock, err := s.estimating.lock(ctx, "src", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	cctx, cancel := context.WithCancel(ctx)
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("estimate whose request ended while waiting: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the estimate still waits for the pair after its request ended")
+	}
+}
