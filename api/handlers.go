@@ -579,7 +579,7 @@ type EstimateIn struct {
 	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
 	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MB, 64 KiB to 1 GiB)."`
 	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
-	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32)."`
+	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32). An answer under a lower limit than that is not kept as the pair's history."`
 	UseHistory  bool   `json:"use_history,omitempty" doc:"Answer from the pair's stored optimisation when fresh, without sampling."`
 }
 

@@ -57,7 +57,9 @@ type EstimateRequest struct {
 	// is sampled whole).
 	SampleBytes int64
 	// UseHistory answers from the pair's newest stored optimisation if
-	// it is younger than the history TTL, without sampling.
+	// it is younger than the history TTL, without sampling. (An answer
+	// sampled under a MaxStreams below the pair's own limit is not
+	// stored.)
 	UseHistory bool
 	// MaxStreams caps the streams (0: the endpoints' limits, or
 	// DefaultMaxStreams).
@@ -231,14 +233,16 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 		// A transfer of it would be refused (Submit): nothing to predict.
 		return Estimate{}, fmt.Errorf("%w: source and destination are the same file %s", ErrInvalid, req.Source)
 	}
+	// pairMax is the pair's own limit; a request may ask for another.
+	pairMax := DefaultMaxStreams
+	for _, e := range []store.Endpoint{src, dst} {
+		if e.MaxCC > 0 {
+			pairMax = min(pairMax, e.MaxCC)
+		}
+	}
 	maxStreams := req.MaxStreams
 	if maxStreams == 0 {
-		maxStreams = DefaultMaxStreams
-		for _, e := range []store.Endpoint{src, dst} {
-			if e.MaxCC > 0 {
-				maxStreams = min(maxStreams, e.MaxCC)
-			}
-		}
+		maxStreams = pairMax
 	}
 	answer := func(o store.Optimization, fromHistory bool) Estimate {
 		e := Estimate{
@@ -295,6 +299,12 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstDir, req.SampleBytes, maxStreams)
 	if err != nil {
 		return Estimate{}, err
+	}
+	if maxStreams < pairMax {
+		// An answer to "at most maxStreams" is not the pair's: stored,
+		// it would answer use_history requests and optimization jobs
+		// with at most that many streams for the history TTL.
+		return answer(o, false), nil
 	}
 	if err := s.st.AddOptimization(ctx, &o); err != nil {
 		return Estimate{}, err

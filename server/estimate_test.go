@@ -287,3 +287,61 @@ func TestEstimateWaitEndsWithRequest(t *testing.T) {
 		t.Fatal("the estimate still waits for the pair after its request ended")
 	}
 }
+
+// TestEstimateCappedNotHistory: an answer sampled under a request's own
+// max_streams, below what the endpoints allow, is not the pair's answer:
+// a later use_history request with the pair's own limit (and an
+// optimization job, which asks so) samples rather than take it, and
+// would otherwise run at most that many streams for the history TTL.
+func TestEstimateCappedNotHistory(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(sluice.AgentHeader, "v1")
+		switch p := r.URL.Path; {
+		case p == "/v1/stat/d/f":
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: "/d/f", Size: 1 << 20})
+		case strings.HasPrefix(p, "/v1/stat/"):
+			json.NewEncoder(w).Encode(backend.FileInfo{Path: strings.TrimPrefix(p, "/v1/stat"), IsDir: true})
+		}
+	}))
+	defer agent.Close()
+	for _, e := range []string{"src", "dst"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: agent.URL, Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	req := EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20}
+	capped := req
+	capped.MaxStreams = 1
+	if e, err := s.Estimate(ctx, admin, capped); err != nil || e.Streams != 1 {
+		t.Fatalf("estimate with max_streams 1: %+v, %v", e, err)
+	}
+	req.UseHistory = true
+	e, err := s.Estimate(ctx, admin, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.FromHistory {
+		t.Errorf("use_history after an estimate capped at 1 stream: answered from it (%d streams); want a sampling up to the pair's limit", e.Streams)
+	}
+	// The pair's own answer is history.
+	if e, err := s.Estimate(ctx, admin, req); err != nil || !e.FromHistory {
+		t.Errorf("use_history after the pair's own estimate: %+v, %v; want it from history", e, err)
+	}
+	// And it answers a request capped above its streams.
+	capped.MaxStreams, capped.UseHistory = DefaultMaxStreams, true
+	if e, err := s.Estimate(ctx, admin, capped); err != nil || !e.FromHistory {
+		t.Errorf("use_history with max_streams %d: %+v, %v; want it from history", DefaultMaxStreams, e, err)
+	}
+}
