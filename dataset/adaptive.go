@@ -74,10 +74,13 @@ func (a *AdaptiveCC) Next() int { return a.cc }
 // always doubles after it.
 func (a *AdaptiveCC) Observe(bytesPerSec float64) {
 	thr := throughput(bytesPerSec)
-	if thr < a.prev && a.cc >= 2 {
+	switch {
+	case thr < a.prev && a.cc >= 2:
 		a.cc /= 2
-	} else {
-		a.cc = min(a.cc*2, a.max)
+	case a.cc > a.max/2: // 2*cc would pass max, or overflow
+		a.cc = a.max
+	default:
+		a.cc *= 2
 	}
 	a.prev = thr
 }

@@ -510,6 +510,20 @@ func TestAdaptiveCC(t *testing.T) {
 	if a.Next() != 1 {
 		t.Errorf("max 0 after a chunk: cc %d", a.Next())
 	}
+	// No maximum to speak of (math.MaxInt): the level rises to it and
+	// stays there, never wrapping around to 0 or below.
+	for _, m := range []int{math.MaxInt, math.MaxInt - 1, 1<<62 + 1} {
+		a = NewAdaptiveCC(m)
+		for i := range 70 {
+			a.Observe(float64(i + 1))
+			if cc := a.Next(); cc < 1 || cc > m {
+				t.Fatalf("max %d, chunk %d: cc %d", m, i+1, cc)
+			}
+		}
+		if a.Next() != m {
+			t.Errorf("max %d: cc %d after 70 rises, want the max", m, a.Next())
+		}
+	}
 }
 
 // Algorithm 1 as a planner: fixed chunks, pp as given, cc adapting.
