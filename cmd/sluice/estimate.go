@@ -182,6 +182,17 @@ func parseSize(flag, s string) (int64, error) {
 	return int64(n), nil
 }
 
+// predictedTime prints a predicted transfer time: as a duration, or in
+// years beyond what a time.Duration holds (about 292 years), where the
+// conversion would wrap to a negative duration.
+func predictedTime(sec float64) string {
+	const year = 365.25 * 24 * 3600
+	if sec >= 100*year {
+		return fmt.Sprintf("%.3g years", sec/year)
+	}
+	return time.Duration(sec * float64(time.Second)).Round(100 * time.Millisecond).String()
+}
+
 func printEstimate(w io.Writer, e api.EstimateOut) {
 	src := "sampled"
 	if e.FromHistory {
@@ -190,7 +201,7 @@ func printEstimate(w io.Writer, e api.EstimateOut) {
 	fmt.Fprintf(w, "%s -> %s (%s)\n", e.Source, e.Destination, src)
 	fmt.Fprintf(w, "  optimal streams  %d\n", e.Streams)
 	fmt.Fprintf(w, "  throughput       %s/s\n", humanize.Bytes(uint64(e.Throughput)))
-	fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), (time.Duration(e.Seconds * float64(time.Second))).Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), predictedTime(e.Seconds))
 	fmt.Fprintf(w, "  model            %s\n", e.Model)
 	if len(e.Samples) > 0 {
 		fmt.Fprintf(w, "  samples of %s:", humanize.Bytes(uint64(e.SampleSize)))
@@ -213,7 +224,7 @@ func printIperf3Estimate(w io.Writer, e iperf3.Result) {
 	fmt.Fprintf(w, "  optimal streams  %d\n", e.Streams)
 	fmt.Fprintf(w, "  throughput       %s/s (%.2f Gbit/s)\n", humanize.Bytes(uint64(e.Throughput)), e.Throughput*8/1e9)
 	if e.Size > 0 {
-		fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), (time.Duration(e.Seconds * float64(time.Second))).Round(100*time.Millisecond))
+		fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), predictedTime(e.Seconds))
 	}
 	fmt.Fprintf(w, "  model            %s\n", e.Model)
 	fmt.Fprintf(w, "  samples         ")
