@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -325,6 +327,15 @@ func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w io.Wri
 func checkClassAd(ad classAd) (classAdAction, error) {
 	var a classAdAction
 	var err error
+	for _, k := range []string{"src_url", "dest_url"} {
+		if _, ok := ad[k]; !ok {
+			has := "it is empty"
+			if len(ad) > 0 {
+				has = "it has " + strings.Join(slices.Sorted(maps.Keys(ad)), ", ")
+			}
+			return a, fmt.Errorf("no %s in the ad (%s)", k, has)
+		}
+	}
 	if a.src, err = storkURL(ad["src_url"]); err != nil {
 		return a, fmt.Errorf("src_url: %w", err)
 	}

@@ -159,3 +159,25 @@ func TestSubmitClassAdJobFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckClassAdMissingURL: an ad without src_url or dest_url (a typo
+// in the name: dst_url) says which is missing and what the ad has, rather
+// than that "" is not a URL.
+func TestCheckClassAdMissingURL(t *testing.T) {
+	for _, tt := range []struct {
+		ad   classAd
+		want []string
+	}{
+		{classAd{"dst_url": "gsiftp://b/x", "src_url": "gsiftp://a/x"}, []string{"no dest_url", "dst_url"}},
+		{classAd{"source": "gsiftp://a/x", "dest_url": "gsiftp://b/x"}, []string{"no src_url", "source"}},
+		{classAd{"src_url": "", "dest_url": "gsiftp://b/x"}, []string{`src_url: "" is not a URL`}},
+		{classAd{}, []string{"no src_url in the ad (it is empty)"}},
+	} {
+		_, err := checkClassAd(tt.ad)
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("checkClassAd(%v): %v, want an error saying %q", tt.ad, err, w)
+			}
+		}
+	}
+}
