@@ -539,6 +539,14 @@ func (w *world) optimalFor(t *task) int {
 	if o, ok := w.optimal[pair]; ok && (o.streams < 0 || time.Since(o.at) < w.s.cfg.HistoryTTL) {
 		return o.streams
 	}
+	if t.Size < minSampleBytes {
+		// Too small to sample the path from (Estimate refuses it), and
+		// sent whole on one stream anyway: run it as the scheduler
+		// chooses, and leave the sampling to a larger file of the pair.
+		// Started from this one, the estimate would fail, and fail
+		// again every minute while only small files asked.
+		return 0
+	}
 	w.optimal[pair] = optimum{streams: -1}
 	req := EstimateRequest{Source: t.Src, Destination: t.Dst, Size: max(t.Size, 1), UseHistory: true}
 	c := Caller{User: store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}}

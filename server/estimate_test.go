@@ -345,3 +345,32 @@ func TestEstimateCappedNotHistory(t *testing.T) {
 		t.Errorf("use_history with max_streams %d: %+v, %v; want it from history", DefaultMaxStreams, e, err)
 	}
 }
+
+// TestOptimizeSmallFilesDoNotSample: in an optimize job, a task too small
+// to sample the path from runs as the scheduler chooses and starts no
+// estimate (it would fail, and be retried every minute); a larger task of
+// the pair starts one and waits for it.
+func TestOptimizeSmallFilesDoNotSample(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := loadedWorld(t, Config{Store: st, ServerID: "s1"})
+	job := &jobState{}
+	job.Optimize = true
+	small := &task{Task: store.Task{SrcEndpoint: "a", DstEndpoint: "b", Src: "sluice://a/x", Dst: "sluice://b/x", Size: 1000}, job: job}
+	if got := w.fixedCC(small); got != 0 {
+		t.Errorf("fixedCC of a 1,000-byte task = %d, want 0 (the scheduler's choice)", got)
+	}
+	if _, ok := w.optimal[[2]string{"a", "b"}]; ok {
+		t.Errorf("a 1,000-byte task started an estimate of the pair")
+	}
+	big := &task{Task: store.Task{SrcEndpoint: "a", DstEndpoint: "b", Src: "sluice://a/y", Dst: "sluice://b/y", Size: 1 << 30}, job: job}
+	if got := w.fixedCC(big); got != -1 {
+		t.Errorf("fixedCC of a 1 GiB task = %d, want -1 (estimating)", got)
+	}
+	if o, ok := w.optimal[[2]string{"a", "b"}]; !ok || o.streams != -1 {
+		t.Errorf("a 1 GiB task did not start an estimate: %+v, %v", o, ok)
+	}
+}
