@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/server"
 )
 
 // Stork submit files (seed paper 003, §3) are Condor ClassAds:
@@ -280,13 +281,16 @@ type classAdAction struct {
 	src, dst string
 	job      *api.JobIn
 	est      *api.EstimateIn
+	// notes are what the ad asks for that Sluice does not do, printed
+	// before it runs.
+	notes []string
 }
 
 // runClassAds runs a file of ads as Stork would, one job or estimation
 // per ad, after checking every ad first (their syntax, then that the
 // endpoints they name are registered), so that a mistake in one ad does
 // not leave the ads before it submitted and those after it not.
-func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w io.Writer, asJSON bool) error {
+func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w, notes io.Writer, asJSON bool) error {
 	acts := make([]classAdAction, len(ads))
 	for i, ad := range ads {
 		a, err := checkClassAd(ad)
@@ -313,6 +317,9 @@ func runClassAds(ctx context.Context, cl *client.Client, ads []classAd, w io.Wri
 		}
 	}
 	for i, a := range acts {
+		for _, n := range a.notes {
+			fmt.Fprintf(notes, "ad %d: note: %s\n", i+1, n)
+		}
 		if err := a.run(ctx, cl, w, asJSON); err != nil {
 			if i == 0 {
 				return fmt.Errorf("ad 1: %w (nothing was submitted)", err)
@@ -357,6 +364,11 @@ func checkClassAd(ad classAd) (classAdAction, error) {
 			return a, err
 		}
 		a.job = &api.JobIn{Files: []api.FileIn{{Source: a.src, Destination: a.dst}}, Optimization: opt}
+		if sample != 0 || buffer != 0 {
+			// Stork's transfer ads pass them to the transfer; a job has
+			// no place for them. Say so rather than drop them unseen.
+			a.notes = append(a.notes, fmt.Sprintf("arguments %q: -s and -b apply to estimation ads; a transfer job's optimization samples %d MiB with the endpoints' own buffers", ad["arguments"], server.DefaultSampleBytes>>20))
+		}
 	case "estimation":
 		in := api.EstimateIn{Source: a.src, Destination: a.dst, SampleSize: sample, Buffer: buffer, UseHistory: hist}
 		sz, ok := ad["size"]

@@ -181,3 +181,29 @@ func TestCheckClassAdMissingURL(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckClassAdTransferArguments: a transfer ad's -s and -b (which
+// Stork passes to the transfer) have no place in a job: the ad still
+// runs, with a note saying they are not used; an estimation ad uses them
+// and gets no note.
+func TestCheckClassAdTransferArguments(t *testing.T) {
+	for _, tt := range []struct {
+		ad   classAd
+		note bool
+	}{
+		{classAd{"dap_type": "transfer", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "optimization": "YES", "arguments": "-b 128K -s 10M"}, true},
+		{classAd{"dap_type": "transfer", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x"}, false},
+		{classAd{"dap_type": "estimation", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "size": "5G", "arguments": "-s 10M"}, false},
+	} {
+		a, err := checkClassAd(tt.ad)
+		if err != nil {
+			t.Fatalf("checkClassAd(%v): %v", tt.ad, err)
+		}
+		if got := len(a.notes) > 0; got != tt.note {
+			t.Errorf("checkClassAd(%v): notes %q, want a note: %v", tt.ad, a.notes, tt.note)
+		}
+		if tt.note && !strings.Contains(a.notes[0], "-s 10M") {
+			t.Errorf("note %q does not name the arguments", a.notes[0])
+		}
+	}
+}

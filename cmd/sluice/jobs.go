@@ -188,7 +188,7 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 				if err != nil {
 					return fmt.Errorf("submit: %w", err)
 				}
-				if err := runClassAds(cmd.Context(), cl, ads, cmd.OutOrStdout(), asJSON); err != nil {
+				if err := runClassAds(cmd.Context(), cl, ads, cmd.OutOrStdout(), cmd.ErrOrStderr(), asJSON); err != nil {
 					return fmt.Errorf("submit: %s: %w", file, err)
 				}
 				return nil
