@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -279,6 +280,7 @@ type pool struct {
 	stall time.Duration // Options.Stall for each connection; 0: none
 	mu    sync.Mutex
 	idle  []*conn
+	dials atomic.Int64 // logins made (for tests)
 }
 
 // get returns a logged-in connection bound to ctx.
@@ -311,6 +313,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.dials.Add(1)
 	c.bind(ctx)
 	return c, nil
 }

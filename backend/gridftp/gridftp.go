@@ -67,6 +67,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
@@ -157,6 +158,10 @@ type Backend struct {
 	// Remove and Rename clear it.
 	dirsMu sync.Mutex
 	dirs   map[string]bool
+
+	// nativeReads counts the reads made over a control connection
+	// (openNative), for tests.
+	nativeReads atomic.Int64
 }
 
 // Default ports: GridFTP's registered port, and FTP's.
@@ -437,6 +442,9 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 	}
 	if b.opts.Parallelism > 1 && n != 0 {
 		return b.openSpooled(ctx, p, sp, off, n)
+	}
+	if rc, ok, err := b.openNative(ctx, p, sp, off, n); ok {
+		return rc, wrap("read", p, err)
 	}
 	args := append(partial(off, n), b.url(sp), "-")
 	cmd, stderr := b.command(ctx, args...)

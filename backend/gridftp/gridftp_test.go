@@ -909,3 +909,82 @@ func TestPool(t *testing.T) {
 		t.Error("the dead connection is back in the pool")
 	}
 }
+
+// TestOpenRangeNative: a range that ends at the end of an ftp:// file is
+// read over a pooled control connection (PASV, REST, RETR), without a
+// globus-url-copy run, and the connection serves again once the range is
+// read: a dataset of small files costs neither a process nor a login per
+// file. A range that stops short of the end is the tool's; a read
+// abandoned part-way leaves the backend working.
+func TestOpenRangeNative(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxT(t)
+	files := map[string][]byte{}
+	for i := range 40 {
+		p := fmt.Sprintf("small/f%02d", i)
+		files[p] = randomBytes(i*997, uint64(i))
+		s.put(t, p, files[p], false)
+	}
+	b := newBackend(t, s, Options{})
+	for p, want := range files {
+		for _, n := range []int64{-1, int64(len(want))} { // to the end, or exactly the file
+			rc, err := b.OpenRange(ctx, p, 0, n)
+			if err != nil {
+				t.Fatalf("OpenRange(%s, 0, %d): %v", p, n, err)
+			}
+			got := make([]byte, len(want))
+			if _, err := io.ReadFull(rc, got); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("OpenRange(%s, 0, %d): %v, %s", p, n, err, firstDiff(got, want))
+			}
+			if err := rc.Close(); err != nil { // without reading the end: a reader of exactly n bytes
+				t.Errorf("Close: %v", err)
+			}
+		}
+	}
+	if got := b.nativeReads.Load(); got != int64(2*len(files)-2) { // f00 is empty: nothing to RETR
+		t.Errorf("%d native reads, want %d", got, 2*len(files)-2)
+	}
+	if d := b.ctl.dials.Load(); d > 2 {
+		t.Errorf("%d logins for %d sequential reads: the control connection was not reused", d, 2*len(files))
+	}
+	// The tail of a file, from an offset (REST).
+	rc, err := b.OpenRange(ctx, "small/f39", 1000, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, files["small/f39"][1000:]) {
+		t.Errorf("tail from 1000: %v, %s", err, firstDiff(got, files["small/f39"][1000:]))
+	}
+	rc.Close()
+	// A range short of the end goes to the tool.
+	before := b.nativeReads.Load()
+	rc, err = b.OpenRange(ctx, "small/f39", 10, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, files["small/f39"][10:110]) {
+		t.Errorf("range 10+100: %v, %s", err, firstDiff(got, files["small/f39"][10:110]))
+	}
+	rc.Close()
+	if b.nativeReads.Load() != before {
+		t.Errorf("a range short of the end was read natively")
+	}
+	// Abandoned after one byte: the next operations still work.
+	rc, err = b.OpenRange(ctx, "small/f39", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if fi, err := b.Stat(ctx, "small/f38"); err != nil || fi.Size != int64(len(files["small/f38"])) {
+		t.Errorf("Stat after an abandoned read: %+v, %v", fi, err)
+	}
+	if _, err := b.OpenRange(ctx, "small/nope", 0, -1); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("a missing file: %v, want ErrNotFound", err)
+	}
+	if _, err := b.OpenRange(ctx, "small", 0, -1); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("a directory: %v, want ErrInvalid", err)
+	}
+}
