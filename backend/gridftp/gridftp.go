@@ -159,9 +159,9 @@ type Backend struct {
 	dirsMu sync.Mutex
 	dirs   map[string]bool
 
-	// nativeReads counts the reads made over a control connection
-	// (openNative), for tests.
-	nativeReads atomic.Int64
+	// nativeReads and nativeWrites count the reads and writes made
+	// over a control connection (openNative, writeNative), for tests.
+	nativeReads, nativeWrites atomic.Int64
 }
 
 // Default ports: GridFTP's registered port, and FTP's.
@@ -568,6 +568,9 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 	}
 	mk, err := b.parents(ctx, sp)
 	if err != nil {
+		return wrap("write", p, err)
+	}
+	if ok, err := b.writeNative(ctx, sp, off, r, n); ok {
 		return wrap("write", p, err)
 	}
 	var args []string

@@ -988,3 +988,52 @@ func TestOpenRangeNative(t *testing.T) {
 		t.Errorf("a directory: %v, want ErrInvalid", err)
 	}
 }
+
+// TestWriteAtNative: writes of up to 64 MiB to an ftp:// server go over a
+// pooled control connection (ESTO A at the offset, which leaves the rest
+// of the file alone), not a globus-url-copy run each, and reuse it: the
+// pieces of a file written out of order, and an empty write, land as the
+// tool's would.
+func TestWriteAtNative(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxT(t)
+	b := newBackend(t, s, Options{})
+	data := randomBytes(300_000, 7)
+	pieces := [][2]int64{{200_000, 100_000}, {0, 50_000}, {150_000, 50_000}, {50_000, 100_000}}
+	for _, pc := range pieces {
+		if err := b.WriteAt(ctx, "dir/f.bin", pc[0], bytes.NewReader(data[pc[0]:pc[0]+pc[1]]), pc[1]); err != nil {
+			t.Fatalf("WriteAt(%d, %d): %v", pc[0], pc[1], err)
+		}
+	}
+	if got := s.readLocal(t, "dir/f.bin"); !bytes.Equal(got, data) {
+		t.Errorf("file written in pieces: %s", firstDiff(got, data))
+	}
+	// An empty write makes a missing file and leaves an existing one.
+	if err := b.WriteAt(ctx, "dir/empty", 0, bytes.NewReader(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteAt(ctx, "dir/f.bin", 0, bytes.NewReader(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.readLocal(t, "dir/empty"); len(got) != 0 {
+		t.Errorf("empty write made %d bytes", len(got))
+	}
+	if got := s.readLocal(t, "dir/f.bin"); !bytes.Equal(got, data) {
+		t.Errorf("an empty write changed the file: %s", firstDiff(got, data))
+	}
+	if got := b.nativeWrites.Load(); got != int64(len(pieces)+2) {
+		t.Errorf("%d native writes, want %d", got, len(pieces)+2)
+	}
+	if d := b.ctl.dials.Load(); d > 2 {
+		t.Errorf("%d logins for %d writes: the control connection was not reused", d, len(pieces)+2)
+	}
+	// A source shorter than n: an error naming it, and the backend
+	// still works.
+	err := b.WriteAt(ctx, "dir/short", 0, bytes.NewReader(data[:10]), 100)
+	if !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), "10 of 100") {
+		t.Errorf("short source: %v", err)
+	}
+	if fi, err := b.Stat(ctx, "dir/f.bin"); err != nil || fi.Size != int64(len(data)) {
+		t.Errorf("Stat after a short write: %+v, %v", fi, err)
+	}
+}

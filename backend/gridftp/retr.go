@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
 
-// nativeMax is the largest range OpenRange reads over a pooled control
-// connection (PASV and RETR) rather than through a globus-url-copy run.
+// nativeMax is the largest range OpenRange reads (PASV, RETR) or WriteAt
+// writes (PASV, ESTO) over a pooled control connection rather than
+// through a globus-url-copy run.
 // Starting the tool costs some ten milliseconds a file, which for a
 // dataset of small files is most of its time (300 files of up to 64 kB:
 // 2.7 s, against 0.07 s for one globus-url-copy -pp run); above this size
@@ -214,3 +217,129 @@ func (r *retrReader) Close() error {
 }
 
 var errAbandoned = errors.New("transfer abandoned")
+
+// writeNative writes n bytes of r at off (at most nativeMax) over a
+// pooled control connection: ESTO A off (the GridFTP store at an offset,
+// which leaves the rest of the file as it is) on a passive data
+// connection. ok is false when the write is not one it makes (an ftp://
+// server only; the caller then runs the tool).
+func (b *Backend) writeNative(ctx context.Context, sp string, off int64, r io.Reader, n int64) (ok bool, err error) {
+	if b.ctl == nil || b.opts.Parallelism > 1 || len(b.opts.Args) > 0 || n > nativeMax {
+		return false, nil
+	}
+	c, err := b.ctl.get(ctx)
+	if err != nil {
+		if cerr := ctxErr(ctx, err); cerr != nil {
+			return true, cerr
+		}
+		return true, err
+	}
+	b.nativeWrites.Add(1)
+	copied, err := c.esto(ctx, sp, off, r, n)
+	if err = b.ctl.put(ctx, c, err); err != nil {
+		return true, err
+	}
+	if copied < n {
+		return true, fmt.Errorf("%w: source ended after %d of %d bytes", backend.ErrInvalid, copied, n)
+	}
+	return true, nil
+}
+
+// esto stores n bytes of r at off of server path sp and returns how many
+// it sent. A source that fails is the error (the server keeps what it
+// got, as for the tool's runs); one that ends early is not (the caller
+// compares the count).
+func (c *conn) esto(ctx context.Context, sp string, off int64, r io.Reader, n int64) (int64, error) {
+	addr, err := c.passive()
+	if err != nil {
+		return 0, err
+	}
+	var d net.Dialer
+	dc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		c.dirty = true // the server waits for a data connection
+		return 0, fmt.Errorf("data connection to %s: %w", addr, err)
+	}
+	defer dc.Close()
+	stop := context.AfterFunc(ctx, func() { dc.SetDeadline(aLongTimeAgo) })
+	defer stop()
+	if err := c.send("ESTO A " + strconv.FormatInt(off, 10) + " " + sp); err != nil {
+		return 0, err
+	}
+	code, msg, err := c.read()
+	if err != nil {
+		return 0, err
+	}
+	if code != 150 && code != 125 {
+		return 0, &ReplyError{Cmd: "ESTO", Code: code, Msg: condense(msg, 2000)}
+	}
+	var w io.Writer = dc
+	if c.stall > 0 {
+		w = &stallWriter{ctx: ctx, c: dc, stall: c.stall}
+	}
+	// The copy runs on its own: a source that blocks in Read (for as
+	// long as it likes) must not hold a cancelled write, which returns
+	// at once; the copier is then left to end when its source does.
+	src := &counter{r: io.LimitReader(r, n)}
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(w, src)
+		copied <- err
+	}()
+	var werr error
+	select {
+	case werr = <-copied:
+		if src.err != nil {
+			werr = fmt.Errorf("reading the source: %w", src.err)
+		}
+	case <-ctx.Done():
+		c.dirty = true
+		return 0, ctx.Err()
+	}
+	if werr != nil {
+		// The server is told nothing of the failure but an early end
+		// of the data; its stream is no longer in step with ours.
+		c.dirty = true
+		if cerr := ctxErr(ctx, werr); cerr != nil {
+			return src.n, cerr
+		}
+		return src.n, werr
+	}
+	if err := dc.Close(); err != nil {
+		c.dirty = true
+		return src.n, fmt.Errorf("closing the ESTO data connection: %w", err)
+	}
+	code, msg, err = c.read()
+	if err != nil {
+		return src.n, err
+	}
+	if code != 226 && code != 250 {
+		return src.n, &ReplyError{Cmd: "ESTO", Code: code, Msg: condense(msg, 2000)}
+	}
+	return src.n, nil
+}
+
+// stallWriter writes to a data connection, failing when the server
+// takes no byte for stall (or ctx's deadline passes, or ctx is
+// cancelled).
+type stallWriter struct {
+	ctx   context.Context
+	c     net.Conn
+	stall time.Duration
+}
+
+func (w *stallWriter) Write(p []byte) (int, error) {
+	d := time.Now().Add(w.stall)
+	if cd, ok := w.ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	w.c.SetDeadline(d)
+	if w.ctx.Err() != nil {
+		w.c.SetDeadline(aLongTimeAgo) // the AfterFunc's was overwritten
+	}
+	n, err := w.c.Write(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctxErr(w.ctx, err) == nil {
+		err = fmt.Errorf("the server took no data within %v: %w", w.stall, err)
+	}
+	return n, err
+}
