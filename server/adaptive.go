@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -174,6 +175,13 @@ func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
 	if err != nil {
 		// Lost (expired): start over with a new request.
 		w.s.log.Warn("adaptive job's allocation lost; requesting again", "job", k.job, "err", err)
+		if !errors.Is(err, policy.ErrNotFound) {
+			// Still granted (the policy failed, say): give it
+			// back before the new request, or each failed update
+			// would strand one more allocation until its lease ran
+			// out.
+			w.polRelease(now, st.allocID, st.owner)
+		}
 		delete(w.adapts, k)
 		return
 	}

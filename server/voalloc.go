@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -173,6 +174,12 @@ func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
 	pa, err := w.polUpdate(now, a.id, serviceClient(k.vo), want)
 	if err != nil {
 		w.s.log.Warn("policy update failed; requesting again", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
+		if !errors.Is(err, policy.ErrNotFound) {
+			// Still granted (the policy failed, say): give it
+			// back, or each failed update would strand one more
+			// allocation until its lease ran out.
+			w.polRelease(now, a.id, serviceClient(k.vo))
+		}
 		delete(w.vallocs, k)
 		// At once, not at the next start: the VO's running streams
 		// must stay counted (an administrator may have deleted the
