@@ -94,7 +94,8 @@ func (p AdaptiveParams) Validate() error {
 //
 // An update should also be sent on a timer, with Want equal to the
 // current streams, when files are slow enough that d of them take longer
-// than a third of the lease; Adaptive does not read clocks.
+// than a third of the lease, and its answer given to Renew, not Adapt;
+// Adaptive does not read clocks.
 type Adaptive struct {
 	p    AdaptiveParams
 	c, k int
@@ -148,6 +149,17 @@ func (a *Adaptive) Completed(n int) {
 // and Adapt (line 7): d files have completed since the last adaptation,
 // or the client is at concurrency 0 and waits for streams.
 func (a *Adaptive) Due() bool { return a.k <= 0 || a.c == 0 }
+
+// Renew takes the allocation an update on a timer answered (a renewal
+// between adaptation points, with Want equal to the current streams) and
+// returns the concurrency: bounded by what the streams allow, and
+// otherwise as it was. A renewal measures nothing, so neither the rate
+// nor the count of files to the next adaptation moves; if the streams no
+// longer carry one file, the client is at 0 and Due until they do.
+func (a *Adaptive) Renew(streams int) int {
+	a.c = min(a.c, a.alloc(streams))
+	return a.c
+}
 
 // Adapt takes the updated allocation, in streams, and the transfer rate
 // measured since the last adaptation, and returns the new concurrency

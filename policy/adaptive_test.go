@@ -118,6 +118,36 @@ func TestAdaptiveDue(t *testing.T) {
 	}
 }
 
+// TestAdaptiveRenew: a renewal between adaptation points keeps the
+// concurrency within the streams it answers and moves nothing else: not
+// the count to the next adaptation, nor the last rate.
+func TestAdaptiveRenew(t *testing.T) {
+	a := mustAdaptive(t, tableV)
+	a.Start(32)
+	a.Adapt(32, 2e6) // up by Δ: 5
+	a.Completed(1)
+	for _, step := range []struct{ streams, want int }{{32, 5}, {40, 5}, {12, 3}, {32, 3}, {3, 0}} {
+		if got := a.Renew(step.streams); got != step.want {
+			t.Errorf("Renew(%d) = %d, want %d", step.streams, got, step.want)
+		}
+	}
+	if !a.Due() {
+		t.Error("not due at concurrency 0")
+	}
+	b := mustAdaptive(t, tableV)
+	b.Start(32)
+	b.Adapt(32, 2e6)
+	b.Completed(1)
+	b.Renew(32)
+	if b.Due() {
+		t.Error("a renewal counted as completed files")
+	}
+	// The last rate is still 2 MB/s: 2.5 MB/s is within the threshold.
+	if c := b.Adapt(32, 2.5e6); c != 5 {
+		t.Errorf("after a renewal Adapt(32, 2.5e6) = %d, want 5 (the rate measured before the renewal stands)", c)
+	}
+}
+
 func TestAdaptiveRelative(t *testing.T) {
 	p := tableV
 	p.T, p.Relative = 0.1, true

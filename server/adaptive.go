@@ -173,16 +173,7 @@ func (w *world) adaptiveDone(t *task, now time.Time) {
 func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
 	pa, err := w.polUpdate(now, st.allocID, st.owner, st.cl.Want())
 	if err != nil {
-		// Lost (expired): start over with a new request.
-		w.s.log.Warn("adaptive job's allocation lost; requesting again", "job", k.job, "err", err)
-		if !errors.Is(err, policy.ErrNotFound) {
-			// Still granted (the policy failed, say): give it
-			// back before the new request, or each failed update
-			// would strand one more allocation until its lease ran
-			// out.
-			w.polRelease(now, st.allocID, st.owner)
-		}
-		delete(w.adapts, k)
+		w.adaptiveLost(k, st, now, err)
 		return
 	}
 	rate := 0.0
@@ -192,6 +183,34 @@ func (w *world) adaptNow(k adaptKey, st *adaptState, now time.Time) {
 	st.streams, st.max, st.renewed, st.since, st.bytes = pa.Streams, pa.Max, now, now, 0
 	c := st.cl.Adapt(pa.Streams, rate)
 	w.s.log.Debug("adapted", "job", k.job, "pair", k.src+"->"+k.dst, "streams", pa.Streams, "concurrency", c, "rate", rate)
+}
+
+// adaptiveRenew renews an adaptive job's allocation between adaptation
+// points (files slower than a third of the lease): it asks to keep the
+// streams held, and the concurrency only drops if the service took some
+// back. It is no adaptation: no rate is measured, since files still in
+// flight moved bytes that no completion has counted yet.
+func (w *world) adaptiveRenew(k adaptKey, st *adaptState, now time.Time) {
+	pa, err := w.polUpdate(now, st.allocID, st.owner, max(st.streams, 1))
+	if err != nil {
+		w.adaptiveLost(k, st, now, err)
+		return
+	}
+	st.streams, st.max, st.renewed = pa.Streams, pa.Max, now
+	st.cl.Renew(pa.Streams)
+}
+
+// adaptiveLost forgets an adaptive job's client whose update failed; the
+// job's next start requests a new allocation.
+func (w *world) adaptiveLost(k adaptKey, st *adaptState, now time.Time, err error) {
+	w.s.log.Warn("adaptive job's allocation lost; requesting again", "job", k.job, "err", err)
+	if !errors.Is(err, policy.ErrNotFound) {
+		// Still granted (the policy failed, say): give it back
+		// before the new request, or each failed update would strand
+		// one more allocation until its lease ran out.
+		w.polRelease(now, st.allocID, st.owner)
+	}
+	delete(w.adapts, k)
 }
 
 // waiting says why an adaptive job at concurrency 0 starts no file: its
@@ -226,8 +245,11 @@ func (w *world) tendAdaptive(now time.Time) {
 			delete(w.adapts, k)
 			continue
 		}
-		if st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second || now.Sub(st.renewed) >= w.leaseOf(k.src, k.dst)/3 {
+		switch {
+		case st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second:
 			w.adaptNow(k, st, now)
+		case now.Sub(st.renewed) >= w.leaseOf(k.src, k.dst)/3:
+			w.adaptiveRenew(k, st, now)
 		}
 	}
 }
