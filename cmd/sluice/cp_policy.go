@@ -28,7 +28,7 @@ func (p *cpPolicyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&p.token, "policy-token", "", "API token or @FILE for --policy-server (default $SLUICE_TOKEN, then `sluice login`'s)")
 	fl.StringVar(&p.pair, "policy-pair", "", "SRC:DST endpoint names of the allocation (default: the agents' names)")
 	fl.StringVar(&p.client, "policy-client", "", "client name of the allocation (default sluice-cp:HOST:PID)")
-	fl.IntVar(&p.ci, "ci", 4, "with --policy-server: initial concurrency (files in flight)")
+	fl.IntVar(&p.ci, "ci", 4, "with --policy-server: initial concurrency (files in flight; the default is at most --cmax)")
 	fl.IntVar(&p.cmax, "cmax", 8, "with --policy-server: largest concurrency")
 	fl.IntVar(&p.delta, "delta", 1, "with --policy-server: concurrency step of an adaptation")
 	fl.IntVar(&p.every, "adapt-every", 4, "with --policy-server: files completed between adaptations (the paper's d)")
@@ -50,6 +50,11 @@ func (p *cpPolicyFlags) check(fl *pflag.FlagSet) error {
 	}
 	if fl.Changed("cc") {
 		return errors.New("--policy-server: the adaptive client chooses the concurrency (--ci, --cmax); --cc does not apply")
+	}
+	if !fl.Changed("ci") {
+		// The default follows a smaller --cmax, as an adaptive job's
+		// ci does; a --ci given above it is refused.
+		p.ci = min(p.ci, max(p.cmax, 1))
 	}
 	if p.follow {
 		// It runs at what the allocation allows, without adapting.
