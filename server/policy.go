@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/store"
@@ -278,6 +280,11 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	}
 	if len(r.Client) > 128 {
 		return policy.Allocation{}, fmt.Errorf("%w: client name longer than 128 bytes", ErrInvalid)
+	}
+	// A NUL cannot be stored in PostgreSQL (the write failed, a server
+	// error), and a newline forges lines in logs and listings.
+	if !utf8.ValidString(r.Client) || strings.ContainsFunc(r.Client, unicode.IsControl) {
+		return policy.Allocation{}, fmt.Errorf("%w: client name %q: control characters or invalid UTF-8", ErrInvalid, r.Client)
 	}
 	svc, done := s.policyService()
 	defer done()

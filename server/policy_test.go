@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +87,52 @@ func newPolicyTestServer(t *testing.T, st store.Store) *Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestAllocationClientNames: a client name with a control character (a
+// NUL, which PostgreSQL cannot store and which failed the request with a
+// server error there; a newline, which forges lines in logs and listings)
+// or invalid UTF-8 is refused as invalid input, and nothing is granted;
+// other names, spaces and non-ASCII letters included, are fine.
+func TestAllocationClientNames(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, e := range []string{"a", "b"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newPolicyTestServer(t, st)
+	alice := Caller{User: store.User{Name: "alice", VO: "cms"}}
+	for _, tt := range []struct {
+		client string
+		ok     bool
+	}{
+		{"sluice-cp:dtn01.example.org:4711", true},
+		{"run 7 / ünïcode", true},
+		{"a\x00b", false},
+		{"x\ny", false},
+		{"tab\there", false},
+		{"del\x7f", false},
+		{"\xff\xfe", false},
+	} {
+		a, err := s.RequestAllocation(ctx, alice, AllocationRequest{Source: "a", Destination: "b", Client: tt.client})
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("client %q: %v", tt.client, err)
+		case tt.ok:
+			if err := s.ReleaseAllocation(ctx, alice, a.ID, tt.client); err != nil {
+				t.Errorf("client %q: release: %v", tt.client, err)
+			}
+		case !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "client name"):
+			t.Errorf("client %q: %+v, %v; want ErrInvalid about the client name", tt.client, a, err)
+		}
+	}
+	if as := s.Allocations(ctx, alice); len(as) != 0 {
+		t.Errorf("allocations left: %+v", as)
+	}
 }
