@@ -80,6 +80,17 @@ func checkParams(p PolicyParams) error {
 	return toParams(p).Validate()
 }
 
+// checkInitial refuses, for the built-in policies, an open pair with
+// initial 0: both start every allocation at s_i and grow it only from
+// there, so no client would ever get a stream, and all would wait
+// without an error.
+func checkInitial(policyName string, p PolicyParams) error {
+	if p.Initial == 0 && p.PairMax > 0 && p.ClientMax > 0 {
+		return fmt.Errorf("initial 0: %s starts every allocation at initial streams and grows it from there, so no client would ever get one; close the pair with pair_max 0 instead", policyName)
+	}
+	return nil
+}
+
 func toParams(p PolicyParams) policy.Params {
 	return policy.Params{Initial: p.Initial, Update: p.Update, PairMax: p.PairMax, ClientMax: p.ClientMax,
 		Lease: time.Duration(p.LeaseSeconds * float64(time.Second))}
@@ -491,8 +502,19 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 		}
 		weights = weights || len(p.Weights) > 0
 	}
-	if name := cmp.Or(cfg.Policy, s.cfg.Policy, "greedy"); weights && name == "greedy" {
+	name := cmp.Or(cfg.Policy, s.cfg.Policy, "greedy")
+	if weights && name == "greedy" {
 		return PolicyConfig{}, fmt.Errorf("%w: VO weights apply to the weighted-shares policy; greedy ignores them", ErrInvalid)
+	}
+	if name == "greedy" || name == "weighted-shares" {
+		if err := checkInitial(name, cfg.Defaults); err != nil {
+			return PolicyConfig{}, fmt.Errorf("%w: defaults: %w", ErrInvalid, err)
+		}
+		for _, p := range cfg.Pairs {
+			if err := checkInitial(name, p.Params); err != nil {
+				return PolicyConfig{}, fmt.Errorf("%w: pair %s->%s: %w", ErrInvalid, p.Source, p.Destination, err)
+			}
+		}
 	}
 	s.polMu.Lock()
 	defer s.polMu.Unlock()
