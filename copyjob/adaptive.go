@@ -191,6 +191,23 @@ func (r *adaptRun) run(ctx context.Context) error {
 				continue
 			}
 		}
+		if held := r.al.heldStreams(); c*p > held {
+			// The lease renewal heard of a shrink while the last
+			// batch ran: the next one runs within what is left,
+			// not only from the next adaptation on, d files later.
+			c = r.cl.Renew(held)
+			r.streams = held
+			r.point(c)
+			if c == 0 {
+				// Due now: ask again after a while.
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(r.o.Wait):
+				}
+				continue
+			}
+		}
 		batch := files[:min(c, len(files))]
 		files = files[len(batch):]
 		var size int64
@@ -335,6 +352,14 @@ func (l *lockedAlloc) Release(ctx context.Context) error {
 	return l.a.Release(ctx)
 }
 
+// heldStreams is what the allocation holds as last heard, by an update,
+// a request or a lease renewal.
+func (l *lockedAlloc) heldStreams() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held
+}
+
 func (l *lockedAlloc) expiry() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -350,8 +375,8 @@ func (l *lockedAlloc) setExpiry(t time.Time) {
 // keepAlive renews the lease at a third of what is left of it until the
 // returned function is called. A renewal asks to keep what is held, not
 // for more: growing the allocation is the adaptation's business, every d
-// files. A shrink it hears of applies at the next batch, when the
-// client's next update hears of it again.
+// files. A shrink it hears of applies from the next batch on (the batch
+// loop reads what is held before each one).
 func (l *lockedAlloc) keepAlive(ctx context.Context) (done func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

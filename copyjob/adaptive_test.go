@@ -3,8 +3,10 @@ package copyjob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -319,5 +321,98 @@ func TestKeepAliveRequestsAgain(t *testing.T) {
 	}
 	if held != 8 {
 		t.Errorf("after the service ended its allocation mid-batch the client holds %d streams, want its 8 again", held)
+	}
+}
+
+// TestRunAdaptiveShrinkHeardMidBatch: the service takes streams back
+// while a batch runs and the lease renewal hears of it. The batch in
+// flight keeps its streams (they cannot be taken from running
+// transfers), but the next batches run within what is left, even when
+// no adaptation is due for many files. Before, the shrink heard by the
+// renewal was applied only at the next adaptation, d files later: every
+// batch until then ran the streams the client had given up, which the
+// service no longer counted, so the pair was oversubscribed.
+func TestRunAdaptiveShrinkHeardMidBatch(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{
+		pair: {Initial: 4, Update: 0, PairMax: 4, ClientMax: 4, Lease: 300 * time.Millisecond},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func() (n int) { // what the service counts for the client
+		for _, a := range svc.List(time.Now(), policy.Filter{Client: "me"}) {
+			n += a.Streams + a.Draining
+		}
+		return n
+	}
+	var (
+		mu       sync.Mutex
+		inFlight int
+		ranges   int
+		over     []string
+		shrink   sync.Once
+	)
+	gauge := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || r.Header.Get("Range") == "" {
+				h.ServeHTTP(w, r)
+				return
+			}
+			shrink.Do(func() {
+				// The first batch has started: take 2 of its 4
+				// streams back and hold this range until the
+				// client's lease renewal has heard of it.
+				as := svc.List(time.Now(), policy.Filter{Client: "me"})
+				if len(as) != 1 {
+					t.Errorf("allocations %+v, want one", as)
+					return
+				}
+				if _, err := svc.Shrink(time.Now(), as[0].ID, 2, "test"); err != nil {
+					t.Error(err)
+				}
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if as := svc.List(time.Now(), policy.Filter{Client: "me"}); len(as) == 1 && as[0].Draining == 0 {
+						return
+					}
+				}
+				t.Error("the lease renewal never heard of the shrink")
+			})
+			mu.Lock()
+			inFlight++
+			ranges++
+			// The first batch's 4 ranges started before the shrink.
+			if c := counted(); ranges > 4 && inFlight > c {
+				over = append(over, fmt.Sprintf("range %d: %d streams in flight, the service counts %d", ranges, inFlight, c))
+			}
+			mu.Unlock()
+			defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+			h.ServeHTTP(w, r)
+		})
+	}
+
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	want := tree(t, srcDir, 300_000, 310_000, 320_000, 330_000, 340_000, 350_000)
+	// Slow streams, so that the ranges of a batch overlap in time.
+	src := sourceAgent(t, srcDir, "/tree", &emul.Config{ConnBps: 2e6}, gauge)
+	o := opts(t)
+	o.PartMin = 64 << 10 // every file splits into p = 2 ranges
+	d := prepare(t, src, localEP(t, dstDir+"/"), o)
+	al := &svcAlloc{svc: svc, pair: pair, name: "me"}
+	// 2 files of 2 streams at a time; no adaptation during the copy.
+	params := policy.AdaptiveParams{Ci: 2, Cmax: 2, Delta: 0, D: 100, P: 2, T: 0}
+	_, points, err := RunAdaptive(context.Background(), d, al, AdaptiveOptions{Params: params, Wait: 20 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	for _, o := range over {
+		t.Error(o)
+	}
+	for _, pt := range points {
+		t.Logf("%.2f s: allocated %d, concurrency %d (%d streams)", pt.At, pt.Allocated, pt.Concurrency, pt.Streams)
+	}
+	if !slices.ContainsFunc(points, func(pt AdaptPoint) bool { return pt.Allocated == 2 && pt.Concurrency == 1 }) {
+		t.Errorf("timeline %+v: want a point at concurrency 1 within the 2 streams left", points)
 	}
 }
