@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -233,4 +234,44 @@ func (c Claims) Allows(op Op, p string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %q is not below %q", ErrPrefix, q, pre)
+}
+
+// Minter mints tokens with one set of claims for as long as it is used: the
+// same token until a quarter of its life is left, then a fresh one
+// expiring TTL later. A copy or a transfer that outlives one token (a
+// short-lived one, as tokens should be) keeps going with the next, and a
+// token that leaks is good for TTL at most. It is safe for concurrent use.
+type Minter struct {
+	Key    []byte
+	Claims Claims // Exp is set on each token minted
+	TTL    time.Duration
+	Now    func() time.Time // nil: time.Now
+
+	mu      sync.Mutex
+	tok     string
+	expires time.Time
+}
+
+// Token returns the token to present now.
+func (m *Minter) Token() (string, error) {
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := now()
+	if m.tok != "" && m.expires.Sub(t) > m.TTL/4 {
+		return m.tok, nil
+	}
+	// Whole seconds: a token's expiry is a Unix time.
+	exp := t.Add(m.TTL).Truncate(time.Second)
+	c := m.Claims
+	c.Exp = exp.Unix()
+	tok, err := Mint(m.Key, c)
+	if err != nil {
+		return "", err
+	}
+	m.tok, m.expires = tok, exp
+	return tok, nil
 }

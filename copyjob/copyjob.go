@@ -48,8 +48,22 @@ type Endpoint struct {
 	// agent itself, enables third-party copy.
 	Puller Puller
 	// Token, on a source on an agent, is what a destination presents to
-	// it when it pulls (third-party copy).
-	Token string
+	// it when it pulls (third-party copy). Tokens, if set, gives it
+	// instead, fresh for each pull: a copy may outlive one token.
+	Token  string
+	Tokens func() (string, error)
+}
+
+// pullToken is the token a destination presents to e when it pulls.
+func (e Endpoint) pullToken() (string, error) {
+	if e.Tokens == nil {
+		return e.Token, nil
+	}
+	tok, err := e.Tokens()
+	if err != nil {
+		return "", fmt.Errorf("token for %s: %w", e.URL, err)
+	}
+	return tok, nil
 }
 
 // Puller is implemented by backends that can copy a range from a remote
@@ -672,7 +686,11 @@ func pullerFor(src, dst Endpoint) func(ctx context.Context, srcPath, dstPath str
 	}
 	base := sourceBase(src)
 	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-		return dst.Puller.Pull(ctx, base+srcPath, src.Token, dstPath, off, n)
+		tok, err := src.pullToken()
+		if err != nil {
+			return err
+		}
+		return dst.Puller.Pull(ctx, base+srcPath, tok, dstPath, off, n)
 	}
 }
 

@@ -673,7 +673,11 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 	for i, it := range items {
 		files[i] = sluice.PullBatchFile{Src: it.src, Dst: engine.TempName(it.dst), Size: it.size}
 	}
-	res, err := pb.PullBatch(ctx, sourceBase(src), src.Token, st.o.Checksum, files)
+	tok, err := src.pullToken()
+	if err != nil {
+		return items, err
+	}
+	res, err := pb.PullBatch(ctx, sourceBase(src), tok, st.o.Checksum, files)
 	if err != nil {
 		return items, fmt.Errorf("pull batch of %d files from %s: %w", len(items), src.URL, err)
 	}

@@ -321,11 +321,15 @@ func (s *Server) checkInPlace(ctx context.Context, p plan) (engine.Result, bool,
 // a token for the destination directory, and a read token for the source
 // directory that the destination agent fetches the files with.
 func (s *Server) batchBackends(p plan, n int) (dst *sluice.Backend, srcTok string, err error) {
-	srcTok, dstTok, err := s.dataTokens(p, fmt.Sprintf("job %d batch of %d files", p.task.JobID, n), path.Dir(p.srcPath))
+	srcToks, dstToks, err := s.dataTokens(p, fmt.Sprintf("job %d batch of %d files", p.task.JobID, n), path.Dir(p.srcPath))
 	if err != nil {
 		return nil, "", err
 	}
-	if dst, err = sluice.New(p.dstURL, dstTok, s.client); err != nil {
+	if dst, err = sluice.NewWithTokens(p.dstURL, dstToks, s.client); err != nil {
+		return nil, "", err
+	}
+	// One token for the source: the batch is one request to it.
+	if srcTok, err = srcToks(); err != nil {
 		return nil, "", err
 	}
 	return dst, srcTok, nil

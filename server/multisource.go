@@ -162,18 +162,17 @@ func urlHost(u string) string {
 
 // replicaBackend returns a client of replica r with a read token for its
 // file.
-func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, string, error) {
+func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, sluice.TokenSource, error) {
 	if r.url == "" {
-		return nil, "", fmt.Errorf("%w: endpoint %s not registered", backend.ErrInvalid, r.name)
+		return nil, nil, fmt.Errorf("%w: endpoint %s not registered", backend.ErrInvalid, r.name)
 	}
-	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
 	sub := fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index)
-	tok, err := auth.Mint(s.agentKey(r.name), auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Base: baseFor(r.base, r.path), Aud: r.name, Exp: exp})
+	toks, err := s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: r.path, Base: baseFor(r.base, r.path), Aud: r.name})
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
-	b, err := sluice.New(r.url, tok, s.client)
-	return b, tok, err
+	b, err := sluice.NewWithTokens(r.url, toks, s.client)
+	return b, toks, err
 }
 
 // statReplicas stats the file at every source and returns its size; the
@@ -244,9 +243,13 @@ func allPermanent(errs []error) bool {
 
 // multiSources turns spec into a multi-source transfer: every source with
 // its planned share, the destination agent pulling from each.
-func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, srcTok string, dst *sluice.Backend) error {
-	pull := func(base, tok string) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, srcTok sluice.TokenSource, dst *sluice.Backend) error {
+	pull := func(base string, toks sluice.TokenSource) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
 		return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+			tok, err := toks()
+			if err != nil {
+				return err
+			}
 			return dst.Pull(ctx, base+srcPath, tok, dstPath, off, n)
 		}
 	}

@@ -141,6 +141,10 @@ type Config struct {
 	// Admins change parameters and weights through the API; a Starlark
 	// policy only here.
 	Policy string
+	// DataTokenTTL is how long each data token of a run lasts
+	// (DefaultDataTokenTTL if 0). A run that outlives one is given a
+	// fresh one as it goes.
+	DataTokenTTL time.Duration
 	// HistoryTTL is how long a stored optimisation answers estimate
 	// requests with use_history, and jobs with optimization (default 1 h).
 	HistoryTTL time.Duration

@@ -116,36 +116,53 @@ func urlPath(u string) string {
 // backends returns clients for the two agents, with data tokens scoped to
 // the file being read and to the destination's directory (the engine
 // writes a temporary file beside the destination and renames it).
-func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok string, err error) {
+func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok sluice.TokenSource, err error) {
 	srcTok, dstTok, err := s.dataTokens(p, fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index), p.srcPath)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, nil, err
 	}
-	if src, err = sluice.New(p.srcURL, srcTok, s.client); err != nil {
-		return nil, nil, "", err
+	if src, err = sluice.NewWithTokens(p.srcURL, srcTok, s.client); err != nil {
+		return nil, nil, nil, err
 	}
-	if dst, err = sluice.New(p.dstURL, dstTok, s.client); err != nil {
-		return nil, nil, "", err
+	if dst, err = sluice.NewWithTokens(p.dstURL, dstTok, s.client); err != nil {
+		return nil, nil, nil, err
 	}
 	return src, dst, srcTok, nil
 }
 
-// dataTokens mints the two data tokens of a run: read on the source below
-// srcPrefix, and read-write in the destination's directory (the temporary
-// file is written beside the destination and renamed over it).
-func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok string, err error) {
+// dataTokens returns the two data tokens of a run: read on the source
+// below srcPrefix, and read-write in the destination's directory (the
+// temporary file is written beside the destination and renamed over it).
+// Each is minted afresh when the last has a quarter of its life
+// (Config.DataTokenTTL) left, so a run that outlives one keeps going.
+func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok sluice.TokenSource, err error) {
 	if p.srcURL == "" || p.dstURL == "" {
-		return "", "", fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
-	}
-	exp := time.Now().Add(DefaultDataTokenTTL).Unix()
-	if srcTok, err = auth.Mint(s.agentKey(p.srcAud), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: baseFor(p.srcBase, srcPrefix), Aud: p.srcAud, Exp: exp}); err != nil {
-		return "", "", err
+		return nil, nil, fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
 	}
 	dstDir := path.Dir(p.dstPath)
-	if dstTok, err = auth.Mint(s.agentKey(p.dstAud), auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud, Exp: exp}); err != nil {
-		return "", "", err
+	srcTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: baseFor(p.srcBase, srcPrefix), Aud: p.srcAud})
+	if err != nil {
+		return nil, nil, err
+	}
+	dstTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud})
+	if err != nil {
+		return nil, nil, err
 	}
 	return srcTok, dstTok, nil
+}
+
+// dataTokenSource returns the tokens of claims c for agent c.Aud, the
+// first minted now (so that claims a token cannot carry fail here).
+func (s *Server) dataTokenSource(c auth.Claims) (sluice.TokenSource, error) {
+	ttl := s.cfg.DataTokenTTL
+	if ttl <= 0 {
+		ttl = DefaultDataTokenTTL
+	}
+	m := &auth.Minter{Key: s.agentKey(c.Aud), Claims: c, TTL: ttl}
+	if _, err := m.Token(); err != nil {
+		return nil, err
+	}
+	return m.Token, nil
 }
 
 // baseFor is the link base of a token for prefix: base when prefix is at
@@ -222,7 +239,11 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-		return dst.Pull(ctx, base+srcPath, srcTok, dstPath, off, n)
+		tok, err := srcTok()
+		if err != nil {
+			return err
+		}
+		return dst.Pull(ctx, base+srcPath, tok, dstPath, off, n)
 	}
 	if len(p.replicas) > 0 {
 		if err := s.multiSources(&spec, p, src, srcTok, dst); err != nil {

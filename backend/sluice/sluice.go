@@ -51,10 +51,12 @@ const AgentHeader = "Sluice-Agent"
 // backend.ErrInvalid: permanent, the URL names the wrong thing.
 var ErrNotAgent = fmt.Errorf("%w: not a sluice agent", backend.ErrInvalid)
 
-// Backend talks to one agent with one token.
+// Backend talks to one agent with one token (or the tokens of a
+// TokenSource).
 type Backend struct {
 	base   string // scheme://host:port, no trailing slash
 	token  string
+	tokens TokenSource // if set, asked for the token of each request
 	client *http.Client
 	// Idle is how long a range read may wait for the agent's answer or
 	// its next bytes before it fails (a frozen agent, a black-holed
@@ -104,6 +106,38 @@ func New(baseURL, token string, client *http.Client) (*Backend, error) {
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// TokenSource gives the token to present now. A copy that outlives one
+// token (minted for an hour, say) keeps going with the next: the source
+// mints a fresh one before the last expires. It must be safe for
+// concurrent use.
+type TokenSource func() (string, error)
+
+// NewWithTokens is New with a token asked of tokens for each request.
+func NewWithTokens(baseURL string, tokens TokenSource, client *http.Client) (*Backend, error) {
+	tok, err := tokens()
+	if err != nil {
+		return nil, fmt.Errorf("sluice backend: token: %w", err)
+	}
+	b, err := New(baseURL, tok, client)
+	if err != nil {
+		return nil, err
+	}
+	b.tokens = tokens
+	return b, nil
+}
+
+// bearer is the token for the next request.
+func (b *Backend) bearer() (string, error) {
+	if b.tokens == nil {
+		return b.token, nil
+	}
+	tok, err := b.tokens()
+	if err != nil {
+		return "", fmt.Errorf("sluice backend: token: %w", err)
+	}
+	return tok, nil
+}
 
 // NewTransport is an HTTP transport tuned for bulk data: large socket
 // buffers (the default 4 KiB write buffer turns a 16 MiB range into four
@@ -309,7 +343,11 @@ func (b *Backend) do(ctx context.Context, method, endpoint string, q url.Values,
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
+	tok, err := b.bearer()
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	if f, ok := backend.FenceFrom(ctx); ok {
 		req.Header.Set(FenceHeader, f.String())
 	}

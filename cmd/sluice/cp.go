@@ -45,8 +45,11 @@ type cpFlags struct {
 	chunkMin     int64
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
-	pol          cpPolicyFlags
-	multi        cpMultiFlags
+	// tokenTTL is how long minted tokens last (tokenLife unless set by
+	// a test).
+	tokenTTL time.Duration
+	pol      cpPolicyFlags
+	multi    cpMultiFlags
 }
 
 func newCpCmd() *cobra.Command {
@@ -156,6 +159,7 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.StringVar(&f.checksum, "checksum", "auto", "adler32, md5, sha256, crc32c, none, or auto: crc32c between local files and sluice agents, adler32 when a GridFTP or XRootD server is one end")
 	fl.StringVar(&f.token, "token", os.Getenv("SLUICE_TOKEN"), "bearer token for agents (default $SLUICE_TOKEN)")
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
+	fl.DurationVar(&f.tokenTTL, "token-ttl", tokenLife, "lifetime of each token minted with --token-key (a longer copy mints fresh ones as it goes)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
 	fl.StringVar(&f.journalDir, "journal-dir", "", "where checkpoint journals live (default: the user's state directory)")
 	fl.BoolVar(&f.noThirdParty, "no-third-party", false, "move data through this process even between two agents")
@@ -191,11 +195,11 @@ func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *
 		if err != nil {
 			return copyjob.Endpoint{}, err
 		}
-		tok, err := f.tokenFor(p, write)
+		tokens, err := f.tokensFor(p, write)
 		if err != nil {
 			return copyjob.Endpoint{}, err
 		}
-		b, err := sluice.New(base, tok, client)
+		b, err := sluice.NewWithTokens(base, tokens, client)
 		if err != nil {
 			return copyjob.Endpoint{}, err
 		}
@@ -203,7 +207,7 @@ func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *
 		if write {
 			ep.Puller = b
 		} else {
-			ep.Token = tok // shown by a destination agent that pulls from here
+			ep.Tokens = tokens // shown by a destination agent that pulls from here
 		}
 		return ep, nil
 	}
@@ -251,22 +255,29 @@ func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *
 	return copyjob.Endpoint{Backend: b, Path: abs, URL: "file://" + abs}, nil
 }
 
-// tokenFor returns the token for one agent path: the given one, or one
-// minted for an hour with the least scope the copy needs (read below the
-// source; read and write in the destination's directory, where the
-// temporary file goes).
-func (f *cpFlags) tokenFor(p string, write bool) (string, error) {
+// tokenLife is how long the tokens cp mints last. A copy that runs longer
+// gets fresh ones as it goes (auth.Minter): a stolen token is good for an
+// hour at most.
+const tokenLife = time.Hour
+
+// tokensFor returns the tokens for one agent path: the given one, or
+// tokens minted for an hour with the least scope the copy needs (read
+// below the source; read and write in the destination's directory, where
+// the temporary file goes), a new one whenever the last has less than a
+// quarter of its life left.
+func (f *cpFlags) tokensFor(p string, write bool) (sluice.TokenSource, error) {
 	if f.tokenKey == "" {
 		if f.token == "" {
-			return "", errors.New("an agent URL needs --token, $SLUICE_TOKEN or --token-key")
+			return nil, errors.New("an agent URL needs --token, $SLUICE_TOKEN or --token-key")
 		}
-		return f.token, nil
+		tok := f.token
+		return func() (string, error) { return tok, nil }, nil
 	}
 	key, err := auth.LoadKey(f.tokenKey)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	c := auth.Claims{Sub: "sluice-cp", Scope: auth.ScopeRead, Prefix: cleanPrefix(p), Aud: auth.AnyAudience, Exp: time.Now().Add(time.Hour).Unix()}
+	c := auth.Claims{Sub: "sluice-cp", Scope: auth.ScopeRead, Prefix: cleanPrefix(p), Aud: auth.AnyAudience}
 	if write {
 		c.Scope = auth.ScopeRW
 		c.Prefix = cleanPrefix(filepath.Dir(strings.TrimSuffix(p, "/")))
@@ -274,7 +285,15 @@ func (f *cpFlags) tokenFor(p string, write bool) (string, error) {
 			c.Prefix = cleanPrefix(p)
 		}
 	}
-	return auth.Mint(key, c)
+	ttl := f.tokenTTL
+	switch {
+	case ttl == 0:
+		ttl = tokenLife
+	case ttl < time.Second:
+		return nil, fmt.Errorf("--token-ttl %v: want at least 1s", ttl)
+	}
+	m := &auth.Minter{Key: key, Claims: c, TTL: ttl}
+	return m.Token, nil
 }
 
 func cleanPrefix(p string) string {

@@ -413,3 +413,43 @@ func TestProgressFilesRemain(t *testing.T) {
 		})
 	}
 }
+
+// TestCpOutlivesItsTokens: a copy that runs longer than the tokens it
+// mints (--token-ttl 2s, a copy of about 3 s from a slow agent) mints
+// fresh ones as it goes and finishes; it failed when its one token
+// expired (the agent refuses an expired token, which no retry fixes).
+func TestCpOutlivesItsTokens(t *testing.T) {
+	work := t.TempDir()
+	keyFile, k := testKey(t, work)
+	srcRoot := filepath.Join(work, "src")
+	dstRoot := filepath.Join(work, "dst")
+	for _, d := range []string{srcRoot, dstRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := make([]byte, 24<<20)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(filepath.Join(srcRoot, "f.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := cpAgent(t, "slow", srcRoot, k, &emul.Config{CapacityBps: 8e6})
+	dst := cpAgent(t, "dst", dstRoot, k, nil)
+	start := time.Now()
+	res, err := run(t, "cp", "--token-key", keyFile, "--token-ttl", "2s", "--journal-dir", filepath.Join(work, "j"), src+"/f.bin", dst+"/out.bin")
+	if err != nil {
+		t.Fatalf("cp: %v\n%s", err, res)
+	}
+	if took := time.Since(start); took < 2500*time.Millisecond {
+		t.Logf("the copy took %v: shorter than the tokens it outlives, so this run tests nothing", took)
+	}
+	if got, err := os.ReadFile(filepath.Join(dstRoot, "out.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the copy differs from the original (%v)", err)
+	}
+	if _, err := run(t, "cp", "--token-key", keyFile, "--token-ttl", "100ms", src+"/f.bin", filepath.Join(work, "x")); err == nil || !strings.Contains(err.Error(), "--token-ttl") {
+		t.Errorf("--token-ttl 100ms: %v, want an error naming it", err)
+	}
+}

@@ -36,6 +36,7 @@ type serveConfig struct {
 	CycleSeconds     float64 `json:"cycle_seconds"`
 	HeartbeatTimeout float64 `json:"heartbeat_timeout_seconds"`
 	DownGiveUp       float64 `json:"down_give_up_seconds"`
+	DataTokenTTL     float64 `json:"data_token_ttl_seconds"`
 	TotalMaxCC       int     `json:"total_max_cc"`
 	StartupCost      float64 `json:"startup_cost_seconds"`
 	Policy           string  `json:"policy"`
@@ -58,7 +59,7 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds()}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), DataTokenTTL: server.DefaultDataTokenTTL.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
@@ -100,6 +101,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.StringVar(&c.Scheduler, "scheduler", c.Scheduler, fmt.Sprintf("scheduling algorithm: %v", sched.Names()))
 	f.Float64Var(&c.CycleSeconds, "cycle", c.CycleSeconds, "scheduling period in seconds")
 	f.Float64Var(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "seconds without a heartbeat before an endpoint is marked down")
+	f.Float64Var(&c.DataTokenTTL, "data-token-ttl", c.DataTokenTTL, "seconds each data token given to agents for a transfer lasts (a longer transfer gets fresh ones as it goes)")
 	f.Float64Var(&c.DownGiveUp, "down-give-up", c.DownGiveUp, "seconds an endpoint may stay silent (no heartbeat) before the files waiting for it fail, saying so (negative: they wait for good)")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
 	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
@@ -148,6 +150,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.DownGiveUp != 0 {
 		set("down-give-up", func() { c.DownGiveUp = fc.DownGiveUp })
 	}
+	if fc.DataTokenTTL != 0 {
+		set("data-token-ttl", func() { c.DataTokenTTL = fc.DataTokenTTL })
+	}
 	if fc.TotalMaxCC != 0 {
 		set("total-max-cc", func() { c.TotalMaxCC = fc.TotalMaxCC })
 	}
@@ -178,6 +183,9 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 func runServe(cmd *cobra.Command, c serveConfig) error {
 	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 || c.DownGiveUp == 0 {
 		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative, --down-give-up not 0")
+	}
+	if c.DataTokenTTL < 1 {
+		return fmt.Errorf("serve: --data-token-ttl %g: want at least 1 second", c.DataTokenTTL)
 	}
 	var batchMax int64 // 0: the server's default
 	switch strings.TrimSpace(c.BatchMax) {
@@ -223,6 +231,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		Cycle:            time.Duration(c.CycleSeconds * float64(time.Second)),
 		HeartbeatTimeout: time.Duration(c.HeartbeatTimeout * float64(time.Second)),
 		DownGiveUp:       time.Duration(c.DownGiveUp * float64(time.Second)),
+		DataTokenTTL:     time.Duration(c.DataTokenTTL * float64(time.Second)),
 		TotalMaxCC:       c.TotalMaxCC,
 		StartupCost:      time.Duration(c.StartupCost * float64(time.Second)),
 		Policy:           c.Policy,

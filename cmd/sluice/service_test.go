@@ -1925,3 +1925,34 @@ func TestServiceFailedLeavesNoPart(t *testing.T) {
 		t.Error("out/big.dat is in place although its source went away")
 	}
 }
+
+// TestServiceRunOutlivesItsTokens: a transfer that runs longer than the
+// data tokens it was given (--data-token-ttl 2, a file of 24 MiB from an
+// agent shaped to 8 MB/s: about 3 s) is given fresh ones as it goes and
+// ends done; it failed for good when its tokens expired (an agent refuses
+// an expired token, and no retry with it can help).
+func TestServiceRunOutlivesItsTokens(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 1, "--data-token-ttl", "2")
+	c.addEmulated("slow", `{"capacity_bps": 8e6}`)
+	c.file("slow", "f.bin", 24<<20, 9)
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://slow/f.bin", Destination: "sluice://a1/f.bin"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if got := c.waitJob(c.admin, j.ID, 60*time.Second); got.State != store.StateDone {
+		files, _ := c.admin.AllFiles(ctx, j.ID)
+		t.Fatalf("job ended %s: %+v", got.State, files)
+	}
+	if took := time.Since(start); took < 2500*time.Millisecond {
+		t.Logf("the job took %v: shorter than its tokens, so this run tests nothing", took)
+	}
+	want, _ := os.ReadFile(c.path("slow", "f.bin"))
+	if got, err := os.ReadFile(c.path("a1", "f.bin")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the copy differs from the original (%v)", err)
+	}
+}
