@@ -254,7 +254,11 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 			fmt.Fprintln(out, j.ID)
 		}
 		if watch {
-			return watchJob(cmd.Context(), cl, j.ID, cmd.ErrOrStderr())
+			if err := watchJob(cmd.Context(), cl, j.ID, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
+			// --json printed the job already: stdout stays one JSON document.
+			return watchEnded(cmd.Context(), cl, j.ID, out, !asJSON)
 		}
 		return nil
 	}
@@ -398,17 +402,28 @@ func newWatchCmd() *cobra.Command {
 		if err := watchJob(cmd.Context(), cl, id, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
-		j, err := cl.Job(cmd.Context(), id)
-		if err != nil {
-			return fmt.Errorf("watch: %w", err)
-		}
-		printJob(cmd.OutOrStdout(), j)
-		if j.State != store.StateDone {
-			return fmt.Errorf("job %d ended %s", id, j.State)
-		}
-		return nil
+		return watchEnded(cmd.Context(), cl, id, cmd.OutOrStdout(), true)
 	}
 	return cmd
+}
+
+// watchEnded reads a job whose watch saw it end, prints it (if show),
+// and fails unless every file was done: `sluice watch` and `sluice submit
+// --watch` exit non-zero for a failed or canceled job, so that a script
+// does not go on as if the data had arrived.
+func watchEnded(ctx context.Context, cl *client.Client, id int64, out io.Writer, show bool) error {
+	j, err := cl.Job(ctx, id)
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	if show {
+		printJob(out, j)
+	}
+	if j.State != store.StateDone {
+		return fmt.Errorf("job %d ended %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
+			id, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, id)
+	}
+	return nil
 }
 
 // watchJob shows progress bars (plain lines when not on a terminal) until

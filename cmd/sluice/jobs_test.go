@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// fakeAPI is a stand-in for `sluice serve` that answers the job
+// operations the CLI uses: a submission creates job 1 in state active,
+// and reading it gives it in state final. It keeps the bodies submitted.
+type fakeAPI struct {
+	final  api.JobOut
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (f *fakeAPI) serve(t *testing.T) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.bodies = append(f.bodies, string(b))
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(api.JobOut{ID: 1, State: store.StateActive, Files: f.final.Files, Created: time.Now()})
+	})
+	mux.HandleFunc("GET /v1/jobs/1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(f.final)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Setenv("SLUICE_SERVER", srv.URL)
+	t.Setenv("SLUICE_TOKEN", "sk_test")
+	t.Setenv("SLUICE_CONFIG", filepath.Join(t.TempDir(), "client.json"))
+}
+
+// TestSubmitWatchExitStatus: `sluice submit --watch` fails (exit status
+// 1) when the job ends other than done, as `sluice watch` does, so that
+// `sluice submit --watch ... && next-step` does not go on after a failed
+// transfer. Before, it exited 0 whatever the job's end.
+func TestSubmitWatchExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		state   string
+		wantErr bool
+	}{
+		{store.StateDone, false},
+		{store.StateFailed, true},
+		{store.StateCanceled, true},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			f := &fakeAPI{final: api.JobOut{ID: 1, State: tc.state, Files: 2, Created: time.Now(), Finished: new(time.Now())}}
+			switch tc.state {
+			case store.StateDone:
+				f.final.FilesDone = 2
+			case store.StateFailed:
+				f.final.FilesDone, f.final.FilesFailed = 1, 1
+			case store.StateCanceled:
+				f.final.FilesCanceled = 2
+			}
+			f.serve(t)
+			for _, args := range [][]string{
+				{"submit", "sluice://a1/x", "sluice://a2/x", "--watch"},
+				{"submit", "sluice://a1/x", "sluice://a2/x", "--watch", "--json"},
+				{"watch", "1"},
+			} {
+				out, err := run(t, args...)
+				if (err != nil) != tc.wantErr {
+					t.Errorf("%s: error %v, want an error: %v\n%s", strings.Join(args, " "), err, tc.wantErr, out)
+				}
+				if err != nil && !strings.Contains(err.Error(), tc.state) {
+					t.Errorf("%s: %q does not say the job ended %s", strings.Join(args, " "), err, tc.state)
+				}
+			}
+		})
+	}
+}
