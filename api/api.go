@@ -9,6 +9,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -189,6 +190,15 @@ type ParamsIn struct {
 	Priority       *int     `json:"priority,omitempty" minimum:"1" maximum:"5"`
 	Retry          *int     `json:"retry,omitempty" minimum:"0" maximum:"100"`
 	NoStreams      *int     `json:"nostreams,omitempty" minimum:"0" maximum:"1024" doc:"FTS3 form of streams."`
+}
+
+// UnmarshalJSON decodes the parameters Sluice uses and ignores the
+// others, also under a decoder that disallows unknown fields (`sluice
+// submit -f` checks a job file's own fields that way): FTS3 job files
+// carry parameters such as overwrite or job_metadata.
+func (p *ParamsIn) UnmarshalJSON(b []byte) error {
+	type params ParamsIn // without this method
+	return json.Unmarshal(b, (*params)(p))
 }
 
 // JobIn is a submission.

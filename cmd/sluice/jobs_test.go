@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -83,6 +84,53 @@ func TestSubmitWatchExitStatus(t *testing.T) {
 				if err != nil && !strings.Contains(err.Error(), tc.state) {
 					t.Errorf("%s: %q does not say the job ended %s", strings.Join(args, " "), err, tc.state)
 				}
+			}
+		})
+	}
+}
+
+// TestSubmitFTS3File: `sluice submit -f` takes an FTS3 job file as FTS3
+// tools write it: its params may hold parameters Sluice does not use
+// (overwrite, job_metadata, ...), which the API accepts and ignores.
+// Before, the CLI refused the file itself (json: unknown field
+// "overwrite") although the server takes the same JSON. A misspelt
+// field of the job or of a file is still refused.
+func TestSubmitFTS3File(t *testing.T) {
+	f := &fakeAPI{final: api.JobOut{ID: 1, State: store.StateDone, Files: 1, FilesDone: 1}}
+	f.serve(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, job string
+		ok        bool
+		want      string // in the body sent, or in the error
+	}{
+		{"fts3 params", `{"files":[{"sources":["sluice://a1/x"],"destinations":["sluice://a2/x"],"filesize":10}],
+			"params":{"verify_checksum":"both","retry":2,"overwrite":true,"job_metadata":{"run":7},"max_time_in_queue":3600}}`, true, `"retry":2`},
+		{"misspelt job field", `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/x"}],"lable":"x"}`, false, "lable"},
+		{"misspelt file field", `{"files":[{"source":"sluice://a1/x","destinaton":"sluice://a2/x"}]}`, false, "destinaton"},
+		{"bad params type", `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/x"}],"params":{"retry":"two"}}`, false, "retry"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := os.WriteFile(file, []byte(tc.job), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			f.bodies = nil
+			f.mu.Unlock()
+			out, err := run(t, "submit", "-f", file)
+			f.mu.Lock()
+			bodies := f.bodies
+			f.mu.Unlock()
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("submit -f: %v\n%s", err, out)
+			case tc.ok && (len(bodies) != 1 || !strings.Contains(bodies[0], tc.want)):
+				t.Fatalf("sent %q, want one job with %s", bodies, tc.want)
+			case !tc.ok && err == nil:
+				t.Fatalf("submit -f accepted %s:\n%s", tc.job, out)
+			case !tc.ok && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("error %q does not name %s", err, tc.want)
 			}
 		})
 	}
