@@ -249,6 +249,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 				if seen[re.Name] {
 					return bad("file %d: two sources on endpoint %q: replicas must be on different endpoints", i, re.Name)
 				}
+				if re.Name == de.Name && rp == dp {
+					return bad("file %d: source %d %q is the file's destination", i, k+2, r)
+				}
 				if err := acc.check(re.Name, rp, AccessRead); err != nil {
 					return store.Job{}, false, fmt.Errorf("file %d: source %d: %w", i, k+2, err)
 				}
@@ -263,6 +266,20 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 			Index: i, Src: scheme(f.Source) + se.Name + sp, Dst: scheme(f.Destination) + de.Name + dp,
 			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum, Replicas: replicas,
 			Batch: class == store.ClassBatch, State: state, Arrival: now,
+		}
+	}
+	// No file may read what another writes: a job's files run in no set
+	// order, so the copy would read the file before, during or after
+	// the other one replaces it.
+	for i := range tasks {
+		for k := -1; k < len(tasks[i].Replicas); k++ {
+			src, what := tasks[i].Src, "source"
+			if k >= 0 {
+				src, what = tasks[i].Replicas[k], fmt.Sprintf("source %d", k+2)
+			}
+			if j, ok := dsts[pathKey(src)]; ok && j != i {
+				return bad("files %d and %d: the %s of file %d is the destination of file %d (%s); the files of a job run in no set order: submit them as two jobs, one after the other", i, j, what, i, j, src)
+			}
 		}
 	}
 	if spec.Adaptive != nil {
@@ -292,6 +309,14 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	}
 	s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: j.State})
 	return j, true, nil
+}
+
+// pathKey is the key of a task's URL (scheme and endpoint's name
+// resolved, path cleaned) in Submit's map of destinations:
+// ENDPOINT/path.
+func pathKey(u string) string {
+	_, k, _ := strings.Cut(u, "://")
+	return k
 }
 
 func scheme(u string) string {

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// submitter is a server with endpoints a1, a2 and a3 registered and an
+// admin to submit with (no loop runs: Submit only stores jobs).
+func submitter(t *testing.T) (*Server, Caller) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w := loadedWorld(t, Config{Store: st})
+	for i, n := range []string{"a1", "a2", "a3"} {
+		e := store.Endpoint{Name: n, URL: "http://127.0.0.1:" + string(rune('1'+i)) + "000", Registered: time.Now(), LastSeen: time.Now(), Up: true}
+		if err := w.s.st.UpsertEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := w.s.st.EnsureUser(ctx, "root", "ops", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.s, Caller{User: u}
+}
+
+// TestSubmitPathConflicts: a job whose files' paths clash, so that what
+// it writes depends on the order its files happen to run in, is refused
+// at submission with a message naming the files, rather than accepted
+// and left to fail (or to copy a half-written file) later. Before, a
+// destination that was another file's source, or a replica of its own
+// file, was accepted: the copy read a file the job itself was replacing.
+func TestSubmitPathConflicts(t *testing.T) {
+	s, admin := submitter(t)
+	ctx := context.Background()
+	f := func(src, dst string, replicas ...string) FileSpec {
+		return FileSpec{Source: src, Destination: dst, Replicas: replicas, Size: -1}
+	}
+	for _, tc := range []struct {
+		name  string
+		files []FileSpec
+		want  string // in the error; "" accepted
+	}{
+		{"independent files", []FileSpec{f("sluice://a1/x", "sluice://a2/x"), f("sluice://a1/y", "sluice://a2/y")}, ""},
+		{"one source, two destinations", []FileSpec{f("sluice://a1/x", "sluice://a2/x"), f("sluice://a1/x", "sluice://a3/x")}, ""},
+		{"same path on another endpoint", []FileSpec{f("sluice://a1/x", "sluice://a2/x"), f("sluice://a2/y", "sluice://a1/y")}, ""},
+		{"same destination", []FileSpec{f("sluice://a1/x", "sluice://a2/x"), f("sluice://a1/y", "sluice://a2//x")}, "same destination"},
+		{"destination is its own replica", []FileSpec{f("sluice://a1/x", "sluice://a2/x", "sluice://a2/x")}, "file 0"},
+		{"destination is its own replica by host:port", []FileSpec{f("sluice://a1/x", "sluice://a2/d/x", "sluice://127.0.0.1:2000/d/./x")}, "file 0"},
+		{"destination is a later file's source", []FileSpec{f("sluice://a1/x", "sluice://a1/y"), f("sluice://a1/y", "sluice://a2/y")}, "files 1 and 0"},
+		{"destination is an earlier file's source", []FileSpec{f("sluice://a1/y", "sluice://a2/y"), f("sluice://a1/x", "sluice://a1/y")}, "files 0 and 1"},
+		{"destination is another file's replica", []FileSpec{f("sluice://a1/x", "sluice://a2/x", "sluice://a3/x"), f("sluice://a1/z", "sluice://a3/x")}, "files 0 and 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.Submit(ctx, admin, JobSpec{Files: tc.files})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "":
+			case err == nil:
+				t.Fatalf("accepted; want a refusal naming %q", tc.want)
+			case !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("refusal %q: want ErrInvalid naming %q", err, tc.want)
+
+			}
+		})
+	}
+}
