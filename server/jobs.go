@@ -281,6 +281,20 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 				return bad("files %d and %d: the %s of file %d is the destination of file %d (%s); the files of a job run in no set order: submit them as two jobs, one after the other", i, j, what, i, j, src)
 			}
 		}
+		// Nor may a destination be inside another: that one would have
+		// to be a file and a directory at once, and whichever file
+		// came second would fail (after every retry).
+		key := pathKey(tasks[i].Dst)
+		for dir := key; ; {
+			k := strings.LastIndexByte(dir, '/')
+			if k <= strings.IndexByte(key, '/') {
+				break // at the endpoint's root
+			}
+			dir = dir[:k]
+			if j, ok := dsts[dir]; ok {
+				return bad("files %d and %d: the destination of file %d (%s) is inside that of file %d (%s), which is a file", i, j, i, tasks[i].Dst, j, tasks[j].Dst)
+			}
+		}
 	}
 	if spec.Adaptive != nil {
 		if err := s.adaptiveFits(spec.Adaptive.withDefaults().P, tasks); err != nil {

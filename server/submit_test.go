@@ -60,6 +60,9 @@ func TestSubmitPathConflicts(t *testing.T) {
 		{"destination is its own replica by host:port", []FileSpec{f("sluice://a1/x", "sluice://a2/d/x", "sluice://127.0.0.1:2000/d/./x")}, "file 0"},
 		{"destination is a later file's source", []FileSpec{f("sluice://a1/x", "sluice://a1/y"), f("sluice://a1/y", "sluice://a2/y")}, "files 1 and 0"},
 		{"destination is an earlier file's source", []FileSpec{f("sluice://a1/y", "sluice://a2/y"), f("sluice://a1/x", "sluice://a1/y")}, "files 0 and 1"},
+		{"destination inside another's", []FileSpec{f("sluice://a1/x", "sluice://a2/d/x"), f("sluice://a1/y", "sluice://a2/d/x/y")}, "files 1 and 0"},
+		{"destination deep inside a later file's", []FileSpec{f("sluice://a1/x", "sluice://a2/d/x/y/z"), f("sluice://a1/y", "sluice://a2/d")}, "files 0 and 1"},
+		{"destinations side by side", []FileSpec{f("sluice://a1/x", "sluice://a2/d/x"), f("sluice://a1/y", "sluice://a2/d/xy"), f("sluice://a1/z", "sluice://a2/dx/y")}, ""},
 		{"destination is another file's replica", []FileSpec{f("sluice://a1/x", "sluice://a2/x", "sluice://a3/x"), f("sluice://a1/z", "sluice://a3/x")}, "files 0 and 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
