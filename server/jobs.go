@@ -86,6 +86,11 @@ func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, 
 // take (NAME_MAX): a longer one could never be written.
 const maxNameBytes = 255
 
+// maxPathBytes is the longest path Submit takes (PATH_MAX): the agents'
+// data tokens carry the path, and much longer ones outgrow what agents
+// accept, so the file would fail only when it ran.
+const maxPathBytes = 4096
+
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "sluice" && scheme != "sluices") {
@@ -103,6 +108,9 @@ func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, st
 		if len(el) > maxNameBytes {
 			return store.Endpoint{}, "", fmt.Errorf("%q: a name of %d bytes in the path; file systems take at most %d", raw, len(el), maxNameBytes)
 		}
+	}
+	if n := len(path.Clean(p)); n > maxPathBytes {
+		return store.Endpoint{}, "", fmt.Errorf("%.80q...: a path of %d bytes; at most %d", raw, n, maxPathBytes)
 	}
 	e, ok := idx[host]
 	if !ok {

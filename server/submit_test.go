@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,51 @@ func TestSubmitPathConflicts(t *testing.T) {
 			case !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want):
 				t.Fatalf("refusal %q: want ErrInvalid naming %q", err, tc.want)
 
+			}
+		})
+	}
+}
+
+// TestSubmitLongPaths: a path longer than PATH_MAX is refused at
+// submission, naming the limit. Before, it was accepted and its file
+// failed when it ran, with an error about a malformed token (the agents'
+// data tokens, which carry the path, outgrew what agents accept).
+func TestSubmitLongPaths(t *testing.T) {
+	s, admin := submitter(t)
+	ctx := context.Background()
+	// A path of n bytes: elements of 200 bytes (NAME_MAX is 255), then
+	// one to make up the rest.
+	long := func(n int) string {
+		var b strings.Builder
+		for b.Len()+201 < n {
+			b.WriteString("/" + strings.Repeat("d", 200))
+		}
+		b.WriteString("/" + strings.Repeat("f", n-b.Len()-1))
+		if b.Len() != n {
+			t.Fatalf("path of %d bytes, want %d", b.Len(), n)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name     string
+		src, dst string
+		ok       bool
+	}{
+		{"destination at the limit", "sluice://a1/x", "sluice://a2" + long(maxPathBytes), true},
+		{"source at the limit", "sluice://a1" + long(maxPathBytes), "sluice://a2/x", true},
+		{"destination past it", "sluice://a1/x", "sluice://a2" + long(maxPathBytes+1), false},
+		{"source far past it", "sluice://a1" + long(6000), "sluice://a2/x", false},
+		{"unicode past it", "sluice://a1/x", "sluice://a2/" + strings.Repeat("é/", maxPathBytes/3) + "f", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := s.Submit(ctx, admin, JobSpec{Files: []FileSpec{{Source: tc.src, Destination: tc.dst, Size: -1}}})
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tc.ok && err == nil:
+				t.Fatal("accepted")
+			case !tc.ok && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strconv.Itoa(maxPathBytes))):
+				t.Fatalf("refusal %q: want ErrInvalid naming the limit", err)
 			}
 		})
 	}
