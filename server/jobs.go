@@ -439,6 +439,14 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	// task stops its run when it hears (here at once, elsewhere by the
 	// hint or at the next poll).
 	ids, err := s.st.CancelJob(ctx, id, time.Now(), c.User.Name)
+	if errors.Is(err, store.ErrConflict) {
+		// The job ended while the cancel ran (PostgreSQL: its last file
+		// was recorded in between): answer as for an ended job.
+		if st, err2 := s.Job(ctx, c, id); err2 == nil && st.State != store.StateActive {
+			return st, nil
+		}
+		return JobStatus{}, fmt.Errorf("%w: job %d changed while it was being canceled; try again: %v", ErrConflict, id, err)
+	}
 	if err != nil {
 		return JobStatus{}, fmt.Errorf("server: %w", err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -124,5 +125,61 @@ func TestSubmitLongPaths(t *testing.T) {
 				t.Fatalf("refusal %q: want ErrInvalid naming the limit", err)
 			}
 		})
+	}
+}
+
+// racingStore finishes a job just before canceling it, as happens on
+// PostgreSQL when the job's last file is recorded (FinishJobIfDone, by
+// any server) between CancelJob's read of the job's state and its
+// update: CancelJob then fails with ErrConflict.
+type racingStore struct {
+	store.Store
+}
+
+func (r racingStore) CancelJob(ctx context.Context, id int64, at time.Time, actor string) ([]int64, error) {
+	if err := r.Store.FinishJob(ctx, id, store.StateDone, at, "another server"); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("store: cancel job %d: job changed concurrently: %w", id, store.ErrConflict)
+}
+
+// TestCancelRacesJobEnd: a cancel that comes as the job ends answers
+// with the job as it ended, as a cancel of a finished job does. Before,
+// the store's conflict reached the user as 500 Internal Server Error.
+func TestCancelRacesJobEnd(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	u, err := st.EnsureUser(ctx, "alice", "vo", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
+	tasks := []store.Task{{Src: "sluice://a/f", Dst: "sluice://d/f", SrcEndpoint: "a", DstEndpoint: "d", Size: 1, State: store.StateDone}}
+	if _, err := st.CreateJob(ctx, &j, tasks); err != nil {
+		t.Fatal(err)
+	}
+	w := loadedWorld(t, Config{Store: racingStore{st}})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the loop, for its part of a cancel
+		for {
+			select {
+			case f := <-w.s.inbox:
+				f(w)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	got, err := w.s.Cancel(ctx, Caller{User: u}, j.ID)
+	if err != nil {
+		t.Fatalf("cancel as the job ended: %v", err)
+	}
+	if got.State != store.StateDone || got.FilesDone != 1 {
+		t.Errorf("cancel answered %s with %d files done; want the job as it ended: done, 1", got.State, got.FilesDone)
 	}
 }
