@@ -173,12 +173,15 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 			br := bufio.NewReader(r)
 			if isClassAd(br) {
 				// A Stork submit file: each ad is a job or an estimate,
-				// and says what it is; the job flags would not reach
-				// its jobs.
-				for _, f := range []string{"optimize", "streams", "batch", "class", "label", "checksum", "submission-id", "selection", "watch"} {
-					if cmd.Flags().Changed(f) {
-						return fmt.Errorf("submit: %s: --%s does not apply to a ClassAd file, whose ads say what each is (optimization = \"YES\"); use a JSON job file for it", file, f)
+				// as the ad says; the job flags would be dropped.
+				var set []string
+				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch"} {
+					if cmd.Flags().Changed(name) {
+						set = append(set, "--"+name)
 					}
+				}
+				if len(set) > 0 {
+					return fmt.Errorf("submit: %s: %s: not taken with a Stork submit file, whose ads say what each job is (optimization = \"YES\" for --optimize)", file, strings.Join(set, ", "))
 				}
 				ads, err := parseClassAds(br)
 				if err != nil {

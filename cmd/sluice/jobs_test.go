@@ -135,3 +135,55 @@ func TestSubmitFTS3File(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmitFileIgnoredFlags: a flag `sluice submit -f` would not apply
+// is refused, naming it, and nothing is submitted. Before, a Stork
+// submit file went in without --batch, --label, --streams, ... and
+// --watch did not watch; --sources beside a job file was dropped: the
+// job ran other than asked, and nothing said so.
+func TestSubmitFileIgnoredFlags(t *testing.T) {
+	f := &fakeAPI{final: api.JobOut{ID: 1, State: store.StateDone, Files: 1, FilesDone: 1}}
+	f.serve(t)
+	dir := t.TempDir()
+	ad := filepath.Join(dir, "job.classad")
+	if err := os.WriteFile(ad, []byte(`[ dap_type = "transfer"; src_url = "sluice://a1/x"; dest_url = "sluice://a2/x"; ]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := filepath.Join(dir, "job.json")
+	if err := os.WriteFile(js, []byte(`{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/x"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" accepted
+	}{
+		{[]string{"-f", ad}, ""},
+		{[]string{"-f", ad, "--json"}, ""},
+		{[]string{"-f", ad, "--batch"}, "--batch"},
+		{[]string{"-f", ad, "--label", "nightly", "--streams", "4"}, "--label, --streams"},
+		{[]string{"-f", ad, "--watch"}, "--watch"},
+		{[]string{"-f", js, "--batch", "--label", "x", "--streams", "2", "--watch"}, ""},
+		{[]string{"-f", js, "--sources", "sluice://a1/x,sluice://a3/x"}, "--sources"},
+	} {
+		t.Run(strings.Join(tc.args[2:], " "), func(t *testing.T) {
+			f.mu.Lock()
+			f.bodies = nil
+			f.mu.Unlock()
+			out, err := run(t, append([]string{"submit"}, tc.args...)...)
+			f.mu.Lock()
+			sent := len(f.bodies)
+			f.mu.Unlock()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("%v\n%s", err, out)
+			case tc.want == "" && sent != 1:
+				t.Fatalf("%d jobs sent, want 1", sent)
+			case tc.want == "":
+			case err == nil || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("error %v, want one naming %s", err, tc.want)
+			case sent != 0:
+				t.Fatalf("%d jobs sent after the refusal", sent)
+			}
+		})
+	}
+}
