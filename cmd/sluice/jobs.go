@@ -201,6 +201,10 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 			if err := dec.Decode(&job); err != nil {
 				return fmt.Errorf("submit: %s: %w", file, err)
 			}
+			end := dec.InputOffset()
+			if _, err := dec.Token(); err != io.EOF {
+				return fmt.Errorf("submit: %s: more after the job, which ends at byte %d: a job file holds one job", file, end)
+			}
 		case len(sources) > 0 && len(args) == 1:
 			job.Files = []api.FileIn{{Sources: sources, Destination: args[0]}}
 		case len(sources) > 0:

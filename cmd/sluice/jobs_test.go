@@ -187,3 +187,41 @@ func TestSubmitFileIgnoredFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmitFileOneJob: a JSON job file holds one job. Before, a file
+// with a second job (or anything else) after the first submitted the
+// first and dropped the rest without a word.
+func TestSubmitFileOneJob(t *testing.T) {
+	f := &fakeAPI{final: api.JobOut{ID: 1, State: store.StateDone, Files: 1, FilesDone: 1}}
+	f.serve(t)
+	job := `{"files":[{"source":"sluice://a1/x","destination":"sluice://a2/x"}]}`
+	for _, tc := range []struct {
+		name, content string
+		ok            bool
+	}{
+		{"one job", job, true},
+		{"one job and blank lines", "\n" + job + "\n\n \t\n", true},
+		{"two jobs", job + "\n" + strings.ReplaceAll(job, "/x", "/y"), false},
+		{"trailing text", job + " oops", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "job.json")
+			if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			f.bodies = nil
+			f.mu.Unlock()
+			out, err := run(t, "submit", "-f", file)
+			f.mu.Lock()
+			sent := len(f.bodies)
+			f.mu.Unlock()
+			switch {
+			case tc.ok && (err != nil || sent != 1):
+				t.Fatalf("%d jobs sent, err %v\n%s", sent, err, out)
+			case !tc.ok && (err == nil || sent != 0):
+				t.Fatalf("%d jobs sent, err %v; want a refusal and none sent", sent, err)
+			}
+		})
+	}
+}
