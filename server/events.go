@@ -105,7 +105,10 @@ type jobLive struct {
 // live figures status queries read.
 func (w *world) progressEvents() {
 	live := make(map[int64]jobLive, len(w.jobs))
-	running := make(map[int64]int64) // checkpointed bytes of running tasks, per job
+	// Checkpointed bytes of the tasks still to end, per job: running or
+	// waiting to resume (preempted, retrying), as a job's status counts
+	// them.
+	held := make(map[int64]int64)
 	st := Status{Scheduler: w.s.sch.Name(), CycleSeconds: w.lastCycle.Seconds(), Period: w.s.cfg.Cycle.Seconds(), Server: w.s.cfg.ServerID}
 	for p := range w.parts {
 		st.Partitions = append(st.Partitions, p)
@@ -122,10 +125,12 @@ func (w *world) progressEvents() {
 		case store.StateRunning:
 			c.Running++
 		}
+		if t.Done > 0 {
+			held[t.JobID] += t.Done
+		}
 		if t.State != store.StateRunning {
 			continue
 		}
-		running[t.JobID] += t.Done
 		if t.xfer == nil {
 			continue
 		}
@@ -150,7 +155,7 @@ func (w *world) progressEvents() {
 		if j == nil {
 			continue
 		}
-		done := j.completed + running[id]
+		done := j.completed + held[id]
 		w.s.events.publish(Event{Type: "progress", Job: id, Owner: j.OwnerID, Throughput: l.rate,
 			BytesDone: done + l.extra, Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
 	}
