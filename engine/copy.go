@@ -103,9 +103,12 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("engine: %w", ctx.Err())
 		}
-		if errors.Is(err, errShortRead) {
+		if !errors.Is(err, backend.ErrNoSpace) {
 			// A source that shrank will never deliver: fail now
-			// rather than after every retry.
+			// rather than after every retry, and say so. It shows as
+			// a short read, or (a range that starts past the new end,
+			// at an agent, or pulled by one) as an invalid request or
+			// a failed pull, which say nothing of the cause.
 			if fi, serr := src.Backend.Stat(ctx, src.Path); serr == nil && fi.Size != t.sizeOf() {
 				return fmt.Errorf("engine: %w: %s is now %d bytes, was %d", ErrSourceChanged, src.Path, fi.Size, t.sizeOf())
 			}

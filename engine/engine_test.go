@@ -516,3 +516,72 @@ func TestPlacedByAnotherRun(t *testing.T) {
 		})
 	}
 }
+
+// pastEOF refuses a range that starts at or past the end of the file as
+// an agent does (400, invalid request), instead of a short read.
+type pastEOF struct{ backend.Backend }
+
+func (b pastEOF) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	if fi, err := b.Stat(ctx, p); err == nil && off >= fi.Size {
+		return nil, fmt.Errorf("%w: offset %d is beyond the end of the file", backend.ErrInvalid, off)
+	}
+	return b.Backend.OpenRange(ctx, p, off, n)
+}
+
+// TestSourceTruncatedBeforeRange truncates the source, mid-copy, below
+// ranges not yet copied, at a source that refuses such ranges as invalid
+// (a sluice agent) rather than ending them early: the copy fails with
+// ErrSourceChanged, naming the new size, through this process and as a
+// third-party pull alike; not as an invalid request, which says nothing
+// of what happened and is not a reason to give the file up alone.
+func TestSourceTruncatedBeforeRange(t *testing.T) {
+	for _, pull := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pull=%v", pull), func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, "f", 2<<20, 8)
+			s := e.spec("f", 2<<20)
+			s.CC = 1
+			var once sync.Once
+			truncate := func() {
+				once.Do(func() {
+					// At a chunk's end: the next chunk's range starts
+					// past the new end.
+					if err := os.Truncate(e.srcDir+"/f", 512<<10); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			src := pastEOF{e.src}
+			s.Src = src
+			if pull {
+				s.Pull = func(ctx context.Context, sp, dp string, off, n int64) error {
+					rc, err := src.OpenRange(ctx, sp, off, n)
+					if err != nil {
+						return err
+					}
+					defer rc.Close()
+					err = e.dst.WriteAt(ctx, dp, off, rc, n)
+					truncate()
+					return err
+				}
+			} else {
+				s.Dst = &fault{Backend: e.dst, failWrite: func(call int) error {
+					if call == 512/16 { // the last sub-write of the first chunk
+						truncate()
+					}
+					return nil
+				}}
+			}
+			_, err := Run(context.Background(), s)
+			if !errors.Is(err, ErrSourceChanged) {
+				t.Fatalf("error %v, want ErrSourceChanged", err)
+			}
+			if !strings.Contains(err.Error(), "524288") {
+				t.Errorf("error %q does not give the new size", err)
+			}
+			if exists(e.local(s.DstPath)) {
+				t.Errorf("final path exists")
+			}
+		})
+	}
+}
