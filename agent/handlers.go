@@ -296,6 +296,17 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	case n < 0:
 		return fmt.Errorf("%w: PUT needs a Content-Length", backend.ErrInvalid)
 	}
+	// If-Match: * (RFC 9110: only if the file exists) writes into an
+	// existing file, never creating one: a transfer's ranges go into the
+	// temporary file it allocated, and one removed meanwhile must not
+	// come back holding only the later ranges.
+	var existing bool
+	switch ims := r.Header.Values("If-Match"); {
+	case len(ims) == 1 && strings.TrimSpace(ims[0]) == "*":
+		existing = true
+	case len(ims) > 0:
+		return fmt.Errorf("%w: If-Match %q: only \"*\" is understood", backend.ErrInvalid, strings.Join(ims, ", "))
+	}
 	var body io.Reader = r.Body
 	if s.shape != nil { // emulating: the body arrives at the endpoint's pace
 		sr := s.shape.Reader(r.Context(), r.Body)
@@ -311,6 +322,9 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 		// writer is not sending: end the wait.
 		stop := context.AfterFunc(ctx, func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) })
 		defer stop()
+		if existing {
+			return s.fs.WriteAtExisting(ctx, p, off, fencedReader{ctx, body}, n)
+		}
 		return s.fs.WriteAt(ctx, p, off, fencedReader{ctx, body}, n)
 	}); err != nil {
 		return err

@@ -63,6 +63,18 @@ type RangeChecksummer interface {
 	ChecksumRange(ctx context.Context, path, algo string, off, n int64) (string, error)
 }
 
+// ExistingWriter is implemented by backends that can write into a file
+// only if it exists already (the file backend, the sluice agent). The
+// engine writes a transfer's ranges into the temporary file it allocated
+// this way: a temporary file removed meanwhile (its directory deleted,
+// say) must not come back as a new file that holds only the ranges
+// written after, with holes where the others were.
+type ExistingWriter interface {
+	// WriteAtExisting is WriteAt into a file that exists: ErrNotFound
+	// if it does not (or a parent directory is missing).
+	WriteAtExisting(ctx context.Context, path string, off int64, r io.Reader, n int64) error
+}
+
 // Algorithms are the checksum algorithms every backend must offer.
 var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
 

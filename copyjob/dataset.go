@@ -834,6 +834,12 @@ func (d *Dataset) splitOnce(ctx context.Context, it item, parts int) error {
 		return err
 	}
 	pull := st.puller(src)
+	// Into the file just allocated, never a new one: one removed
+	// meanwhile would come back holding only the later parts.
+	write := dst.WriteAt
+	if ew, ok := dst.(backend.ExistingWriter); ok {
+		write = ew.WriteAtExisting
+	}
 	part := ceilDiv(it.size, int64(parts))
 	g, gctx := errgroup.WithContext(ctx)
 	for off := int64(0); off < it.size; off += part {
@@ -848,7 +854,7 @@ func (d *Dataset) splitOnce(ctx context.Context, it item, parts int) error {
 			}
 			defer rc.Close()
 			cr := &countReader{r: rc, n: &st.moving}
-			err = dst.WriteAt(gctx, tmp, off, cr, n)
+			err = write(gctx, tmp, off, cr, n)
 			st.moving.Add(-cr.read)
 			return err
 		})

@@ -744,3 +744,57 @@ func TestWholeFilesLandingFails(t *testing.T) {
 		})
 	}
 }
+
+// removedMidway is a local destination whose directory dir is removed
+// before the second write of a range, once the first one was written.
+type removedMidway struct {
+	*file.Backend
+	dir    string
+	mu     sync.Mutex
+	writes int
+}
+
+func (r *removedMidway) before() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.writes++; r.writes == 2 {
+		os.RemoveAll(r.dir)
+	}
+}
+
+func (r *removedMidway) WriteAt(ctx context.Context, p string, off int64, rd io.Reader, n int64) error {
+	r.before()
+	return r.Backend.WriteAt(ctx, p, off, rd, n)
+}
+
+func (r *removedMidway) WriteAtExisting(ctx context.Context, p string, off int64, rd io.Reader, n int64) error {
+	r.before()
+	return r.Backend.WriteAtExisting(ctx, p, off, rd, n)
+}
+
+// TestSplitTempRemoved: the destination directory removed while a file
+// moves in parts (without a journal) with checksums off: the parts that
+// follow must not make a new temporary file, holes where the earlier
+// parts were, and land it as the file.
+func TestSplitTempRemoved(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	tree(t, srcDir, 3<<20)
+	b, err := file.New("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := &removedMidway{Backend: b, dir: filepath.Join(dstDir, "tree")}
+	o := opts(t)
+	o.Checksum = "none"
+	o.ChunkMin, o.PartMin = 4<<20, 1<<20
+	d := prepare(t, localEP(t, filepath.Join(srcDir, "tree")), Endpoint{Backend: dst, Path: dstDir + "/", URL: "file://" + dstDir + "/"}, o)
+	// One part at a time, so the second write comes after the first.
+	_, err = d.Perform(context.Background(), d.Files(), 1, 3, 1)
+	if got, rerr := os.ReadFile(filepath.Join(dstDir, "tree", "f00")); rerr == nil {
+		t.Fatalf("a file of %d bytes landed with its directory removed midway (Perform: %v)", len(got), err)
+	}
+	// A file's own failure: given up, and the copy fails naming it.
+	if f := d.Summary().Failures; err != nil || len(f) != 1 || !strings.Contains(f[0].Error, "not found") {
+		t.Errorf("Perform: %v, failures %+v; want the file given up as not found", err, f)
+	}
+}

@@ -169,9 +169,16 @@ func (t *Transfer) sizeOf() int64 {
 // each one as done once WriteAt returned. It reports whether any sub-write
 // completed.
 func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader, srcPath string) (bool, error) {
+	// Into the temporary file prepare allocated, never a new one: one
+	// removed meanwhile would come back holding only the ranges written
+	// after (pulls are written so by the destination agent too).
+	write := t.spec.Dst.WriteAt
+	if ew, ok := t.spec.Dst.(backend.ExistingWriter); ok {
+		write = ew.WriteAtExisting
+	}
 	return t.subWrites(ctx, p, func(off, n int64) error {
 		sr := subReader{ctx: ctx, r: rc, left: n, moved: &t.moved}
-		err := t.spec.Dst.WriteAt(ctx, t.tmp, off, &sr, n)
+		err := write(ctx, t.tmp, off, &sr, n)
 		if err == nil && sr.left != 0 {
 			err = fmt.Errorf("%w: destination took %d of %d bytes", backend.ErrInvalid, n-sr.left, n)
 		}

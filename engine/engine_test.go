@@ -585,3 +585,32 @@ func TestSourceTruncatedBeforeRange(t *testing.T) {
 		})
 	}
 }
+
+// TestTempRemovedMidCopy removes the temporary file (its directory, as
+// a user removing the destination would) while the copy runs, with
+// checksums off: the writes that follow must not make a new file of the
+// ranges still to come, holes where the others were, and put it in
+// place as the copy; the copy fails, saying the file is gone.
+func TestTempRemovedMidCopy(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, "f", 2<<20, 9)
+	s := e.spec("f", 2<<20)
+	s.Checksum = "none"
+	s.Dst = &fault{Backend: e.dst, failWrite: func(call int) error {
+		if call == 40 {
+			return os.RemoveAll(e.local("out"))
+		}
+		return nil
+	}}
+	_, err := Run(context.Background(), s)
+	if err == nil {
+		got, _ := os.ReadFile(e.local(s.DstPath))
+		t.Fatalf("copy succeeded with the temporary file removed midway (%d bytes in place)", len(got))
+	}
+	if !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("error %v, want not found", err)
+	}
+	if exists(e.local(s.DstPath)) {
+		t.Errorf("final path exists")
+	}
+}

@@ -79,7 +79,22 @@ func (f *fault) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadC
 	return rc, nil
 }
 
+// WriteAtExisting is WriteAt (with the same faults) into a file that
+// exists, when the wrapped backend can.
+func (f *fault) WriteAtExisting(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	ew, ok := f.Backend.(backend.ExistingWriter)
+	if !ok {
+		return f.WriteAt(ctx, p, off, r, n)
+	}
+	return f.writeAt(ctx, p, off, r, n, ew.WriteAtExisting)
+}
+
 func (f *fault) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	return f.writeAt(ctx, p, off, r, n, f.Backend.WriteAt)
+}
+
+func (f *fault) writeAt(ctx context.Context, p string, off int64, r io.Reader, n int64,
+	write func(context.Context, string, int64, io.Reader, int64) error) error {
 	f.mu.Lock()
 	f.writes++
 	call, fw := f.writes, f.failWrite
@@ -104,7 +119,7 @@ func (f *fault) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n
 			break
 		}
 	}
-	return f.Backend.WriteAt(ctx, p, off, &tap{f: f, r: r, corrupt: corrupt}, n)
+	return write(ctx, p, off, &tap{f: f, r: r, corrupt: corrupt}, n)
 }
 
 // tap is a WriteAt body seen by the destination: it counts, throttles,

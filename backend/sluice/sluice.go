@@ -548,12 +548,26 @@ func (c *counter) Read(p []byte) (int, error) {
 // WriteAt implements backend.Backend: one PUT with Content-Range whose
 // body is streamed from r.
 func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	return b.writeAt(ctx, p, off, r, n, false)
+}
+
+// WriteAtExisting implements backend.ExistingWriter: the PUT carries
+// If-Match: *, which the agent answers with not found when the file is
+// not there (an agent from before it creates the file, as WriteAt).
+func (b *Backend) WriteAtExisting(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	return b.writeAt(ctx, p, off, r, n, true)
+}
+
+func (b *Backend) writeAt(ctx context.Context, p string, off int64, r io.Reader, n int64, existing bool) error {
 	if off < 0 || n < 0 || off > (1<<63-1)-n {
 		return wrap("write", p, fmt.Errorf("%w: range %d+%d", backend.ErrInvalid, off, n))
 	}
 	hdr := http.Header{"Content-Type": {"application/octet-stream"}}
 	if n > 0 {
 		hdr.Set("Content-Range", fmt.Sprintf("bytes %d-%d/*", off, off+n-1))
+	}
+	if existing {
+		hdr.Set("If-Match", "*")
 	}
 	// With no bytes there is no range to name; an empty PUT still creates
 	// the file, which is all a zero-length write does.

@@ -684,3 +684,32 @@ func TestSyncManyOldAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteAtExisting: a write into an existing file only (what the
+// engine uses for its ranges) writes into one that is there, and is
+// refused as not found, creating nothing, when the file or its directory
+// was removed; a plain WriteAt still creates both.
+func TestWriteAtExisting(t *testing.T) {
+	a := newAgent(t, "dtn1")
+	b := a.client(t, a.token(t, auth.ScopeRW, "/", time.Hour))
+	ctx := context.Background()
+	if err := b.Truncate(ctx, "/d/.f.sluice-part", 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteAtExisting(ctx, "/d/.f.sluice-part", 3, strings.NewReader("def"), 3); err != nil {
+		t.Fatalf("into an existing file: %v", err)
+	}
+	if err := os.RemoveAll(filepath.Join(a.root, "d")); err != nil {
+		t.Fatal(err)
+	}
+	err := b.WriteAtExisting(ctx, "/d/.f.sluice-part", 3, strings.NewReader("def"), 3)
+	if !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("into a removed file: %v, want not found", err)
+	}
+	if _, err := os.Stat(filepath.Join(a.root, "d")); !os.IsNotExist(err) {
+		t.Errorf("the refused write made the directory again (%v)", err)
+	}
+	if err := b.WriteAt(ctx, "/d/g", 3, strings.NewReader("def"), 3); err != nil {
+		t.Errorf("plain WriteAt no longer creates: %v", err)
+	}
+}
