@@ -264,8 +264,10 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 			if err := watchJob(cmd.Context(), cl, j.ID, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			// --json printed the job already: stdout stays one JSON document.
-			return watchEnded(cmd.Context(), cl, j.ID, out, !asJSON)
+			// stdout stays what submit prints, the job id (or with --json
+			// one JSON document), so that JOB=$(sluice submit ... --watch)
+			// works: the summary goes to stderr, after the progress.
+			return watchEnded(cmd.Context(), cl, j.ID, cmd.ErrOrStderr(), true)
 		}
 		return nil
 	}

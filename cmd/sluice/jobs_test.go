@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -223,5 +224,30 @@ func TestSubmitFileOneJob(t *testing.T) {
 				t.Fatalf("%d jobs sent, err %v; want a refusal and none sent", sent, err)
 			}
 		})
+	}
+}
+
+// TestSubmitWatchStdoutIsJobID: `sluice submit --watch` prints the job id
+// alone on stdout, as submit says it does, and the progress and the
+// job's summary on stderr, so that JOB=$(sluice submit ... --watch)
+// (scripts/demo.sh, `make run`) gets the id. Before, the summary went to
+// stdout after the id and the demo's next command failed with
+// "... is not a job id".
+func TestSubmitWatchStdoutIsJobID(t *testing.T) {
+	f := &fakeAPI{final: api.JobOut{ID: 1, State: store.StateDone, Files: 2, FilesDone: 2, Created: time.Now(), Finished: new(time.Now())}}
+	f.serve(t)
+	root := newRoot()
+	var stdout, stderr bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"submit", "sluice://a1/x", "sluice://a2/x", "--watch"})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("submit --watch: %v\n%s", err, stderr.String())
+	}
+	if got := stdout.String(); got != "1\n" {
+		t.Errorf("stdout %q, want the job id alone", got)
+	}
+	if !strings.Contains(stderr.String(), "job 1 (done") {
+		t.Errorf("stderr %q does not hold the job's summary", stderr.String())
 	}
 }
