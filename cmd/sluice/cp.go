@@ -588,6 +588,8 @@ type progressView struct {
 	bar   *mpb.Bar
 	last  time.Time
 	total int64
+	// refresh draws the bar on a writer that is not a terminal (tests).
+	refresh bool
 }
 
 func newProgressView(w io.Writer) *progressView {
@@ -607,8 +609,11 @@ func (v *progressView) update(p copyjob.Progress) {
 	v.mu.Unlock()
 	if v.tty {
 		if v.p == nil {
-			v.p = mpb.New(mpb.WithOutput(v.w), mpb.WithWidth(40))
-			v.bar = v.p.New(p.Bytes, mpb.BarStyle(),
+			v.p = mpb.New(mpb.WithOutput(v.w), mpb.WithWidth(40), mpb.ContainerOptional(mpb.WithAutoRefresh(), v.refresh))
+			// Made without a total, since mpb takes one (SetTotal)
+			// only for such a bar: a job watched from its submission
+			// has no size until the server has stated its files.
+			v.bar = v.p.New(0, mpb.BarStyle(),
 				mpb.PrependDecorators(decor.Name("copy "), decor.CountersKibiByte("% .1f / % .1f")),
 				mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
 					v.mu.Lock()
@@ -616,9 +621,16 @@ func (v *progressView) update(p copyjob.Progress) {
 					v.mu.Unlock()
 					return fmt.Sprintf(" %.1f MB/s  %d/%d files", c.Rate/1e6, c.FilesDone, c.Files)
 				})))
+		}
+		if p.Bytes != v.total {
+			v.bar.SetTotal(p.Bytes, false)
 			v.total = p.Bytes
 		}
 		v.bar.SetCurrent(barCurrent(p))
+		if p.Files > 0 && p.FilesDone >= p.Files {
+			// The bar ends at its total, and takes no other after.
+			v.bar.EnableTriggerComplete()
+		}
 		return
 	}
 	if time.Since(v.last) < 2*time.Second {

@@ -315,6 +315,27 @@ func TestProgressViewFinishes(t *testing.T) {
 	}
 }
 
+// TestProgressViewLearnsTotal: the bar of `sluice watch` (and submit
+// --watch) takes the job's size when the server learns it. A job read
+// right after its submission has no size yet; before, the bar kept that
+// first total of 0 and showed "352.0 MiB / 0.0 b" with an empty bar for
+// the whole job (make run), and never completed.
+func TestProgressViewLearnsTotal(t *testing.T) {
+	var out bytes.Buffer
+	v := &progressView{w: &out, last: time.Now(), tty: true, refresh: true}
+	v.update(copyjob.Progress{Files: 2})
+	v.update(copyjob.Progress{Bytes: 100 << 20, Done: 50 << 20, Files: 2, FilesDone: 1})
+	time.Sleep(300 * time.Millisecond) // a frame at half way
+	v.update(copyjob.Progress{Bytes: 100 << 20, Done: 100 << 20, Files: 2, FilesDone: 2})
+	v.finish()
+	if !v.bar.Completed() {
+		t.Error("the bar of a finished job did not complete")
+	}
+	if s := out.String(); !strings.Contains(s, "50.0 MiB / 100.0 MiB") || !strings.Contains(s, "100.0 MiB / 100.0 MiB") {
+		t.Errorf("the bar does not show the job's size:\n%s", s)
+	}
+}
+
 // TestCpJSONOnFailure: with --json, a copy that fails still prints its
 // report (what was done, and the error) for the script that reads it,
 // and exits non-zero.
