@@ -57,9 +57,8 @@ for i in $(seq -w 300); do head -c $((RANDOM * 40 + 1)) /dev/urandom >"$DEMO/dtn
 
 echo "== submitting (sluice submit -f $DEMO/job.json --watch)"
 JOB=$("$BIN" submit -f "$DEMO/job.json" --watch)
-"$BIN" status "$JOB" --files | awk 'NR <= 8'
+"$BIN" status "$JOB" --files | awk '/^#/ { t = 1 } t && n++ < 4'
 echo "   ..."
-"$BIN" status "$JOB"
 if ! diff -r "$DEMO/dtn1/data" "$DEMO/dtn2/copy/data" >/dev/null; then
 	echo "the copy differs from the source!" >&2
 	exit 1
