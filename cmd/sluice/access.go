@@ -61,7 +61,7 @@ func newAccessShowCmd() *cobra.Command {
 		}
 		return tw.Flush()
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the form `access set` reads)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the form access set reads)")
 	return cmd
 }
 

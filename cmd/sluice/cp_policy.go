@@ -25,7 +25,7 @@ type cpPolicyFlags struct {
 
 func (p *cpPolicyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&p.server, "policy-server", "", "sluice server whose Policy Service allocates this copy's streams (makes cp its adaptive client)")
-	fl.StringVar(&p.token, "policy-token", "", "API token or @FILE for --policy-server (default $SLUICE_TOKEN, then `sluice login`'s)")
+	fl.StringVar(&p.token, "policy-token", "", "API token or @FILE for --policy-server (default $SLUICE_TOKEN, then what sluice login saved)")
 	fl.StringVar(&p.pair, "policy-pair", "", "SRC:DST endpoint names of the allocation (default: the agents' names)")
 	fl.StringVar(&p.client, "policy-client", "", "client name of the allocation (default sluice-cp:HOST:PID)")
 	fl.IntVar(&p.ci, "ci", 4, "with --policy-server: initial concurrency (files in flight; the default is at most --cmax)")

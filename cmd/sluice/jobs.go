@@ -45,8 +45,8 @@ func clientConfigFile() string {
 // clientFlags adds --server and --token to a command.
 func clientFlags(cmd *cobra.Command) *clientConfig {
 	c := &clientConfig{}
-	cmd.Flags().StringVar(&c.Server, "server", "", "server URL (default $SLUICE_SERVER, then `sluice login`'s)")
-	cmd.Flags().StringVar(&c.Token, "token", "", "API token or @FILE (default $SLUICE_TOKEN, then `sluice login`'s)")
+	cmd.Flags().StringVar(&c.Server, "server", "", "server URL (default $SLUICE_SERVER, then what sluice login saved)")
+	cmd.Flags().StringVar(&c.Token, "token", "", "API token or @FILE (default $SLUICE_TOKEN, then what sluice login saved)")
 	return c
 }
 

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // run executes the CLI with args and returns what it printed and its error.
@@ -199,4 +202,26 @@ func TestSimRunOwnLog(t *testing.T) {
 			t.Errorf("stderr %q does not say %q", stderr.String(), w)
 		}
 	}
+}
+
+// TestFlagUsageHasNoBackquotes: no flag's help holds backquoted words
+// that pflag would take for the flag's value name: `sluice status --help`
+// showed "--server sluice login   server URL (default $SLUICE_SERVER,
+// then sluice login's)" and `sluice access show --help` "--json access
+// set", a bool flag given a value.
+func TestFlagUsageHasNoBackquotes(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			// A backquoted value name (`FILE`) is pflag's convention.
+			name, _ := pflag.UnquoteUsage(f)
+			if strings.Contains(f.Usage, "`") && (f.Value.Type() == "bool" || strings.Contains(name, " ")) {
+				t.Errorf("%s --%s: shown as taking %q: backquotes in %q", c.CommandPath(), f.Name, name, f.Usage)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
 }
