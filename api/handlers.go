@@ -577,7 +577,7 @@ type EstimateIn struct {
 	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`
 	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it (in it, if it ends in /) under a hidden temporary name and removed."`
 	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
-	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MB, 64 KiB to 1 GiB)."`
+	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MiB, 64 KiB to 1 GiB)."`
 	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
 	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32). An answer under a lower limit than that is not kept as the pair's history."`
 	UseHistory  bool   `json:"use_history,omitempty" doc:"Answer from the pair's stored optimisation when fresh, without sampling."`

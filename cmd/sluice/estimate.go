@@ -102,7 +102,7 @@ gets; they are still sent and counted in the cost.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "", "bytes of the transfer to predict (e.g. 5G, 700MB; required, except with --iperf3)")
-	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MB)")
+	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MiB)")
 	f.BoolVar(&useHistory, "use-history", false, "answer from the pair's stored optimisation when fresh, without sampling")
 	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32; with --iperf3: 32, at most 128)")
 	f.BoolVar(&asJSON, "json", false, "print the answer as JSON")
