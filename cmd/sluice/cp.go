@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/gridftp"
 	"github.com/sluice-dtn/sluice/backend/root"
@@ -122,6 +124,9 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fl := cmd.Flags()
+			if c := f.checksum; c != "auto" && c != "none" && !slices.Contains(backend.Algorithms, c) {
+				return fmt.Errorf("--checksum %q: want auto, %s or none", c, strings.Join(backend.Algorithms, ", "))
+			}
 			if len(f.multi.sources) > 0 {
 				return runMultiCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 			}

@@ -474,3 +474,28 @@ func TestCpOutlivesItsTokens(t *testing.T) {
 		t.Errorf("--token-ttl 100ms: %v, want an error naming it", err)
 	}
 }
+
+// TestCpChecksumFlag: an unknown --checksum is refused before anything
+// is opened, naming every value the flag takes. Before, the copy started
+// and failed with "invalid request: checksum "bogus" (want one of
+// [adler32 md5 sha256 crc32c])", which left out auto (the default) and
+// none, both taken.
+func TestCpChecksumFlag(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f")
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run(t, "cp", "--checksum", "bogus", "--journal-dir", filepath.Join(dir, "j"), src, filepath.Join(dir, "g"))
+	if err == nil || !strings.Contains(err.Error(), "--checksum") || !strings.Contains(err.Error(), "auto") || !strings.Contains(err.Error(), "none") {
+		t.Errorf("cp --checksum bogus: %v, want an error naming the flag and its values, auto and none among them", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "g")); !os.IsNotExist(err) {
+		t.Errorf("cp --checksum bogus made the destination: %v", err)
+	}
+	for _, c := range []string{"auto", "none", "md5"} {
+		if out, err := run(t, "cp", "--checksum", c, "--journal-dir", filepath.Join(dir, "j"), src, filepath.Join(dir, c)); err != nil {
+			t.Errorf("cp --checksum %s: %v\n%s", c, err, out)
+		}
+	}
+}
