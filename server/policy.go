@@ -142,6 +142,7 @@ func (s *Server) newPolicyService(cfg PolicyConfig, starlark policy.Policy) (*po
 func (s *Server) loadPolicy(ctx context.Context) error {
 	cfg := defaultPolicyConfig()
 	raw, err := s.st.Setting(ctx, policySetting)
+	saved := err == nil // an administrator set it through the API
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -160,7 +161,7 @@ func (s *Server) loadPolicy(ctx context.Context) error {
 			return fmt.Errorf("server: --policy: %w", err)
 		}
 		if _, ok := star.(*policy.Starlark); !ok {
-			if cfg.Policy != s.cfg.Policy && cfg.Policy != "" {
+			if saved && cfg.Policy != s.cfg.Policy && cfg.Policy != "" {
 				s.log.Warn("--policy overrides the policy stored through the API", "policy", s.cfg.Policy, "stored", cfg.Policy)
 			}
 			cfg.Policy, star = s.cfg.Policy, nil

@@ -175,3 +175,38 @@ func TestSetPolicyInitialZero(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyFlagOverrideWarning: serve --policy warns that it overrides
+// the policy stored through the API only when one was stored. Before,
+// every start with --policy weighted-shares on a fresh store warned
+// "--policy overrides the policy stored through the API ... stored=greedy"
+// although nothing had been stored: greedy was only the default.
+func TestPolicyFlagOverrideWarning(t *testing.T) {
+	ctx := context.Background()
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := func(flag string) string {
+		var log strings.Builder
+		if _, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(), Policy: flag,
+			Logger: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
+			t.Fatal(err)
+		}
+		return log.String()
+	}
+	if log := start("weighted-shares"); strings.Contains(log, "overrides") {
+		t.Errorf("a fresh store, nothing stored: %s", log)
+	}
+	s := newPolicyTestServer(t, st)
+	cfg := s.Policy(ctx, admin)
+	cfg.Policy = "greedy"
+	if _, err := s.SetPolicy(ctx, admin, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if log := start("weighted-shares"); !strings.Contains(log, "overrides") {
+		t.Errorf("greedy stored through the API, --policy weighted-shares: no warning in %q", log)
+	}
+}
