@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -224,4 +228,62 @@ func TestFlagUsageHasNoBackquotes(t *testing.T) {
 		}
 	}
 	walk(newRoot())
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTestbedUpRemovesItsDirectory: `sluice testbed up` without --dir
+// removes the temporary directory it made once it stops (Ctrl-C), as
+// replay and compare do; a --dir is kept. Before, every run left a
+// /tmp/sluice-testbed-* behind with the store and the agents' roots.
+func TestTestbedUpRemovesItsDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a testbed")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	kept := filepath.Join(t.TempDir(), "kept")
+	for _, args := range [][]string{{"testbed", "up"}, {"testbed", "up", "--dir", kept}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		root := newRoot()
+		var out syncBuffer
+		root.SetOut(&out)
+		root.SetErr(io.Discard)
+		root.SetArgs(args)
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(out.String(), "Ctrl-C stops it") && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out.String())
+		}
+		if !strings.Contains(out.String(), "Ctrl-C stops it") {
+			t.Fatalf("%v: the testbed did not come up:\n%s", args, out.String())
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "sluice-testbed-*")); len(left) > 0 {
+		t.Errorf("testbed up left %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(kept, "server")); err != nil {
+		t.Errorf("testbed up --dir: %v", err)
+	}
 }

@@ -54,6 +54,9 @@ func newTestbedUp() *cobra.Command {
 				if dir, err = os.MkdirTemp("", "sluice-testbed-"); err != nil {
 					return err
 				}
+				// Made here, so removed here, once the testbed has
+				// stopped (the deferred Close below runs first).
+				defer os.RemoveAll(dir)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -79,7 +82,7 @@ func newTestbedUp() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "sc15-mini", "testbed profile")
-	cmd.Flags().StringVar(&dir, "dir", "", "directory for the server's store and the agents' roots (default: a new temporary one)")
+	cmd.Flags().StringVar(&dir, "dir", "", "directory for the server's store and the agents' roots, kept (default: a new temporary one, removed when the testbed stops)")
 	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
 	return cmd
 }
