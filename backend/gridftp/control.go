@@ -500,14 +500,9 @@ const maxListing = 256 << 20
 // retrieve runs a command whose answer comes over a passive data
 // connection (MLSD) and returns that data.
 func (c *conn) retrieve(ctx context.Context, line string) ([]byte, error) {
-	addr, err := c.passive()
+	dc, err := c.dataConn(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var d net.Dialer
-	dc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("data connection to %s: %w", addr, err)
 	}
 	defer dc.Close()
 	stop := context.AfterFunc(ctx, func() { dc.SetDeadline(aLongTimeAgo) })
@@ -527,7 +522,7 @@ func (c *conn) retrieve(ctx context.Context, line string) ([]byte, error) {
 	}
 	var r io.Reader = dc
 	if c.stall > 0 {
-		r = &stallReader{ctx: ctx, c: dc, stall: c.stall}
+		r = &stallConn{ctx: ctx, c: dc, stall: c.stall}
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxListing+1))
 	if err != nil {
@@ -589,26 +584,59 @@ func (c *conn) passive() (string, error) {
 	return net.JoinHostPort(c.host, strconv.Itoa(port)), nil
 }
 
-// stallReader reads a data connection, failing when no byte comes for
-// stall (or ctx's deadline passes, or ctx is cancelled).
-type stallReader struct {
+// dataConn opens a passive data connection (PASV, or EPSV) for the
+// next transfer command. If it cannot be dialled, c is marked dirty: the
+// server is left waiting for it.
+func (c *conn) dataConn(ctx context.Context) (net.Conn, error) {
+	addr, err := c.passive()
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	dc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		c.dirty = true
+		return nil, fmt.Errorf("data connection to %s: %w", addr, err)
+	}
+	return dc, nil
+}
+
+// stallConn reads or writes a data connection, failing when no byte
+// moves for stall (or ctx's deadline passes, or ctx is cancelled).
+type stallConn struct {
 	ctx   context.Context
 	c     net.Conn
 	stall time.Duration
 }
 
-func (r *stallReader) Read(p []byte) (int, error) {
-	d := time.Now().Add(r.stall)
-	if cd, ok := r.ctx.Deadline(); ok && cd.Before(d) {
+// arm sets the deadline of the next read or write.
+func (s *stallConn) arm() {
+	d := time.Now().Add(s.stall)
+	if cd, ok := s.ctx.Deadline(); ok && cd.Before(d) {
 		d = cd
 	}
-	r.c.SetDeadline(d)
-	if r.ctx.Err() != nil {
-		r.c.SetDeadline(aLongTimeAgo) // the AfterFunc's was overwritten
+	s.c.SetDeadline(d)
+	if s.ctx.Err() != nil {
+		s.c.SetDeadline(aLongTimeAgo) // the AfterFunc's was overwritten
 	}
-	n, err := r.c.Read(p)
-	if errors.Is(err, os.ErrDeadlineExceeded) && ctxErr(r.ctx, err) == nil {
-		err = fmt.Errorf("no data from the server within %v: %w", r.stall, err)
+}
+
+// stalled says so of a deadline that was the stall bound's, not ctx's.
+func (s *stallConn) stalled(err error, what string) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctxErr(s.ctx, err) == nil {
+		return fmt.Errorf("%s within %v: %w", what, s.stall, err)
 	}
-	return n, err
+	return err
+}
+
+func (s *stallConn) Read(p []byte) (int, error) {
+	s.arm()
+	n, err := s.c.Read(p)
+	return n, s.stalled(err, "no data from the server")
+}
+
+func (s *stallConn) Write(p []byte) (int, error) {
+	s.arm()
+	n, err := s.c.Write(p)
+	return n, s.stalled(err, "the server took no data")
 }

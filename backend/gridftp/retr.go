@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -89,15 +87,9 @@ type retrReader struct {
 
 // retr starts "RETR sp" from off, for want bytes.
 func (c *conn) retr(ctx context.Context, sp string, off, want int64) (*retrReader, error) {
-	addr, err := c.passive()
+	dc, err := c.dataConn(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var d net.Dialer
-	dc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		c.dirty = true // the server waits for a data connection
-		return nil, fmt.Errorf("data connection to %s: %w", addr, err)
 	}
 	fail := func(err error) (*retrReader, error) {
 		dc.Close()
@@ -121,7 +113,7 @@ func (c *conn) retr(ctx context.Context, sp string, off, want int64) (*retrReade
 	r := &retrReader{ctx: ctx, c: c, dc: dc, r: dc, left: want}
 	r.stop = context.AfterFunc(ctx, func() { dc.SetDeadline(aLongTimeAgo) })
 	if c.stall > 0 {
-		r.r = &stallReader{ctx: ctx, c: dc, stall: c.stall}
+		r.r = &stallConn{ctx: ctx, c: dc, stall: c.stall}
 	} else if d, ok := ctx.Deadline(); ok {
 		dc.SetDeadline(d)
 	}
@@ -250,15 +242,9 @@ func (b *Backend) writeNative(ctx context.Context, sp string, off int64, r io.Re
 // got, as for the tool's runs); one that ends early is not (the caller
 // compares the count).
 func (c *conn) esto(ctx context.Context, sp string, off int64, r io.Reader, n int64) (int64, error) {
-	addr, err := c.passive()
+	dc, err := c.dataConn(ctx)
 	if err != nil {
 		return 0, err
-	}
-	var d net.Dialer
-	dc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		c.dirty = true // the server waits for a data connection
-		return 0, fmt.Errorf("data connection to %s: %w", addr, err)
 	}
 	defer dc.Close()
 	stop := context.AfterFunc(ctx, func() { dc.SetDeadline(aLongTimeAgo) })
@@ -275,7 +261,7 @@ func (c *conn) esto(ctx context.Context, sp string, off int64, r io.Reader, n in
 	}
 	var w io.Writer = dc
 	if c.stall > 0 {
-		w = &stallWriter{ctx: ctx, c: dc, stall: c.stall}
+		w = &stallConn{ctx: ctx, c: dc, stall: c.stall}
 	}
 	// The copy runs on its own: a source that blocks in Read (for as
 	// long as it likes) must not hold a cancelled write, which returns
@@ -317,29 +303,4 @@ func (c *conn) esto(ctx context.Context, sp string, off int64, r io.Reader, n in
 		return src.n, &ReplyError{Cmd: "ESTO", Code: code, Msg: condense(msg, 2000)}
 	}
 	return src.n, nil
-}
-
-// stallWriter writes to a data connection, failing when the server
-// takes no byte for stall (or ctx's deadline passes, or ctx is
-// cancelled).
-type stallWriter struct {
-	ctx   context.Context
-	c     net.Conn
-	stall time.Duration
-}
-
-func (w *stallWriter) Write(p []byte) (int, error) {
-	d := time.Now().Add(w.stall)
-	if cd, ok := w.ctx.Deadline(); ok && cd.Before(d) {
-		d = cd
-	}
-	w.c.SetDeadline(d)
-	if w.ctx.Err() != nil {
-		w.c.SetDeadline(aLongTimeAgo) // the AfterFunc's was overwritten
-	}
-	n, err := w.c.Write(p)
-	if errors.Is(err, os.ErrDeadlineExceeded) && ctxErr(w.ctx, err) == nil {
-		err = fmt.Errorf("the server took no data within %v: %w", w.stall, err)
-	}
-	return n, err
 }
