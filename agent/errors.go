@@ -22,6 +22,7 @@ const (
 	kindInvalid      = "invalid"
 	kindExist        = "exist"
 	kindFenced       = "fenced"
+	kindChanged      = "changed"
 	kindInternal     = "internal"
 )
 
@@ -60,6 +61,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, kindExist
 	case errors.Is(err, backend.ErrFenced):
 		return http.StatusConflict, kindFenced
+	case errors.Is(err, backend.ErrChanged):
+		return http.StatusConflict, kindChanged
 	// Errors backend/file leaves unclassified that are the request's
 	// fault, not the server's: retrying them cannot help. POSIX lets
 	// rmdir of a non-empty directory fail with EEXIST, hence exist.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -637,7 +638,29 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 	if err != nil {
 		return fmt.Errorf("sending %s: %w", p, err)
 	}
+	// The checksum is of the bytes sent, so it cannot tell a file
+	// rewritten (or appended to) while it was read: those bytes may mix
+	// two versions, and would pass. Its size and modification time can:
+	// the trailer then says so instead of vouching for them.
+	if err := changedWhileRead(f, fi, p); err != nil {
+		return frame(batchFrame{Path: name, Error: s.fs.Rel(err).Error(), Kind: kindChanged})
+	}
 	return frame(batchFrame{Path: name, Checksum: hex.EncodeToString(h.Sum(nil))})
+}
+
+// changedWhileRead reports whether the open file f (at p) is no longer as
+// it was when before was taken: another size or modification time.
+func changedWhileRead(f *os.File, before os.FileInfo, p string) error {
+	after, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %s: %w", backend.ErrChanged, p, err)
+	case after.Size() != before.Size():
+		return fmt.Errorf("%w: %s is now %d bytes, was %d when its reading began", backend.ErrChanged, p, after.Size(), before.Size())
+	case !after.ModTime().Equal(before.ModTime()):
+		return fmt.Errorf("%w: %s was modified at %s, while it was read", backend.ErrChanged, p, after.ModTime().UTC().Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) error {

@@ -158,7 +158,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	if f.Size >= 0 && size != f.Size {
 		// The source changed since it was listed: not this file (the
 		// next Next skips its bytes).
-		return fileError{fmt.Errorf("%w: %s is %d bytes, expected %d", backend.ErrInvalid, f.Src, size, f.Size)}
+		return fileError{fmt.Errorf("%w: %s is %d bytes, expected %d", backend.ErrChanged, f.Src, size, f.Size)}
 	}
 	// A stale leftover of an earlier attempt goes first, so nothing of
 	// it survives under the new bytes; not if a newer owner wrote it.
@@ -194,6 +194,9 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	srcSum, err := br.Checksum()
 	if err != nil {
 		s.dropOwn(ctx, dst, fc)
+		if br.Err() == nil {
+			return fileError{err} // the source changed while it sent this file
+		}
 		return err
 	}
 	res.SourceChecksum, res.Checksum = srcSum, hex.EncodeToString(h.Sum(nil))

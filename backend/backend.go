@@ -85,6 +85,11 @@ var (
 	ErrNoSpace    = errors.New("no space left")
 	ErrExist      = errors.New("already exists")
 	ErrInvalid    = errors.New("invalid request")
+	// ErrChanged: a source file's size or modification time changed
+	// while it was read, so the bytes sent may mix two versions of it.
+	// Not Permanent (a later attempt may find it settled), but the
+	// attempt's bytes must not land.
+	ErrChanged = errors.New("source changed during the transfer")
 )
 
 // Permanent reports whether err will not go away by retrying.

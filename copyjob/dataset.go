@@ -541,6 +541,12 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 		}
 		if h != nil {
 			want, err := br.Checksum()
+			if err != nil && br.Err() == nil {
+				// This file alone: it changed while the source read it.
+				st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
+				errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
+				continue
+			}
 			if err != nil {
 				st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
 				broken = fmt.Errorf("batch from %s, checksum of %s: %w", src.URL, it.src, err)

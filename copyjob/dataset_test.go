@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/dataset"
 	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/engine"
 )
 
 // requestLog records the data requests an agent answered: the paths each
@@ -796,5 +797,105 @@ func TestSplitTempRemoved(t *testing.T) {
 	// A file's own failure: given up, and the copy fails naming it.
 	if f := d.Summary().Failures; err != nil || len(f) != 1 || !strings.Contains(f[0].Error, "not found") {
 		t.Errorf("Perform: %v, failures %+v; want the file given up as not found", err, f)
+	}
+}
+
+// TestBatchSourceChangedWhileRead: a file rewritten in place while the
+// source agent sends it in a batch would land torn (old bytes, then new),
+// with a checksum of the bytes sent that matches them. The agent sees its
+// modification time move and says so instead of sending the checksum, so
+// the torn bytes never land. Through this process, the file is then given
+// up as changed since it was listed, and named; agent to agent, it is
+// pulled again whole, and lands with its new bytes. The batch's other
+// files land either way.
+func TestBatchSourceChangedWhileRead(t *testing.T) {
+	for _, thirdParty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("third-party=%v", thirdParty), func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			// f01 is larger than the agent's read buffer, so that it
+			// is read in several pieces.
+			want := tree(t, srcDir, 3000, 2<<20, 1000)
+			victim := filepath.Join(srcDir, "tree", "f01")
+			newer := bytes.Repeat([]byte{'x'}, 2<<20)
+			// Listed an hour old: the rewrite is a change since the
+			// listing, to the second.
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(victim, old, old); err != nil {
+				t.Fatal(err)
+			}
+			// Rewrite f01 in place once its first bytes are sent.
+			var header, once sync.Once
+			var announced bool
+			rewrite := func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path != "/v1/batch" {
+						h.ServeHTTP(w, r)
+						return
+					}
+					h.ServeHTTP(&onWrite{ResponseWriter: w, f: func(p []byte) {
+						if bytes.Contains(p, []byte(`"path":"/tree/f01","size"`)) {
+							header.Do(func() { announced = true })
+							return
+						}
+						if !announced {
+							return
+						}
+						once.Do(func() {
+							f, err := os.OpenFile(victim, os.O_WRONLY, 0)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							defer f.Close()
+							if _, err := f.WriteAt(newer, 0); err != nil {
+								t.Error(err)
+							}
+						})
+					}}, r)
+				})
+			}
+			src := sourceAgent(t, srcDir, "/tree", nil, rewrite)
+			dst, dstTree := localEP(t, dstDir+"/"), filepath.Join(dstDir, "tree")
+			if thirdParty {
+				urlB, bB, _ := testAgent(t, dstDir, key(t))
+				dst = Endpoint{Backend: bB, Path: "/", URL: urlB + "/", Puller: bB}
+			}
+			o := opts(t)
+			o.ChunkMin = 8 << 20 // f01 goes in the batch
+			d := prepare(t, src, dst, o)
+			sum, err := RunDataset(context.Background(), d, Fixed(d.Files(), 8, 1, 1), nil)
+			if thirdParty {
+				if err != nil {
+					t.Fatalf("copy: %v, want f01 pulled again whole", err)
+				}
+				want["f01"] = newer
+			} else {
+				if !errors.Is(err, engine.ErrSourceChanged) || !strings.Contains(err.Error(), "/tree/f01") {
+					t.Fatalf("copy: %v, want the source changed, naming /tree/f01", err)
+				}
+				delete(want, "f01")
+				if len(sum.Failures) != 1 || path.Base(sum.Failures[0].Src) != "f01" || sum.Files != 2 {
+					t.Errorf("summary: %d files, failures %+v; want 2 files and f01 given up", sum.Files, sum.Failures)
+				}
+			}
+			sameTree(t, dstTree, want)
+		})
+	}
+}
+
+// onWrite is a ResponseWriter that shows f each write before passing it on.
+type onWrite struct {
+	http.ResponseWriter
+	f func([]byte)
+}
+
+func (w *onWrite) Write(p []byte) (int, error) {
+	w.f(p)
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *onWrite) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }

@@ -32,7 +32,9 @@ const (
 var (
 	// ErrSourceChanged: the source's size or modification time changed
 	// since the transfer (or the caller's Stat) started.
-	ErrSourceChanged = errors.New("source changed during the transfer")
+	// It is backend.ErrChanged, so a backend's report of a file that
+	// changed while it was read is this error too.
+	ErrSourceChanged = backend.ErrChanged
 	// ErrChecksum: the checksums of source and destination disagree (also
 	// after one retry from scratch), or the source's differs from
 	// Spec.Expected.

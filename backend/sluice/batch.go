@@ -33,6 +33,7 @@ type BatchReader struct {
 	// the next Next).
 	sums    bool
 	sum     string // the current file's, once read
+	sumErr  error  // the current file's trailer said it failed
 	sumRead bool
 }
 
@@ -92,13 +93,13 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 			return br.fail(err)
 		}
 		if br.sums && !br.sumRead {
-			if _, err := br.readSum(); err != nil {
+			if _, err := br.readSum(); err != nil && err != br.sumErr {
 				return br.fail(err)
 			}
 		}
 		br.cur = nil
 	}
-	br.sum, br.sumRead = "", false
+	br.sum, br.sumErr, br.sumRead = "", nil, false
 	line, err := br.readLine()
 	if err != nil {
 		return br.fail(err)
@@ -129,7 +130,9 @@ func (br *BatchReader) Next() (name string, size int64, r io.Reader, err error) 
 
 // Checksum returns the source's checksum of the current file, sent after
 // its bytes (BatchSums only). Call it once the file's reader is at its
-// end; it fails if bytes of the file are left unread.
+// end; it fails if bytes of the file are left unread. The agent may send
+// an error instead of the checksum (backend.ErrChanged: the file changed
+// while it was read): then this file failed, and Err stays nil.
 func (br *BatchReader) Checksum() (string, error) {
 	switch {
 	case !br.sums:
@@ -137,13 +140,16 @@ func (br *BatchReader) Checksum() (string, error) {
 	case br.cur == nil:
 		return "", errors.New("sluice batch: no current file")
 	case br.sumRead:
-		return br.sum, nil
+		return br.sum, br.sumErr
 	case br.cur.left > 0:
 		return "", fmt.Errorf("sluice batch: %d bytes of %s unread", br.cur.left, sanitize(br.cur.name))
 	case br.err != nil:
 		return "", br.err
 	}
 	sum, err := br.readSum()
+	if err != nil && err == br.sumErr {
+		return "", err // this file's failure alone
+	}
 	if err != nil {
 		br.fail(err)
 		return "", br.err
@@ -163,12 +169,35 @@ func (br *BatchReader) readSum() (string, error) {
 	var t struct {
 		Path     string `json:"path"`
 		Checksum string `json:"checksum"`
+		Error    string `json:"error"`
+		Kind     string `json:"kind"`
 	}
-	if err := json.Unmarshal(line, &t); err != nil || t.Checksum == "" || t.Path != br.cur.name {
+	if err := json.Unmarshal(line, &t); err != nil || t.Path != br.cur.name || (t.Checksum == "" && t.Error == "" && t.Kind == "") {
 		return "", fmt.Errorf("bad checksum line (%d bytes) after %s", len(line), sanitize(br.cur.name))
 	}
-	br.sum, br.sumRead = t.Checksum, true
+	br.sumRead = true
+	if t.Error != "" || t.Kind != "" {
+		// The agent will not vouch for the bytes it sent (the file
+		// changed while it read them): this file fails, the stream
+		// goes on.
+		kind := t.Kind
+		if kindError(kind) == nil {
+			kind = "internal"
+		}
+		br.sumErr = fmt.Errorf("sluice batch %s: %w", sanitize(t.Path), &StatusError{Kind: kind, Message: sanitize(t.Error)})
+		return "", br.sumErr
+	}
+	br.sum = t.Checksum
 	return t.Checksum, nil
+}
+
+// Err is the stream's own failure: nil while files can still be read
+// from it, even when the last one failed on its own.
+func (br *BatchReader) Err() error {
+	if br.err == io.EOF {
+		return nil
+	}
+	return br.err
 }
 
 func (br *BatchReader) fail(err error) (string, int64, io.Reader, error) {

@@ -238,6 +238,8 @@ func kindError(kind string) error {
 		return backend.ErrExist
 	case "fenced":
 		return backend.ErrFenced
+	case "changed":
+		return backend.ErrChanged
 	}
 	return nil
 }

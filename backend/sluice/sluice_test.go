@@ -713,3 +713,60 @@ func TestWriteAtExisting(t *testing.T) {
 		t.Errorf("plain WriteAt no longer creates: %v", err)
 	}
 }
+
+// TestBatchSumsTrailerError: an agent that will not vouch for a file's
+// bytes (it changed while read) sends an error where the checksum goes.
+// That file fails with the error's kind; the stream goes on to the next
+// file. A trailer that is neither is a broken stream.
+func TestBatchSumsTrailerError(t *testing.T) {
+	const changed = `{"path":"/a","size":3}` + "\nabc" + `{"path":"/a","error":"/a was modified while it was read","kind":"changed"}` + "\n" +
+		`{"path":"/b","size":2}` + "\nbb" + `{"path":"/b","checksum":"0123"}` + "\n"
+	cases := []struct {
+		name, stream string
+		aErr         error // from Checksum of /a
+		broken       bool  // the stream is broken after /a
+	}{
+		{"changed", changed, backend.ErrChanged, false},
+		{"empty trailer", `{"path":"/a","size":3}` + "\nabc" + `{"path":"/a"}` + "\n", nil, true},
+		{"trailer of another file", `{"path":"/a","size":3}` + "\nabc" + `{"path":"/b","error":"x","kind":"changed"}` + "\n", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(sluice.AgentHeader, "v1")
+				w.Header().Set("Content-Type", "application/x-sluice-batch")
+				io.WriteString(w, c.stream)
+			}))
+			defer fake.Close()
+			fb, _ := sluice.New(fake.URL, "tok", nil)
+			br, err := fb.BatchSums(t.Context(), []string{"/a", "/b"}, "adler32")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer br.Close()
+			if _, _, r, err := br.Next(); err != nil {
+				t.Fatal(err)
+			} else {
+				io.ReadAll(r)
+			}
+			_, err = br.Checksum()
+			if c.broken {
+				if err == nil || br.Err() == nil {
+					t.Fatalf("checksum %v, stream %v: want a broken stream", err, br.Err())
+				}
+				return
+			}
+			if !errors.Is(err, c.aErr) || br.Err() != nil {
+				t.Fatalf("checksum of /a: %v (stream %v), want %v and the stream going on", err, br.Err(), c.aErr)
+			}
+			name, _, r, err := br.Next()
+			if err != nil || name != "/b" {
+				t.Fatalf("next: %q %v", name, err)
+			}
+			io.ReadAll(r)
+			if sum, err := br.Checksum(); err != nil || sum != "0123" {
+				t.Errorf("checksum of /b: %q %v", sum, err)
+			}
+		})
+	}
+}
