@@ -836,8 +836,7 @@ func (st *state) copyWhole(ctx context.Context, it item) error {
 }
 
 // sourceChanged reports whether it's source is no longer the file that was
-// listed: another size, or (to the second, as backends' listings and stats
-// may differ below it) another modification time.
+// listed: another size or another modification time (see sameMtime).
 func (st *state) sourceChanged(ctx context.Context, it item) error {
 	fi, err := st.srcs[it.from].Backend.Stat(ctx, it.src)
 	switch {
@@ -845,10 +844,27 @@ func (st *state) sourceChanged(ctx context.Context, it item) error {
 		return nil // the copy's own error says more
 	case fi.Size != it.size:
 		return fmt.Errorf("%w: %s is now %d bytes, was %d when listed", engine.ErrSourceChanged, it.src, fi.Size, it.size)
-	case !it.mtime.IsZero() && !fi.ModTime.IsZero() && !fi.ModTime.Truncate(time.Second).Equal(it.mtime.Truncate(time.Second)):
+	case !sameMtime(it.mtime, fi.ModTime):
 		return fmt.Errorf("%w: %s was modified at %s, after it was listed", engine.ErrSourceChanged, it.src, fi.ModTime.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// sameMtime reports whether two modification times of a file, from its
+// listing and a later stat, are the same. Some backends give whole
+// seconds in one and finer times in the other (GridFTP's listings, say):
+// a time with nothing below the second is compared to the second.
+// Otherwise to the nanosecond: a file rewritten within the second it was
+// listed in is a change too (the bytes sent may mix both versions).
+// An unknown (zero) time matches any.
+func sameMtime(a, b time.Time) bool {
+	switch {
+	case a.IsZero() || b.IsZero():
+		return true
+	case a.Nanosecond() == 0 || b.Nanosecond() == 0:
+		return a.Truncate(time.Second).Equal(b.Truncate(time.Second))
+	}
+	return a.Equal(b)
 }
 
 // sendSmall writes one small file to tmp and returns the source's

@@ -899,3 +899,82 @@ func (w *onWrite) Flush() {
 		f.Flush()
 	}
 }
+
+// TestRewrittenWithinTheSecond: a file rewritten in place while it is
+// read, within the second it was listed in, is caught by its modification
+// time to the nanosecond: it is given up as changed, never landed torn.
+func TestRewrittenWithinTheSecond(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	want := tree(t, srcDir, 3000, 200000, 1000)
+	victim := filepath.Join(srcDir, "tree", "f01")
+	listed := time.Date(2026, 1, 2, 10, 0, 0, 100e6, time.UTC)
+	if err := os.Chtimes(victim, listed, listed); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "f01")
+	src := localEP(t, srcDir+"/tree")
+	src.Backend = rewriteMidRead{Backend: src.Backend, t: t, path: victim, mtime: listed.Add(100 * time.Millisecond)}
+	o := opts(t)
+	o.Recursive = true
+	sum, err := Run(context.Background(), []Endpoint{src}, localEP(t, dstDir+"/"), o, nil)
+	if !errors.Is(err, engine.ErrSourceChanged) || !strings.Contains(err.Error(), "f01") {
+		t.Fatalf("copy: %v, want the source changed, naming f01", err)
+	}
+	sameTree(t, filepath.Join(dstDir, "tree"), want)
+	if len(sum.Failures) != 1 || sum.Files != 2 {
+		t.Errorf("summary: %d files, failures %+v", sum.Files, sum.Failures)
+	}
+}
+
+// rewriteMidRead is a backend whose reads of path rewrite it in place
+// halfway through, as another writer would, and set its modification time
+// to mtime.
+type rewriteMidRead struct {
+	backend.Backend
+	t     *testing.T
+	path  string
+	mtime time.Time
+}
+
+func (b rewriteMidRead) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	rc, err := b.Backend.OpenRange(ctx, p, off, n)
+	if err != nil || filepath.Base(p) != filepath.Base(b.path) {
+		return rc, err
+	}
+	half, err := io.ReadAll(io.LimitReader(rc, n/2))
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	if err := os.WriteFile(b.path, bytes.Repeat([]byte{'x'}, int(off+n)), 0o644); err != nil {
+		b.t.Error(err)
+	}
+	if err := os.Chtimes(b.path, b.mtime, b.mtime); err != nil {
+		b.t.Error(err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(half), rc), rc}, nil
+}
+
+func TestSameMtime(t *testing.T) {
+	s := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		a, b time.Time
+		want bool
+	}{
+		{"equal", s.Add(5), s.Add(5), true},
+		{"a nanosecond apart", s.Add(5), s.Add(6), false},
+		{"whole seconds against finer, same second", s, s.Add(999 * time.Millisecond), true},
+		{"finer against whole seconds, same second", s.Add(1), s, true},
+		{"whole seconds against finer, next second", s, s.Add(time.Second + 1), false},
+		{"unknown", time.Time{}, s.Add(7), true},
+	}
+	for _, c := range cases {
+		if got := sameMtime(c.a, c.b); got != c.want {
+			t.Errorf("%s: sameMtime(%v, %v) = %v, want %v", c.name, c.a, c.b, got, c.want)
+		}
+	}
+}
