@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.starlark.net/resolve"
@@ -43,11 +44,21 @@ func Load(spec string, opts StarlarkOptions) (Policy, error) {
 // loop summing streams per VO over a thousand allocations about 21,000.
 const DefaultMaxSteps = 1_000_000
 
+// DefaultTimeout bounds each call of a Starlark policy in wall time. A
+// policy's call takes microseconds; one taking a second holds every
+// client of the Service waiting.
+const DefaultTimeout = time.Second
+
 // StarlarkOptions tune a Starlark policy.
 type StarlarkOptions struct {
 	// MaxSteps bounds the execution steps of each call, and of loading
 	// the module; 0 means DefaultMaxSteps.
 	MaxSteps uint64
+	// Timeout bounds the wall time of each call, and of loading the
+	// module; 0 means DefaultTimeout. Steps alone do not bound time: a
+	// step may call a built-in (sorted, a string repeated) whose own
+	// work is not counted, and calls run under the Service's lock.
+	Timeout time.Duration
 	// Print receives what the module prints; nil discards it.
 	Print func(msg string)
 }
@@ -92,16 +103,18 @@ type StarlarkOptions struct {
 //
 // The dialect is strict: no while, no recursion, no top-level if or for,
 // so loops are over finite ranges; every call is further bounded by
-// MaxSteps. A call that fails, runs out of steps or returns anything but
-// a non-negative int is an error and changes nothing; an int above the
-// limits is clamped by the Service. Steps bound time, not memory: one
-// step can still build a value of up to 1 GiB (Starlark's own cap), so
-// the sandbox protects against mistakes in an administrator's policy, not
+// MaxSteps and Timeout. A call that fails, runs out of steps or time or
+// returns anything but a non-negative int is an error and changes
+// nothing; an int above the limits is clamped by the Service. Neither
+// bounds memory, nor the time of a single built-in: one step can still
+// build a value of up to 1 GiB (Starlark's own cap), so the sandbox
+// protects against mistakes in an administrator's policy, not
 // against a hostile one.
 type Starlark struct {
 	file                string
 	add, update, remove *starlark.Function
 	maxSteps            uint64
+	timeout             time.Duration
 	print               func(string)
 }
 
@@ -110,16 +123,21 @@ type Starlark struct {
 // right number of parameters. Its errors wrap ErrInvalid and name the
 // file, and the line where there is one.
 func LoadStarlark(filename string, src []byte, opts StarlarkOptions) (*Starlark, error) {
-	p := &Starlark{file: filename, maxSteps: opts.MaxSteps, print: opts.Print}
+	p := &Starlark{file: filename, maxSteps: opts.MaxSteps, timeout: opts.Timeout, print: opts.Print}
 	if p.maxSteps == 0 {
 		p.maxSteps = DefaultMaxSteps
+	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultTimeout
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("policy: starlark module %s: %w: %s", filename, ErrInvalid, fmt.Sprintf(format, args...))
 	}
 
 	thread, exceeded := p.thread("load")
+	stop := p.deadline(thread)
 	globals, err := starlark.ExecFileOptions(&syntax.FileOptions{}, thread, filename, src, nil)
+	late := stop()
 	if err != nil {
 		var syn syntax.Error
 		var res resolve.ErrorList
@@ -127,6 +145,8 @@ func LoadStarlark(filename string, src []byte, opts StarlarkOptions) (*Starlark,
 		case errors.As(err, &syn), errors.As(err, &res):
 			// These print as file:line:col: message.
 			return nil, bad("%v", err)
+		case late:
+			return nil, bad("loading stopped after %v", p.timeout)
 		case *exceeded:
 			return nil, bad("loading stopped after %d execution steps (an endless loop?)", p.maxSteps)
 		default:
@@ -228,13 +248,32 @@ func (p *Starlark) decide(fn *starlark.Function, args ...starlark.Value) (int, e
 	return MaxStreams, nil
 }
 
-// call runs fn on a fresh thread bounded by maxSteps.
+// deadline cancels t once the timeout has passed. Cancelling is seen at
+// the thread's next step, so a single built-in runs to its end. The
+// returned stop ends the timer and reports whether it fired.
+func (p *Starlark) deadline(t *starlark.Thread) (stop func() bool) {
+	var fired atomic.Bool
+	timer := time.AfterFunc(p.timeout, func() {
+		fired.Store(true)
+		t.Cancel("took too long")
+	})
+	return func() bool {
+		timer.Stop()
+		return fired.Load()
+	}
+}
+
+// call runs fn on a fresh thread bounded by maxSteps and the timeout.
 func (p *Starlark) call(fn *starlark.Function, args ...starlark.Value) (starlark.Value, error) {
 	thread, exceeded := p.thread(fn.Name())
+	stop := p.deadline(thread)
 	res, err := starlark.Call(thread, fn, args, nil)
+	late := stop()
 	switch {
 	case err == nil:
 		return res, nil
+	case late:
+		return nil, fmt.Errorf("%s: %s stopped after %v", p.file, fn.Name(), p.timeout)
 	case *exceeded:
 		return nil, fmt.Errorf("%s: %s stopped after %d execution steps (an endless loop?)", p.file, fn.Name(), p.maxSteps)
 	default:

@@ -96,6 +96,47 @@ func TestStarlarkEndlessLoop(t *testing.T) {
 	}
 }
 
+// TestStarlarkSlowBuiltins: few steps, each a slow built-in, are stopped
+// by the call's timeout (the Service's lock is held meanwhile), and change
+// nothing. Loading is bounded the same way.
+func TestStarlarkSlowBuiltins(t *testing.T) {
+	const slow = `
+def add(request):
+    n = 0
+    for i in range(100000):
+        n += len(sorted(range(100000), reverse = True))
+    return 1
+
+def update(allocation, request):
+    return allocation.streams
+
+def remove(allocation):
+    pass
+`
+	s := newTestService(t, paper(16, 4), Greedy{})
+	mustRequest(t, s, t0, "before", "vo", 0)
+	s.SetPolicy(loadSource(t, slow, StarlarkOptions{Timeout: 200 * time.Millisecond}))
+	before := s.State()
+	start := time.Now()
+	_, err := s.Request(t0, Request{Pair: pair, Client: "c", VO: "vo"})
+	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "add stopped after 200ms") {
+		t.Fatalf("slow add: %v, want ErrPolicy, stopped after 200ms", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("stopping took %v", d)
+	}
+	unchanged(t, s, before)
+
+	start = time.Now()
+	_, err = LoadStarlark("slow.star", []byte("x = [len(sorted(range(100000))) for i in range(100000)]\n"+slow), StarlarkOptions{Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "loading stopped after 200ms") {
+		t.Fatalf("slow load: %v, want ErrInvalid, stopped after 200ms", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("stopping the load took %v", d)
+	}
+}
+
 func TestStarlarkLoadErrors(t *testing.T) {
 	const rest = "\ndef update(allocation, request):\n    return 0\n\ndef remove(allocation):\n    pass\n"
 	for _, c := range []struct {
