@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/dataset"
 	"github.com/sluice-dtn/sluice/engine"
 )
@@ -690,7 +691,7 @@ func pullerFor(src, dst Endpoint) func(ctx context.Context, srcPath, dstPath str
 		if err != nil {
 			return err
 		}
-		return dst.Puller.Pull(ctx, base+srcPath, tok, dstPath, off, n)
+		return dst.Puller.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
 	}
 }
 

@@ -564,3 +564,30 @@ func TestRateNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestThirdPartyOddNames: agent to agent, files whose names hold ?, # or %
+// are pulled under their own names, large ones (pulled in ranges by URL)
+// and small ones alike.
+func TestThirdPartyOddNames(t *testing.T) {
+	k := key(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	urlA, bA, tokA := testAgent(t, dirA, k)
+	urlB, bB, _ := testAgent(t, dirB, k)
+	want := map[string][]byte{}
+	for i, name := range []string{"big?x#y%z", "small?a#b%c"} {
+		size := 3 << 20 // past 2*ChunkMin: pulled in ranges
+		if i == 1 {
+			size = 1000
+		}
+		want[name] = writeRandom(t, filepath.Join(dirA, "t", name), size)
+	}
+	o := opts(t)
+	o.Recursive = true
+	if _, err := Run(context.Background(), []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t", Token: tokA}},
+		Endpoint{Backend: bB, Path: "/", URL: urlB + "/", Puller: bB}, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range want {
+		sameFile(t, filepath.Join(dirB, "t", name), b)
+	}
+}

@@ -507,7 +507,7 @@ func (s *Server) sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcP
 	g, gctx := errgroup.WithContext(ctx)
 	for off := int64(0); off < n; off += part {
 		l := min(part, n-off)
-		g.Go(func() error { return dst.Pull(gctx, base+srcPath, srcTok, tmp, off, l) })
+		g.Go(func() error { return dst.Pull(gctx, sluice.FileURL(base, srcPath), srcTok, tmp, off, l) })
 	}
 	if err := g.Wait(); err != nil {
 		return 0, err

@@ -80,8 +80,6 @@ func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, 
 	return idx, nil
 }
 
-// parseFileURL checks a sluice://endpoint/path URL and returns the
-// endpoint and a clean absolute path.
 // maxNameBytes is the longest name of one path element most file systems
 // take (NAME_MAX): a longer one could never be written.
 const maxNameBytes = 255
@@ -91,6 +89,10 @@ const maxNameBytes = 255
 // accept, so the file would fail only when it ran.
 const maxPathBytes = 4096
 
+// parseFileURL checks a sluice://endpoint/path URL and returns the
+// endpoint and a clean absolute path. The path is percent-decoded, as
+// sluice cp and FTS3 read URLs: a name with ?, # or % in it is written
+// %3F, %23 or %25.
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "sluice" && scheme != "sluices") {
@@ -99,7 +101,14 @@ func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, st
 	host, p, _ := strings.Cut(rest, "/")
 	p = "/" + p
 	if strings.ContainsAny(p, "?#\x00") {
-		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path", raw)
+		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path (percent-encode ? as %%3F and # as %%23 in names)", raw)
+	}
+	p, err := url.PathUnescape(p)
+	if err != nil {
+		return store.Endpoint{}, "", fmt.Errorf("%q: bad percent-encoding in the path (a %% in a name is written %%25)", raw)
+	}
+	if strings.ContainsRune(p, 0) {
+		return store.Endpoint{}, "", fmt.Errorf("%q: NUL in the path", raw)
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {

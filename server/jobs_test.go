@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,35 @@ func TestStreamsPerUser(t *testing.T) {
 	}
 	if n := len(s.events.subs) + len(s.events.byUser); n != 0 {
 		t.Errorf("%d subscriptions or counts left after every stream closed", n)
+	}
+}
+
+// TestParseFileURL: job URLs are read as sluice cp reads them, the path
+// percent-decoded, so that any file name can be named.
+func TestParseFileURL(t *testing.T) {
+	idx := map[string]store.Endpoint{"a1": {Name: "a1"}}
+	cases := []struct {
+		raw, path, err string
+	}{
+		{"sluice://a1/d/f.h5", "/d/f.h5", ""},
+		{"sluice://a1/d/a%3Fb", "/d/a?b", ""},
+		{"sluice://a1/d/c%23d", "/d/c#d", ""},
+		{"sluice://a1/d/50%25", "/d/50%", ""},
+		{"sluice://a1/d/g%20h/../x", "", "'..'"},
+		{"sluice://a1/d/%2E%2E/x", "", "'..'"},
+		{"sluice://a1/d/a?b", "", "percent-encode ?"},
+		{"sluice://a1/d/c#d", "", "percent-encode ?"},
+		{"sluice://a1/d/50%zz", "", "bad percent-encoding"},
+		{"sluice://a1/d/nul%00", "", "NUL"},
+		{"sluice://a2/d/f", "", "no endpoint"},
+	}
+	for _, c := range cases {
+		_, p, err := parseFileURL(idx, c.raw)
+		switch {
+		case c.err == "" && (err != nil || p != c.path):
+			t.Errorf("%s: %q, %v; want %q", c.raw, p, err, c.path)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: %q, %v; want an error with %q", c.raw, p, err, c.err)
+		}
 	}
 }

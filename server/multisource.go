@@ -250,7 +250,7 @@ func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, sr
 			if err != nil {
 				return err
 			}
-			return dst.Pull(ctx, base+srcPath, tok, dstPath, off, n)
+			return dst.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
 		}
 	}
 	spec.Sources = []engine.Source{{Name: p.task.Src, Backend: src, Path: p.srcPath, Pull: pull(pullBase(p.srcURL), srcTok), Share: p.shares[0], Rate: p.rateOf(0)}}

@@ -243,7 +243,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		if err != nil {
 			return err
 		}
-		return dst.Pull(ctx, base+srcPath, tok, dstPath, off, n)
+		return dst.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
 	}
 	if len(p.replicas) > 0 {
 		if err := s.multiSources(&spec, p, src, srcTok, dst); err != nil {

@@ -203,6 +203,13 @@ func escape(p string) string {
 	return b.String()
 }
 
+// FileURL is the URL of the file at slash path p of the agent at base
+// (sluice://host:port or sluices://host:port), its names percent-encoded
+// as ParseURL and Pull expect: base+p would cut a name with ? or # short.
+func FileURL(base, p string) string {
+	return strings.TrimSuffix(base, "/") + "/" + escape(p)
+}
+
 // StatusError is an error response from the agent. It unwraps to the
 // backend sentinel error for its kind (ErrUnauthorized for 401), or to
 // nothing for internal errors, which are not permanent.

@@ -1956,3 +1956,47 @@ func TestServiceRunOutlivesItsTokens(t *testing.T) {
 		t.Fatalf("the copy differs from the original (%v)", err)
 	}
 }
+
+// TestServiceOddNames: file names with ?, #, % or a space, percent-encoded
+// in the job's URLs as in cp's, are moved, small ones and a large one
+// pulled in ranges agent to agent alike.
+func TestServiceOddNames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	names := map[string]string{ // on disk: in the URL
+		"odd/a?b":    "odd/a%3Fb",
+		"odd/c#d":    "odd/c%23d",
+		"odd/50%":    "odd/50%25",
+		"odd/g h":    "odd/g%20h",
+		"odd/big?x#": "odd/big%3Fx%23",
+	}
+	var job api.JobIn
+	for disk, u := range names {
+		size := int64(1000)
+		if strings.HasPrefix(disk, "odd/big") {
+			size = 48 << 20
+		}
+		c.file("a1", disk, size, uint64(len(disk)))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + u, Destination: "sluice://a2/" + u})
+	}
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = c.waitJob(c.admin, j.ID, 2*time.Minute)
+	if j.FilesDone != len(names) {
+		files, _ := c.admin.AllFiles(ctx, j.ID)
+		for _, f := range files {
+			t.Logf("%s: %s %s", f.Source, f.State, f.Error)
+		}
+		t.Fatalf("job ended %s with %d of %d files done", j.State, j.FilesDone, len(names))
+	}
+	for disk := range names {
+		if !sameContent(t, c.path("a1", disk), c.path("a2", disk)) {
+			t.Errorf("%s differs at the destination", disk)
+		}
+	}
+}
