@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -274,6 +275,15 @@ func (s *Server) expiredIDs(svc *policy.Service, now time.Time) []store.Allocati
 	return ids
 }
 
+// lockKey locks the stripe of polKeys that key falls in.
+func (s *Server) lockKey(key string) (unlock func()) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	m := &s.polKeys[h.Sum32()%uint32(len(s.polKeys))]
+	m.Lock()
+	return m.Unlock
+}
+
 // MaxAllocationsPerUser bounds the live allocations of one (non-admin)
 // user, over all pairs and client names.
 const MaxAllocationsPerUser = 64
@@ -304,6 +314,9 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	del := s.expiredIDs(svc, now)
 	cl := clientOf(c, r.Client)
 	if !c.User.Admin {
+		// Counted and granted as one step: requests at once would all
+		// count the same number.
+		defer s.lockKey("user\x00" + c.User.Name)()
 		// Each allocation is a client's share of a pair: one user
 		// holding hundreds would take colleagues' share of their VO's
 		// (weighted-shares splits a VO's streams among its clients).
@@ -338,6 +351,9 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client string, want int) (policy.Allocation, error) {
 	svc, done := s.policyService()
 	defer done()
+	// The update's write must not land after a release's delete (which
+	// would bring the allocation back at the next start).
+	defer s.lockKey("id\x00" + id)()
 	now := time.Now()
 	del := s.expiredIDs(svc, now)
 	a, err := svc.Update(now, id, s.ownerFor(svc, now, c, id, client), want)
@@ -352,6 +368,7 @@ func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client stri
 func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client string) error {
 	svc, done := s.policyService()
 	defer done()
+	defer s.lockKey("id\x00" + id)()
 	now := time.Now()
 	del := s.expiredIDs(svc, now)
 	if err := svc.Release(now, id, s.ownerFor(svc, now, c, id, client)); err != nil {

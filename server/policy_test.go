@@ -3,11 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,4 +212,87 @@ func TestPolicyFlagOverrideWarning(t *testing.T) {
 	if log := start("weighted-shares"); !strings.Contains(log, "overrides") {
 		t.Errorf("greedy stored through the API, --policy weighted-shares: no warning in %q", log)
 	}
+}
+
+// TestAllocationRaces: what the store keeps of allocations agrees with the
+// service under concurrent calls: a user asking for many allocations at
+// once gets at most MaxAllocationsPerUser (each request counted what the
+// user held, and all counted the same), and an update racing a release
+// never leaves the released allocation's row in the store, where the next
+// start would bring it back.
+func TestAllocationRaces(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, e := range []string{"a", "b"} {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Writes of allocations take a while, as on a busy database: an
+	// update's write then lands after a racing release's delete unless
+	// the two are kept in order.
+	s := newPolicyTestServer(t, slowPuts{st})
+	user := Caller{User: store.User{ID: 7, Name: "u", VO: "v"}}
+
+	t.Run("cap", func(t *testing.T) {
+		const n = 3 * MaxAllocationsPerUser
+		var wg sync.WaitGroup
+		var granted atomic.Int64
+		for i := range n {
+			wg.Go(func() {
+				if _, err := s.RequestAllocation(ctx, user, AllocationRequest{Source: "a", Destination: "b", Client: fmt.Sprint(i)}); err == nil {
+					granted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if g := granted.Load(); g != MaxAllocationsPerUser {
+			t.Errorf("%d of %d requests at once granted, want %d", g, n, MaxAllocationsPerUser)
+		}
+		for _, a := range s.Allocations(ctx, user) {
+			if err := s.ReleaseAllocation(ctx, user, a.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("update and release", func(t *testing.T) {
+		for range 20 {
+			a, err := s.RequestAllocation(ctx, user, AllocationRequest{Source: "a", Destination: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { _, _ = s.UpdateAllocation(ctx, user, a.ID, "", 0) })
+			wg.Go(func() {
+				time.Sleep(time.Millisecond) // the update's change first, its write still on the way
+				if err := s.ReleaseAllocation(ctx, user, a.ID, ""); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Wait()
+		}
+		rows, err := st.Allocations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 0 {
+			t.Errorf("%d released allocations are still in the store, e.g. %+v", len(rows), rows[0])
+		}
+	})
+}
+
+// slowPuts is a store whose writes of allocations (not their deletes)
+// take 10 ms.
+type slowPuts struct{ store.Store }
+
+func (s slowPuts) SaveAllocations(ctx context.Context, put []store.Allocation, del []store.AllocationGone) error {
+	if len(put) > 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s.Store.SaveAllocations(ctx, put, del)
 }

@@ -216,6 +216,12 @@ type Server struct {
 	// write to delete from the store (under polGoneMu).
 	polGoneMu sync.Mutex
 	polGone   []store.AllocationGone
+	// polKeys serialize, per allocation or per user (striped by a hash
+	// of the key), an operation on the Policy Service with its write to
+	// the store, so that the store sees one allocation's changes in the
+	// order the service made them, and a user's count of allocations
+	// cannot be passed by requests at once.
+	polKeys [64]sync.Mutex
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string
