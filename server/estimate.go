@@ -321,7 +321,13 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	}
 	exp := time.Now().Add(10 * time.Minute).Unix()
 	sub := "estimate by " + c.User.Name
-	srcTok, err := auth.Mint(s.agentKey(src.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Aud: src.Name, Exp: exp})
+	// The tokens carry the link base a job's would (auth.Claims.Base):
+	// rules are checked by name, and without it a link the caller made
+	// in a granted directory (as the source, or as the samples'
+	// directory) would have the agents read or write through it into
+	// another user's files.
+	srcBase := baseFor(acc.linkBase(src.Name, srcPath, AccessRead), srcPath)
+	srcTok, err := auth.Mint(s.agentKey(src.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Base: srcBase, Aud: src.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -334,7 +340,8 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		// may be above what the caller may write.
 		return store.Optimization{}, fmt.Errorf("the samples would be written in %s, the deepest directory of the destination that exists (create the destination's directory first): %w", dir, err)
 	}
-	dstTok, err := auth.Mint(s.agentKey(dst.Name), auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Aud: dst.Name, Exp: exp})
+	dstBase := baseFor(acc.linkBase(dst.Name, dir, AccessWrite), dir)
+	dstTok, err := auth.Mint(s.agentKey(dst.Name), auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Base: dstBase, Aud: dst.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
 	}

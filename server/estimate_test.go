@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/store"
@@ -372,5 +374,89 @@ func TestOptimizeSmallFilesDoNotSample(t *testing.T) {
 	}
 	if o, ok := w.optimal[[2]string{"a", "b"}]; !ok || o.streams != -1 {
 		t.Errorf("a 1 GiB task did not start an estimate: %+v, %v", o, ok)
+	}
+}
+
+// TestEstimateLinkBase: an estimate of a user who is not an admin holds
+// against symbolic links as that user's jobs do (auth.Claims.Base):
+// rules are checked by name, and a link the user made in a granted
+// directory must not let the sampling read another user's file, nor
+// write its samples into another user's directory. Before, the sample
+// tokens had no link base, so their prefixes (the source file itself,
+// the samples' directory) followed a link there wherever it led.
+func TestEstimateLinkBase(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := map[string]string{}
+	for _, name := range []string{"src", "dst"} {
+		root := t.TempDir()
+		for _, d := range []string{"home/alice", "home/bob"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ag, err := agent.New(agent.Config{Name: name, Root: root, Key: s.agentKey(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ag.Close()
+		srv := httptest.NewServer(ag.Handler())
+		defer srv.Close()
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: name, URL: srv.URL, Up: true}); err != nil {
+			t.Fatal(err)
+		}
+		roots[name] = root
+	}
+	data := make([]byte, 1<<20)
+	for _, f := range []string{"home/alice/big", "home/bob/secret"} {
+		if err := os.WriteFile(filepath.Join(roots["src"], f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("../bob/secret", filepath.Join(roots["src"], "home/alice/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../bob", filepath.Join(roots["dst"], "home/alice/outdir")); err != nil {
+		t.Fatal(err)
+	}
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	if _, err := s.SetAccess(ctx, admin, AccessConfig{Rules: []AccessRule{
+		{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.EnsureUser(ctx, "alice", "default", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := Caller{User: u}
+	for _, tc := range []struct {
+		name, src, dst string
+		refused        bool
+	}{
+		{"her file into her home", "sluice://src/home/alice/big", "sluice://dst/home/alice/x", false},
+		{"a link to another user's file", "sluice://src/home/alice/link", "sluice://dst/home/alice/x", true},
+		{"into a link to another user's directory", "sluice://src/home/alice/big", "sluice://dst/home/alice/outdir/x", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Estimate(ctx, alice, EstimateRequest{Source: tc.src, Destination: tc.dst, Size: 1 << 30, SampleBytes: 64 << 10, MaxStreams: 1})
+			switch {
+			case tc.refused && err == nil:
+				t.Errorf("estimate %s -> %s sampled through a link out of alice's home", tc.src, tc.dst)
+			case tc.refused && !errors.Is(err, backend.ErrPermission):
+				t.Errorf("estimate %s -> %s: %v, want a permission error", tc.src, tc.dst, err)
+			case !tc.refused && err != nil:
+				t.Errorf("estimate %s -> %s: %v", tc.src, tc.dst, err)
+			}
+		})
 	}
 }
