@@ -72,10 +72,16 @@ func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, 
 	}
 	idx := make(map[string]store.Endpoint, 2*len(eps))
 	for _, e := range eps {
-		idx[e.Name] = e
 		if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
 			idx[u.Host] = e
 		}
+	}
+	// Names last, so that no alias takes one: a URL without a port
+	// (https://dtn1) has a host that can be another endpoint's name, and
+	// the agent registering it would get around nameFree and have that
+	// endpoint's jobs sent to it.
+	for _, e := range eps {
+		idx[e.Name] = e
 	}
 	return idx, nil
 }

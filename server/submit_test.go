@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -181,5 +182,54 @@ func TestCancelRacesJobEnd(t *testing.T) {
 	}
 	if got.State != store.StateDone || got.FilesDone != 1 {
 		t.Errorf("cancel answered %s with %d files done; want the job as it ended: done, 1", got.State, got.FilesDone)
+	}
+}
+
+// TestEndpointAliasesNeverNames: a sluice:// URL names an endpoint by its
+// name or by the host (host:port) of its URL, and an agent registering
+// with a URL without a port (https://dtn9.example.org, behind a proxy)
+// must not take another endpoint's name with its host. Before, the host alone was
+// an alias: an agent that registered as zz with URL http://a1 took over
+// sluice://a1/... (the later endpoint by name won), and every job and
+// estimate of a1's files went to zz's URL with data tokens for zz, which
+// nameFree exists to prevent.
+func TestEndpointAliasesNeverNames(t *testing.T) {
+	s, admin := submitter(t)
+	ctx := context.Background()
+	tok, err := os.ReadFile(s.JoinTokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []AgentInfo{
+		{Name: "zz", URL: "http://a1"},
+		{Name: "zz2", URL: "https://a2/"},
+		{Name: "proxied", URL: "https://dtn9.example.org"},
+	} {
+		if _, err := s.Register(ctx, strings.TrimSpace(string(tok)), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		url, want string
+	}{
+		{"sluice://a1/x", "a1"},
+		{"sluice://a2/x", "a2"},
+		{"sluice://dtn9.example.org/x", "proxied"},
+		{"sluice://proxied/x", "proxied"},
+		{"sluice://127.0.0.1:1000/x", "a1"},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			j, _, err := s.Submit(ctx, admin, JobSpec{Files: []FileSpec{{Source: tc.url, Destination: "sluice://a3/y", Size: -1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts, err := s.Files(ctx, admin, j.ID, 0, 0)
+			if err != nil || len(ts) != 1 {
+				t.Fatalf("files: %v, %v", ts, err)
+			}
+			if ts[0].SrcEndpoint != tc.want {
+				t.Errorf("%s is endpoint %q, want %q", tc.url, ts[0].SrcEndpoint, tc.want)
+			}
+		})
 	}
 }
