@@ -103,9 +103,14 @@ func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
 	u, _ := url.Parse(a.URL)
 	now := time.Now()
 	e := store.Endpoint{Name: a.Name, URL: u.Scheme + "://" + u.Host, MaxThroughput: a.MaxThroughput, MaxCC: a.MaxCC, Registered: now, LastSeen: now, Up: true}
-	if register {
+	s.mu.Lock()
+	known := s.agents[a.Name]
+	s.mu.Unlock()
+	if register || known == nil || known.ep.URL != e.URL {
 		// An agent of this name beating to another server of the
-		// cluster is known from the store only.
+		// cluster (or to this one since it restarted) is known from
+		// the store only; a heartbeat stores its URL as a registration
+		// does, so it must not take a live agent's name either.
 		if err := s.nameFree(ctx, e, now); err != nil {
 			return err
 		}
