@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -51,13 +52,22 @@ func hostPort(addr string) string {
 
 // refusedByDefault reports addresses an agent without Config.PullFrom
 // never pulls from: link-local ones (a cloud's metadata service answers
-// at 169.254.169.254, and no DTN is reached there) and multicast. (Not
+// at 169.254.169.254, and no DTN is reached there), the metadata
+// services clouds put elsewhere (metadataAddrs), and multicast. (Not
 // loopback or the unspecified address, which reaches this host as
 // loopback does: one-host set-ups name their agents so.) A PullFrom list
 // that names them allows them.
 func refusedByDefault(a netip.Addr) bool {
 	a = a.Unmap()
-	return a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast()
+	return a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() ||
+		slices.Contains(metadataAddrs, a)
+}
+
+// metadataAddrs are cloud metadata services outside the link-local
+// range: AWS's over IPv6 and Alibaba Cloud's.
+var metadataAddrs = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("100.100.100.200"),
 }
 
 func (pf *pullFrom) allowsIP(a netip.Addr) bool {

@@ -223,7 +223,7 @@ func TestPullFrom(t *testing.T) {
 func TestPullRefusesLinkLocal(t *testing.T) {
 	dst := newEnv(t, "dst", nil)
 	tok := dst.token("write", "/in")
-	for _, host := range []string{"169.254.169.254:80", "[fe80::1]:80", "224.0.0.1:80", "[::ffff:169.254.169.254]:80"} {
+	for _, host := range []string{"169.254.169.254:80", "[fe80::1]:80", "224.0.0.1:80", "[::ffff:169.254.169.254]:80", "[fd00:ec2::254]:80", "100.100.100.200:80"} {
 		r := dst.raw("POST", "/v1/pull", tok, nil, jsonBody(map[string]any{"source": "sluice://" + host + "/x", "token": "t",
 			"dst": "/in/f", "offset": 0, "length": 1}))
 		if r.status != 403 {
