@@ -22,6 +22,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/web"
@@ -290,7 +291,8 @@ type FileOut struct {
 
 func fileOut(t store.Task) FileOut {
 	f := FileOut{
-		Index: t.Index, Source: t.Src, Destination: t.Dst, Size: t.Size, State: t.State, CC: t.CC,
+		// URLs, as submitted: names percent-encoded.
+		Index: t.Index, Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: t.Size, State: t.State, CC: t.CC,
 		BytesDone: t.Done, Attempts: t.Attempts, Preemptions: t.Preemptions, Checksum: t.Checksum,
 		Expected: t.Expected, Throughput: t.Throughput, Wait: t.Wait, Transfer: t.Trans,
 		Started: timePtr(t.Started), Finished: timePtr(t.Finished), Error: t.Error,

@@ -555,7 +555,8 @@ func (w *world) optimalFor(t *task) int {
 		return 0
 	}
 	w.optimal[pair] = optimum{streams: -1}
-	req := EstimateRequest{Source: t.Src, Destination: t.Dst, Size: max(t.Size, 1), UseHistory: true}
+	// The task holds names as they are; the request, URLs.
+	req := EstimateRequest{Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: max(t.Size, 1), UseHistory: true}
 	c := Caller{User: store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}}
 	go func() {
 		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)

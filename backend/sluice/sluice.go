@@ -210,6 +210,19 @@ func FileURL(base, p string) string {
 	return strings.TrimSuffix(base, "/") + "/" + escape(p)
 }
 
+// EncodeURL percent-encodes the path of scheme://host/path, whose path
+// is as the file is named (what the service stores): the URL that names
+// it, to show or to submit again. Anything without "://" is returned as
+// is.
+func EncodeURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	host, p, _ := strings.Cut(rest, "/")
+	return FileURL(scheme+"://"+host, p)
+}
+
 // StatusError is an error response from the agent. It unwraps to the
 // backend sentinel error for its kind (ErrUnauthorized for 401), or to
 // nothing for internal errors, which are not permanent.

@@ -770,3 +770,25 @@ func TestBatchSumsTrailerError(t *testing.T) {
 		})
 	}
 }
+
+func TestEncodeURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"sluice://a1/d/f.h5", "sluice://a1/d/f.h5"},
+		{"sluice://h:7000/d/a?b#c%d e", "sluice://h:7000/d/a%3Fb%23c%25d%20e"},
+		{"sluices://h:7000/x+y=z@w", "sluices://h:7000/x+y=z@w"},
+		{"sluice://a1", "sluice://a1/"},
+		{"not a url", "not a url"},
+	} {
+		got := sluice.EncodeURL(c.in)
+		if got != c.want {
+			t.Errorf("EncodeURL(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if !strings.Contains(c.in, ":7000/") {
+			continue
+		}
+		// What cp and the service read back is the name itself.
+		if _, p, err := sluice.ParseURL(got); err != nil || p != c.in[strings.Index(c.in, ":7000/")+5:] {
+			t.Errorf("%q read back as %q, %v", got, p, err)
+		}
+	}
+}

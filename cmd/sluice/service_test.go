@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -1997,6 +1998,16 @@ func TestServiceOddNames(t *testing.T) {
 	for disk := range names {
 		if !sameContent(t, c.path("a1", disk), c.path("a2", disk)) {
 			t.Errorf("%s differs at the destination", disk)
+		}
+	}
+	// Shown as submitted: URLs that name the files again.
+	files, err := c.admin.AllFiles(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(job.Files, func(in api.FileIn) bool { return in.Source == f.Source && in.Destination == f.Destination }) {
+			t.Errorf("file shown as %s -> %s, not as submitted", f.Source, f.Destination)
 		}
 	}
 }
