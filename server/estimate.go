@@ -535,6 +535,17 @@ func (w *world) fixedCC(t *task) int {
 	return 0
 }
 
+// ownerOf is the caller a job's own requests (its optimize estimate) act
+// as: its owner as the store has them now, so that an admin's job is not
+// held to the access rules; as the job says when that cannot be read.
+func (s *Server) ownerOf(ctx context.Context, owner store.User) Caller {
+	c := Caller{User: owner}
+	if u, err := s.st.UserByName(ctx, owner.Name); err == nil && u.ID == owner.ID {
+		c.User = u
+	}
+	return c
+}
+
 // optimalFor returns the streams an optimize job's task runs with on its
 // endpoint pair: > 0 once estimated, 0 if estimation failed (the
 // scheduler then chooses, as for any job), -1 while the estimate is
@@ -557,11 +568,11 @@ func (w *world) optimalFor(t *task) int {
 	w.optimal[pair] = optimum{streams: -1}
 	// The task holds names as they are; the request, URLs.
 	req := EstimateRequest{Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: max(t.Size, 1), UseHistory: true}
-	c := Caller{User: store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}}
+	owner := store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}
 	go func() {
 		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
 		defer cancel()
-		e, err := w.s.Estimate(ctx, c, req)
+		e, err := w.s.Estimate(ctx, w.s.ownerOf(ctx, owner), req)
 		w.s.post(func(w *world) {
 			if err != nil {
 				w.s.log.Warn("estimate for optimization failed; the scheduler chooses the concurrency",

@@ -460,3 +460,37 @@ func TestEstimateLinkBase(t *testing.T) {
 		})
 	}
 }
+
+// TestOptimizeActsAsOwner: an optimize job's estimate acts as the job's
+// owner as the store has them, an admin's with the admin's rights (before,
+// as a user without them, refused by the access rules an admin's jobs are
+// not held to); a job whose owner cannot be read acts as the job says.
+func TestOptimizeActsAsOwner(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := newPolicyTestServer(t, st)
+	root, err := st.EnsureUser(ctx, "root", "ops", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := st.EnsureUser(ctx, "alice", "phys", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		owner     store.User
+		wantAdmin bool
+	}{
+		{store.User{ID: root.ID, Name: "root", VO: "ops"}, true},
+		{store.User{ID: alice.ID, Name: "alice", VO: "phys"}, false},
+		{store.User{ID: 999, Name: "root", VO: "ops"}, false}, // another user of that name since
+	} {
+		if got := s.ownerOf(ctx, c.owner); got.User.Admin != c.wantAdmin || got.User.Name != c.owner.Name {
+			t.Errorf("owner %+v acts as %+v, want admin %v", c.owner, got.User, c.wantAdmin)
+		}
+	}
+}
