@@ -387,7 +387,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	default:
 		return fmt.Errorf("%w: recursive=%q (want 1 or 0)", backend.ErrInvalid, v)
 	}
-	out, err := s.fs.List(r.Context(), p, recursive)
+	// Links out of the token's reach are listed as such, their targets
+	// unsaid (reading them is refused too).
+	out, err := s.fs.ListBeneath(r.Context(), p, recursive, c.LinkBase())
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func TestPullBatch(t *testing.T) {
 		kind    string // "" for success
 		content string
 	}{
-		{"", "hello, batch"}, {"not_found", ""}, {"", ""}, {"permission", ""}, {"", string(data)}, {"invalid", ""},
+		{"", "hello, batch"}, {"not_found", ""}, {"", ""}, {"permission", ""}, {"", string(data)}, {"changed", ""}, // not the size it was listed with
 	} {
 		r, f := res[i], files[i]
 		p := filepath.Join(dst.root, strings.TrimPrefix(f.Dst, "/"))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
 )
 
 const secret = "outside: must not be read or changed"
@@ -285,6 +287,25 @@ func TestLinksLeavingThePrefix(t *testing.T) {
 				t.Errorf("leaked /priv/s: %v", r)
 			}
 		})
+	}
+	// Listed, a link out of the prefix says so, and nothing of its
+	// target (private's size is 7); one that stays inside is listed as
+	// its target.
+	var list []backend.FileInfo
+	if r := e.raw("GET", "/v1/list/pub/sub", pub, nil, ""); r.status != 200 || json.Unmarshal([]byte(r.body), &list) != nil {
+		t.Fatalf("listing /pub/sub: %v", r)
+	}
+	for _, f := range list {
+		switch f.Path {
+		case "/pub/sub/up":
+			if f.Err == "" || f.Size != 0 || !f.ModTime.IsZero() {
+				t.Errorf("a link out of the prefix listed as %+v", f)
+			}
+		case "/pub/sub/okup":
+			if f.Err != "" || f.Size != int64(len("public")) {
+				t.Errorf("a link inside the prefix listed as %+v", f)
+			}
+		}
 	}
 	// Batch refuses them file by file.
 	r := e.raw("POST", "/v1/batch", pub, nil, jsonBody(map[string]any{"paths": []string{"/pub/lnk", "/pub/dlnk/s", "/pub/f"}}))

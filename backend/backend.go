@@ -22,6 +22,12 @@ type FileInfo struct {
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"mtime"`
 	IsDir   bool      `json:"dir,omitempty"`
+	// Err is set by List on an entry that cannot be copied (a broken
+	// symbolic link, one to a directory or out of reach, a device, a
+	// directory that cannot be read): why, in a few words. Its size and
+	// time are not given. One such entry does not fail the listing, so
+	// that the rest of a tree can be copied, and the entry reported.
+	Err string `json:"error,omitempty"`
 }
 
 // Backend is one storage system reached through one protocol.

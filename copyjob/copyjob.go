@@ -191,9 +191,9 @@ func (o *Options) defaults() error {
 // copies into the destination again rather than below it, as cp would now
 // that it exists. layout is the marker's path when the copy may leave one
 // ("" otherwise): the caller removes it once the copy is complete.
-func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, layout string, err error) {
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, bad []badEntry, layout string, err error) {
 	if len(srcs) == 0 {
-		return nil, nil, "", errors.New("nothing to copy")
+		return nil, nil, nil, "", errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
 	if !intoDir && o.Recursive && o.JournalDir != "" {
@@ -208,11 +208,11 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items 
 		intoDir, layout = true, ""
 	case err == nil && intoDir:
 		// Refused before anything is copied; cp fails on each file.
-		return nil, nil, "", fmt.Errorf("destination %s is a file, not a directory", dst.URL)
+		return nil, nil, nil, "", fmt.Errorf("destination %s is a file, not a directory", dst.URL)
 	case err == nil:
 		layout = "" // a file: a directory source is refused below
 	case err != nil && !errors.Is(err, backend.ErrNotFound):
-		return nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
+		return nil, nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
 	case err != nil && layout != "":
 		// dst is new: note it, before anything can make it.
 		werr := os.MkdirAll(o.JournalDir, 0o700)
@@ -220,14 +220,14 @@ func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items 
 			werr = os.WriteFile(layout, []byte(srcs[0].URL+" -> "+dst.URL+"\n"), 0o600)
 		}
 		if werr != nil {
-			return nil, nil, "", fmt.Errorf("journal directory: %w", werr)
+			return nil, nil, nil, "", fmt.Errorf("journal directory: %w", werr)
 		}
 	}
-	items, dirs, err = planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && !fi.IsDir)
+	items, dirs, bad, err = planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && !fi.IsDir)
 	if err != nil && layout != "" && errors.Is(statErr(ctx, dst), backend.ErrNotFound) {
 		doneWith(layout) // nothing was made: nothing to resume
 	}
-	return items, dirs, layout, err
+	return items, dirs, bad, layout, err
 }
 
 func statErr(ctx context.Context, e Endpoint) error {
@@ -256,11 +256,11 @@ func fileExists(p string) bool {
 
 // planItems is plan once it is known whether the sources go below dst,
 // and whether dst is a file now.
-func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstFile bool) (items []item, dirs []string, err error) {
+func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstFile bool) (items []item, dirs []string, bad []badEntry, err error) {
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("source %s: %w", s.URL, err)
+			return nil, nil, nil, fmt.Errorf("source %s: %w", s.URL, err)
 		}
 		base := path.Base(strings.TrimSuffix(s.Path, "/"))
 		target := dst.Path
@@ -271,29 +271,36 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 		srcClean, dstClean := path.Clean("/"+s.Path), path.Clean("/"+target)
 		if !fi.IsDir {
 			if same && srcClean == dstClean {
-				return nil, nil, fmt.Errorf("%s and %s are the same file", s.URL, dst.URL)
+				return nil, nil, nil, fmt.Errorf("%s and %s are the same file", s.URL, dst.URL)
 			}
 			items = append(items, item{from: from, src: s.Path, dst: target, size: fi.Size, mtime: fi.ModTime, root: target})
 			continue
 		}
 		if !recursive {
-			return nil, nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
+			return nil, nil, nil, fmt.Errorf("source %s is a directory (use -r)", s.URL)
 		}
 		if dstFile && !intoDir {
-			return nil, nil, fmt.Errorf("cannot copy directory %s onto %s, which is a file", s.URL, dst.URL)
+			return nil, nil, nil, fmt.Errorf("cannot copy directory %s onto %s, which is a file", s.URL, dst.URL)
 		}
 		if same && (dstClean == srcClean || strings.HasPrefix(dstClean, strings.TrimSuffix(srcClean, "/")+"/")) {
 			// A copy into itself would copy its own copies on a rerun.
-			return nil, nil, fmt.Errorf("cannot copy directory %s into itself (%s)", s.URL, dstClean)
+			return nil, nil, nil, fmt.Errorf("cannot copy directory %s into itself (%s)", s.URL, dstClean)
 		}
 		list, err := s.Backend.List(ctx, s.Path, true)
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing %s: %w", s.URL, err)
+			return nil, nil, nil, fmt.Errorf("listing %s: %w", s.URL, err)
 		}
 		root := strings.TrimSuffix(fi.Path, "/")
 		dirs = append(dirs, target)
 		for _, f := range list {
 			rel := strings.TrimPrefix(strings.TrimPrefix(f.Path, root), "/")
+			if f.Err != "" {
+				// Not copied, and said so at the end; the rest of the
+				// tree is copied.
+				bad = append(bad, badEntry{from: from, src: path.Join(s.Path, rel), dst: path.Join(target, rel),
+					err: fmt.Errorf("%s: %w: %s", path.Join(s.Path, rel), backend.ErrInvalid, f.Err)})
+				continue
+			}
 			if f.IsDir {
 				dirs = append(dirs, path.Join(target, rel))
 				continue
@@ -302,12 +309,20 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 		}
 	}
 	if items, err = distinctTargets(srcs, items); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	dirs = emptyDirs(dirs, items)
 	// Large files first: they set the copy's length; small ones fill in.
 	sort.SliceStable(items, func(i, j int) bool { return items[i].size > items[j].size })
-	return items, dirs, nil
+	return items, dirs, bad, nil
+}
+
+// badEntry is an entry of a source's listing that cannot be copied
+// (backend.FileInfo.Err): the copy gives it up from the start.
+type badEntry struct {
+	from     int
+	src, dst string
+	err      error
 }
 
 // distinctTargets drops the repeats of a file named more than once (the
@@ -396,7 +411,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		return Summary{}, err
 	}
 	startAt := time.Now()
-	items, dirs, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -408,6 +423,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		st.total += it.size
 	}
 	st.files = len(items)
+	st.listedBad(bad)
 	var big, small []item
 	for _, it := range items {
 		if it.size >= 2*o.ChunkMin {
@@ -511,6 +527,10 @@ type state struct {
 	current  string
 	failures []FileFailure // files given up for reasons of their own (fileLevel)
 	errs     []error       // their errors, for errors.Is on the copy's
+	// listed: how many of them were given up from the listing
+	// (listedBad), which do not count towards MaxFileFailures: they
+	// say nothing of how the copy goes.
+	listed int
 }
 
 // FileFailure is a file a copy gave up for a reason of its own (see
@@ -549,7 +569,20 @@ func (st *state) giveUp(it item, err error) bool {
 	defer st.mu.Unlock()
 	st.failures = append(st.failures, FileFailure{Src: sourceBase(src) + it.src, Dst: sourceBase(st.dst) + it.dst, Error: err.Error()})
 	st.errs = append(st.errs, err)
-	return len(st.failures) < MaxFileFailures
+	return len(st.failures)-st.listed < MaxFileFailures
+}
+
+// listedBad gives up, from the start, the entries of the sources'
+// listings that cannot be copied.
+func (st *state) listedBad(bad []badEntry) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.files += len(bad)
+	for _, b := range bad {
+		st.failures = append(st.failures, FileFailure{Src: sourceBase(st.srcs[b.from]) + b.src, Dst: sourceBase(st.dst) + b.dst, Error: b.err.Error()})
+		st.errs = append(st.errs, b.err)
+	}
+	st.listed += len(bad)
 }
 
 // failed is the error of a copy that gave files up: nil if none.
@@ -562,7 +595,7 @@ func (st *state) failed() error {
 	case len(st.errs) == 1 && st.files <= 1:
 		return st.errs[0] // the copy of one file: its error
 	}
-	return &FilesError{Failed: len(st.errs), Errs: slices.Clone(st.errs), Stopped: len(st.errs) >= MaxFileFailures}
+	return &FilesError{Failed: len(st.errs), Errs: slices.Clone(st.errs), Stopped: len(st.errs)-st.listed >= MaxFileFailures}
 }
 
 // FilesError is the error of a copy that gave files up (Summary.Failures

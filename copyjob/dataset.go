@@ -108,7 +108,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 		return nil, err
 	}
 	start := time.Now()
-	items, dirs, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +128,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 		d.st.total += it.size
 		d.st.files++
 	}
+	d.st.listedBad(bad)
 	d.have = d.listDestination(ctx, items)
 	return d, nil
 }
@@ -184,7 +185,7 @@ func (d *Dataset) listDestination(ctx context.Context, items []item) map[string]
 		// root's path is the path below it (plan's rule).
 		base := strings.TrimSuffix(fi.Path, "/")
 		for _, e := range list {
-			if !e.IsDir {
+			if !e.IsDir && e.Err == "" {
 				have[path.Join(it.root, strings.TrimPrefix(strings.TrimPrefix(e.Path, base), "/"))] = e.Size
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -976,5 +977,86 @@ func TestSameMtime(t *testing.T) {
 		if got := sameMtime(c.a, c.b); got != c.want {
 			t.Errorf("%s: sameMtime(%v, %v) = %v, want %v", c.name, c.a, c.b, got, c.want)
 		}
+	}
+}
+
+// TestTreeGoesOnPastBadEntries: a tree holding entries that cannot be
+// copied (a broken symbolic link, a link to a directory, a named pipe, a
+// link out of the source agent's reach) is copied but for them, in both
+// ways of copying a tree and from a local or an agent source; the copy
+// fails naming each. Before, one such entry failed the whole listing, and
+// nothing was copied.
+func TestTreeGoesOnPastBadEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		dataset, agent bool
+	}{
+		{"local", false, false},
+		{"local dataset", true, false},
+		{"agent", false, true},
+		{"agent dataset", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			want := tree(t, srcDir, 3000, 4000, 3<<20)
+			tr := filepath.Join(srcDir, "tree")
+			os.MkdirAll(filepath.Join(tr, "sub"), 0o755)
+			os.Symlink("nowhere", filepath.Join(tr, "broken"))
+			os.Symlink("../sub", filepath.Join(tr, "sub", "dirlink"))
+			if err := syscall.Mkfifo(filepath.Join(tr, "pipe"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			bad := []string{"broken", "sub/dirlink", "pipe"}
+			src := localEP(t, tr)
+			if tc.agent {
+				// The agent's root is the tree: a link up and out of
+				// it is beyond its reach.
+				os.Symlink("../outside", filepath.Join(tr, "out"))
+				os.WriteFile(filepath.Join(srcDir, "outside"), []byte("not the agent's"), 0o644)
+				bad = append(bad, "out")
+				src = sourceAgent(t, tr, "/", nil, nil)
+			}
+			o := opts(t)
+			o.Recursive = true
+			dst := localEP(t, filepath.Join(dstDir, "tree"))
+			var sum Summary
+			var err error
+			if tc.dataset {
+				d := prepare(t, src, dst, o)
+				sum, err = RunDataset(context.Background(), d, Fixed(d.Files(), 2, 1, 2), nil)
+			} else {
+				sum, err = Run(context.Background(), []Endpoint{src}, dst, o, nil)
+			}
+			if err == nil || !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("%d files could not be copied", len(bad))) {
+				t.Fatalf("copy: %v, want an error naming the %d entries that cannot be copied", err, len(bad))
+			}
+			// sub is there, a directory, empty but for its link.
+			if fi, err := os.Stat(filepath.Join(dstDir, "tree", "sub")); err != nil || !fi.IsDir() {
+				t.Errorf("sub: %v, want a directory", err)
+			}
+			ents, _ := os.ReadDir(filepath.Join(dstDir, "tree"))
+			if len(ents) != len(want)+1 {
+				t.Errorf("the copy holds %d entries, want %d files and sub", len(ents), len(want))
+			}
+			for name, data := range want {
+				sameFile(t, filepath.Join(dstDir, "tree", name), data)
+			}
+			var failed []string
+			for _, f := range sum.Failures {
+				_, rest, _ := strings.Cut(strings.TrimPrefix(f.Src, "sluice://"), "/tree/")
+				if tc.agent {
+					_, rest, _ = strings.Cut(strings.TrimPrefix(f.Src, "sluice://"), "/")
+				}
+				failed = append(failed, rest)
+			}
+			slices.Sort(failed)
+			slices.Sort(bad)
+			if !slices.Equal(failed, bad) || sum.Files != len(want) {
+				t.Errorf("summary: %d files copied, failures %v; want %d copied and %v given up", sum.Files, failed, len(want), bad)
+			}
+			if tc.agent && (strings.Contains(err.Error(), "not the agent's") || strings.Contains(err.Error(), srcDir)) {
+				t.Errorf("the error tells of what is out of reach: %v", err)
+			}
+		})
 	}
 }

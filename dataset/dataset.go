@@ -136,6 +136,9 @@ func List(ctx context.Context, b backend.Backend, root string) ([]File, error) {
 	base := strings.TrimSuffix(fi.Path, "/")
 	var out []File
 	for _, e := range list {
+		if e.Err != "" {
+			return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, e.Path, e.Err)
+		}
 		if e.IsDir {
 			continue
 		}

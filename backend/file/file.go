@@ -227,11 +227,7 @@ func tooLarge(err error) bool {
 }
 
 func info(name string, fi fs.FileInfo) backend.FileInfo {
-	p := "/" + strings.TrimPrefix(name, "./")
-	if name == "." {
-		p = "/"
-	}
-	return backend.FileInfo{Path: p, Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+	return backend.FileInfo{Path: slashPath(name), Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
 }
 
 // Stat implements backend.Backend.
@@ -325,19 +321,45 @@ func kind(m fs.FileMode) string {
 	return "not a regular file"
 }
 
-// List implements backend.Backend.
+// List implements backend.Backend. An entry that cannot be copied is
+// listed with Err set (see backend.FileInfo), and a file that vanished
+// while the directory was read is left out: neither fails the listing.
 func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
+	return b.ListBeneath(ctx, p, recursive, "")
+}
+
+// ListBeneath is List for a caller held to base (a slash path; "" for
+// the whole root): a symbolic link whose target is not beneath base (see
+// Beneath) is listed with Err set, and its target's size and time are not
+// given. An agent lists so for a token: the link itself is refused when
+// read, and a listing must not say what it leads to either.
+func (b *Backend) ListBeneath(ctx context.Context, p string, recursive bool, base string) ([]backend.FileInfo, error) {
 	name, err := clean(p)
 	if err != nil {
 		return nil, err
 	}
 	var out []backend.FileInfo
+	bad := func(n, why string) {
+		out = append(out, backend.FileInfo{Path: slashPath(n), Err: why})
+	}
 	err = fs.WalkDir(b.root.FS(), name, func(n string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if err != nil {
+			if n == name {
+				return err // the directory asked for
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // gone since its directory was read
+			}
+			// A directory below that cannot be read (listed already
+			// as a directory): what is below it is not known.
+			bad(n, "a directory that cannot be read: "+reason(err))
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if n == name {
 			if !d.IsDir() {
@@ -346,8 +368,12 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 			return nil
 		}
 		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
-			return err
+			bad(n, "cannot be read: "+reason(err))
+			return nil
 		}
 		switch m := fi.Mode(); {
 		case m&fs.ModeSymlink != 0:
@@ -355,18 +381,28 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 			// size are what a copy moves (listing the link's own size
 			// would cut the copy short). A link to a directory is not
 			// followed, which could loop; a broken one has nothing.
+			if base != "" {
+				if err := b.Beneath(base, slashPath(n)); err != nil {
+					bad(n, "a symbolic link that leads out of "+path.Clean("/"+base))
+					return nil
+				}
+			}
 			t, err := b.stat(n)
 			switch {
 			case err != nil:
-				return fmt.Errorf("%w: /%s is a symbolic link that is broken or leaves the root: %w", backend.ErrInvalid, n, err)
+				bad(n, "a symbolic link that is broken or leaves the root")
+				return nil
 			case t.IsDir():
-				return fmt.Errorf("%w: /%s is a symbolic link to a directory; links to directories are not followed (name the directory itself)", backend.ErrInvalid, n)
+				bad(n, "a symbolic link to a directory; links to directories are not followed (name the directory itself)")
+				return nil
 			case !t.Mode().IsRegular():
-				return fmt.Errorf("%w: /%s links to %s, which cannot be copied", backend.ErrInvalid, n, kind(t.Mode()))
+				bad(n, "a symbolic link to "+kind(t.Mode())+", which cannot be copied")
+				return nil
 			}
 			fi = t
 		case !m.IsRegular() && !m.IsDir():
-			return fmt.Errorf("%w: /%s is %s, which cannot be copied", backend.ErrInvalid, n, kind(m))
+			bad(n, kind(m)+", which cannot be copied")
+			return nil
 		}
 		out = append(out, info(n, fi))
 		if d.IsDir() && !recursive {
@@ -378,6 +414,28 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 		return nil, b.classify(err)
 	}
 	return out, nil
+}
+
+// slashPath is the slash path (from the root) of a name in the root.
+func slashPath(name string) string {
+	if name == "." {
+		return "/"
+	}
+	return "/" + strings.TrimPrefix(name, "./")
+}
+
+// reason is the system's few words for err ("permission denied"), without
+// the paths it names (a listing's entry names its path already, and the
+// machine's paths are not a client's business).
+func reason(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return "permission denied"
+	}
+	return "an error"
 }
 
 // Open opens a file for reading; the agent serves it with sendfile.
