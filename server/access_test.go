@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -131,5 +135,64 @@ func TestLinkBase(t *testing.T) {
 		if got := baseFor(tc.base, tc.prefix); got != tc.want {
 			t.Errorf("baseFor(%q, %q) = %q, want %q", tc.base, tc.prefix, got, tc.want)
 		}
+	}
+}
+
+// TestAccessRevokedAfterSubmission: access is checked again when a file
+// runs, not only when its job was submitted. A file whose owner may no
+// longer read its source or write its destination fails at once with a
+// permanent permission error; before, it ran, with data tokens that no
+// rule bounded (weaker than at submission). An admin's files are not
+// held to the rules.
+func TestAccessRevokedAfterSubmission(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	w := loadedWorld(t, Config{Store: st})
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}
+	if _, err := w.s.SetAccess(ctx, admin, grant); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := st.EnsureUser(ctx, "alice", "cms", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := st.EnsureUser(ctx, "root", "ops", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []store.User{alice, root} {
+		j := store.Job{OwnerID: u.ID, Owner: u.Name, VO: u.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
+		if _, err := st.CreateJob(ctx, &j, []store.Task{{Src: "sluice://a/home/" + u.Name + "/in", Dst: "sluice://d/home/" + u.Name + "/out",
+			SrcEndpoint: "a", DstEndpoint: "d", Size: 1000, State: store.StateQueued}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claimed, _ := claimPartitions(t, w, st, "local", 2, "a")
+	plans := func() map[string]error {
+		clear(w.access) // the rules as they are now
+		out := map[string]error{}
+		for _, c := range claimed {
+			tk := w.tasks.get(c.ID)
+			out[tk.job.Owner] = w.plan(tk).denied
+		}
+		return out
+	}
+	if got := plans(); got["alice"] != nil || got["root"] != nil {
+		t.Fatalf("with access: %v", got)
+	}
+	if _, err := w.s.SetAccess(ctx, admin, AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/scratch/{user}", User: "*", Access: AccessWrite}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := plans()
+	if err := got["alice"]; !errors.Is(err, backend.ErrPermission) || !permanent(err) || !strings.Contains(err.Error(), "access changed since the job was submitted") {
+		t.Errorf("alice's file after her access was taken away: %v, want a permanent permission error", err)
+	}
+	if got["root"] != nil {
+		t.Errorf("an admin's file: %v", got["root"])
 	}
 }

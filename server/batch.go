@@ -116,6 +116,12 @@ func (w *world) launchBatches(ts []*task) {
 		}
 		w.inflight++
 		p := w.plan(t)
+		if p.denied != nil {
+			// Not in a batch: it fails on its own, as a run does.
+			id, run, err := t.ID, t.run, p.denied
+			go w.s.post(func(w *world) { w.finished(id, run, engine.Result{}, err) })
+			continue
+		}
 		k := batchKey{job: t.JobID, src: t.SrcEndpoint, dst: t.DstEndpoint,
 			srcDir: path.Dir(p.srcPath), dstDir: path.Dir(p.dstPath), checksum: p.checksum, expectedChecksum: p.expected != ""}
 		if _, ok := groups[k]; !ok {

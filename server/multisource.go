@@ -90,6 +90,9 @@ func (w *world) planReplicas(t *task, p *plan) {
 		name := urlHost(r)
 		rp := replicaPlan{name: name, path: urlPath(r)}
 		rp.base = acc.linkBase(name, rp.path, AccessRead)
+		if err := acc.check(name, rp.path, AccessRead); err != nil && p.denied == nil {
+			p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
+		}
 		if e := w.eps[name]; e != nil {
 			rp.url = e.URL
 		}

@@ -39,6 +39,10 @@ type plan struct {
 	split    string // how the shares were chosen, for the audit
 	// checkpointEvery is the journal interval (world.checkpointEvery).
 	checkpointEvery time.Duration
+	// denied is why the job's owner may no longer read the source or
+	// write the destination (the access rules changed since the job
+	// was submitted): the run fails with it at once, nothing moved.
+	denied error
 }
 
 func journalKey(id int64) string { return fmt.Sprintf("task/%d", id) }
@@ -91,6 +95,12 @@ func (w *world) plan(t *task) plan {
 	acc := w.jobAccess(t.job)
 	p.srcBase = acc.linkBase(t.SrcEndpoint, p.srcPath, AccessRead)
 	p.dstBase = acc.linkBase(t.DstEndpoint, p.dstPath, AccessWrite)
+	// Checked again now, not only at submission: access taken away
+	// from a user stops their queued files too. (Tokens without a rule
+	// to bound their links would be weaker than the submission's.)
+	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.check(t.DstEndpoint, p.dstPath, AccessWrite)); err != nil {
+		p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
+	}
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
 		// The user's checksum decides the algorithm for this file.
 		p.checksum, p.expected = algo, hex
@@ -191,6 +201,10 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 	id := p.task.ID
 	report := func(res engine.Result, err error) {
 		s.post(func(w *world) { w.finished(id, run, res, err) })
+	}
+	if p.denied != nil {
+		report(engine.Result{}, p.denied)
+		return
 	}
 	src, dst, srcTok, err := s.backends(p)
 	if err != nil {
