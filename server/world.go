@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -92,6 +93,8 @@ type endpoint struct {
 type world struct {
 	s         *Server
 	ctx       context.Context // ends at shutdown; transfers derive from it
+	// quiet throttles the loop's repeated messages (see logEvery).
+	quiet map[string]*throttled
 	tasks     taskTable
 	jobs      map[int64]*jobState
 	eps       map[string]*endpoint
@@ -705,7 +708,7 @@ func (w *world) persistSome(ts []*task, audit []store.AuditEntry) (written func(
 		rest := w.persistSome(keep, auditOf(keep, audit))
 		return func(t *task) bool { return !lost[t.SrcEndpoint] && rest(t) }
 	case err != nil:
-		w.s.log.Error("writing task state", "err", err)
+		w.logEvery(slog.LevelError, "writing task state", "err", err)
 		return none
 	}
 	w.skipped = append(w.skipped, skipped...)
@@ -1048,7 +1051,7 @@ func (w *world) flush() {
 		done = append(done, c)
 	}
 	if len(retry.done) > 0 {
-		w.s.log.Warn("finished files not yet recorded done; writing them again at the next turn", "files", len(retry.done))
+		w.logEvery(slog.LevelWarn, "finished files not yet recorded done; writing them again at the next turn", "files", len(retry.done))
 		ids := make(map[int64]bool, len(retry.tasks))
 		for _, t := range retry.tasks {
 			ids[t.ID] = true
@@ -1356,6 +1359,42 @@ func (w *world) shutdown() {
 	}
 	w.releaseVOAllocs()
 }
+
+// throttled is one repeated message's state: when it was last logged and
+// how many times it was left out since.
+type throttled struct {
+	at      time.Time
+	dropped int
+}
+
+// logEvery logs msg at most once every logQuiet: a store that refuses
+// every write (its disk full, its database down) fails every turn of the
+// loop, many times a second, and a log that says so thousands of times
+// fills the disk it is written to too. The next message says how many
+// were left out.
+func (w *world) logEvery(level slog.Level, msg string, args ...any) {
+	now := time.Now()
+	if w.quiet == nil {
+		w.quiet = map[string]*throttled{}
+	}
+	q := w.quiet[msg]
+	if q == nil {
+		q = &throttled{}
+		w.quiet[msg] = q
+	}
+	if !q.at.IsZero() && now.Sub(q.at) < logQuiet {
+		q.dropped++
+		return
+	}
+	if q.dropped > 0 {
+		args = append(args, "repeats_not_logged", q.dropped)
+	}
+	q.at, q.dropped = now, 0
+	w.s.log.Log(context.Background(), level, msg, args...)
+}
+
+// logQuiet is how often logEvery logs one message at most.
+const logQuiet = 10 * time.Second
 
 func permanent(err error) bool {
 	return errors.Is(err, engine.ErrChecksum) || errors.Is(err, engine.ErrSourceChanged) || backendPermanent(err)
