@@ -92,9 +92,8 @@ type endpoint struct {
 // goroutine touches it.
 type world struct {
 	s         *Server
-	ctx       context.Context // ends at shutdown; transfers derive from it
-	// quiet throttles the loop's repeated messages (see logEvery).
-	quiet map[string]*throttled
+	ctx       context.Context       // ends at shutdown; transfers derive from it
+	quiet     map[string]*throttled // the loop's repeated messages (logEvery)
 	tasks     taskTable
 	jobs      map[int64]*jobState
 	eps       map[string]*endpoint
