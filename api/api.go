@@ -92,7 +92,11 @@ func authFirst(api huma.API, s *server.Server) func(huma.Context, func(huma.Cont
 		}
 		if err != nil {
 			status := http.StatusUnauthorized
-			if !errors.Is(err, server.ErrUnauthorized) {
+			switch {
+			case errors.Is(err, server.ErrUnauthorized):
+			case store.Unavailable(err):
+				status = http.StatusServiceUnavailable
+			default:
 				status = http.StatusInternalServerError
 			}
 			_ = huma.WriteErr(api, ctx, status, err.Error())
@@ -163,6 +167,10 @@ func problem(err error) error {
 		return huma.Error503ServiceUnavailable(err.Error())
 	case errors.Is(err, server.ErrConflict):
 		return huma.Error409Conflict(err.Error())
+	case store.Unavailable(err):
+		// The database's disk is full, or it is down: nothing was
+		// done, and the same request may go through later.
+		return huma.Error503ServiceUnavailable("the service's database cannot take requests now; try again later: " + err.Error())
 	}
 	return huma.Error500InternalServerError(err.Error())
 }
