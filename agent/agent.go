@@ -10,7 +10,9 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -78,6 +80,12 @@ type Server struct {
 	bufs sync.Pool
 	// fences holds per-file fence locks (see fence.go).
 	fences *fences
+
+	// instance tells this agent apart from every other, also from one
+	// of the same name: it is random, made at start, and /v1/info
+	// reports it, so a client that reaches the agent through two host
+	// names (localhost and 127.0.0.1) can tell that it is one agent.
+	instance string
 }
 
 // New checks cfg and opens the root.
@@ -116,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 		now:    time.Now,
 		fences: newFences(),
 	}
+	var inst [16]byte
+	rand.Read(inst[:]) // never fails (crypto/rand)
+	s.instance = hex.EncodeToString(inst[:])
 	s.bufs.New = func() any { b := make([]byte, 256<<10); return &b }
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

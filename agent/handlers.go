@@ -746,5 +746,5 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return writeJSON(w, map[string]string{"name": s.name, "version": Version})
+	return writeJSON(w, map[string]string{"name": s.name, "version": Version, "instance": s.instance})
 }

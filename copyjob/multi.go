@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/linkmon"
 	"github.com/sluice-dtn/sluice/multisrc"
@@ -129,6 +130,9 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 			return rep, fmt.Errorf("copyjob: %w: replica %s is named twice (also as %s)", backend.ErrInvalid, first, s.URL)
 		}
 		seen[k] = s.URL
+	}
+	if err := sameAgentReplicas(ctx, srcs); err != nil {
+		return rep, err
 	}
 	if o.JournalDir == "" {
 		return rep, fmt.Errorf("copyjob: %w: a journal directory is required", backend.ErrInvalid)
@@ -266,6 +270,54 @@ func replicaKey(s Endpoint) string {
 		return s.URL
 	}
 	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + path.Clean("/"+s.Path)
+}
+
+// agentInfoer is a replica's backend that can say which agent it reaches
+// (backend/sluice).
+type agentInfoer interface {
+	Info(context.Context) (sluice.Info, error)
+}
+
+// sameAgentReplicas refuses a replica named through two host names of one
+// agent (localhost and 127.0.0.1, a host name and its address), which
+// replicaKey cannot see: the agents' instances, random per agent process,
+// tell. Taken for two replicas, the file would vote twice and outvote a
+// replica that differs, where two that differ must fail the copy. Agent
+// names cannot tell (two agents on one host both default to its name). An
+// agent that does not answer (down, or older than the instance) is left to
+// replicaKey and, for the copy, to the engine, which drops it.
+func sameAgentReplicas(ctx context.Context, srcs []Endpoint) error {
+	// An agent that does not answer soon is left out of the
+	// comparison, not waited for: the stat that follows finds it.
+	ask, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	inst := make([]string, len(srcs))
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		if b, ok := s.Backend.(agentInfoer); ok {
+			wg.Go(func() {
+				if info, err := b.Info(ask); err == nil {
+					inst[i] = info.Instance
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("copyjob: asking the replicas' agents who they are: %w", err)
+	}
+	seen := map[string]string{}
+	for i, s := range srcs {
+		if inst[i] == "" {
+			continue
+		}
+		k := inst[i] + path.Clean("/"+s.Path)
+		if first, ok := seen[k]; ok {
+			return fmt.Errorf("copyjob: %w: replica %s is named twice (also as %s: one agent answers at both)", backend.ErrInvalid, first, s.URL)
+		}
+		seen[k] = s.URL
+	}
+	return nil
 }
 
 // checkReplicas stats every replica at once and returns their common

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/linkmon"
 )
 
@@ -191,5 +192,50 @@ func TestRunMultiOneReplica(t *testing.T) {
 		if rep.PlanS >= 1 {
 			t.Errorf("%s: planning took %.1f s: the one link was probed (2 s by default)", split, rep.PlanS)
 		}
+	}
+}
+
+// TestRunMultiSameAgentTwoHostNames: one agent's file named through two
+// host names (localhost and 127.0.0.1 reach the same agent) is one
+// replica, refused like one named twice. Before, it was taken for two:
+// with a third replica that differs, the file's two names outvoted it
+// and the copy took their bytes, where two replicas that differ must
+// fail the copy. Agents of one name (both "t" here) at two addresses
+// stay two replicas.
+func TestRunMultiSameAgentTwoHostNames(t *testing.T) {
+	key := make([]byte, 32)
+	dirA, dirB, dst := t.TempDir(), t.TempDir(), t.TempDir()
+	writeRandom(t, filepath.Join(dirA, "f"), 1<<20)
+	writeRandom(t, filepath.Join(dirB, "f"), 1<<20)
+	urlA, a, tokA := testAgent(t, dirA, key)
+	urlB, b, _ := testAgent(t, dirB, key)
+	ctx := context.Background()
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}, {1e6, 1e6}}
+	o := func() MultiOptions {
+		return MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true}
+	}
+	_, port, _ := strings.Cut(strings.TrimPrefix(urlA, "sluice://"), ":")
+	alias, err := sluice.New("http://localhost:"+port, tokA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := []Endpoint{
+		{Backend: a, Path: "/f", URL: urlA + "/f"},
+		{Backend: alias, Path: "/f", URL: "sluice://localhost:" + port + "/f"},
+		{Backend: b, Path: "/f", URL: urlB + "/f"},
+	}
+	_, err = RunMulti(ctx, three, localEP(t, dst+"/"), o())
+	if err == nil || !strings.Contains(err.Error(), "named twice") {
+		t.Errorf("%s and %s: %v, want the replica refused as named twice", three[0].URL, three[1].URL, err)
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 0 {
+		t.Errorf("a refused copy wrote %d entries", len(ents))
+	}
+	// Two agents that share a name are still two replicas: here they
+	// differ, so the copy fails for want of a majority, not as a
+	// replica named twice.
+	_, err = RunMulti(ctx, []Endpoint{three[0], three[2]}, localEP(t, dst+"/"), o())
+	if err == nil || strings.Contains(err.Error(), "named twice") || !strings.Contains(err.Error(), "no majority") {
+		t.Errorf("two agents of one name: %v, want the copy refused for want of a majority", err)
 	}
 }

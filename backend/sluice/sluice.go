@@ -652,6 +652,9 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 type Info struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	// Instance is random per agent process ("" from agents older than
+	// it): two URLs that answer with one instance reach one agent.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Info asks the agent for its name and protocol version; any valid token
