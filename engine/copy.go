@@ -109,8 +109,17 @@ func (t *Transfer) copyPiece(ctx context.Context, p *piece) error {
 			// a short read, or (a range that starts past the new end,
 			// at an agent, or pulled by one) as an invalid request or
 			// a failed pull, which say nothing of the cause.
-			if fi, serr := src.Backend.Stat(ctx, src.Path); serr == nil && fi.Size != t.sizeOf() {
+			fi, serr, silent := t.statReplica(ctx, src)
+			if serr == nil && fi.Size != t.sizeOf() {
 				return fmt.Errorf("engine: %w: %s is now %d bytes, was %d", ErrSourceChanged, src.Path, fi.Size, t.sizeOf())
+			}
+			if silent && t.othersUsed(p.src) {
+				// A read that failed and a stat with no answer: a
+				// replica that stopped answering, which another
+				// replica still used would otherwise wait for again
+				// at every attempt (minutes, at a read's watchdog
+				// and this stat's bound each). Dropped now.
+				return fmt.Errorf("engine: %w (after: %w)", serr, err)
 			}
 		}
 		if backend.Permanent(err) {
@@ -148,15 +157,21 @@ const replicaAttempts = 3
 // Retry.Attempts.
 func (t *Transfer) attemptsOf(i int) int {
 	n := t.spec.Retry.Attempts
-	if len(t.srcs) < 2 {
-		return n
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if live := t.liveLocked(); len(live) > 1 && t.srcs[i].dead == nil {
+	if t.othersUsed(i) {
 		return min(n, replicaAttempts)
 	}
 	return n
+}
+
+// othersUsed reports whether replica i is used and so is another: i can
+// then be dropped and the others take its pieces.
+func (t *Transfer) othersUsed(i int) bool {
+	if len(t.srcs) < 2 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.liveLocked()) > 1 && t.srcs[i].dead == nil
 }
 
 func (t *Transfer) sizeOf() int64 {

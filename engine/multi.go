@@ -297,7 +297,10 @@ func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
 		wg.Go(func() {
 			var a answer
 			for attempt := 1; attempt <= min(3, t.spec.Retry.Attempts); attempt++ {
-				if a.fi, a.err = s.Backend.Stat(ctx, s.Path); a.err == nil || backend.Permanent(a.err) || ctx.Err() != nil {
+				var silent bool
+				if a.fi, a.err, silent = t.statReplica(ctx, s.Source); a.err == nil || silent || backend.Permanent(a.err) || ctx.Err() != nil {
+					// One that does not answer at all is not
+					// waited for again: the others carry the file.
 					break
 				}
 				if sleep(ctx, t.spec.Retry.backoff(attempt, uint64(i)), nil) != nil {
@@ -338,6 +341,30 @@ func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
 		return backend.FileInfo{}, fmt.Errorf("engine: no replica of %s can be read: %w", t.srcs[0].Name, errors.Join(errs...))
 	}
 	return answers[ref].fi, nil
+}
+
+// replicaStatTimeout bounds one stat of a replica while others are used.
+// Nothing else would: a stopped agent or a black-holed host keeps the
+// connection open and never answers, and a read's watchdog (the sluice
+// backend's Idle) does not cover stats. As long as the other no-answer
+// limits (the agent's Idle, GridFTP's and XRootD's 60 s).
+const replicaStatTimeout = 60 * time.Second
+
+// statReplica stats replica s within replicaStatTimeout (hooks may shorten
+// it); silent reports that the replica did not answer in time (ctx still
+// alive), its error then saying so.
+func (t *Transfer) statReplica(ctx context.Context, s Source) (fi backend.FileInfo, err error, silent bool) {
+	d := replicaStatTimeout
+	if t.hooks.statTimeout > 0 {
+		d = t.hooks.statTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	fi, err = s.Backend.Stat(sctx, s.Path)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return fi, fmt.Errorf("stat of %s: no answer in %s: %w", s.Name, d, err), true
+	}
+	return fi, err, false
 }
 
 // witness is the replica Spec.Witness compares with the reference at

@@ -32,11 +32,25 @@ type replica struct {
 	// mtime, if set, is the modification time Stat reports: replicas on
 	// other hosts were written at other moments.
 	mtime time.Time
+	// frozen makes Stat wait for its context, as a stopped agent (or a
+	// black-holed host) keeps the connection open and never answers;
+	// frozenFrom does so once this many bytes were served, and reads then
+	// fail, as the sluice backend's watchdog ends a silent read.
+	frozen     bool
+	frozenFrom int64
+}
+
+func (r *replica) isFrozen() bool {
+	return r.frozen || (r.frozenFrom > 0 && r.served.Load() >= r.frozenFrom)
 }
 
 var errDown = errors.New("replica unreachable")
 
 func (r *replica) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
+	if r.isFrozen() {
+		<-ctx.Done()
+		return backend.FileInfo{}, ctx.Err()
+	}
 	if r.down {
 		return backend.FileInfo{}, errDown
 	}
@@ -48,7 +62,7 @@ func (r *replica) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 }
 
 func (r *replica) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	if r.down || (r.failFrom > 0 && r.served.Load() >= r.failFrom) {
+	if r.down || (r.failFrom > 0 && r.served.Load() >= r.failFrom) || r.isFrozen() {
 		return nil, errDown
 	}
 	rc, err := r.Backend.OpenRange(ctx, p, off, n)
@@ -64,7 +78,7 @@ type replicaReader struct {
 }
 
 func (x *replicaReader) Read(b []byte) (int, error) {
-	if x.r.failFrom > 0 && x.r.served.Load() >= x.r.failFrom {
+	if x.r.failFrom > 0 && x.r.served.Load() >= x.r.failFrom || x.r.isFrozen() {
 		return 0, errDown
 	}
 	if (x.r.rate > 0 || x.r.slowFrom > 0) && len(b) > 16<<10 {
@@ -581,5 +595,48 @@ func TestReplicaDiesDroppedSoon(t *testing.T) {
 	}
 	if took > 4*time.Second {
 		t.Errorf("the copy took %v: a dead replica held it back", took)
+	}
+}
+
+// TestReplicaFrozen: a replica whose agent stops answering (a stopped
+// process, a black-holed host: connections stay open, nothing comes back)
+// is dropped and the others carry the file, whether it froze before the
+// copy or in the middle of it; the copy neither hangs nor has holes. Its
+// reads end by the backend's watchdog (here: fail at once), but its stats
+// had no bound: before, the stat of the replicas at the start, and the
+// stat that asks whether a failing replica shrank, waited for ever.
+func TestReplicaFrozen(t *testing.T) {
+	const size = 2 << 20
+	for _, tc := range []struct {
+		name   string
+		freeze func(r *replica)
+	}{
+		{"before the copy", func(r *replica) { r.frozen = true }},
+		{"mid-copy", func(r *replica) { r.frozenFrom = 256 << 10 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", size, 13)
+			reps, s := e.replicas(3, "f", size)
+			s.Retry = RetryPolicy{Attempts: 8, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Seed: 1}
+			tc.freeze(reps[1])
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tr, err := start(ctx, s, hooks{statTimeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tr.Wait()
+			if err != nil {
+				t.Fatalf("%v (note %q)", err, res.Note)
+			}
+			e.checkFinal(t, s, data)
+			if !strings.Contains(res.Note, "source r1 dropped") {
+				t.Errorf("note %q: want r1 dropped", res.Note)
+			}
+			if p := tr.Progress(); p.Done != size {
+				t.Errorf("progress says %d bytes done, want %d", p.Done, size)
+			}
+		})
 	}
 }

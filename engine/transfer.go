@@ -98,6 +98,8 @@ type hooks struct {
 	// noExitJournal skips the journal write when the transfer stops on an
 	// error or cancellation, as if the process had been killed.
 	noExitJournal bool
+	// statTimeout replaces replicaStatTimeout (0: keep it).
+	statTimeout time.Duration
 }
 
 // piece is a partial transfer: the bytes [off, end) of the file still to
