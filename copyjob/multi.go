@@ -320,6 +320,12 @@ func sameAgentReplicas(ctx context.Context, srcs []Endpoint) error {
 	return nil
 }
 
+// replicaAnswerTimeout bounds the stat of a replica before the copy (and,
+// plus the time to read the file, its checksum): a stopped agent or a
+// black-holed host keeps the connection open and never answers, and the
+// copy would wait for it for ever. A variable for the tests.
+var replicaAnswerTimeout = 60 * time.Second
+
 // checkReplicas stats every replica at once and returns their common
 // size; with o.CheckReplicas it also compares their checksums and
 // returns the majority's (else ""). What a
@@ -328,18 +334,34 @@ func sameAgentReplicas(ctx context.Context, srcs []Endpoint) error {
 // in drop; with no majority (two replicas that differ, say) the copy is
 // refused, since no replica can be trusted over another. A replica that
 // cannot be reached is left to the engine (which carries on without it),
-// but at least one must answer.
+// but at least one must answer; one that does not answer at all (within
+// replicaAnswerTimeout) is left out.
 func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size int64, sum string, drop map[int]string, err error) {
 	infos := make([]backend.FileInfo, len(srcs))
 	errs := make([]error, len(srcs))
+	silent := make([]bool, len(srcs))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
-		wg.Go(func() { infos[i], errs[i] = s.Backend.Stat(ctx, s.Path) })
+		wg.Go(func() {
+			sctx, cancel := context.WithTimeout(ctx, replicaAnswerTimeout)
+			defer cancel()
+			infos[i], errs[i] = s.Backend.Stat(sctx, s.Path)
+			silent[i] = errs[i] != nil && sctx.Err() != nil && ctx.Err() == nil
+		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, "", nil, fmt.Errorf("copyjob: stat of the replicas: %w", err)
+	}
+	drop = map[int]string{}
 	var answered []int
 	for i, s := range srcs {
 		switch {
+		case silent[i]:
+			// Not waited for again by the engine: the others carry
+			// the file.
+			drop[i] = fmt.Sprintf("no answer to a stat in %s", replicaAnswerTimeout)
+			continue
 		case errs[i] != nil:
 			continue
 		case infos[i].IsDir:
@@ -350,7 +372,6 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	if len(answered) == 0 {
 		return 0, "", nil, fmt.Errorf("copyjob: no replica can be read: %w", errors.Join(errs...))
 	}
-	drop = map[int]string{}
 	vals := make([]string, len(srcs)) // per replica: its size, then its checksum
 	for _, i := range answered {
 		vals[i] = strconv.FormatInt(infos[i].Size, 10)
@@ -367,18 +388,33 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	if algo == "" {
 		algo = engine.DefaultChecksum
 	}
+	// A replica computes its checksum by reading its file whole, saying
+	// nothing until then: as for GridFTP's and XRootD's, 60 s plus the
+	// size at 10 MB/s.
+	limit := replicaAnswerTimeout + time.Duration(float64(size)/10e6*float64(time.Second))
 	var kept []int
 	for _, i := range answered {
 		if _, gone := drop[i]; !gone {
 			kept = append(kept, i)
-			wg.Go(func() { vals[i], errs[i] = srcs[i].Backend.Checksum(ctx, srcs[i].Path, algo) })
+			wg.Go(func() {
+				sctx, cancel := context.WithTimeout(ctx, limit)
+				defer cancel()
+				vals[i], errs[i] = srcs[i].Backend.Checksum(sctx, srcs[i].Path, algo)
+				silent[i] = errs[i] != nil && sctx.Err() != nil && ctx.Err() == nil
+			})
 		}
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, "", nil, fmt.Errorf("copyjob: checksums of the replicas: %w", err)
+	}
 	var summed []int
 	for _, i := range kept {
-		if errs[i] == nil {
+		switch {
+		case errs[i] == nil:
 			summed = append(summed, i)
+		case silent[i]:
+			drop[i] = fmt.Sprintf("no %s checksum in %s", algo, limit)
 		}
 	}
 	if len(summed) == 0 {

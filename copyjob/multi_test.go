@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/linkmon"
 )
@@ -237,5 +239,48 @@ func TestRunMultiSameAgentTwoHostNames(t *testing.T) {
 	_, err = RunMulti(ctx, []Endpoint{three[0], three[2]}, localEP(t, dst+"/"), o())
 	if err == nil || strings.Contains(err.Error(), "named twice") || !strings.Contains(err.Error(), "no majority") {
 		t.Errorf("two agents of one name: %v, want the copy refused for want of a majority", err)
+	}
+}
+
+// frozen is a replica whose agent stopped answering: a stopped process or
+// a black-holed host keeps the connection open, and every call waits for
+// its context.
+type frozen struct{ backend.Backend }
+
+func (frozen) Stat(ctx context.Context, _ string) (backend.FileInfo, error) {
+	<-ctx.Done()
+	return backend.FileInfo{}, ctx.Err()
+}
+
+func (frozen) Checksum(ctx context.Context, _, _ string) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// TestRunMultiFrozenReplica: a replica that never answers, named among
+// others that do, is left out and the others carry the file, with or
+// without the comparison of checksums. Before, the stat of the replicas
+// (and their checksums) had no bound: sluice cp --sources with one agent
+// stopped waited for ever before copying anything.
+func TestRunMultiFrozenReplica(t *testing.T) {
+	defer func(d time.Duration) { replicaAnswerTimeout = d }(replicaAnswerTimeout)
+	replicaAnswerTimeout = 200 * time.Millisecond
+	for _, check := range []bool{false, true} {
+		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
+			srcs, dst, data, _ := twoReplicas(t, 1<<20)
+			stuck := Endpoint{Backend: frozen{srcs[0].Backend}, Path: srcs[0].Path, URL: "sluice://stopped:1/f"}
+			three := []Endpoint{stuck, srcs[0], srcs[1]}
+			hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}, {1e6, 1e6}}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rep, err := RunMulti(ctx, three, localEP(t, dst+"/"), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: check})
+			if err != nil {
+				t.Fatalf("%v (note %q)", err, rep.Note)
+			}
+			sameFile(t, filepath.Join(dst, "f"), data)
+			if rep.Replicas != 2 || !strings.Contains(rep.Note, "sluice://stopped:1/f not used: no answer") {
+				t.Errorf("report %+v: want the stopped replica left out, saying why", rep)
+			}
+		})
 	}
 }
