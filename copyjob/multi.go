@@ -327,8 +327,9 @@ func sameAgentReplicas(ctx context.Context, srcs []Endpoint) error {
 var replicaAnswerTimeout = 60 * time.Second
 
 // checkReplicas stats every replica at once and returns their common
-// size; with o.CheckReplicas it also compares their checksums and
-// returns the majority's (else ""). What a
+// size; with o.CheckReplicas it also compares their checksums (the
+// default algorithm's under checksum none) and returns the majority's
+// (else "", and under checksum none). What a
 // strict majority of the answering replicas holds is the file: a replica
 // of another size (or checksum) is left out of the copy, with the reason
 // in drop; with no majority (two replicas that differ, say) the copy is
@@ -381,11 +382,14 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 		return 0, "", nil, err
 	}
 	size, _ = strconv.ParseInt(common, 10, 64)
-	if !o.CheckReplicas || o.Checksum == "none" {
+	if !o.CheckReplicas {
 		return size, "", drop, nil
 	}
+	// Checksum "none" turns off the copy's verification, not this
+	// comparison (--no-replica-check does): without it, replicas of one
+	// size that differ would land as one file mixed of both.
 	algo := o.Checksum
-	if algo == "" {
+	if algo == "" || algo == "none" {
 		algo = engine.DefaultChecksum
 	}
 	// A replica computes its checksum by reading its file whole, saying
@@ -422,6 +426,9 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	}
 	if sum, err = majority(srcs, summed, vals, algo+" checksum", drop); err != nil {
 		return 0, "", nil, err
+	}
+	if o.Checksum == "none" {
+		sum = "" // the copy is not verified: nothing to compare it with
 	}
 	return size, sum, drop, nil
 }

@@ -284,3 +284,46 @@ func TestRunMultiFrozenReplica(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMultiNoChecksumStillComparesReplicas: --checksum none turns off
+// the copy's verification, not the comparison of the replicas (that is
+// --no-replica-check): replicas that differ are still found before the
+// copy, with the default checksum. Before, checksum none skipped the
+// comparison too, and two replicas of one size that differ landed as a
+// file mixed of both, reported copied.
+func TestRunMultiNoChecksumStillComparesReplicas(t *testing.T) {
+	srcs, _, data, _ := twoReplicas(t, 3<<20)
+	odd := append([]byte(nil), data...)
+	odd[len(odd)*3/4] ^= 1
+	if err := os.WriteFile(srcs[1].Path, odd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := t.TempDir()
+	if err := os.WriteFile(filepath.Join(c, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}, {1e6, 1e6}}
+	o := func() MultiOptions {
+		return MultiOptions{Split: "eas", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true, Checksum: "none"}
+	}
+	dst := t.TempDir()
+	_, err := RunMulti(ctx, srcs, localEP(t, dst+"/"), o())
+	if err == nil || !strings.Contains(err.Error(), "no majority agrees") {
+		t.Errorf("two replicas that differ, checksum none: %v, want the copy refused", err)
+	}
+	if ents, _ := os.ReadDir(dst); len(ents) != 0 {
+		t.Errorf("a refused copy wrote %d entries", len(ents))
+	}
+	// With a third replica the majority's bytes are copied, unverified
+	// as asked, and the odd one is left out.
+	three := append(srcs, localEP(t, filepath.Join(c, "f")))
+	rep, err := RunMulti(ctx, three, localEP(t, dst+"/"), o())
+	if err != nil {
+		t.Fatalf("%v (note %q)", err, rep.Note)
+	}
+	sameFile(t, filepath.Join(dst, "f"), data)
+	if !strings.Contains(rep.Note, three[1].URL+" not used") {
+		t.Errorf("note %q: want the odd replica left out", rep.Note)
+	}
+}
