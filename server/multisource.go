@@ -37,7 +37,10 @@ import (
 // replica that sends wrong bytes is found at verification by range
 // checksums and dropped, and one whose own bytes are wrong where it sent
 // them, the replica the file is checked against, by a second replica's
-// checksum read at the same time (engine.Spec.Witness).
+// checksum read at the same time (engine.Spec.Witness). Such a file is
+// verified even in a job that turns verification off (plan): without
+// checksums, replicas of one size that differ would be mixed into one
+// file.
 
 // eachUse calls f for every endpoint a running task loads, with its
 // streams per unit of the task's CC and its part of the task's rate: the

@@ -109,6 +109,18 @@ func (w *world) plan(t *task) plan {
 		p.checksum = "none"
 	}
 	if len(t.Replicas) > 0 {
+		// A file from several replicas is verified whatever the job
+		// says: only checksums (the final one, then the replicas'
+		// vote on range checksums) find replicas of one size that
+		// differ, which would otherwise land as one file mixed of
+		// both, recorded done.
+		switch {
+		case p.checksum != "none":
+		case t.job.Checksum != "none":
+			p.checksum = t.job.Checksum
+		default:
+			p.checksum = engine.DefaultChecksum
+		}
 		w.planReplicas(t, &p)
 	}
 	return p
