@@ -49,6 +49,13 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	if f.multi.probe <= 0 {
 		return errors.New("--probe must be positive")
 	}
+	for i, s := range f.multi.sources {
+		// An empty entry (a trailing comma) would resolve to the
+		// current directory and fail as a replica that is a directory.
+		if strings.TrimSpace(s) == "" {
+			return fmt.Errorf("--sources: entry %d of %d is empty (a stray comma?)", i+1, len(f.multi.sources))
+		}
+	}
 	srcs, dst, jd, done, err := f.resolve(ctx, f.multi.sources, args[0])
 	if err != nil {
 		return err

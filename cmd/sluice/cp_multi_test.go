@@ -254,3 +254,24 @@ func TestCpMultiSourceOneReplica(t *testing.T) {
 		t.Errorf("cp --sources with one replica:\n%s", res)
 	}
 }
+
+// TestCpMultiSourceEmptyEntry: an empty entry in --sources (a trailing
+// comma, two commas in a row) is refused, naming it. Before, it was
+// taken for the current directory and the copy failed with "replica
+// file:///... is a directory", or, for two, "named twice", neither of
+// which says what was wrong.
+func TestCpMultiSourceEmptyEntry(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	orig := filepath.Join(work, "f.bin")
+	fastRandom(t, orig, 1<<10, 3)
+	for _, sources := range []string{orig + ",", orig + ",,", "," + orig, orig + ", "} {
+		res, err := run(t, "cp", "--sources", sources, filepath.Join(work, "out"))
+		if err == nil || !strings.Contains(err.Error(), "--sources: entry") || !strings.Contains(err.Error(), "is empty") {
+			t.Errorf("--sources %q: %v, want the empty entry refused\n%s", sources, err, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "out")); !os.IsNotExist(err) {
+		t.Errorf("a refused copy wrote its destination (%v)", err)
+	}
+}
