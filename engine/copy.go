@@ -333,12 +333,26 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	t.setState(StateVerifying)
 	// The replica checked against: the source, or the first replica
 	// still used.
-	ref, mtime := t.reference()
+	i, ref, mtime := t.reference()
 	var fi backend.FileInfo
+	var silent bool
 	if err := t.retry(ctx, "stat of source "+ref.Path, func() (err error) {
-		fi, err = ref.Backend.Stat(ctx, ref.Path)
+		if len(t.srcs) < 2 {
+			fi, err = ref.Backend.Stat(ctx, ref.Path)
+			return err
+		}
+		if fi, err, silent = t.statReplica(ctx, ref); silent && t.othersUsed(i) {
+			return nil // another replica is checked against instead
+		}
 		return err
 	}); err != nil {
+		return "", err
+	}
+	if silent {
+		err := fmt.Errorf("engine: stat of %s: no answer at verification", ref.Name)
+		if t.dropSilent(i, err) {
+			return t.verify(ctx)
+		}
 		return "", err
 	}
 	size := t.sizeOf()
@@ -364,9 +378,16 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 		}
 		return "", syncErr
 	}
+	var refSilent bool
 	wg.Go(func() {
 		srcErr = t.retry(ctx, "checksum of source "+ref.Path, func() (err error) {
-			srcSum, err = ref.Backend.Checksum(ctx, ref.Path, s.Checksum)
+			if len(t.srcs) < 2 {
+				srcSum, err = ref.Backend.Checksum(ctx, ref.Path, s.Checksum)
+				return err
+			}
+			if srcSum, err, refSilent = t.sumReplica(ctx, ref); refSilent && t.othersUsed(i) {
+				return nil // another replica is checked against instead
+			}
 			return err
 		})
 	})
@@ -386,13 +407,30 @@ func (t *Transfer) verify(ctx context.Context) (string, error) {
 	}
 	if witOK {
 		wg.Go(func() {
+			var silent error
 			witErr = t.retry(ctx, "checksum of replica "+wit.Name, func() (err error) {
-				witSum, err = wit.Backend.Checksum(ctx, wit.Path, s.Checksum)
+				var quiet bool
+				if witSum, err, quiet = t.sumReplica(ctx, wit); quiet {
+					// Not waited for again: a witness is a
+					// second opinion.
+					silent = err
+					return nil
+				}
 				return err
 			})
+			if silent != nil {
+				witErr = silent
+			}
 		})
 	}
 	wg.Wait()
+	if refSilent && srcErr == nil {
+		err := fmt.Errorf("engine: checksum of %s: no answer at verification", ref.Name)
+		if t.dropSilent(i, err) {
+			return t.verify(ctx)
+		}
+		return "", err
+	}
 	if err := errors.Join(syncErr, srcErr, dstErr); err != nil {
 		if srcErr == nil && (errors.Is(syncErr, backend.ErrNotFound) || errors.Is(dstErr, backend.ErrNotFound)) {
 			return srcSum, &tmpGoneError{err}

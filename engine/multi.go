@@ -405,16 +405,45 @@ func (t *Transfer) replicasChanged(recorded map[string]time.Time) string {
 }
 
 // reference is the replica a verification compares against, the first one
-// still used, and its modification time when the transfer prepared.
-func (t *Transfer) reference() (Source, time.Time) {
+// still used, its index, and its modification time when the transfer
+// prepared.
+func (t *Transfer) reference() (int, Source, time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range t.srcs {
+	for i, s := range t.srcs {
 		if s.dead == nil {
-			return s.Source, s.mtime
+			return i, s.Source, s.mtime
 		}
 	}
-	return t.srcs[0].Source, t.srcs[0].mtime
+	return 0, t.srcs[0].Source, t.srcs[0].mtime
+}
+
+// sumReplica is replica s's checksum within replicaStatTimeout plus the
+// file's size at 10 MB/s (an agent says nothing until it has read the
+// whole file; the bound of GridFTP's and XRootD's checksums); silent
+// reports that it did not answer in time (ctx still alive).
+func (t *Transfer) sumReplica(ctx context.Context, s Source) (sum string, err error, silent bool) {
+	d := replicaStatTimeout
+	if t.hooks.statTimeout > 0 {
+		d = t.hooks.statTimeout
+	}
+	d += time.Duration(float64(t.sizeOf()) / 10e6 * float64(time.Second))
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	sum, err = s.Backend.Checksum(sctx, s.Path, t.spec.Checksum)
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("checksum of %s: no answer in %s: %w", s.Name, d.Round(time.Millisecond), err), true
+	}
+	return sum, err, false
+}
+
+// dropSilent drops replica i, the one a verification compares against,
+// which did not answer, so that the verification starts again against
+// the next; false if it cannot be dropped (the last one used).
+func (t *Transfer) dropSilent(i int, err error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dropSourceLocked(i, err)
 }
 
 // blame looks, after a checksum mismatch, for the replicas that hold or

@@ -38,6 +38,17 @@ type replica struct {
 	// fail, as the sluice backend's watchdog ends a silent read.
 	frozen     bool
 	frozenFrom int64
+	// frozenSum makes Checksum wait for its context (an agent that
+	// stops while it reads its file for a checksum).
+	frozenSum bool
+}
+
+func (r *replica) Checksum(ctx context.Context, p, algo string) (string, error) {
+	if r.isFrozen() || r.frozenSum {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return r.Backend.Checksum(ctx, p, algo)
 }
 
 func (r *replica) isFrozen() bool {
@@ -603,25 +614,35 @@ func TestReplicaDiesDroppedSoon(t *testing.T) {
 // is dropped and the others carry the file, whether it froze before the
 // copy or in the middle of it; the copy neither hangs nor has holes. Its
 // reads end by the backend's watchdog (here: fail at once), but its stats
-// had no bound: before, the stat of the replicas at the start, and the
-// stat that asks whether a failing replica shrank, waited for ever.
+// and checksums had no bound: before, the stat of the replicas at the
+// start, the stat that asks whether a failing replica shrank, and the
+// stat and checksum of the replica the file is verified against (the
+// first, frozen once it sent its part, or while it sums its file) waited
+// for ever. A witness that does not answer is not waited for either.
 func TestReplicaFrozen(t *testing.T) {
 	const size = 2 << 20
 	for _, tc := range []struct {
 		name   string
+		i      int // the replica that freezes: 0 is the one the file is verified against, 1 the witness
 		freeze func(r *replica)
+		note   string
 	}{
-		{"before the copy", func(r *replica) { r.frozen = true }},
-		{"mid-copy", func(r *replica) { r.frozenFrom = 256 << 10 }},
+		{"before the copy", 0, func(r *replica) { r.frozen = true }, "source r0 dropped"},
+		{"mid-copy", 0, func(r *replica) { r.frozenFrom = 256 << 10 }, "source r0 dropped"},
+		{"after its part", 0, func(r *replica) { r.frozenFrom = size / 3 }, "source r0 dropped"},
+		{"in its checksum", 0, func(r *replica) { r.frozenSum = true }, "source r0 dropped"},
+		{"the witness in its checksum", 1, func(r *replica) { r.frozenSum = true }, "replica r1 not compared"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			data := e.put(t, "f", size, 13)
 			reps, s := e.replicas(3, "f", size)
 			s.Retry = RetryPolicy{Attempts: 8, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Seed: 1}
-			tc.freeze(reps[1])
+			s.Witness = true
+			tc.freeze(reps[tc.i])
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
+			began := time.Now()
 			tr, err := start(ctx, s, hooks{statTimeout: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -630,9 +651,12 @@ func TestReplicaFrozen(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (note %q)", err, res.Note)
 			}
+			if took := time.Since(began); took > 10*time.Second {
+				t.Errorf("the copy took %v: it waited for the frozen replica", took)
+			}
 			e.checkFinal(t, s, data)
-			if !strings.Contains(res.Note, "source r1 dropped") {
-				t.Errorf("note %q: want r1 dropped", res.Note)
+			if !strings.Contains(res.Note, tc.note) {
+				t.Errorf("note %q: want %q", res.Note, tc.note)
 			}
 			if p := tr.Progress(); p.Done != size {
 				t.Errorf("progress says %d bytes done, want %d", p.Done, size)
