@@ -165,6 +165,13 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 	if strings.HasSuffix(dstPath, "/") {
 		dstPath += path.Base(strings.TrimSuffix(srcs[0].Path, "/"))
 	}
+	// Not onto a replica: the file would be renamed over one it is
+	// read from, as a copy of one source onto itself would.
+	for _, s := range srcs {
+		if replicaKey(s) == replicaKey(Endpoint{URL: dst.URL, Path: dstPath}) {
+			return rep, fmt.Errorf("copyjob: %w: the destination %s is replica %s: a file is not copied onto itself", backend.ErrInvalid, dstPath, s.URL)
+		}
+	}
 
 	mon := o.Monitor
 	if mon == nil {

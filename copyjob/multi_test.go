@@ -327,3 +327,27 @@ func TestRunMultiNoChecksumStillComparesReplicas(t *testing.T) {
 		t.Errorf("note %q: want the odd replica left out", rep.Note)
 	}
 }
+
+// TestRunMultiOntoReplica: a destination that is one of the replicas
+// (named as the replica, or as its directory) is refused before anything
+// is written, as a copy of one source onto itself is. Before, the file
+// was copied and renamed over the replica it was being read from: with
+// replicas that differ only in what the checks cannot see (checksums
+// off), that replica was replaced by a mix.
+func TestRunMultiOntoReplica(t *testing.T) {
+	srcs, _, _, _ := twoReplicas(t, 1<<20)
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}}
+	fi0, err := os.Stat(srcs[1].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range []string{srcs[1].Path, filepath.Dir(srcs[1].Path) + "/", filepath.Dir(srcs[1].Path) + "/./f"} {
+		_, err := RunMulti(context.Background(), srcs, localEP(t, dst), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1, JournalDir: t.TempDir(), CheckReplicas: true})
+		if err == nil || !strings.Contains(err.Error(), "onto itself") {
+			t.Errorf("destination %s: %v, want the copy refused", dst, err)
+		}
+	}
+	if fi, err := os.Stat(srcs[1].Path); err != nil || !fi.ModTime().Equal(fi0.ModTime()) {
+		t.Errorf("the replica was replaced (%v)", err)
+	}
+}
