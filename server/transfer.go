@@ -549,7 +549,7 @@ func (w *world) resolve() {
 		if w.tasks.get(t.ID) != t || t.State != store.StateResolving || t.pending {
 			continue
 		}
-		if !w.up(t.SrcEndpoint) {
+		if !w.sourceUp(t) { // a file with replicas is stat'ed at those up
 			if note := w.downTooLong(now, w.eps[t.SrcEndpoint]); note != "" {
 				w.gone = append(w.gone, goneTask{t, note})
 				continue

@@ -427,7 +427,10 @@ func (w *world) fillSchedTask(st *sched.Task, t *task, now time.Time) {
 	}
 }
 
-// taskUp reports whether both of t's endpoints are up.
+// taskUp reports whether both of t's endpoints are up; for a file with
+// replicas, its destination and at least one of its sources: the engine
+// reads from those that answer, so the first source being down must not
+// hold the file (seed paper 002: the others carry it).
 func (w *world) taskUp(t *task) bool {
 	if t.srcEp == nil {
 		t.srcEp = w.eps[t.SrcEndpoint]
@@ -435,7 +438,21 @@ func (w *world) taskUp(t *task) bool {
 	if t.dstEp == nil {
 		t.dstEp = w.eps[t.DstEndpoint]
 	}
-	return t.srcEp != nil && t.srcEp.Up && t.dstEp != nil && t.dstEp.Up
+	return t.dstEp != nil && t.dstEp.Up && w.sourceUp(t)
+}
+
+// sourceUp reports whether t's source is up, or for a file with replicas
+// any of its sources.
+func (w *world) sourceUp(t *task) bool {
+	if w.up(t.SrcEndpoint) {
+		return true
+	}
+	for _, r := range t.Replicas {
+		if w.up(urlHost(r)) {
+			return true
+		}
+	}
+	return false
 }
 
 // downPrefix begins the note of a file that waits for a down endpoint.
@@ -1321,10 +1338,24 @@ func (w *world) heartbeats(now time.Time) {
 		}
 		w.s.log.Warn("endpoint down: no heartbeat", "endpoint", name, "silent", now.Sub(last).Round(time.Second))
 		e.downNote = fmt.Sprintf("%s%s is down (no heartbeat since %s)", downPrefix, name, last.UTC().Format(time.RFC3339))
-		for t := range w.tasks.all() {
-			if t.State == store.StateRunning && (t.SrcEndpoint == name || t.DstEndpoint == name) {
-				w.stopRun(t, stopDown)
-			}
+		w.stopDownRuns(name)
+	}
+}
+
+// stopDownRuns stops the runs that endpoint name, now down, held up: a
+// file with replicas goes on while one of its sources is up (the engine
+// drops a replica that fails).
+func (w *world) stopDownRuns(name string) {
+	for t := range w.tasks.all() {
+		if t.State != store.StateRunning {
+			continue
+		}
+		uses := t.SrcEndpoint == name || t.DstEndpoint == name
+		for _, r := range t.Replicas {
+			uses = uses || urlHost(r) == name
+		}
+		if uses && !w.taskUp(t) {
+			w.stopRun(t, stopDown)
 		}
 	}
 }
