@@ -437,6 +437,23 @@ func (t *Transfer) sumReplica(ctx context.Context, s Source) (sum string, err er
 	return sum, err, false
 }
 
+// sumRangeReplica is replica s's checksum of span, bounded as sumReplica
+// bounds a whole file's by the bytes to read.
+func (t *Transfer) sumRangeReplica(ctx context.Context, s Source, sp span) (sum string, err error, silent bool) {
+	d := replicaStatTimeout
+	if t.hooks.statTimeout > 0 {
+		d = t.hooks.statTimeout
+	}
+	d += time.Duration(float64(sp.len()) / 10e6 * float64(time.Second))
+	sctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	sum, err = s.Backend.(backend.RangeChecksummer).ChecksumRange(sctx, s.Path, t.spec.Checksum, sp.Off, sp.len())
+	if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("checksum of [%d,%d) at %s: no answer in %s: %w", sp.Off, sp.End, s.Name, d.Round(time.Millisecond), err), true
+	}
+	return sum, err, false
+}
+
 // dropSilent drops replica i, the one a verification compares against,
 // which did not answer, so that the verification starts again against
 // the next; false if it cannot be dropped (the last one used).
@@ -490,22 +507,40 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	bad := map[int]bool{}
+	mute := map[int]error{} // voters that did not answer: dropped, not waited for
 	for _, j := range jobs {
 		holders := map[string][]int{} // checksum of the range -> the replicas holding it
+		asked := 0
 		for _, v := range voters {
+			if mute[v] != nil {
+				continue
+			}
 			src := t.srcs[v].Source
 			var sum string
+			var silent error
 			if err := t.retry(ctx, fmt.Sprintf("checksum of [%d,%d) at %s", j.span.Off, j.span.End, src.Name), func() (err error) {
-				sum, err = src.Backend.(backend.RangeChecksummer).ChecksumRange(ctx, src.Path, s.Checksum, j.span.Off, j.span.len())
+				var quiet bool
+				if sum, err, quiet = t.sumRangeReplica(ctx, src, j.span); quiet {
+					silent = err
+					return nil
+				}
 				return err
 			}); err != nil {
 				return 0, err
 			}
+			if silent != nil {
+				mute[v] = silent
+				continue
+			}
 			holders[sum] = append(holders[sum], v)
+			asked++
+		}
+		if asked == 0 {
+			break // nobody answers: start over instead
 		}
 		truth := ""
 		for sum, vs := range holders {
-			if 2*len(vs) > len(voters) {
+			if 2*len(vs) > asked {
 				truth = sum
 			}
 		}
@@ -543,11 +578,17 @@ func (t *Transfer) blame(ctx context.Context) (int, error) {
 			bad[j.i] = true
 		}
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for v, err := range mute {
+		// Its bytes in the file were judged above like any other's.
+		if !bad[v] {
+			t.dropSourceLocked(v, fmt.Errorf("engine: %w", err))
+		}
+	}
 	if len(bad) == 0 {
 		return 0, nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	left := 0
 	for _, i := range t.liveLocked() {
 		if !bad[i] {

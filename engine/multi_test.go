@@ -115,6 +115,10 @@ func (x *replicaReader) Close() error { return x.rc.Close() }
 // ChecksumRange forwards to the file backend (as a real replica sums its
 // own disk).
 func (r *replica) ChecksumRange(ctx context.Context, p, algo string, off, n int64) (string, error) {
+	if r.isFrozen() || r.frozenSum {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
 	return r.Backend.(backend.RangeChecksummer).ChecksumRange(ctx, p, algo, off, n)
 }
 
@@ -629,17 +633,23 @@ func TestReplicaFrozen(t *testing.T) {
 	}{
 		{"before the copy", 0, func(r *replica) { r.frozen = true }, "source r0 dropped"},
 		{"mid-copy", 0, func(r *replica) { r.frozenFrom = 256 << 10 }, "source r0 dropped"},
-		{"after its part", 0, func(r *replica) { r.frozenFrom = size / 3 }, "source r0 dropped"},
+		{"after its part", 0, func(r *replica) { r.frozenFrom = size / 4 }, "source r0 dropped"}, // equal parts of 4
 		{"in its checksum", 0, func(r *replica) { r.frozenSum = true }, "source r0 dropped"},
 		{"the witness in its checksum", 1, func(r *replica) { r.frozenSum = true }, "replica r1 not compared"},
+		// r3 sends wrong bytes: the replicas vote on range checksums,
+		// and r1 does not answer its (before, the vote waited for ever).
+		{"a voter, in its range checksums", 1, func(r *replica) { r.frozenSum = true }, "source r1 dropped: engine: checksum of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			data := e.put(t, "f", size, 13)
-			reps, s := e.replicas(3, "f", size)
+			reps, s := e.replicas(4, "f", size)
 			s.Retry = RetryPolicy{Attempts: 8, Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Seed: 1}
 			s.Witness = true
 			tc.freeze(reps[tc.i])
+			if strings.HasPrefix(tc.name, "a voter") {
+				reps[3].corrupt = true
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			began := time.Now()
