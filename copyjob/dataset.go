@@ -130,8 +130,54 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 	}
 	d.st.listedBad(bad)
 	d.have = d.listDestination(ctx, items)
+	d.files = d.leaveOutPresent(ctx, d.files)
 	return d, nil
 }
+
+// leaveOutPresent checks now, several at a time, the files the
+// destination's listing shows at their size (an earlier run's, when a copy
+// resumes), and leaves out those in place (alreadyThere, which counts them
+// skipped), so that the planners sample only files that move. Checked as
+// the copy went, a present file's bytes counted as moved in its chunk's
+// throughput, and a resumed copy chose its settings from throughputs it
+// never had (218 MB/s measured at cc 1 where 102 moved).
+func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []dataset.File {
+	if d.have == nil {
+		return files // checked one by one as the copy goes
+	}
+	there := make([]bool, len(files))
+	sem := make(chan struct{}, presentChecks)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		it := d.items[f.Src]
+		if size, ok := d.have[it.dst]; !ok || size != it.size {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			there[i] = d.st.alreadyThere(ctx, it)
+		})
+	}
+	wg.Wait()
+	out := make([]dataset.File, 0, len(files))
+	for i, f := range files {
+		if !there[i] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// presentChecks is how many files leaveOutPresent checks at once: each
+// is a stat and two checksums, at two agents.
+const presentChecks = 8
 
 // SetPartMin sets the smallest part of a file split for parallelism (see
 // Options.PartMin), for a caller that learns the path's bandwidth-delay
