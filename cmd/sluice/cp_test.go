@@ -150,7 +150,13 @@ func TestCpRecursiveAuto(t *testing.T) {
 			Auto any `json:"auto"`
 		}
 		json.Unmarshal([]byte(out), &fx)
-		if len(fx.Steps) != 1 || fx.Steps[0].PP != 8 || fx.Steps[0].CC != 4 || fx.Steps[0].P != 4 || fx.Auto != nil || fx.Skipped != 60*run1 {
+		// The second run finds every file in place before it plans:
+		// no step at all.
+		steps := len(fx.Steps) == 1 && fx.Steps[0].PP == 8 && fx.Steps[0].CC == 4 && fx.Steps[0].P == 4
+		if run1 == 1 {
+			steps = len(fx.Steps) == 0
+		}
+		if !steps || fx.Auto != nil || fx.Skipped != 60*run1 {
 			t.Errorf("run %d with fixed settings: %s", run1+1, out)
 		}
 	}
