@@ -182,29 +182,30 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 			break
 		}
 		rep.Lines++
-		rec, kind, err := g.parseLine(s)
-		switch kind {
-		case kindTransfer:
-			rec.m.line = int32(min(line, math.MaxInt32))
-			recs.ts = append(recs.ts, rec.x)
-			recs.meta = append(recs.meta, rec.m)
-		case kindBlank:
-			rep.Blank++
-		case kindOtherEvent:
-			rep.OtherEvent++
-		case kindFailedCode:
-			rep.FailedCode++
-		case kindOtherType:
-			rep.OtherType++
-		case kindNonTransfer:
-			rep.NonTransfer++
-		case kindMalformed:
-			rep.Malformed++
-			rep.warn(line, err)
-			if rep.FirstMalformed == 0 {
-				rep.FirstMalformed, firstErr = line, err
+		g.parseRecords(s, func(rec gridftpRecord, kind lineKind, err error) {
+			switch kind {
+			case kindTransfer:
+				rec.m.line = int32(min(line, math.MaxInt32))
+				recs.ts = append(recs.ts, rec.x)
+				recs.meta = append(recs.meta, rec.m)
+			case kindBlank:
+				rep.Blank++
+			case kindOtherEvent:
+				rep.OtherEvent++
+			case kindFailedCode:
+				rep.FailedCode++
+			case kindOtherType:
+				rep.OtherType++
+			case kindNonTransfer:
+				rep.NonTransfer++
+			case kindMalformed:
+				rep.Malformed++
+				rep.warn(line, err)
+				if rep.FirstMalformed == 0 {
+					rep.FirstMalformed, firstErr = line, err
+				}
 			}
-		}
+		})
 		if rerr == io.EOF {
 			break
 		}
@@ -348,6 +349,65 @@ func span(d float64) string {
 	return fmt.Sprintf("%.0f days", d/86400)
 }
 
+// errTorn marks a line on which a key that a record has once appears
+// twice: two records on one line.
+var errTorn = errors.New("two records on one line (a torn record, the writer interrupted mid-line?)")
+
+// parseRecords parses one line and passes each record on it to emit: one
+// record, or, for a torn line, each record glued into it. The server
+// writes a record with snprintf into a 4 KiB buffer and no newline when it
+// is cut there (a long FILE), so the next record follows on the same line;
+// a crashed writer leaves the same. The records after a cut start with
+// their DATE and are complete, so they are read, and only the cut one is
+// malformed; a line with a key repeated otherwise stays malformed whole.
+func (g *gridftpReader) parseRecords(line string, emit func(gridftpRecord, lineKind, error)) {
+	rec, kind, err := g.parseLine(line)
+	if kind != kindMalformed || !errors.Is(err, errTorn) {
+		emit(rec, kind, err)
+		return
+	}
+	at := lastRecordStart(line)
+	if at < 0 {
+		emit(rec, kind, err)
+		return
+	}
+	tail, tkind, terr := g.parseLine(line[at:])
+	if tkind == kindMalformed {
+		// No complete record there after all (a path holding
+		// "DATE=..."?): the line stays malformed as a whole.
+		emit(rec, kind, err)
+		return
+	}
+	// The head may hold further glued records.
+	g.parseRecords(line[:at], func(r gridftpRecord, k lineKind, e error) {
+		if k == kindMalformed {
+			e = fmt.Errorf("a record cut off where the record at byte %d begins (read on its own): %w", at, e)
+		}
+		emit(r, k, e)
+	})
+	emit(tail, tkind, terr)
+}
+
+// lastRecordStart returns where the last record glued into a torn line
+// begins: the last "DATE=" with a time after the first record's start, or
+// -1 if there is none. The glued DATE need not follow a blank (the cut
+// record left none), which is why it is looked for here and not by
+// splitGridFTPFields.
+func lastRecordStart(line string) int {
+	first := splitGridFTPFields(line).first
+	for end := len(line); ; {
+		i := strings.LastIndex(line[:end], "DATE=")
+		if i <= first {
+			return -1
+		}
+		v := line[i+len("DATE="):]
+		if len(v) >= 14 && allDigits(v[:14]) {
+			return i
+		}
+		end = i
+	}
+}
+
 // parseLine classifies and parses one line.
 func (g *gridftpReader) parseLine(line string) (gridftpRecord, lineKind, error) {
 	var rec gridftpRecord
@@ -364,7 +424,7 @@ func (g *gridftpReader) parseLine(line string) (gridftpRecord, lineKind, error) 
 		return rec, kindMalformed, errors.New("no NL.EVNT field: not a transfer-log record")
 	}
 	if f.dup >= 0 {
-		return rec, kindMalformed, fmt.Errorf("%s appears twice: two records on one line (a torn record, the writer interrupted mid-line?)", gridftpKeys[f.dup])
+		return rec, kindMalformed, fmt.Errorf("%s appears twice: %w", gridftpKeys[f.dup], errTorn)
 	}
 	if ev != "FTP_INFO" {
 		return rec, kindOtherEvent, nil

@@ -68,11 +68,14 @@ func TestGridFTPLoadKeepsNoLines(t *testing.T) {
 	}
 }
 
-// TestGridFTPTornRecord: a record cut short by a crash, with the next
-// record appended to the same line, is never merged into one transfer: the
-// line is malformed (a key appears twice), or at worst it reads as the
-// second, complete record. A path that merely contains " USER=" still
-// parses.
+// TestGridFTPTornRecord: a record cut short, with the next record
+// appended to the same line, is never merged into one transfer. The cut
+// record is malformed and named; the complete record after it is read, not
+// dropped with it. Current servers cut a record at 4095 bytes
+// (snprintf into a 4 KiB buffer, no newline then), so a long FILE makes
+// the next record land on the same line. A key repeated other than by a
+// second record leaves the line malformed. A path that merely contains
+// " USER=" still parses.
 func TestGridFTPTornRecord(t *testing.T) {
 	first := gridftpLine("START=20190731073030.000000", "START=20190731073031.000000", "NBYTES=100", "NBYTES=111",
 		"FILE=/a b/c", "FILE=/first", "DEST=[1.2.3.4]", "DEST=[5.5.5.5]")
@@ -82,21 +85,24 @@ func TestGridFTPTornRecord(t *testing.T) {
 	if kind != kindTransfer {
 		t.Fatalf("second record alone: %v", err)
 	}
+	longPath := gridftpLine("FILE=/a b/c", "FILE=/"+strings.Repeat("d/", 2100))
 	tests := []struct {
 		name      string
 		line      string
-		malformed string // "" if the line must parse as the second record
+		malformed string // "" if nothing on the line is malformed
+		recovered bool   // the second record is read
 	}{
-		{"cut after 150 bytes (the audit's torn.log)", first[:150] + second, "appears twice"},
-		{"cut inside FILE", first[:strings.Index(first, "FILE=")+8] + second, "appears twice"},
-		{"cut after FILE, before a blank", first[:strings.Index(first, " BUFFER=")] + " " + second, "appears twice"},
-		{"cut inside NBYTES", first[:strings.Index(first, "NBYTES=")+9] + second, "appears twice"},
-		{"cut just before CODE", first[:strings.Index(first, "CODE=")] + second, "appears twice"},
-		{"DATE repeated after a blank", first[:strings.Index(first, " HOST=")] + " " + second, "appears twice"},
-		{"START twice", second + " START=20190731073031.000000", "START appears twice"},
-		{"NL.EVNT twice", second + " NL.EVNT=FTP_INFO", "NL.EVNT appears twice"},
-		{"NBYTES twice", second + " NBYTES=5", "NBYTES appears twice"},
-		{"path containing an earlier key", strings.Replace(second, "FILE=/second", "FILE=/x USER=y/z=1 w", 1), ""},
+		{"cut after 150 bytes (the audit's torn.log)", first[:150] + second, "cut off where the record at byte 150 begins", true},
+		{"cut inside FILE", first[:strings.Index(first, "FILE=")+8] + second, "missing NBYTES", true},
+		{"cut after FILE, before a blank", first[:strings.Index(first, " BUFFER=")] + " " + second, "missing NBYTES", true},
+		{"cut inside NBYTES", first[:strings.Index(first, "NBYTES=")+9] + second, "missing DEST", true},
+		{"cut just before CODE", first[:strings.Index(first, "CODE=")] + second, "missing CODE", true},
+		{"DATE repeated after a blank", first[:strings.Index(first, " HOST=")] + " " + second, "a record cut off", true},
+		{"a long FILE cut at 4095 bytes by the server", longPath[:4095] + second, "cut off where the record at byte 4095 begins", true},
+		{"START twice", second + " START=20190731073031.000000", "START appears twice", false},
+		{"NL.EVNT twice", second + " NL.EVNT=FTP_INFO", "NL.EVNT appears twice", false},
+		{"NBYTES twice", second + " NBYTES=5", "NBYTES appears twice", false},
+		{"path containing an earlier key", strings.Replace(second, "FILE=/second", "FILE=/x USER=y/z=1 w", 1), "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,14 +110,29 @@ func TestGridFTPTornRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.malformed != "" {
-				if rep.Malformed != 1 || len(tr.Transfers) != 1 || !strings.Contains(rep.Warnings[0], tc.malformed) {
-					t.Errorf("%d transfers, report %+v; want line 1 malformed (%q)", len(tr.Transfers), rep, tc.malformed)
-				}
-				return
+			wantN, wantMalformed := 1, 0
+			if tc.recovered {
+				wantN++
 			}
-			if rep.Malformed != 0 || len(tr.Transfers) != 2 {
-				t.Errorf("%d transfers, report %+v; want 2", len(tr.Transfers), rep)
+			if tc.malformed != "" {
+				wantMalformed++
+			}
+			if rep.Malformed != wantMalformed || len(tr.Transfers) != wantN || rep.Lines != 2 {
+				t.Fatalf("%d transfers, report %+v; want %d transfers, %d malformed", len(tr.Transfers), rep, wantN, wantMalformed)
+			}
+			if tc.malformed != "" && (!strings.HasPrefix(rep.Warnings[0], "line 1: ") || !strings.Contains(rep.Warnings[0], tc.malformed)) {
+				t.Errorf("warning %q, want line 1 named and %q", rep.Warnings[0], tc.malformed)
+			}
+			if tc.recovered && tc.malformed != "" {
+				var got *Transfer
+				for i := range tr.Transfers {
+					if tr.Transfers[i].Path == "/second" {
+						got = &tr.Transfers[i]
+					}
+				}
+				if got == nil || got.Size != 222 || got.Src != "h" || got.Dst != "6.6.6.6" {
+					t.Errorf("second record read as %+v, want /second, 222 bytes, h -> 6.6.6.6 (all: %+v)", got, tr.Transfers)
+				}
 			}
 		})
 	}
