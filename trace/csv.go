@@ -38,7 +38,7 @@ func readCSV(r io.Reader) (*Trace, *LoadReport, error) {
 		return nil, rep, errors.New("csv: empty input, want a header line")
 	}
 	if err != nil {
-		return nil, rep, csvErr(err)
+		return nil, rep, csvErr(err, 1)
 	}
 	rep.Lines++
 	col := map[string]int{}
@@ -60,16 +60,17 @@ func readCSV(r io.Reader) (*Trace, *LoadReport, error) {
 	ncol := len(header)
 
 	var ts []Transfer
+	line := 1 // of the last record read
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, rep, csvErr(err)
+			return nil, rep, csvErr(err, line+1)
 		}
 		rep.Lines++
-		line, _ := cr.FieldPos(0)
+		line, _ = cr.FieldPos(0)
 		fail := func(err error) (*Trace, *LoadReport, error) {
 			return nil, rep, &ParseError{Line: line, Err: err}
 		}
@@ -121,12 +122,14 @@ func parseBatch(s string) (bool, error) {
 	return b, nil
 }
 
-// csvErr turns encoding/csv's error into a ParseError with its line.
-func csvErr(err error) error {
+// csvErr turns encoding/csv's error into a ParseError with its line. A
+// read error (a truncated archive) carries none, so it is given the line
+// after the last record read.
+func csvErr(err error, line int) error {
 	if pe, ok := errors.AsType[*csv.ParseError](err); ok {
 		return &ParseError{Line: pe.Line, Err: pe.Err}
 	}
-	return fmt.Errorf("csv: %w", err)
+	return &ParseError{Line: line, Err: fmt.Errorf("csv: reading: %w", err)}
 }
 
 // WriteCSV writes t with the header id,arrival,src,dst,size,batch,path.

@@ -176,7 +176,7 @@ func ReadGridFTPLog(r io.Reader) (*Trace, *LoadReport, error) {
 	for line := 1; ; line++ {
 		s, rerr := br.ReadString('\n')
 		if rerr != nil && rerr != io.EOF {
-			return nil, rep, fmt.Errorf("gridftp log: %w", rerr)
+			return nil, rep, &ParseError{Line: line, Err: fmt.Errorf("gridftp log: reading: %w", rerr)}
 		}
 		if s == "" && rerr == io.EOF {
 			break

@@ -318,3 +318,45 @@ func TestReadByteOrderMark(t *testing.T) {
 		})
 	}
 }
+
+// TestReadTruncatedGzip: a gzip-compressed trace cut off (a rotated log
+// copied while it was compressed, a partial download) fails naming the
+// file, the line reached and that the archive ends early, in every
+// format, rather than with a bare "unexpected EOF".
+func TestReadTruncatedGzip(t *testing.T) {
+	dir := t.TempDir()
+	tr := mustGenerate(t, paperSpec(0.25, "", 1))
+	var csvBuf, jsonBuf bytes.Buffer
+	if err := WriteCSV(&csvBuf, tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSONL(&jsonBuf, tr); err != nil {
+		t.Fatal(err)
+	}
+	var logBuf bytes.Buffer
+	for i := range 500 {
+		logBuf.WriteString(gridftpLine("FILE=/a b/c", fmt.Sprintf("FILE=/f%d", i*7919)) + "\n")
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"t.csv.gz", csvBuf.Bytes()},
+		{"t.jsonl.gz", jsonBuf.Bytes()},
+		{"t.log.gz", logBuf.Bytes()},
+	} {
+		var z bytes.Buffer
+		w := gzip.NewWriter(&z)
+		w.Write(tc.data)
+		w.Close()
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, z.Bytes()[:z.Len()*2/3], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := ReadFile(p, "")
+		pe, ok := errors.AsType[*ParseError](err)
+		if !ok || pe.Line < 2 || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "ends early") {
+			t.Errorf("%s: error %v, want the path, the line reached and that the compressed data ends early", tc.name, err)
+		}
+	}
+}

@@ -42,7 +42,7 @@ func readJSONL(r io.Reader) (*Trace, *LoadReport, error) {
 		// over on long paths.
 		b, rerr := br.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
-			return nil, rep, fmt.Errorf("jsonl: %w", rerr)
+			return nil, rep, &ParseError{Line: line, Err: fmt.Errorf("jsonl: reading: %w", rerr)}
 		}
 		if len(b) == 0 && rerr == io.EOF {
 			break

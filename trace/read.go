@@ -172,7 +172,7 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 			return nil, nil, fmt.Errorf("trace: %s: %w", path, err)
 		}
 		defer zr.Close()
-		br = bufio.NewReader(zr)
+		br = bufio.NewReader(truncReader{zr})
 		r = br
 		name = strings.TrimSuffix(name, ".gz")
 		path += " (gzip-compressed)" // a corrupt archive reads as a truncated file
@@ -233,6 +233,23 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 		total += x.Size
 	}
 	return t, rep, nil
+}
+
+// errTruncated is what a compressed input that stops mid-stream reads as:
+// the decompressor's bare "unexpected EOF" does not say that the archive
+// was cut off (copied while being written, a partial download).
+var errTruncated = errors.New("the compressed data ends early (a truncated archive?)")
+
+// truncReader turns io.ErrUnexpectedEOF from a decompressor into
+// errTruncated.
+type truncReader struct{ r io.Reader }
+
+func (t truncReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errTruncated
+	}
+	return n, err
 }
 
 // skipBOM drops a UTF-8 byte order mark at the start of br, which
