@@ -360,3 +360,33 @@ func TestReadTruncatedGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOtherCompressors: rotated logs compressed with bzip2 (logrotate's
+// compresscmd) load like gzip ones; xz, zstd and lz4 files are refused
+// naming the compressor, not read as text (which failed as "cannot tell
+// the format" or, with --format, as every line malformed).
+func TestReadOtherCompressors(t *testing.T) {
+	tr, rep, err := ReadFile(filepath.Join("testdata", "nersc-dtn-sample.log.bz2"), "")
+	if err != nil || len(tr.Transfers) != 11 || rep.Malformed != 0 || tr.Name != "nersc-dtn-sample" {
+		t.Fatalf("bzip2 log: %v, report %v; want its 11 transfers", err, rep)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, magic, want string
+	}{
+		{"t.log.xz", "\xfd7zXZ\x00", "xz"},
+		{"t.log.zst", "\x28\xb5\x2f\xfd", "zstd"},
+		{"t.log.lz4", "\x04\x22\x4d\x18", "lz4"},
+	} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, []byte(tc.magic+"\x00\x01binary"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, format := range []string{"", "gridftp"} {
+			_, _, err := ReadFile(p, format)
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "compressed with "+tc.want) {
+				t.Errorf("%s (format %q): error %v, want the path and %q named", tc.name, format, err, tc.want)
+			}
+		}
+	}
+}

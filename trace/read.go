@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -144,8 +145,9 @@ func (r *LoadReport) warn(line int, err error) {
 
 // Read loads a trace from a file. format is "csv", "jsonl", "gridftp", or ""
 // to guess from the extension (.csv; .jsonl, .ndjson, .json; .log) and, if
-// that does not decide, from the first non-blank line. Gzip-compressed files
-// (as rotated server logs usually are) are decompressed transparently. The
+// that does not decide, from the first non-blank line. Gzip- and
+// bzip2-compressed files (as rotated server logs usually are) are
+// decompressed transparently; xz, zstd and lz4 ones are refused by name. The
 // trace is named after the file. Use ReadFile to also get the LoadReport.
 func Read(path string, format string) (*Trace, error) {
 	t, _, err := ReadFile(path, format)
@@ -166,7 +168,23 @@ func ReadFile(path string, format string) (*Trace, *LoadReport, error) {
 	br := bufio.NewReader(f)
 	var r io.Reader = br
 	name := filepath.Base(path)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	magic, _ := br.Peek(6)
+	switch {
+	case len(magic) >= 4 && string(magic[:3]) == "BZh" && magic[3] >= '1' && magic[3] <= '9':
+		// logrotate sites that set compresscmd to bzip2.
+		br = bufio.NewReader(truncReader{bzip2.NewReader(br)})
+		r = br
+		name = strings.TrimSuffix(name, ".bz2")
+		path += " (bzip2-compressed)"
+	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")), bytes.HasPrefix(magic, []byte("\x28\xb5\x2f\xfd")),
+		bytes.HasPrefix(magic, []byte("\x04\x22\x4d\x18")):
+		// Read as text these fail as an unknown format or as all lines
+		// malformed, which hides the reason.
+		tool := map[byte]string{0xfd: "xz", 0x28: "zstd", 0x04: "lz4"}[magic[0]]
+		return nil, nil, fmt.Errorf("trace: %s is compressed with %s, which is not read directly; decompress it first (%s -d), or recompress it with gzip",
+			path, tool, tool)
+	}
+	if len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, nil, fmt.Errorf("trace: %s: %w", path, err)
