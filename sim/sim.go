@@ -344,6 +344,17 @@ type World struct {
 // Now is the simulated time.
 func (w *World) Now() float64 { return w.now }
 
+// Progress returns how many of the trace's transfers are done, and how
+// many it has, for a caller reporting a long replay's progress.
+func (w *World) Progress() (finished, total int) {
+	for _, t := range w.tasks {
+		if t.state == done {
+			finished++
+		}
+	}
+	return finished, len(w.tasks)
+}
+
 // Concurrency returns the concurrency the scheduler has ordered at each
 // endpoint, leaving out tasks that are draining after a preemption, and
 // the total.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -171,6 +172,9 @@ func newSimRun() *cobra.Command {
 			s, err := sched.New(scheduler, so)
 			if err != nil {
 				return err
+			}
+			if opt.Observer == nil {
+				opt.Observer = replayProgress(cmd.ErrOrStderr(), t, progressEvery)
 			}
 			res, err := sim.Run(tb, t, s, opt)
 			if err != nil {
@@ -623,3 +627,32 @@ func printSweep(out io.Writer, res *sim.Sweep) {
 		fmt.Fprintf(out, "%s: worst change vs the best baseline %+.1f%%; %d of %d rows more than 2%% worse\n", n, worst, over, len(res.Rows))
 	}
 }
+
+// progressEvery is how often a long replay says how far it is.
+const progressEvery = 10 * time.Second
+
+// replayProgress is a sim.Options.Observer that prints, every interval of
+// wall time, how far the replay is: an overloaded replay may run for a
+// long time, and one that says nothing cannot be told from one that hangs.
+// (The simulator keeps no clock; its caller may.)
+func replayProgress(w io.Writer, tr *trace.Trace, every time.Duration) func(*sim.World, []sched.Decision) {
+	start := time.Now()
+	next := start.Add(every)
+	last := 0.0
+	for _, x := range tr.Transfers {
+		last = max(last, x.Arrival)
+	}
+	return func(sw *sim.World, _ []sched.Decision) {
+		now := time.Now()
+		if now.Before(next) {
+			return
+		}
+		next = now.Add(every)
+		done, total := sw.Progress()
+		fmt.Fprintf(w, "sim: %s of wall time: simulated %s (the last transfer arrives at %s), %d of %d transfers done\n",
+			time.Since(start).Round(time.Second), secs(sw.Now()), secs(last), done, total)
+	}
+}
+
+// secs is simulated seconds as a duration, to the second.
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(time.Second) }

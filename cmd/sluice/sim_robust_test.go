@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dtn/sluice/sched"
+	"github.com/sluice-dtn/sluice/sim"
 )
 
 // runSplit executes the CLI with args and returns stdout, stderr and the
@@ -204,5 +208,43 @@ func TestSimRunLambda(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestReplayProgress: a long replay says, every interval of wall time,
+// how far it is (here every cycle), ending with every transfer done.
+func TestReplayProgress(t *testing.T) {
+	tb, err := sim.LoadTestbed("sc15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sim.LoadTrace(tb, sim.TraceSpec{Name: "25", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sched.New("seal", sched.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := sim.Run(tb, tr, s, sim.Options{Observer: replayProgress(&out, tr, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("%d lines, want one a cycle:\n%s", len(lines), out.String())
+	}
+	prev := -1
+	for _, l := range lines {
+		var done, total int
+		_, rest, _ := strings.Cut(l, "), ")
+		if _, err := fmt.Sscanf(rest, "%d of %d transfers done", &done, &total); err != nil || total != len(tr.Transfers) || done < prev {
+			t.Fatalf("line %q: %d of %d done after %d (%v)", l, done, total, prev, err)
+		}
+		prev = done
+	}
+	// The last cycle comes before the last transfer ends.
+	if prev < len(tr.Transfers)-1 {
+		t.Errorf("the last line says %d of %d done", prev, len(tr.Transfers))
 	}
 }
