@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,11 +117,15 @@ const maxInterned = 1 << 16
 // gridftpReader is the state of one ReadGridFTPLog call.
 type gridftpReader struct {
 	seed   maphash.Seed
-	intern map[string]string
+	intern map[string]string // as written -> the endpoint's name
+	// names is each machine's endpoint name, by canonHost: the first
+	// way the log wrote it (without brackets), so that a testbed
+	// written with the log's names still matches them.
+	names map[string]string
 }
 
 func newGridFTPReader() *gridftpReader {
-	return &gridftpReader{seed: maphash.MakeSeed(), intern: map[string]string{}}
+	return &gridftpReader{seed: maphash.MakeSeed(), intern: map[string]string{}, names: map[string]string{}}
 }
 
 // host returns s, or an equal string already held, without keeping the
@@ -129,11 +134,35 @@ func (g *gridftpReader) host(s string) string {
 	if v, ok := g.intern[s]; ok {
 		return v
 	}
-	c := strings.Clone(s)
+	key, bare := canonHost(s)
+	c, ok := g.names[key]
+	if !ok {
+		c = strings.Clone(bare)
+		if len(g.names) < maxInterned {
+			g.names[key] = c
+		}
+	}
 	if len(g.intern) < maxInterned {
-		g.intern[c] = c
+		g.intern[strings.Clone(s)] = c
 	}
 	return c
+}
+
+// canonHost returns the key of the machine a log names by s, and s without
+// brackets. A log (above all, logs merged from several servers) may write
+// one machine several ways: an IPv6 address with or without brackets, in
+// any case or abbreviation, an IPv4 address mapped into IPv6, a host name
+// in any case (DNS names are case-insensitive). They have one key, and so
+// are one endpoint.
+func canonHost(s string) (key, bare string) {
+	s = strings.TrimSpace(s)
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		s = strings.TrimSuffix(inner, "]")
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().String(), s
+	}
+	return strings.ToLower(s), s
 }
 
 // ReadGridFTPLog reads a globus-gridftp-server transfer log (the

@@ -341,3 +341,31 @@ func TestGridFTPDuplicates(t *testing.T) {
 		})
 	}
 }
+
+// TestGridFTPOneMachineOneEndpoint: logs merged from several servers write
+// one machine's address or name several ways; each machine is one
+// endpoint, named as the log first wrote it. Before, [2001:db8::1] and
+// 2001:DB8::1 were two endpoints, as were DTN1.Example.org and
+// dtn1.example.org.
+func TestGridFTPOneMachineOneEndpoint(t *testing.T) {
+	lines := []string{
+		gridftpLine("HOST=h", "HOST=[2001:db8::1]", "DEST=[1.2.3.4]", "DEST=[::ffff:10.0.0.1]"),
+		gridftpLine("HOST=h", "HOST=2001:DB8:0::1", "DEST=[1.2.3.4]", "DEST=[10.0.0.1]", "FILE=/a b/c", "FILE=/2"),
+		gridftpLine("HOST=h", "HOST=DTN1.Example.org", "DEST=[1.2.3.4]", "DEST=[2001:db8::0001]", "FILE=/a b/c", "FILE=/3"),
+		gridftpLine("HOST=h", "HOST=dtn1.example.org", "DEST=[1.2.3.4]", "DEST=[2001:db8::1]", "FILE=/a b/c", "FILE=/4"),
+	}
+	tr, _, err := ReadGridFTPLog(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := map[string]bool{}
+	for _, x := range tr.Transfers {
+		eps[x.Src], eps[x.Dst] = true, true
+	}
+	// Each machine keeps the first name the log gave it (without
+	// brackets), so that a testbed written with the log's names matches.
+	want := map[string]bool{"2001:db8::1": true, "::ffff:10.0.0.1": true, "DTN1.Example.org": true}
+	if len(tr.Transfers) != 4 || fmt.Sprint(eps) != fmt.Sprint(want) {
+		t.Errorf("%d transfers between %v, want 4 between %v", len(tr.Transfers), eps, want)
+	}
+}
