@@ -98,6 +98,20 @@ var (
 	ErrChanged = errors.New("source changed during the transfer")
 )
 
+// ChecksumRate is the slowest rate, in bytes per second, at which a server
+// or agent is expected to read a file while it computes its checksum:
+// 10 MB/s, slower than any disk a DTN reads from, so that only one that has
+// stopped working runs out of it (a 100 GB file gets 2 hours and 47
+// minutes). A checksum says nothing until the whole file is read, so its
+// wait is a no-answer bound plus the file at this rate (ReadWait).
+const ChecksumRate = 10e6
+
+// ReadWait is how long to wait for an answer that comes only once n bytes
+// have been read at rate (bytes per second): base plus their time.
+func ReadWait(base time.Duration, n int64, rate float64) time.Duration {
+	return base + time.Duration(float64(max(n, 0))/rate*float64(time.Second))
+}
+
 // Permanent reports whether err will not go away by retrying.
 func Permanent(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermission) ||

@@ -405,7 +405,7 @@ func checkReplicas(ctx context.Context, srcs []Endpoint, o MultiOptions) (size i
 	// A replica computes its checksum by reading its file whole, saying
 	// nothing until then: as for GridFTP's and XRootD's, 60 s plus the
 	// size at 10 MB/s.
-	limit := replicaAnswerTimeout + time.Duration(float64(size)/10e6*float64(time.Second))
+	limit := backend.ReadWait(replicaAnswerTimeout, size, backend.ChecksumRate)
 	var kept []int
 	for _, i := range answered {
 		if _, gone := drop[i]; !gone {

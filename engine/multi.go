@@ -350,14 +350,22 @@ func (t *Transfer) statAll(ctx context.Context) (backend.FileInfo, error) {
 // limits (the agent's Idle, GridFTP's and XRootD's 60 s).
 const replicaStatTimeout = 60 * time.Second
 
-// statReplica stats replica s within replicaStatTimeout (hooks may shorten
-// it); silent reports that the replica did not answer in time (ctx still
-// alive), its error then saying so.
-func (t *Transfer) statReplica(ctx context.Context, s Source) (fi backend.FileInfo, err error, silent bool) {
+// replicaWait is how long a replica is waited for: replicaStatTimeout
+// (hooks may shorten it), plus, for a checksum, the n bytes the replica
+// reads before it answers, at backend.ChecksumRate.
+func (t *Transfer) replicaWait(n int64) time.Duration {
 	d := replicaStatTimeout
 	if t.hooks.statTimeout > 0 {
 		d = t.hooks.statTimeout
 	}
+	return backend.ReadWait(d, n, backend.ChecksumRate)
+}
+
+// statReplica stats replica s within replicaStatTimeout (hooks may shorten
+// it); silent reports that the replica did not answer in time (ctx still
+// alive), its error then saying so.
+func (t *Transfer) statReplica(ctx context.Context, s Source) (fi backend.FileInfo, err error, silent bool) {
+	d := t.replicaWait(0)
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	fi, err = s.Backend.Stat(sctx, s.Path)
@@ -423,11 +431,7 @@ func (t *Transfer) reference() (int, Source, time.Time) {
 // whole file; the bound of GridFTP's and XRootD's checksums); silent
 // reports that it did not answer in time (ctx still alive).
 func (t *Transfer) sumReplica(ctx context.Context, s Source) (sum string, err error, silent bool) {
-	d := replicaStatTimeout
-	if t.hooks.statTimeout > 0 {
-		d = t.hooks.statTimeout
-	}
-	d += time.Duration(float64(t.sizeOf()) / 10e6 * float64(time.Second))
+	d := t.replicaWait(t.sizeOf())
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	sum, err = s.Backend.Checksum(sctx, s.Path, t.spec.Checksum)
@@ -440,11 +444,7 @@ func (t *Transfer) sumReplica(ctx context.Context, s Source) (sum string, err er
 // sumRangeReplica is replica s's checksum of span, bounded as sumReplica
 // bounds a whole file's by the bytes to read.
 func (t *Transfer) sumRangeReplica(ctx context.Context, s Source, sp span) (sum string, err error, silent bool) {
-	d := replicaStatTimeout
-	if t.hooks.statTimeout > 0 {
-		d = t.hooks.statTimeout
-	}
-	d += time.Duration(float64(sp.len()) / 10e6 * float64(time.Second))
+	d := t.replicaWait(sp.len())
 	sctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	sum, err = s.Backend.(backend.RangeChecksummer).ChecksumRange(sctx, s.Path, t.spec.Checksum, sp.Off, sp.len())

@@ -129,11 +129,9 @@ type Options struct {
 	UTF8 bool
 }
 
-// DefaultChecksumRate is Options.ChecksumRate's default: 10 MB/s, slower
-// than any disk a GridFTP server reads from, so that only a server that has
-// stopped working runs out of it (a 100 GB file gets 2 hours and 47
-// minutes on top of Stall).
-const DefaultChecksumRate = 10e6
+// DefaultChecksumRate is Options.ChecksumRate's default,
+// backend.ChecksumRate (10 MB/s).
+const DefaultChecksumRate = backend.ChecksumRate
 
 // checksumRate is Options.ChecksumRate with its default (negative: none).
 func (b *Backend) checksumRate() float64 {
@@ -882,7 +880,7 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 				if err != nil {
 					return err
 				}
-				patience = c.stall + time.Duration(float64(e.size)/rate*float64(time.Second))
+				patience = backend.ReadWait(c.stall, e.size, rate)
 			}
 			c.patience = patience
 			msg, err := c.expect(213, "CKSM "+cksmNames[algo]+" 0 -1 "+sp)

@@ -317,7 +317,7 @@ func (b *Backend) Checksum(ctx context.Context, p, algo string) (string, error) 
 			if err != nil {
 				return "", classify("checksum", name, err)
 			}
-			bound = b.opts.Stall + time.Duration(float64(max(es.EntrySize, 0))/rate*float64(time.Second))
+			bound = backend.ReadWait(b.opts.Stall, es.EntrySize, rate)
 		}
 		sum, err := c.queryChecksum(ctx, sp, algo, h.Size(), bound)
 		switch {

@@ -118,10 +118,9 @@ type Options struct {
 	ChecksumRate float64
 }
 
-// DefaultChecksumRate is Options.ChecksumRate's default: 10 MB/s, slower
-// than any disk an XRootD server reads from, so that only a server that
-// has stopped working runs out of it.
-const DefaultChecksumRate = 10e6
+// DefaultChecksumRate is Options.ChecksumRate's default,
+// backend.ChecksumRate (10 MB/s).
+const DefaultChecksumRate = backend.ChecksumRate
 
 // Backend serves the files of one XRootD server.
 type Backend struct {
