@@ -145,7 +145,7 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 	if d.have == nil {
 		return files // checked one by one as the copy goes
 	}
-	there := make([]bool, len(files))
+	there, checked := make([]bool, len(files)), make([]bool, len(files))
 	sem := make(chan struct{}, presentChecks)
 	var wg sync.WaitGroup
 	for i, f := range files {
@@ -162,7 +162,7 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			there[i] = d.st.alreadyThere(ctx, it)
+			there[i], checked[i] = d.st.alreadyThere(ctx, it), true
 		})
 	}
 	wg.Wait()
@@ -170,6 +170,11 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 	for i, f := range files {
 		if !there[i] {
 			out = append(out, f)
+		}
+		if checked[i] && !there[i] {
+			// Not in place (other bytes): there need not check it
+			// (a stat and two checksums) again.
+			delete(d.have, d.items[f.Src].dst)
 		}
 	}
 	return out
