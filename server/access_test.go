@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,11 +145,7 @@ func TestLinkBase(t *testing.T) {
 // held to the rules.
 func TestAccessRevokedAfterSubmission(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t)
 	w := loadedWorld(t, Config{Store: st})
 	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
 	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}

@@ -467,11 +467,7 @@ func TestEstimateLinkBase(t *testing.T) {
 // not held to); a job whose owner cannot be read acts as the job says.
 func TestOptimizeActsAsOwner(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t)
 	s := newPolicyTestServer(t, st)
 	root, err := st.EnsureUser(ctx, "root", "ops", true)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -45,12 +44,7 @@ func (l *lockedBuffer) String() string {
 // the database logged some 850 lines a second (8,429 in ten seconds),
 // enough to fill the disk the log is on.
 func TestStoreFailuresLogQuietly(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testStore(t)
 	var logs lockedBuffer
 	w := loadedWorld(t, Config{Store: fullStore{st}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	tk := &task{Task: store.Task{ID: 1, SrcEndpoint: "a", DstEndpoint: "b"}, job: &jobState{}}

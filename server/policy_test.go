@@ -45,16 +45,7 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			for _, e := range []string{"a", "b"} {
-				if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			st := testStore(t, "a", "b")
 			s := newPolicyTestServer(t, st)
 			cfg := s.Policy(ctx, admin)
 			cfg.Defaults.LeaseSeconds = 1
@@ -222,16 +213,7 @@ func TestPolicyFlagOverrideWarning(t *testing.T) {
 // start would bring it back.
 func TestAllocationRaces(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	for _, e := range []string{"a", "b"} {
-		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := testStore(t, "a", "b")
 	// Writes of allocations take a while, as on a busy database: an
 	// update's write then lands after a racing release's delete unless
 	// the two are kept in order.

@@ -4,11 +4,30 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sluice-dtn/sluice/store"
 )
+
+// testStore opens a SQLite store in a temporary directory, closed when the
+// test ends, with the named endpoints registered and up.
+func testStore(t *testing.T, endpoints ...string) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, e := range endpoints {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
 
 // loadedWorld makes a server from cfg (Scheduler basecc1, a temporary
 // DataDir and a silent Logger unless set) and loads its loop's world, as
