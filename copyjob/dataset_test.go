@@ -399,14 +399,7 @@ func TestTreeGoesOnPastBadFiles(t *testing.T) {
 			delete(want, "f03")
 			o := opts(t)
 			o.Recursive = true
-			var sum Summary
-			var err error
-			if dataset {
-				d := prepare(t, src, localEP(t, dstDir+"/"), o)
-				sum, err = RunDataset(context.Background(), d, Fixed(d.Files(), 2, 1, 2), nil)
-			} else {
-				sum, err = Run(context.Background(), []Endpoint{src}, localEP(t, dstDir+"/"), o, nil)
-			}
+			sum, err := copyTree(t, dataset, src, localEP(t, dstDir+"/"), o)
 			if err == nil || !strings.Contains(err.Error(), "2 files could not be copied") {
 				t.Fatalf("copy: %v, want an error naming the 2 unreadable files", err)
 			}
@@ -416,6 +409,17 @@ func TestTreeGoesOnPastBadFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyTree copies src to dst in one of the two ways a tree is copied: as a
+// dataset (fixed settings: pp 2, p 1, cc 2) or with Run.
+func copyTree(t *testing.T, asDataset bool, src, dst Endpoint, o Options) (Summary, error) {
+	t.Helper()
+	if asDataset {
+		d := prepare(t, src, dst, o)
+		return RunDataset(context.Background(), d, Fixed(d.Files(), 2, 1, 2), nil)
+	}
+	return Run(context.Background(), []Endpoint{src}, dst, o, nil)
 }
 
 // deniedFiles is a backend that refuses to read the named files.
@@ -1019,14 +1023,7 @@ func TestTreeGoesOnPastBadEntries(t *testing.T) {
 			o := opts(t)
 			o.Recursive = true
 			dst := localEP(t, filepath.Join(dstDir, "tree"))
-			var sum Summary
-			var err error
-			if tc.dataset {
-				d := prepare(t, src, dst, o)
-				sum, err = RunDataset(context.Background(), d, Fixed(d.Files(), 2, 1, 2), nil)
-			} else {
-				sum, err = Run(context.Background(), []Endpoint{src}, dst, o, nil)
-			}
+			sum, err := copyTree(t, tc.dataset, src, dst, o)
 			if err == nil || !errors.Is(err, backend.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("%d files could not be copied", len(bad))) {
 				t.Fatalf("copy: %v, want an error naming the %d entries that cannot be copied", err, len(bad))
 			}
