@@ -212,7 +212,11 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		bw  float64
 	}
 	curves := map[curveKey]*curveData{}
+	aboveLink := 0
 	for _, r := range rows {
+		if r.Bandwidth > 0 && r.Throughput*1e6 > r.Bandwidth {
+			aboveLink++
+		}
 		if !(r.Throughput > 0) || math.IsInf(r.Throughput, 0) || r.Parallelism < 1 || r.Concurrency < 1 || r.Pipelining < 1 ||
 			(r.Bandwidth > 0 && r.Throughput*1e6 > r.Bandwidth) {
 			res.DroppedRows++
@@ -237,6 +241,12 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		if bw := r.Bandwidth / 1e6; bw > 0 && (c.bw == 0 || bw < c.bw) {
 			c.bw = bw // Bandwidth is bit/s, Throughput Mbit/s
 		}
+	}
+	if 2*aboveLink > len(rows) {
+		// A few rows above the link are measurement errors; most of them
+		// means the column is not in bit/s (10000 for a 10 Gb/s link).
+		return res, fmt.Errorf("model: eval: %d of %d rows measured more than their Bandwidth column allows, read in bit/s (first row: %g bit/s against %g Mbit/s): if Bandwidth is in Mbit/s or Gbit/s, say so in its header, as Bandwidth (Mbit/s)",
+			aboveLink, len(rows), rows[0].Bandwidth, rows[0].Throughput)
 	}
 	keys := make([]curveKey, 0, len(curves))
 	for k := range curves {

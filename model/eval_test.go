@@ -322,3 +322,40 @@ func TestReadTuningCSVShortRow(t *testing.T) {
 		t.Errorf("empty Source: %+v, %v", rows, err)
 	}
 }
+
+// TestBandwidthUnits: campaigns write the link's bandwidth in bit/s or in
+// Mbit/s (10000 for 10 Gb/s). A header that names its unit is read in it;
+// a file whose rows mostly measure more than a bit/s reading allows is
+// refused with the fix, not evaluated on the few rows left.
+func TestBandwidthUnits(t *testing.T) {
+	inBits := syntheticCampaign()
+	inMbits := strings.ReplaceAll(inBits, ",10000000000,", ",10000,")
+	for _, tc := range []struct {
+		name, header, body string
+		dropped            int
+		err                string
+	}{
+		{"bit/s", "Bandwidth", inBits, 1, ""},
+		{"bit/s named", "Bandwidth (bit/s)", inBits, 1, ""},
+		{"Mbit/s named", "Bandwidth (Mbit/s)", inMbits, 1, ""},
+		{"Gbps named", "Bandwidth (Gbps)", strings.ReplaceAll(inBits, ",10000000000,", ",10,"), 1, ""},
+		{"Mbit/s unnamed", "Bandwidth", inMbits, 0, "say so in its header, as Bandwidth (Mbit/s)"},
+		{"bytes refused", "Bandwidth (MB/s)", inBits, 0, "counts bytes"},
+	} {
+		in := strings.Replace(tc.body, "Bandwidth", tc.header, 1)
+		rows, err := model.ReadTuningCSV(strings.NewReader(in))
+		if err == nil {
+			var r model.EvalResult
+			r, err = model.EvalTuning(rows, model.EvalOptions{})
+			if err == nil && (r.DroppedRows != tc.dropped || r.Curves != 3) {
+				t.Errorf("%s: %d curves, %d rows dropped; want 3 and %d", tc.name, r.Curves, r.DroppedRows, tc.dropped)
+			}
+		}
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.err)
+		}
+	}
+}

@@ -62,12 +62,16 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 		return nil, fmt.Errorf("tuning csv: reading header: %w", err)
 	}
 	col := map[string]int{}
+	bwScale := 1.0 // Bandwidth's unit in bit/s
 	for i, h := range head {
 		if i == 0 {
 			h = strings.TrimPrefix(h, "\ufeff") // a byte-order mark, as spreadsheets write
 		}
 		if err := checkUnit(h); err != nil {
 			return nil, err
+		}
+		if headerKey(h) == "bandwidth" {
+			bwScale = bandwidthScale(h)
 		}
 		h = headerKey(h)
 		if _, dup := col[h]; dup && h != "" {
@@ -135,7 +139,11 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 				return nil, err
 			}
 		}
+		v[2] *= bwScale
 		path := fmt.Sprintf("%s b/s, RTT %s s", strings.TrimSpace(rec[col[headerKey("Bandwidth")]]), strings.TrimSpace(rec[col[headerKey("RTT")]]))
+		if bwScale != 1 {
+			path = fmt.Sprintf("%g b/s, RTT %s s", v[2], strings.TrimSpace(rec[col[headerKey("RTT")]]))
+		}
 		for _, n := range ident {
 			i := col[headerKey(n)]
 			if i >= len(rec) {
@@ -159,8 +167,12 @@ func ReadTuningCSV(r io.Reader) ([]TuningRow, error) {
 
 // units are the units the columns are read in; a header that names
 // another ("Throughput (Gbit/s)") is refused rather than misread.
+// Bandwidth, the link's nominal capacity, is read in bit/s unless its
+// header names Mbit/s or Gbit/s: campaigns write it either way (10000
+// for a 10 Gb/s link), and the figure only bounds plausible rows.
 var units = map[string][]string{
-	"bandwidth":  {"bit/s", "b/s", "bps"},
+	"bandwidth": {"bit/s", "b/s", "bps",
+		"Mbit/s", "Mb/s", "Mbps", "Gbit/s", "Gb/s", "Gbps"},
 	"rtt":        {"s", "sec", "seconds"},
 	"throughput": {"Mbit/s", "Mb/s", "Mbps"},
 	"duration":   {"s", "sec", "seconds"},
@@ -194,6 +206,22 @@ func checkUnit(h string) error {
 		return fmt.Errorf("tuning csv: column %q: unit %q counts bits, but the column is read in %s", strings.TrimSpace(h), h[i+1:j], want[0])
 	}
 	return fmt.Errorf("tuning csv: column %q: unit %q, but it is read in %s", strings.TrimSpace(h), h[i+1:j], want[0])
+}
+
+// bandwidthScale is the Bandwidth column's unit in bit/s, from its header
+// (checked by checkUnit): 1e6 for Mbit/s, 1e9 for Gbit/s, else 1.
+func bandwidthScale(h string) float64 {
+	i, j := strings.Index(h, "("), strings.LastIndex(h, ")")
+	if i <= 0 || j < i {
+		return 1
+	}
+	switch u := strings.TrimSpace(h[i+1 : j]); {
+	case strings.HasPrefix(u, "M"), strings.HasPrefix(u, "m"):
+		return 1e6
+	case strings.HasPrefix(u, "G"), strings.HasPrefix(u, "g"):
+		return 1e9
+	}
+	return 1
 }
 
 // namesBytes reports whether a unit counts bytes: "byte" spelled out, or
