@@ -41,6 +41,7 @@ type EvalOptions struct {
 	// instead of Samples, with this Threshold (0: DefaultSlopeThreshold).
 	Adaptive  bool
 	Threshold float64
+	Growth    int // Algorithm 2's factor between levels (0: DefaultGrowth)
 	// Span samples each curve at its lowest level, the level nearest the
 	// geometric middle of its range (the lower one on a tie) and its
 	// highest level, instead of Samples: samples that span the range the
@@ -58,7 +59,7 @@ type EvalOptions struct {
 // throughput curves. Fractions are in [0, 1] (not percent).
 type EvalResult struct {
 	Axis     Axis   `json:"axis"`
-	Sampling string `json:"sampling"` // "1,2,4" or "algorithm2(threshold 0.1)"
+	Sampling string `json:"sampling"` // "1,2,4" or "algorithm2(threshold 0.1, growth 2)"
 	Methods  string `json:"methods"`  // the models tried, in order
 	// Curves is the number of curves evaluated; Skipped those that lacked
 	// a sample level (or, adaptively, gave fewer than three samples).
@@ -182,7 +183,11 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		if thr <= 0 {
 			thr = DefaultSlopeThreshold
 		}
-		res.Sampling = fmt.Sprintf("algorithm2(threshold %g)", thr)
+		g := opt.Growth
+		if g < 2 {
+			g = DefaultGrowth
+		}
+		res.Sampling = fmt.Sprintf("algorithm2(threshold %g, growth %d)", thr, g)
 	default:
 		distinct := map[int]bool{}
 		for _, s := range samples {
@@ -319,7 +324,7 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 				}
 			}
 		case opt.Adaptive:
-			s := Sampler{Threshold: opt.Threshold, Max: levels[len(levels)-1]}
+			s := Sampler{Threshold: opt.Threshold, Growth: opt.Growth, Max: levels[len(levels)-1]}
 			for {
 				n, ok := s.Next()
 				if !ok {

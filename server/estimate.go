@@ -21,7 +21,7 @@ import (
 )
 
 // Estimation service defaults (seed paper 003: Stork samples 20 MB by
-// default; Algorithm 2 doubles the streams from 1).
+// default; Algorithm 2 grows the streams from 1, by model.DefaultGrowth).
 const (
 	DefaultSampleBytes = 20 << 20
 	// MaxSampleBytes bounds one sample transfer: sampling is meant to
@@ -312,8 +312,9 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	return answer(o, false), nil
 }
 
-// sample runs Algorithm 2 on the path: sample transfers with 1, 2, 4, ...
-// streams until throughput stops rising fast enough, then fits the model.
+// sample runs Algorithm 2 on the path: sample transfers with 1, 4, 16, ...
+// streams (model.DefaultGrowth; the paper doubles) until throughput stops
+// rising fast enough, then fits the model.
 // The samples are written in dstDir, or its deepest existing ancestor.
 func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
@@ -383,8 +384,9 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	start := time.Now()
 	var samples []EstimateSample
 	var moved int64
-	// Algorithm 2: double the streams until the gain per added stream
-	// falls below a tenth of one stream's throughput, or throughput falls.
+	// Algorithm 2: grow the streams (x4: samples spread over the range, so
+	// the fit interpolates) until the gain per added stream falls below a
+	// tenth of one stream's throughput, or throughput falls.
 	sp := &model.Sampler{Max: maxStreams}
 	for {
 		streams, ok := sp.Next()

@@ -31,14 +31,15 @@ func newEstimateCmd() *cobra.Command {
 transfer from SRC to DST (sluice://ENDPOINT/path URLs). Unless --use-history
 finds a fresh answer for the endpoint pair, the server samples the path: it
 copies the first --sample bytes of SRC beside DST (under a hidden temporary
-name, removed afterwards) with 1, 2, 4, ... streams until throughput stops
-rising, fits the parallel-stream model Th(n) = n/sqrt(a n² + b n + c), and
+name, removed afterwards) with 1, 4, 16, ... streams until throughput stops
+rising (Algorithm 2 of the paper, which doubles; four times apart, the samples
+span the range, so the model interpolates rather than extrapolates), fits the parallel-stream model Th(n) = n/sqrt(a n² + b n + c), and
 answers with the optimal streams, the predicted throughput and the time
 --size bytes would take, the samples and what sampling cost.
 
 With --iperf3 HOST[:PORT] (no SRC, DST or server) it samples the network
 path from this host to an iperf3 server instead, as the paper does with
-Iperf: iperf3 -c HOST -p PORT -P n -t SECONDS -O OMIT -J for n = 1, 2, 4, ...
+Iperf: iperf3 -c HOST -p PORT -P n -t SECONDS -O OMIT -J for n = 1, 4, 16, ...
 by the same rule and the same model, with no files moved. iperf3 must be
 installed here (Debian: apt-get install iperf3) and a server running there
 (iperf3 -s). --omit leaves each test's first seconds (TCP slow start) out of

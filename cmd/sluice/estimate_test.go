@@ -52,8 +52,8 @@ func TestServiceEstimate(t *testing.T) {
 	if e.Throughput < 25e6 || e.Throughput > 50e6 {
 		t.Errorf("predicted %.1f MB/s, want near the 40 MB/s capacity", e.Throughput/1e6)
 	}
-	if len(e.Samples) < 3 || e.Samples[0].Streams != 1 || e.Samples[1].Streams != 2 {
-		t.Errorf("samples %+v: want 1, 2, 4, ... streams (Algorithm 2)", e.Samples)
+	if len(e.Samples) < 3 || e.Samples[0].Streams != 1 || e.Samples[1].Streams != 4 || e.Samples[2].Streams != 16 {
+		t.Errorf("samples %+v: want 1, 4, 16, ... streams (Algorithm 2, model.DefaultGrowth)", e.Samples)
 	}
 	if one := e.Samples[0].Throughput; one < 5e6 || one > 10e6 {
 		t.Errorf("one stream sampled at %.1f MB/s, want about 8", one/1e6)

@@ -48,6 +48,7 @@ type modelTargets struct {
 func newModelEval() *cobra.Command {
 	var data, samples, axis, method string
 	var threshold float64
+	var growth int
 	var jsonOut, detail bool
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -55,9 +56,11 @@ func newModelEval() *cobra.Command {
 		Long: `Reads a tuning campaign in the SGData.csv layout (FileSize, FileCount,
 Bandwidth bit/s, RTT, Parallelism, Concurrency, Pipelining, Throughput Mbit/s,
 Duration; columns found by name). Each curve (one dataset, two knobs fixed,
-throughput over the third) is sampled at --samples, predicted with the
-second-order model (falling back to the dynamic-order model, then to the best
-sample), and compared with the measured medians at the other levels.
+throughput over the third) is sampled as --samples says (by default as the
+estimation service samples a path: Algorithm 2, levels 1, 4, 16, ...),
+predicted with the second-order model (falling back to the dynamic-order
+model, then to the best sample), and compared with the measured medians at
+the other levels.
 
 Reported: median absolute percentage error of the predicted points, how often
 the predicted optimum is within one level of the measured one, and the
@@ -67,16 +70,24 @@ JSON figures are fractions (0.09 = 9%); the top level is the headline axis
 		Example: `  sluice model eval --data ../shared/data/xsede-gridftp-tuning/SGData.csv
   sluice model eval --data SGData.csv --axis p --json
   sluice model eval --data SGData.csv --samples alg2 --threshold 0.1
+  sluice model eval --data SGData.csv --samples alg2 --growth 4
   sluice model eval --data SGData.csv --samples span
   sluice model eval --data SGData.csv --samples 1,8,32 --method best`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("threshold") && !isAlg2(samples) {
 				return fmt.Errorf("model eval: --threshold applies to --samples alg2 only")
 			}
+			if cmd.Flags().Changed("growth") && !isAlg2(samples) {
+				return fmt.Errorf("model eval: --growth applies to --samples alg2 only")
+			}
+			if growth < 2 {
+				return fmt.Errorf("model eval: --growth %d must be at least 2 (the factor from one sampled level to the next)", growth)
+			}
 			opt, err := modelEvalOptions(samples, threshold, method)
 			if err != nil {
 				return err
 			}
+			opt.Growth = growth
 			if data == "" {
 				return fmt.Errorf("model eval: --data FILE.csv is required")
 			}
@@ -122,8 +133,9 @@ JSON figures are fractions (0.09 = 9%); the top level is the headline axis
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "", "tuning campaign CSV in the SGData.csv layout (required)")
-	cmd.Flags().StringVar(&samples, "samples", "1,2,4", "levels each curve is fitted on (at least 3); alg2: Algorithm 2's adaptive sampling; span: each curve's lowest, geometric-middle and highest level")
+	cmd.Flags().StringVar(&samples, "samples", "alg2", "alg2: Algorithm 2's adaptive sampling, as the estimation service samples a path; or the levels each curve is fitted on (at least 3, say 1,2,4); span: each curve's lowest, geometric-middle and highest level")
 	cmd.Flags().Float64Var(&threshold, "threshold", model.DefaultSlopeThreshold, "alg2: stop when an added stream gains less than this fraction of the first sample's throughput")
+	cmd.Flags().IntVar(&growth, "growth", model.DefaultGrowth, "alg2: factor from one sampled level to the next (the paper doubles)")
 	cmd.Flags().StringVar(&axis, "axis", "all", "knob the curves run over: p, cc, pp or all (the first is the headline)")
 	cmd.Flags().StringVar(&method, "method", "auto", "auto (second-order, then dynamic-order, then best sample), second, dynamic, or best (no model: the no-model baseline)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")

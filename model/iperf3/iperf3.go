@@ -89,6 +89,9 @@ type Options struct {
 	// Threshold is model.Sampler's relative slope threshold (0: its
 	// default).
 	Threshold float64
+	// Growth is model.Sampler's factor from one stream count to the next
+	// (0: model.DefaultGrowth; 2 is the paper's doubling).
+	Growth int
 	// Size is the transfer whose time Result.Seconds predicts, in bytes
 	// (0: no prediction).
 	Size int64
@@ -214,6 +217,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Threshold < 0 || math.IsNaN(o.Threshold) || math.IsInf(o.Threshold, 0) {
 		return o, fmt.Errorf("slope threshold %g is not a non-negative number", o.Threshold)
 	}
+	if o.Growth < 0 || o.Growth == 1 {
+		return o, fmt.Errorf("growth %d is not a factor of at least 2 (0: the default)", o.Growth)
+	}
 	if o.Size < 0 {
 		return o, fmt.Errorf("size %d is negative", o.Size)
 	}
@@ -246,8 +252,8 @@ func (o Options) args(n int) []string {
 	return a
 }
 
-// Estimate samples the path to the iperf3 server with 1, 2, 4, ... streams
-// until model.Sampler stops (the gain per added stream falls below its
+// Estimate samples the path to the iperf3 server with 1, 4, 16, ... streams
+// (Options.Growth) until model.Sampler stops (the gain per added stream falls below its
 // threshold, throughput falls, or the next level would pass MaxStreams),
 // and fits the parallel-stream model to the samples. A test that fails
 // fails the whole estimate: a curve with a hole is no basis for an answer.
@@ -257,7 +263,7 @@ func Estimate(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("iperf3 sampling: %w", err)
 	}
 	e := Result{Server: o.server(), Size: o.Size, TestSeconds: o.Seconds, OmitSeconds: o.Omit, At: time.Now()}
-	sp := &model.Sampler{Threshold: o.Threshold, Max: o.MaxStreams}
+	sp := &model.Sampler{Threshold: o.Threshold, Growth: o.Growth, Max: o.MaxStreams}
 	start := time.Now()
 	for {
 		n, ok := sp.Next()

@@ -105,7 +105,7 @@ func TestEstimate(t *testing.T) {
 	}{
 		{
 			name: "recorded loopback run with -O 1",
-			opt:  Options{Host: "127.0.0.1", Omit: 1, Size: 5e9},
+			opt:  Options{Growth: 2, Host: "127.0.0.1", Omit: 1, Size: 5e9},
 			script: map[int][]reply{
 				1: ok(recorded(t, "omit1-P1.json")), 2: ok(recorded(t, "omit1-P2.json")),
 				4: ok(recorded(t, "omit1-P4.json")), 8: ok(recorded(t, "omit1-P8.json")),
@@ -119,15 +119,24 @@ func TestEstimate(t *testing.T) {
 		},
 		{
 			name:       "levelled-off path",
-			opt:        Options{Host: "dtn.example.org", Size: 5e9},
+			opt:        Options{Growth: 2, Host: "dtn.example.org", Size: 5e9},
 			script:     map[int][]reply{1: capped(1), 2: capped(2), 4: capped(4), 8: capped(8)},
 			wantLevels: []int{1, 2, 4, 8},
 			wantStop:   "relative slope 0.000",
 			wantStream: [2]int{4, 16},
 		},
 		{
+			// The default quadruples: 1, 4, 16; flat from 4 to 16 stops.
+			name:       "levelled-off path, default growth",
+			opt:        Options{Host: "dtn.example.org", Size: 5e9},
+			script:     map[int][]reply{1: capped(1), 4: capped(4), 16: capped(16)},
+			wantLevels: []int{1, 4, 16},
+			wantStop:   "relative slope 0.000 from n=4 to n=16",
+			wantStream: [2]int{4, 16},
+		},
+		{
 			name:       "max streams",
-			opt:        Options{Host: "dtn.example.org", MaxStreams: 4},
+			opt:        Options{Growth: 2, Host: "dtn.example.org", MaxStreams: 4},
 			script:     map[int][]reply{1: capped(1), 2: capped(2), 4: capped(4)},
 			wantLevels: []int{1, 2, 4},
 			wantStop:   "next level 8 exceeds the maximum 4",
@@ -135,7 +144,7 @@ func TestEstimate(t *testing.T) {
 		},
 		{
 			name:       "busy, then free",
-			opt:        Options{Host: "dtn.example.org", MaxStreams: 4, Backoff: time.Millisecond},
+			opt:        Options{Growth: 2, Host: "dtn.example.org", MaxStreams: 4, Backoff: time.Millisecond},
 			script:     map[int][]reply{1: {busy, busy, {out: synthetic(1, 1e9)}}, 2: {busy, {out: synthetic(2, 2e9)}}, 4: capped(4)},
 			wantLevels: []int{1, 1, 1, 2, 2, 4},
 			wantStream: [2]int{2, 4},
@@ -143,7 +152,7 @@ func TestEstimate(t *testing.T) {
 		},
 		{
 			name:       "busy throughout",
-			opt:        Options{Host: "dtn.example.org", Backoff: time.Millisecond},
+			opt:        Options{Growth: 2, Host: "dtn.example.org", Backoff: time.Millisecond},
 			script:     map[int][]reply{1: {busy}},
 			wantLevels: []int{1, 1, 1, 1},
 			wantErr:    []string{"dtn.example.org:5201 with 1 streams", "busy", "4 attempts", "one test at a time"},
@@ -151,7 +160,7 @@ func TestEstimate(t *testing.T) {
 		},
 		{
 			name:       "busy, retries off",
-			opt:        Options{Host: "dtn.example.org", Retries: -1},
+			opt:        Options{Growth: 2, Host: "dtn.example.org", Retries: -1},
 			script:     map[int][]reply{1: {busy}},
 			wantLevels: []int{1},
 			wantErr:    []string{"1 attempts"},
@@ -159,42 +168,42 @@ func TestEstimate(t *testing.T) {
 		},
 		{
 			name:       "connection refused is not retried",
-			opt:        Options{Host: "127.0.0.1", Port: 52099, Backoff: time.Millisecond},
+			opt:        Options{Growth: 2, Host: "127.0.0.1", Port: 52099, Backoff: time.Millisecond},
 			script:     map[int][]reply{1: ok(recorded(t, "refused.json"))},
 			wantLevels: []int{1},
 			wantErr:    []string{"-c 127.0.0.1 -p 52099 -P 1", "unable to connect to server: Connection refused"},
 		},
 		{
 			name:       "error in a later level",
-			opt:        Options{Host: "dtn.example.org"},
+			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: capped(1), 2: ok(recorded(t, "interrupted.json"))},
 			wantLevels: []int{1, 2},
 			wantErr:    []string{"with 2 streams", "interrupt - the client has terminated"},
 		},
 		{
 			name:       "exit status without a report",
-			opt:        Options{Host: "dtn.example.org"},
+			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: {{err: errors.New("exit status 1: iperf3: parameter error")}}},
 			wantLevels: []int{1},
 			wantErr:    []string{"running iperf3", "parameter error"},
 		},
 		{
 			name:       "not JSON",
-			opt:        Options{Host: "dtn.example.org"},
+			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: ok([]byte("Connecting to host dtn.example.org, port 5201\n"))},
 			wantLevels: []int{1},
 			wantErr:    []string{"not an iperf3 -J report"},
 		},
 		{
 			name:       "report of other streams",
-			opt:        Options{Host: "dtn.example.org"},
+			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: ok(recorded(t, "omit1-P2.json"))},
 			wantLevels: []int{1},
 			wantErr:    []string{"report is of 2 streams, want 1"},
 		},
 		{
 			name:       "nothing received",
-			opt:        Options{Host: "dtn.example.org"},
+			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: ok(synthetic(1, 0))},
 			wantLevels: []int{1},
 			wantErr:    []string{"nothing measured"},
@@ -235,14 +244,21 @@ func TestEstimate(t *testing.T) {
 			if !strings.Contains(e.Model, tc.wantStop) {
 				t.Errorf("model %q does not say %q", e.Model, tc.wantStop)
 			}
-			if len(e.Samples) == 0 || e.Samples[0].Streams != 1 {
-				t.Fatalf("samples %+v, want 1, 2, 4, ...", e.Samples)
+			// One sample per level run (a retried run is one sample).
+			var levels []int
+			for _, n := range tc.wantLevels {
+				if len(levels) == 0 || levels[len(levels)-1] != n {
+					levels = append(levels, n)
+				}
+			}
+			if len(e.Samples) != len(levels) {
+				t.Fatalf("samples %+v, want levels %v", e.Samples, levels)
 			}
 			var sent int64
 			for i, s := range e.Samples {
 				sent += s.BytesSent
-				if i > 0 && s.Streams != 2*e.Samples[i-1].Streams {
-					t.Errorf("samples %+v, want doubling stream counts", e.Samples)
+				if s.Streams != levels[i] {
+					t.Errorf("samples %+v, want levels %v", e.Samples, levels)
 				}
 				if tc.attempts != nil && s.Attempts != tc.attempts[i] {
 					t.Errorf("sample %d took %d attempts, want %d", i, s.Attempts, tc.attempts[i])
@@ -351,6 +367,8 @@ func TestBadOptions(t *testing.T) {
 		{Options{Host: "h", MaxStreams: 129}, "max streams 129"},
 		{Options{Host: "h", Threshold: math.NaN()}, "threshold NaN"},
 		{Options{Host: "h", Size: -1}, "size -1 is negative"},
+		{Options{Host: "h", Growth: 1}, "growth 1 is not a factor of at least 2"},
+		{Options{Host: "h", Growth: -2}, "growth -2"},
 		{Options{Host: "h", Backoff: -time.Second}, "back-off -1s is negative"},
 	}
 	for _, tc := range tests {
