@@ -1,7 +1,7 @@
 // Package iperf3 owns sampling a network path with iperf3 for the
 // throughput models of package model: the Iperf mode of seed paper 003's
 // estimation service. Estimate runs iperf3 clients against a reachable
-// iperf3 server with 1, 2, 4, ... parallel streams as model.Sampler
+// iperf3 server with 1, 4, 16, ... parallel streams as model.Sampler
 // (Algorithm 2) asks, reads iperf3's JSON reports, fits the
 // parallel-stream curve with model.Predict, and answers with the optimal
 // streams, the predicted throughput, the time a transfer of a given size
