@@ -580,6 +580,7 @@ type EstimateIn struct {
 	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MiB, 64 KiB to 1 GiB)."`
 	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
 	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32). An answer under a lower limit than that is not kept as the pair's history."`
+	Growth      int    `json:"growth,omitempty" doc:"Factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2 is the paper's doubling; 2 to 16)."`
 	UseHistory  bool   `json:"use_history,omitempty" doc:"Answer from the pair's stored optimisation when fresh, without sampling."`
 }
 
@@ -611,7 +612,7 @@ func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, 
 	b := in.Body
 	e, err := h.s.Estimate(ctx, c, server.EstimateRequest{
 		Source: b.Source, Destination: b.Destination, Size: b.Size, SampleBytes: b.SampleSize,
-		UseHistory: b.UseHistory, MaxStreams: b.MaxStreams,
+		UseHistory: b.UseHistory, MaxStreams: b.MaxStreams, Growth: b.Growth,
 	})
 	if err != nil {
 		return nil, problem(err)

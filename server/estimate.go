@@ -38,6 +38,10 @@ const (
 	DefaultMaxStreams = 32
 	// MaxStreams bounds any stream count a request or job asks for.
 	MaxStreams = 1024
+	// MaxGrowth bounds a request's Growth: with more, the level after 1
+	// would pass the default 32 streams, leaving two samples (1 and the
+	// maximum) where the models need three.
+	MaxGrowth = 16
 )
 
 // EstimateRequest asks how a transfer between two endpoints should run:
@@ -64,6 +68,10 @@ type EstimateRequest struct {
 	// MaxStreams caps the streams (0: the endpoints' limits, or
 	// DefaultMaxStreams).
 	MaxStreams int
+	// Growth is Algorithm 2's factor from one sampled stream count to
+	// the next (0: model.DefaultGrowth; 2 is the paper's doubling; at
+	// most MaxGrowth).
+	Growth int
 }
 
 // EstimateSample is one sample transfer.
@@ -205,6 +213,9 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if req.MaxStreams < 0 || req.MaxStreams > MaxStreams {
 		return Estimate{}, fmt.Errorf("%w: max streams %d is outside [0, %d]", ErrInvalid, req.MaxStreams, MaxStreams)
 	}
+	if req.Growth != 0 && (req.Growth < 2 || req.Growth > MaxGrowth) {
+		return Estimate{}, fmt.Errorf("%w: growth %d is outside [2, %d] (the factor from one sampled stream count to the next; 0 for the default, %d)", ErrInvalid, req.Growth, MaxGrowth, model.DefaultGrowth)
+	}
 	idx, err := s.endpointIndex(ctx)
 	if err != nil {
 		return Estimate{}, err
@@ -296,7 +307,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if strings.HasSuffix(req.Destination, "/") {
 		dstDir = dstPath
 	}
-	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstDir, req.SampleBytes, maxStreams)
+	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstDir, req.SampleBytes, maxStreams, req.Growth)
 	if err != nil {
 		return Estimate{}, err
 	}
@@ -316,7 +327,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 // streams (model.DefaultGrowth; the paper doubles) until throughput stops
 // rising fast enough, then fits the model.
 // The samples are written in dstDir, or its deepest existing ancestor.
-func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams int) (store.Optimization, error) {
+func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams, growth int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
 	}
@@ -387,7 +398,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	// Algorithm 2: grow the streams (x4: samples spread over the range, so
 	// the fit interpolates) until the gain per added stream falls below a
 	// tenth of one stream's throughput, or throughput falls.
-	sp := &model.Sampler{Max: maxStreams}
+	sp := &model.Sampler{Max: maxStreams, Growth: growth}
 	for {
 		streams, ok := sp.Next()
 		if !ok {

@@ -17,12 +17,13 @@ import (
 
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/model/iperf3"
+	"github.com/sluice-dtn/sluice/server"
 )
 
 func newEstimateCmd() *cobra.Command {
 	var size, sample, iperfServer string
 	var useHistory, asJSON bool
-	var maxStreams, omit int
+	var maxStreams, omit, growth int
 	seconds := wholeSeconds(iperf3.DefaultSeconds)
 	cmd := &cobra.Command{
 		Use:   "estimate SRC DST --size SIZE | --iperf3 HOST[:PORT]",
@@ -64,8 +65,11 @@ gets; they are still sent and counted in the cost.`,
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if growth != 0 && (growth < 2 || growth > server.MaxGrowth) {
+			return fmt.Errorf("estimate: --growth %d: want 2 to %d (the factor from one sampled stream count to the next; 2 is the paper's doubling)", growth, server.MaxGrowth)
+		}
 		if cmd.Flags().Changed("iperf3") {
-			return estimateIperf3(cmd, iperfServer, size, int(seconds), omit, maxStreams, asJSON)
+			return estimateIperf3(cmd, iperfServer, size, int(seconds), omit, maxStreams, growth, asJSON)
 		}
 		for _, f := range []string{"seconds", "omit"} {
 			if cmd.Flags().Changed(f) {
@@ -75,7 +79,7 @@ gets; they are still sent and counted in the cost.`,
 		if size == "" {
 			return errors.New(`estimate: required flag "size" not set (the bytes of the transfer to predict, e.g. --size 5G)`)
 		}
-		in := api.EstimateIn{Source: args[0], Destination: args[1], UseHistory: useHistory, MaxStreams: maxStreams}
+		in := api.EstimateIn{Source: args[0], Destination: args[1], UseHistory: useHistory, MaxStreams: maxStreams, Growth: growth}
 		var err error
 		if in.Size, err = parseSize("--size", size); err != nil {
 			return fmt.Errorf("estimate: %w", err)
@@ -106,6 +110,7 @@ gets; they are still sent and counted in the cost.`,
 	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MiB)")
 	f.BoolVar(&useHistory, "use-history", false, "answer from the pair's stored optimisation when fresh, without sampling")
 	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32; with --iperf3: 32, at most 128)")
+	f.IntVar(&growth, "growth", 0, "factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2: the paper's 1, 2, 4, 8, ...)")
 	f.BoolVar(&asJSON, "json", false, "print the answer as JSON")
 	f.StringVar(&iperfServer, "iperf3", "", "sample with iperf3 against the iperf3 server HOST[:PORT] (default port 5201) instead of asking the service")
 	f.Var(&seconds, "seconds", "with --iperf3: length of each iperf3 test (-t), in whole seconds")
@@ -115,7 +120,7 @@ gets; they are still sent and counted in the cost.`,
 
 // estimateIperf3 is `sluice estimate --iperf3`: Algorithm 2 sampling with
 // iperf3 from this host, no server involved.
-func estimateIperf3(cmd *cobra.Command, server, size string, seconds, omit, maxStreams int, asJSON bool) error {
+func estimateIperf3(cmd *cobra.Command, server, size string, seconds, omit, maxStreams, growth int, asJSON bool) error {
 	for _, f := range []string{"sample", "use-history", "server", "token"} {
 		if cmd.Flags().Changed(f) {
 			return fmt.Errorf("estimate: --%s is for the service's estimate between endpoints; --iperf3 samples from this host with iperf3, without the service", f)
@@ -131,7 +136,7 @@ func estimateIperf3(cmd *cobra.Command, server, size string, seconds, omit, maxS
 	if maxStreams < 0 {
 		return fmt.Errorf("estimate: --max-streams %d: must be 1 or more", maxStreams)
 	}
-	o := iperf3.Options{Host: host, Port: port, Seconds: seconds, Omit: omit, MaxStreams: maxStreams}
+	o := iperf3.Options{Host: host, Port: port, Seconds: seconds, Omit: omit, MaxStreams: maxStreams, Growth: growth}
 	if size != "" {
 		if o.Size, err = parseSize("--size", size); err != nil {
 			return fmt.Errorf("estimate: %w", err)

@@ -39,6 +39,8 @@ func TestEstimateIperf3Flags(t *testing.T) {
 		{[]string{"--iperf3", "dtn2", "--max-streams", "129"}, "max streams 129 is outside 1-128"},
 		{[]string{"--iperf3", "dtn2", "--size", "-5G"}, "--size"},
 		{[]string{"--iperf3", "dtn2", "--size", "0"}, "must be positive"},
+		{[]string{"--iperf3", "dtn2", "--growth", "1"}, "--growth 1: want 2 to 16"},
+		{[]string{"sluice://a/x", "sluice://b/y", "--size", "5G", "--growth", "17"}, "--growth 17: want 2 to 16"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

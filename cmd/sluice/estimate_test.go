@@ -90,6 +90,19 @@ func TestServiceEstimate(t *testing.T) {
 		t.Errorf("history seconds %.1f, want %.1f", h.Seconds, want)
 	}
 
+	// The paper's doubling on request: 1, 2, 4, ... streams.
+	req.UseHistory, req.Growth = false, 2
+	d, err := alice.Estimate(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Samples) < 3 || d.Samples[0].Streams != 1 || d.Samples[1].Streams != 2 || d.Samples[2].Streams != 4 {
+		t.Errorf("growth 2: samples %+v, want 1, 2, 4, ... streams", d.Samples)
+	}
+	if d.Streams < 4 || d.Streams > 16 {
+		t.Errorf("growth 2: optimal streams %d, want 4..16", d.Streams)
+	}
+
 	// Two requests for a new pair at once: one samples, the other waits
 	// for it and answers from history (never two samplings of one path
 	// at once); a request for another pair is not held up by them.
@@ -138,6 +151,8 @@ func TestServiceEstimate(t *testing.T) {
 		{"path escape", `{"source":"sluice://src/../etc/passwd","destination":"sluice://a1/in/x","size":100}`, 422},
 		{"no destination", `{"source":"sluice://src/data/big.dat","size":100}`, 422},
 		{"source too small to sample", `{"source":"sluice://src/data/tiny.dat","destination":"sluice://a1/in/tiny","size":100}`, 422},
+		{"growth 1", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100,"growth":1}`, 422},
+		{"growth 17", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100,"growth":17}`, 422},
 		{"source is the destination", `{"source":"sluice://src/data/big.dat","destination":"sluice://src/data/big.dat","size":100}`, 422},
 		{"no token", `{"source":"sluice://src/data/big.dat","destination":"sluice://a1/in/x","size":100}`, 401},
 	} {
