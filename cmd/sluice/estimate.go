@@ -33,10 +33,12 @@ transfer from SRC to DST (sluice://ENDPOINT/path URLs). Unless --use-history
 finds a fresh answer for the endpoint pair, the server samples the path: it
 copies the first --sample bytes of SRC beside DST (under a hidden temporary
 name, removed afterwards) with 1, 4, 16, ... streams until throughput stops
-rising (Algorithm 2 of the paper, which doubles; four times apart, the samples
-span the range, so the model interpolates rather than extrapolates), fits the parallel-stream model Th(n) = n/sqrt(a n² + b n + c), and
-answers with the optimal streams, the predicted throughput and the time
---size bytes would take, the samples and what sampling cost.
+rising (Algorithm 2 of the paper, which doubles, as --growth 2 does; four
+times apart, the samples span the range, so the model interpolates rather
+than extrapolates), fits the parallel-stream model
+Th(n) = n/sqrt(a n² + b n + c), and answers with the optimal streams, the
+predicted throughput and the time --size bytes would take, the samples and
+what sampling cost.
 
 With --iperf3 HOST[:PORT] (no SRC, DST or server) it samples the network
 path from this host to an iperf3 server instead, as the paper does with

@@ -253,8 +253,9 @@ func (o Options) args(n int) []string {
 }
 
 // Estimate samples the path to the iperf3 server with 1, 4, 16, ... streams
-// (Options.Growth) until model.Sampler stops (the gain per added stream falls below its
-// threshold, throughput falls, or the next level would pass MaxStreams),
+// (Options.Growth) until model.Sampler stops (the gain per added stream
+// falls below its threshold, throughput falls, or the next level would
+// pass MaxStreams),
 // and fits the parallel-stream model to the samples. A test that fails
 // fails the whole estimate: a curve with a hole is no basis for an answer.
 func Estimate(ctx context.Context, o Options) (Result, error) {
