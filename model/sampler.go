@@ -33,7 +33,9 @@ const DefaultGrowth = 4
 // pure state machine: the caller asks Next for a level, measures it, and
 // reports the throughput with Add, until Next says stop. Levels start at 1
 // and grow by Growth (the paper doubles; DefaultGrowth is 4, see there); a
-// level past Max is replaced by Max, so the range's top is sampled.
+// level past Max is replaced by Max, so the range's top is sampled, and a
+// range too small for three levels of that growth (Max 3 or 4 with Growth
+// 4) gets its geometric middle second (1, 2, 4).
 // Sampling stops when
 //
 //   - the slope between the last two samples, (th2-th1)/(n2-n1), falls
@@ -76,6 +78,12 @@ func (s *Sampler) Next() (n int, ok bool) {
 	}
 	last := int(s.n[len(s.n)-1])
 	next := s.growth() * last
+	if len(s.n) == 1 && next >= s.max() && s.max() >= 3 {
+		// The second level would be the top of a small range (at most
+		// 4 streams, growing by 4), leaving no room for the third level
+		// the models need: take the range's geometric middle instead.
+		next = min(max(int(math.Round(math.Sqrt(float64(s.max())))), 2), s.max()-1)
+	}
 	if next > s.max() {
 		if last < s.max() {
 			// A factor above 2 can step over the maximum: sample the

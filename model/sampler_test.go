@@ -58,6 +58,13 @@ func TestSampler(t *testing.T) {
 		// Slope 4→16: (3500-3000)/12 = 42 per stream = 0.042 of the first.
 		{"growth 4 levelling off", model.Sampler{Growth: 4}, map[int]float64{1: 1000, 4: 3000, 16: 3500, 32: 3600}, []float64{1, 4, 16}, "relative slope 0.042 from n=4 to n=16"},
 		{"growth 4, Max 8", model.Sampler{Growth: 4, Max: 8}, linear, []float64{1, 4, 8}, "exceeds the maximum 8"},
+		// A range too small for three levels four times apart still
+		// gets three: the geometric middle comes second.
+		{"growth 4, Max 4", model.Sampler{Growth: 4, Max: 4}, linear, []float64{1, 2, 4}, "next level 16 exceeds the maximum 4"},
+		{"growth 4, Max 3", model.Sampler{Growth: 4, Max: 3}, map[int]float64{1: 1000, 2: 2000, 3: 3000}, []float64{1, 2, 3}, "exceeds the maximum 3"},
+		{"growth 4, Max 2", model.Sampler{Growth: 4, Max: 2}, linear, []float64{1, 2}, "exceeds the maximum 2"},
+		{"growth 8, Max 32", model.Sampler{Growth: 8, Max: 32}, linear, []float64{1, 8, 32}, "exceeds the maximum 32"},
+		{"growth 16, Max 16", model.Sampler{Growth: 16, Max: 16}, linear, []float64{1, 4, 16}, "exceeds the maximum 16"},
 		{"Max not a power of two", model.Sampler{Growth: 2, Max: 6}, linear, []float64{1, 2, 4, 6}, "next level 12 exceeds the maximum 6"},
 		// The default quadruples (DefaultGrowth: samples spread over the
 		// range, so the fit interpolates).

@@ -38,9 +38,8 @@ const (
 	DefaultMaxStreams = 32
 	// MaxStreams bounds any stream count a request or job asks for.
 	MaxStreams = 1024
-	// MaxGrowth bounds a request's Growth: with more, the level after 1
-	// would pass the default 32 streams, leaving two samples (1 and the
-	// maximum) where the models need three.
+	// MaxGrowth bounds a request's Growth: at 16, three samples already
+	// span 1-256 streams, so a larger factor is more likely a typo.
 	MaxGrowth = 16
 )
 
