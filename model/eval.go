@@ -183,11 +183,8 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 		if thr <= 0 {
 			thr = DefaultSlopeThreshold
 		}
-		g := opt.Growth
-		if g < 2 {
-			g = DefaultGrowth
-		}
-		res.Sampling = fmt.Sprintf("algorithm2(threshold %g, growth %d)", thr, g)
+		sp := Sampler{Growth: opt.Growth}
+		res.Sampling = fmt.Sprintf("algorithm2(threshold %g, growth %d)", thr, sp.growth())
 	default:
 		distinct := map[int]bool{}
 		for _, s := range samples {
@@ -219,11 +216,11 @@ func EvalTuning(rows []TuningRow, opt EvalOptions) (EvalResult, error) {
 	curves := map[curveKey]*curveData{}
 	aboveLink := 0
 	for _, r := range rows {
-		if r.Bandwidth > 0 && r.Throughput*1e6 > r.Bandwidth {
+		above := r.Bandwidth > 0 && r.Throughput*1e6 > r.Bandwidth
+		if above {
 			aboveLink++
 		}
-		if !(r.Throughput > 0) || math.IsInf(r.Throughput, 0) || r.Parallelism < 1 || r.Concurrency < 1 || r.Pipelining < 1 ||
-			(r.Bandwidth > 0 && r.Throughput*1e6 > r.Bandwidth) {
+		if !(r.Throughput > 0) || math.IsInf(r.Throughput, 0) || r.Parallelism < 1 || r.Concurrency < 1 || r.Pipelining < 1 || above {
 			res.DroppedRows++
 			continue
 		}
