@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
@@ -125,11 +126,11 @@ func (f *fences) leave(p string, w *liveWrite) {
 // and waiting out the writes in progress under older fences of its
 // partition (without the lock: they take it to finish). It returns the
 // unlock, or the refusal with the lock released.
-func (s *Server) admitNewest(ctx context.Context, p string, fc *backend.Fence) (func(), error) {
+func (s *Server) admitNewest(ctx context.Context, fs *file.Backend, p string, fc *backend.Fence) (func(), error) {
 	wait := fc != nil // false once a superseded write outlived staleWriteWait
 	for {
 		unlock := s.fences.lock(p)
-		if err := s.admit(p, fc); err != nil {
+		if err := s.admit(fs, p, fc); err != nil {
 			unlock()
 			return nil, err
 		}
@@ -215,11 +216,11 @@ func bodyFence(v string) (*backend.Fence, error) {
 // admit checks fence fc (nil: none) against the newest fence file p has
 // been written under and records fc when it is newer. A file that does
 // not exist has no fence. Call it with p's lock held.
-func (s *Server) admit(p string, fc *backend.Fence) error {
+func (s *Server) admit(fs *file.Backend, p string, fc *backend.Fence) error {
 	if fc == nil {
 		return nil
 	}
-	fh, err := s.fs.Open(p)
+	fh, err := fs.Open(p)
 	if errors.Is(err, backend.ErrNotFound) {
 		return nil
 	}
@@ -281,8 +282,8 @@ func (s *Server) readFence(fh *os.File, p string) (string, bool, error) {
 
 // forgetFence drops what the agent holds of p's fence once the file is
 // gone or has been put in place (a fence on a user's file means nothing).
-func (s *Server) forgetFence(p string) {
-	if fh, err := s.fs.Open(p); err == nil {
+func (s *Server) forgetFence(fs *file.Backend, p string) {
+	if fh, err := fs.Open(p); err == nil {
 		removeXattr(fh, fenceXattr)
 		fh.Close()
 	}
@@ -314,11 +315,11 @@ func parseStoredFence(v string) (backend.Fence, time.Time, bool) {
 // write gets a context that a newer fence cancels (see supersede); its
 // data must be read through fencedReader or stop with that context, so
 // that it stops too, with a fenced error.
-func (s *Server) fencedWrite(ctx context.Context, p string, fc *backend.Fence, write func(context.Context) error) error {
+func (s *Server) fencedWrite(ctx context.Context, fs *file.Backend, p string, fc *backend.Fence, write func(context.Context) error) error {
 	if fc == nil {
 		return write(ctx)
 	}
-	unlock, err := s.admitNewest(ctx, p, fc)
+	unlock, err := s.admitNewest(ctx, fs, p, fc)
 	if err != nil {
 		return err
 	}
@@ -339,30 +340,30 @@ func (s *Server) fencedWrite(ctx context.Context, p string, fc *backend.Fence, w
 	}
 	unlock = s.fences.lock(p)
 	defer unlock()
-	return s.admit(p, fc)
+	return s.admit(fs, p, fc)
 }
 
 // fencedRename renames from to to if fence fc (nil: none) admits it, with
 // from's lock held throughout, so no newer fence can land between the
 // check and the rename. The fence does not follow the file.
-func (s *Server) fencedRename(ctx context.Context, from, to string, fc *backend.Fence, rename func() error) error {
-	return s.fencedLast(ctx, from, fc, rename, to)
+func (s *Server) fencedRename(ctx context.Context, fs *file.Backend, from, to string, fc *backend.Fence, rename func() error) error {
+	return s.fencedLast(ctx, fs, from, fc, rename, to)
 }
 
 // fencedRemove removes p if fence fc (nil: none) admits it, with p's lock
 // held throughout.
-func (s *Server) fencedRemove(ctx context.Context, p string, fc *backend.Fence, remove func() error) error {
-	return s.fencedLast(ctx, p, fc, remove, "")
+func (s *Server) fencedRemove(ctx context.Context, fs *file.Backend, p string, fc *backend.Fence, remove func() error) error {
+	return s.fencedLast(ctx, fs, p, fc, remove, "")
 }
 
 // fencedLast runs op, which takes the file at p away (a rename to moved,
 // or a removal: moved ""), if fence fc admits it, holding p's lock from
 // the check to the end of op; then what the agent held of p's fence goes.
-func (s *Server) fencedLast(ctx context.Context, p string, fc *backend.Fence, op func() error, moved string) error {
+func (s *Server) fencedLast(ctx context.Context, fs *file.Backend, p string, fc *backend.Fence, op func() error, moved string) error {
 	if fc == nil {
 		return op()
 	}
-	unlock, err := s.admitNewest(ctx, p, fc)
+	unlock, err := s.admitNewest(ctx, fs, p, fc)
 	if err != nil {
 		return err
 	}
@@ -374,7 +375,7 @@ func (s *Server) fencedLast(ctx context.Context, p string, fc *backend.Fence, op
 	delete(s.fences.mem, p) // p is gone: nothing on disk to clear
 	s.fences.mu.Unlock()
 	if moved != "" {
-		s.forgetFence(moved)
+		s.forgetFence(fs, moved)
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			c, err := s.authenticate(r)
 			if err == nil {
-				err = h(w, r, c)
+				err = s.serve(w, r, c, h)
 			}
 			if err != nil {
 				s.fail(w, r, err)
@@ -58,7 +58,33 @@ func (s *Server) Handler() http.Handler {
 
 // handler serves one endpoint for an authenticated request. It returns an
 // error only if it has not started the response.
-type handler func(w http.ResponseWriter, r *http.Request, c auth.Claims) error
+type handler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// call is an authenticated request: its token's claims, and the files it
+// may touch, confined to the token's link base (auth.Claims.LinkBase).
+// Every path of the request is resolved through fs, never through the
+// agent's whole root: a token's prefix is checked by name, and fs keeps
+// the symbolic links below the link base from leading out of it in the
+// same step that opens, writes, renames or lists (see file.Backend.In).
+// Checking the links first and then opening the path through the root,
+// as the agent once did, let a user who swaps a file for a link between
+// the two read and overwrite another user's files.
+type call struct {
+	auth.Claims
+	fs *file.Backend
+}
+
+// serve runs h for the request with claims c, on the files below c's link
+// base.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, c auth.Claims, h handler) error {
+	fs, err := s.fs.In(c.LinkBase())
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	// The view's errors name files from the root, as a client does.
+	return fs.Rel(h(w, r, &call{c, fs}))
+}
 
 // guard refuses, before routing, request paths that decode to something
 // leaving the root, and paths the mux would otherwise answer with a
@@ -149,26 +175,13 @@ func bodyPath(field, p string) (string, error) {
 	return "/" + strings.TrimPrefix(p, "/"), nil
 }
 
-// allows checks p (a slash path relative to the root) against the
-// token for op: its scope and prefix, then that the symbolic links below
-// the prefix (or the token's base, see auth.Claims.Base) do not lead out
-// of it. The token's check is by name alone;
-// without the second, a token for /pub read /priv/s through a link
-// /pub/lnk -> ../priv/s, and wrote into /priv through a link to it.
-func (s *Server) allows(c auth.Claims, op auth.Op, p string) error {
-	if err := c.Allows(op, p); err != nil {
-		return err
-	}
-	return s.fs.Beneath(c.LinkBase(), p)
-}
-
 // allowedPath is urlPath checked against the token for op.
-func (s *Server) allowedPath(r *http.Request, c auth.Claims, op auth.Op) (string, error) {
+func (s *Server) allowedPath(r *http.Request, c *call, op auth.Op) (string, error) {
 	p, err := urlPath(r)
 	if err != nil {
 		return "", err
 	}
-	if err := s.allows(c, op, p); err != nil {
+	if err := c.Allows(op, p); err != nil {
 		return "", err
 	}
 	return p, nil
@@ -239,12 +252,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
-	f, err := s.fs.Open(p)
+	f, err := c.fs.Open(p)
 	if err != nil {
 		return err
 	}
@@ -276,7 +289,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	return nil
 }
 
-func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
@@ -318,15 +331,15 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	if err != nil {
 		return err
 	}
-	if err := s.fencedWrite(r.Context(), p, fc, func(ctx context.Context) error {
+	if err := s.fencedWrite(r.Context(), c.fs, p, fc, func(ctx context.Context) error {
 		// A superseded write may be waiting for a body that a paused
 		// writer is not sending: end the wait.
 		stop := context.AfterFunc(ctx, func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) })
 		defer stop()
 		if existing {
-			return s.fs.WriteAtExisting(ctx, p, off, fencedReader{ctx, body}, n)
+			return c.fs.WriteAtExisting(ctx, p, off, fencedReader{ctx, body}, n)
 		}
-		return s.fs.WriteAt(ctx, p, off, fencedReader{ctx, body}, n)
+		return c.fs.WriteAt(ctx, p, off, fencedReader{ctx, body}, n)
 	}); err != nil {
 		return err
 	}
@@ -334,13 +347,13 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	return nil
 }
 
-func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c *call) error {
 	fc, err := requestFence(r)
 	if err != nil {
 		return err
 	}
 	return s.writeOp(w, r, c, func(ctx context.Context, p string) error {
-		if err := s.fencedRemove(ctx, p, fc, func() error { return s.fs.Remove(ctx, p) }); err != nil {
+		if err := s.fencedRemove(ctx, c.fs, p, fc, func() error { return c.fs.Remove(ctx, p) }); err != nil {
 			return err
 		}
 		s.log.Info("removed", "remote", r.RemoteAddr, "sub", c.Sub, "path", p)
@@ -350,7 +363,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c auth.Claim
 
 // writeOp runs a write-scoped operation on the request's path and answers
 // 204: the shape of delete, sync and mkdir.
-func (s *Server) writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, op func(ctx context.Context, p string) error) error {
+func (s *Server) writeOp(w http.ResponseWriter, r *http.Request, c *call, op func(ctx context.Context, p string) error) error {
 	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
@@ -362,19 +375,19 @@ func (s *Server) writeOp(w http.ResponseWriter, r *http.Request, c auth.Claims, 
 	return nil
 }
 
-func (s *Server) stat(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) stat(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
 	}
-	fi, err := s.fs.Stat(r.Context(), p)
+	fi, err := c.fs.Stat(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, fi)
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
@@ -389,7 +402,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	}
 	// Links out of the token's reach are listed as such, their targets
 	// unsaid (reading them is refused too).
-	out, err := s.fs.ListBeneath(r.Context(), p, recursive, c.LinkBase())
+	out, err := c.fs.List(r.Context(), p, recursive)
 	if err != nil {
 		return err
 	}
@@ -413,7 +426,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Read)
 	if err != nil {
 		return err
@@ -423,7 +436,7 @@ func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims)
 	if err != nil {
 		return err
 	}
-	f, err := s.fs.Open(p)
+	f, err := c.fs.Open(p)
 	if err != nil {
 		return err
 	}
@@ -451,7 +464,7 @@ func (s *Server) checksum(w http.ResponseWriter, r *http.Request, c auth.Claims)
 	return writeJSON(w, map[string]string{"algo": algo, "value": hex.EncodeToString(h.Sum(nil))})
 }
 
-func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c *call) error {
 	p, err := s.allowedPath(r, c, auth.Write)
 	if err != nil {
 		return err
@@ -465,40 +478,40 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c auth.Claims)
 	if err != nil {
 		return err
 	}
-	if err := s.fencedWrite(r.Context(), p, fc, func(ctx context.Context) error { return s.fs.Truncate(ctx, p, size) }); err != nil {
+	if err := s.fencedWrite(r.Context(), c.fs, p, fc, func(ctx context.Context) error { return c.fs.Truncate(ctx, p, size) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) sync(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return s.writeOp(w, r, c, s.fs.Sync)
+func (s *Server) sync(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.writeOp(w, r, c, c.fs.Sync)
 }
 
-func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
-	return s.writeOp(w, r, c, s.fs.Mkdir)
+func (s *Server) mkdir(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.writeOp(w, r, c, c.fs.Mkdir)
 }
 
 // renamePaths checks a rename's two body paths against the token: both
 // inside the root and writable.
-func (s *Server) renamePaths(c auth.Claims, rawFrom, rawTo string) (from, to string, err error) {
+func (s *Server) renamePaths(c *call, rawFrom, rawTo string) (from, to string, err error) {
 	if from, err = bodyPath("from", rawFrom); err != nil {
 		return "", "", err
 	}
 	if to, err = bodyPath("to", rawTo); err != nil {
 		return "", "", err
 	}
-	if err := s.allows(c, auth.Write, from); err != nil {
+	if err := c.Allows(auth.Write, from); err != nil {
 		return "", "", err
 	}
-	if err := s.allows(c, auth.Write, to); err != nil {
+	if err := c.Allows(auth.Write, to); err != nil {
 		return "", "", err
 	}
 	return from, to, nil
 }
 
-func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in struct {
 		From string `json:"from"`
 		To   string `json:"to"`
@@ -514,7 +527,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err != nil {
 		return err
 	}
-	if err := s.fencedRename(r.Context(), from, to, fc, func() error { return s.fs.Rename(r.Context(), from, to) }); err != nil {
+	if err := s.fencedRename(r.Context(), c.fs, from, to, fc, func() error { return c.fs.Rename(r.Context(), from, to) }); err != nil {
 		return err
 	}
 	// Renames put files in place (and may replace one): worth a line.
@@ -533,7 +546,7 @@ type batchFrame struct {
 	Checksum string `json:"checksum,omitempty"` // the line after a file's bytes, when asked for
 }
 
-func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) batch(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in struct {
 		Paths []string `json:"paths"`
 		// With a checksum algorithm, each file's bytes are followed by
@@ -582,7 +595,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 // batchFile sends one frame. It returns an error only if the stream can
 // no longer be framed (a write failed, or the file shrank while read);
 // a file that cannot be sent gets an error frame.
-func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, algo string) error {
+func (s *Server) batchFile(w io.Writer, r *http.Request, c *call, name, algo string) error {
 	frame := func(f batchFrame) error {
 		js, err := json.Marshal(f)
 		if err != nil {
@@ -596,16 +609,16 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 		if status == http.StatusForbidden {
 			s.log.Warn("batch file refused", "remote", r.RemoteAddr, "path", name, "err", err)
 		}
-		return frame(batchFrame{Path: name, Error: s.fs.Rel(err).Error(), Kind: kind})
+		return frame(batchFrame{Path: name, Error: c.fs.Rel(err).Error(), Kind: kind})
 	}
 	p, err := bodyPath("paths", name)
 	if err != nil {
 		return refuse(err)
 	}
-	if err := s.allows(c, auth.Read, p); err != nil {
+	if err := c.Allows(auth.Read, p); err != nil {
 		return refuse(err)
 	}
-	f, err := s.fs.Open(p)
+	f, err := c.fs.Open(p)
 	if err != nil {
 		return refuse(err)
 	}
@@ -645,7 +658,7 @@ func (s *Server) batchFile(w io.Writer, r *http.Request, c auth.Claims, name, al
 	// two versions, and would pass. Its size and modification time can:
 	// the trailer then says so instead of vouching for them.
 	if err := changedWhileRead(f, fi, p); err != nil {
-		return frame(batchFrame{Path: name, Error: s.fs.Rel(err).Error(), Kind: kindChanged})
+		return frame(batchFrame{Path: name, Error: c.fs.Rel(err).Error(), Kind: kindChanged})
 	}
 	return frame(batchFrame{Path: name, Checksum: hex.EncodeToString(h.Sum(nil))})
 }
@@ -665,7 +678,7 @@ func changedWhileRead(f *os.File, before os.FileInfo, p string) error {
 	return nil
 }
 
-func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) pull(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in struct {
 		Source string `json:"source"`
 		Token  string `json:"token"`
@@ -680,7 +693,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	if err != nil {
 		return err
 	}
-	if err := s.allows(c, auth.Write, dst); err != nil {
+	if err := c.Allows(auth.Write, dst); err != nil {
 		return err
 	}
 	if in.Offset < 0 || in.Length < 0 || in.Offset > file.MaxSize-in.Length {
@@ -703,7 +716,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	// The destination must exist (the engine allocates it before it
 	// pulls): refuse a missing or unwritable one before asking the source
 	// for anything.
-	if _, err := s.fs.Stat(r.Context(), dst); err != nil {
+	if _, err := c.fs.Stat(r.Context(), dst); err != nil {
 		return err
 	}
 	from, err := sluice.New(base, in.Token, s.client)
@@ -713,7 +726,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	start := time.Now()
 	// The source is asked inside the fenced write, so a stale fence is
 	// refused before anything is fetched.
-	err = s.fencedWrite(r.Context(), dst, fc, func(ctx context.Context) error {
+	err = s.fencedWrite(r.Context(), c.fs, dst, fc, func(ctx context.Context) error {
 		// The range streams from the source's response body into the
 		// file; the source's refusals arrive as backend sentinels (its
 		// 401 as a permission error: it is not this agent refusing the
@@ -731,7 +744,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 			defer sr.Close()
 			data = sr
 		}
-		if err := s.fs.WriteAtExisting(ctx, dst, in.Offset, fencedReader{ctx, data}, in.Length); err != nil {
+		if err := c.fs.WriteAtExisting(ctx, dst, in.Offset, fencedReader{ctx, data}, in.Length); err != nil {
 			return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 		}
 		return nil
@@ -745,6 +758,6 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c auth.Claims) err
 	return nil
 }
 
-func (s *Server) info(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) info(w http.ResponseWriter, r *http.Request, c *call) error {
 	return writeJSON(w, map[string]string{"name": s.name, "version": Version, "instance": s.instance})
 }

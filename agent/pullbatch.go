@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
@@ -32,7 +33,7 @@ const maxBatchFiles = 4096
 // the bytes as they are written; a file whose two sums differ is removed
 // and reported as failed. The files written are made durable (SyncMany)
 // before the answer, which lists per file what happened, in order.
-func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in sluice.PullBatchRequest
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
@@ -55,7 +56,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 		if err != nil {
 			return err
 		}
-		if err := s.allows(c, auth.Write, dst); err != nil {
+		if err := c.Allows(auth.Write, dst); err != nil {
 			return err
 		}
 		if f.Size < -1 {
@@ -106,7 +107,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 			s.setErr(res, broken)
 			continue
 		}
-		if err := s.pullOne(ctx, br, f, dsts[i], fcs[i], in.Checksum, res); err != nil {
+		if err := s.pullOne(ctx, c.fs, br, f, dsts[i], fcs[i], in.Checksum, res); err != nil {
 			var fe fileError
 			if errors.As(err, &fe) {
 				s.setErr(res, fe.err) // this file only; the batch goes on
@@ -120,7 +121,7 @@ func (s *Server) pullBatch(w http.ResponseWriter, r *http.Request, c auth.Claims
 		moved += res.Bytes
 	}
 	if len(written) > 0 {
-		if err := s.fs.SyncMany(ctx, written); err != nil {
+		if err := c.fs.SyncMany(ctx, written); err != nil {
 			// Nothing written may be reported durable.
 			for i := range out.Files {
 				if out.Files[i].Error == "" {
@@ -142,7 +143,7 @@ func (e fileError) Error() string { return e.err.Error() }
 
 // pullOne lands the next file of br at dst. It returns a fileError when
 // only this file failed, any other error when the stream is broken.
-func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.PullBatchFile, dst string, fc *backend.Fence, algo string, res *sluice.PullBatchResult) error {
+func (s *Server) pullOne(ctx context.Context, fs *file.Backend, br *sluice.BatchReader, f sluice.PullBatchFile, dst string, fc *backend.Fence, algo string, res *sluice.PullBatchResult) error {
 	name, size, rd, err := br.Next()
 	switch {
 	case err != nil && name != "":
@@ -163,7 +164,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	// A stale leftover of an earlier attempt goes first, so nothing of
 	// it survives under the new bytes; not if a newer owner wrote it.
 	// (Refused, the file's bytes are read past by the next Next.)
-	if err := s.fencedRemove(ctx, dst, fc, func() error { return s.fs.Remove(ctx, dst) }); err != nil && !errors.Is(err, backend.ErrNotFound) {
+	if err := s.fencedRemove(ctx, fs, dst, fc, func() error { return fs.Remove(ctx, dst) }); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		return fileError{err}
 	}
 	var data io.Reader = rd
@@ -178,12 +179,12 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 		h, _ = backend.NewHash(algo) // checked by the caller
 		data = io.TeeReader(data, h)
 	}
-	if err := s.fencedWrite(ctx, dst, fc, func(ctx context.Context) error { return s.fs.WriteAt(ctx, dst, 0, fencedReader{ctx, data}, size) }); err != nil {
+	if err := s.fencedWrite(ctx, fs, dst, fc, func(ctx context.Context) error { return fs.WriteAt(ctx, dst, 0, fencedReader{ctx, data}, size) }); err != nil {
 		if errors.Is(err, backend.ErrFenced) {
 			// A newer owner wrote the file meanwhile: it is theirs.
 			return fileError{err}
 		}
-		s.dropOwn(ctx, dst, fc)
+		s.dropOwn(ctx, fs, dst, fc)
 		// Where the stream stands is unknown now.
 		return fmt.Errorf("writing %s: %w", dst, err)
 	}
@@ -193,7 +194,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	}
 	srcSum, err := br.Checksum()
 	if err != nil {
-		s.dropOwn(ctx, dst, fc)
+		s.dropOwn(ctx, fs, dst, fc)
 		if br.Err() == nil {
 			return fileError{err} // the source changed while it sent this file
 		}
@@ -201,7 +202,7 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 	}
 	res.SourceChecksum, res.Checksum = srcSum, hex.EncodeToString(h.Sum(nil))
 	if res.SourceChecksum != res.Checksum {
-		s.dropOwn(ctx, dst, fc)
+		s.dropOwn(ctx, fs, dst, fc)
 		return fileError{fmt.Errorf("checksum mismatch (%s): source %s, written %s", algo, res.SourceChecksum, res.Checksum)}
 	}
 	return nil
@@ -212,10 +213,10 @@ func (s *Server) pullOne(ctx context.Context, br *sluice.BatchReader, f sluice.P
 // a server that lost the partition while its batch ran (a paused
 // process) must not delete the new owner's file, which has the same
 // temporary name.
-func (s *Server) dropOwn(ctx context.Context, dst string, fc *backend.Fence) {
-	err := s.fencedRemove(context.WithoutCancel(ctx), dst, fc, func() error { return s.fs.Remove(context.WithoutCancel(ctx), dst) })
+func (s *Server) dropOwn(ctx context.Context, fs *file.Backend, dst string, fc *backend.Fence) {
+	err := s.fencedRemove(context.WithoutCancel(ctx), fs, dst, fc, func() error { return fs.Remove(context.WithoutCancel(ctx), dst) })
 	if err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrFenced) {
-		s.log.Warn("removing a failed batch file", "path", dst, "err", s.fs.Rel(err))
+		s.log.Warn("removing a failed batch file", "path", dst, "err", fs.Rel(err))
 	}
 }
 
@@ -229,7 +230,7 @@ func (s *Server) setErr(res *sluice.PullBatchResult, err error) {
 // renames renames many files in one request, each as POST /v1/rename
 // would, and answers per pair, in order: the last step of a pull batch,
 // after the caller's own checks.
-func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) renames(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in sluice.RenamesRequest
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
@@ -257,7 +258,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	var done []string
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fencedRename(r.Context(), p.from, p.to, p.fence, func() error { return s.fs.RenameNoSync(r.Context(), p.from, p.to) }); err != nil {
+		if err := s.fencedRename(r.Context(), c.fs, p.from, p.to, p.fence, func() error { return c.fs.RenameNoSync(r.Context(), p.from, p.to) }); err != nil {
 			s.setErr(&out.Results[i], err)
 			continue
 		}
@@ -265,7 +266,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 	}
 	// The new names are made durable together, one sync per directory
 	// rather than per file, before the answer reports them.
-	s.fs.SyncDirs(context.WithoutCancel(r.Context()), done)
+	c.fs.SyncDirs(context.WithoutCancel(r.Context()), done)
 	s.log.Info("renamed batch", "remote", r.RemoteAddr, "sub", c.Sub, "files", len(ps), "renamed", len(done))
 	return writeJSON(w, out)
 }
@@ -275,7 +276,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 // a copy of small files crawl. A client copying small files whole (sluice
 // cp from local files) makes a group of them durable this way before it
 // renames them into place.
-func (s *Server) syncs(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
+func (s *Server) syncs(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in sluice.SyncsRequest
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
@@ -289,12 +290,12 @@ func (s *Server) syncs(w http.ResponseWriter, r *http.Request, c auth.Claims) er
 		if err != nil {
 			return err
 		}
-		if err := s.allows(c, auth.Write, p); err != nil {
+		if err := c.Allows(auth.Write, p); err != nil {
 			return err
 		}
 		paths[i] = p
 	}
-	if err := s.fs.SyncMany(r.Context(), paths); err != nil {
+	if err := c.fs.SyncMany(r.Context(), paths); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,9 +31,18 @@ type Backend struct {
 	// per small file copied, a third of a copy of 50,000 empty files).
 	fs  dirFS
 	dir string
+	// sub is, in a view (In), the directory the view is confined to,
+	// relative to the backend's root ("" for the backend itself): paths
+	// are still named from the root, and resolved from sub.
+	sub string
+	// top is the root's absolute name, which *os.File names (and so the
+	// errors naming them) start with, in views too.
+	top string
+	// shared says that root is another Backend's, which closes it.
+	shared bool
 	// bufs holds copy buffers: io.Copy's 32 KiB turns a 16 MiB range
-	// into five hundred write system calls.
-	bufs sync.Pool
+	// into five hundred write system calls. Views share their backend's.
+	bufs *sync.Pool
 	// syncfs, if set, replaces syncfs(2) in SyncMany (tests count the
 	// file systems synced).
 	syncfs func(fd int) error
@@ -58,7 +66,7 @@ func New(dir string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file backend: %w", classify(err))
 	}
-	b := &Backend{root: r, fs: r, dir: dir}
+	b := &Backend{root: r, fs: r, dir: dir, top: r.Name(), bufs: &sync.Pool{}}
 	if b.machineRoot() {
 		b.fs = machineFS{}
 	}
@@ -66,8 +74,94 @@ func New(dir string) (*Backend, error) {
 	return b, nil
 }
 
-// Close releases the backend's handle on its directory.
-func (b *Backend) Close() error { return b.root.Close() }
+// Close releases the backend's handle on its directory (a view's own
+// handle; a view of the whole root shares its backend's, which stays open).
+func (b *Backend) Close() error {
+	if b.shared {
+		return nil
+	}
+	return b.root.Close()
+}
+
+// In returns a view of the backend confined to directory dir (a slash path
+// from the root; "/" for the whole root). The view takes and gives paths
+// named from the root, as the backend does, but resolves every one of them
+// from a handle on dir opened once, here, and only through it (os.Root):
+// no symbolic link below dir leads out of it, not even one swapped in
+// while a request is served, because nothing is looked up twice. A check
+// of the path followed by an open of it would be a race: a user who can
+// write below dir swaps a file for a link to another user's file between
+// the two, and wins often enough (hundreds of reads of 1,500).
+//
+// Paths not below dir are refused with ErrPermission. Links in dir itself
+// are followed inside the root: dir is what the caller named (an agent:
+// the directory its token was issued for). A dir that does not exist yet,
+// or that is a file (a token for one file), is confined to its nearest
+// ancestor that is a directory: what is created below it is then made by
+// name, through that ancestor's handle. Close the view after use.
+func (b *Backend) In(dir string) (*Backend, error) {
+	d, err := clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	if b.sub != "" {
+		return nil, fmt.Errorf("file backend: a view of /%s cannot be narrowed to %s", b.sub, dir)
+	}
+	for sub := d; sub != "."; sub = path.Dir(sub) {
+		r, err := openRoot(b.root, sub)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return nil, b.classify(err)
+		}
+		return &Backend{root: r, fs: r, dir: path.Join(b.dir, sub), sub: sub, top: b.top, bufs: b.bufs, syncfs: b.syncfs}, nil
+	}
+	v := *b
+	v.shared = true
+	return &v, nil
+}
+
+// openRoot opens directory name below r as a root of its own. Not with
+// r.OpenRoot, which opens the name without O_DIRECTORY and only then
+// checks that it is a directory: a named pipe swapped in there would hang
+// the open until a writer came. The directory is opened with O_DIRECTORY
+// (a pipe or a file is ENOTDIR, at once) and non-blocking, and its open
+// handle made a root: the same directory, looked up once.
+func openRoot(r *os.Root, name string) (*os.Root, error) {
+	d, err := r.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return rootOf(d, r, name)
+}
+
+// clean is the package's clean for a path named from the root, made
+// relative to the view's directory in a view.
+func (b *Backend) clean(p string) (string, error) {
+	name, err := clean(p)
+	if err != nil || b.sub == "" {
+		return name, err
+	}
+	if name == b.sub {
+		return ".", nil
+	}
+	rest, ok := strings.CutPrefix(name, b.sub+"/")
+	if !ok {
+		return "", fmt.Errorf("%w: /%s is not below /%s", backend.ErrPermission, name, b.sub)
+	}
+	return rest, nil
+}
+
+// slash is the slash path, from the root, of name (relative to the view's
+// directory in a view): what a client calls the file.
+func (b *Backend) slash(name string) string {
+	if b.sub == "" {
+		return slashPath(name)
+	}
+	return slashPath(path.Join(b.sub, name))
+}
 
 // Check reports whether the backend still serves the directory its path
 // names: a root removed (or removed and made again) while the backend
@@ -152,14 +246,18 @@ func (b *Backend) Rel(err error) error {
 // relPath is p relative to the root: os.Root names files relative to it,
 // *os.File names start with the root's absolute name.
 func (b *Backend) relPath(p string) string {
-	dir := strings.TrimSuffix(b.root.Name(), "/") // "" for the machine's root
+	dir := strings.TrimSuffix(b.top, "/") // "" for the machine's root
+	// A view's files are named from its own root's name (see rootOf).
+	own := strings.TrimSuffix(b.root.Name(), "/")
 	switch {
 	case p == "." || p == b.root.Name():
-		return "/"
+		return b.slash(".")
+	case b.sub != "" && strings.HasPrefix(p, own+"/"):
+		return b.slash(p[len(own)+1:])
 	case strings.HasPrefix(p, dir+"/"):
 		return p[len(dir):]
 	case !filepath.IsAbs(p):
-		return "/" + p
+		return b.slash(p)
 	}
 	return p
 }
@@ -226,13 +324,13 @@ func tooLarge(err error) bool {
 	return errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EOVERFLOW)
 }
 
-func info(name string, fi fs.FileInfo) backend.FileInfo {
-	return backend.FileInfo{Path: slashPath(name), Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
+func (b *Backend) info(name string, fi fs.FileInfo) backend.FileInfo {
+	return backend.FileInfo{Path: b.slash(name), Size: fi.Size(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}
 }
 
 // Stat implements backend.Backend.
 func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return backend.FileInfo{}, err
 	}
@@ -240,7 +338,7 @@ func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 	if err != nil {
 		return backend.FileInfo{}, b.classify(err)
 	}
-	return info(name, fi), nil
+	return b.info(name, fi), nil
 }
 
 // dirFS is the part of os.Root the backend uses, with names relative to
@@ -275,7 +373,7 @@ func (machineFS) Remove(name string) error { return os.Remove(machinePath(name))
 
 // machineRoot says whether the backend serves the whole machine (sluice
 // cp's local files), where no path can leave the root.
-func (b *Backend) machineRoot() bool { return path.Clean(b.dir) == "/" }
+func (b *Backend) machineRoot() bool { return b.sub == "" && path.Clean(b.dir) == "/" }
 
 // stat is os.Root's Stat, which follows symbolic links inside the root.
 // os.Root refuses absolute links as leaving it; on the machine's root
@@ -323,24 +421,19 @@ func kind(m fs.FileMode) string {
 
 // List implements backend.Backend. An entry that cannot be copied is
 // listed with Err set (see backend.FileInfo), and a file that vanished
-// while the directory was read is left out: neither fails the listing.
+// while the directory was read is left out: neither fails the listing. In
+// a view (In), a symbolic link whose target is not below the view's
+// directory is listed with Err set, and its target's size and time are
+// not given: reading it is refused, and a listing must not say what it
+// leads to either.
 func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
-	return b.ListBeneath(ctx, p, recursive, "")
-}
-
-// ListBeneath is List for a caller held to base (a slash path; "" for
-// the whole root): a symbolic link whose target is not beneath base (see
-// Beneath) is listed with Err set, and its target's size and time are not
-// given. An agent lists so for a token: the link itself is refused when
-// read, and a listing must not say what it leads to either.
-func (b *Backend) ListBeneath(ctx context.Context, p string, recursive bool, base string) ([]backend.FileInfo, error) {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return nil, err
 	}
 	var out []backend.FileInfo
 	bad := func(n, why string) {
-		out = append(out, backend.FileInfo{Path: slashPath(n), Err: why})
+		out = append(out, backend.FileInfo{Path: b.slash(n), Err: why})
 	}
 	err = fs.WalkDir(b.root.FS(), name, func(n string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
@@ -381,14 +474,11 @@ func (b *Backend) ListBeneath(ctx context.Context, p string, recursive bool, bas
 			// size are what a copy moves (listing the link's own size
 			// would cut the copy short). A link to a directory is not
 			// followed, which could loop; a broken one has nothing.
-			if base != "" {
-				if err := b.Beneath(base, slashPath(n)); err != nil {
-					bad(n, "a symbolic link that leads out of "+path.Clean("/"+base))
-					return nil
-				}
-			}
 			t, err := b.stat(n)
 			switch {
+			case err != nil && b.sub != "" && (escapes(err) || errors.Is(err, syscall.ELOOP)):
+				bad(n, "a symbolic link that leads out of /"+b.sub)
+				return nil
 			case err != nil:
 				bad(n, "a symbolic link that is broken or leaves the root")
 				return nil
@@ -404,7 +494,7 @@ func (b *Backend) ListBeneath(ctx context.Context, p string, recursive bool, bas
 			bad(n, kind(m)+", which cannot be copied")
 			return nil
 		}
-		out = append(out, info(n, fi))
+		out = append(out, b.info(n, fi))
 		if d.IsDir() && !recursive {
 			return fs.SkipDir
 		}
@@ -440,7 +530,7 @@ func reason(err error) string {
 
 // Open opens a file for reading; the agent serves it with sendfile.
 func (b *Backend) Open(p string) (*os.File, error) {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +596,7 @@ func (b *Backend) WriteAtExisting(ctx context.Context, p string, off int64, r io
 }
 
 func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool) error {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return err
 	}
@@ -589,7 +679,7 @@ func (b *Backend) undoCreate(name string, f *os.File, err error) {
 
 // Truncate implements backend.Backend.
 func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return err
 	}
@@ -629,7 +719,7 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	if err := b.RenameNoSync(ctx, from, to); err != nil {
 		return err
 	}
-	if name, err := clean(to); err == nil {
+	if name, err := b.clean(to); err == nil {
 		b.syncDir(path.Dir(name))
 	}
 	return nil
@@ -642,7 +732,7 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 func (b *Backend) SyncDirs(ctx context.Context, paths []string) {
 	seen := make(map[string]bool, 1)
 	for _, p := range paths {
-		name, err := clean(p)
+		name, err := b.clean(p)
 		if err != nil {
 			continue
 		}
@@ -668,11 +758,11 @@ func (b *Backend) syncDir(dir string) {
 // of small files into one directory would otherwise sync it once per
 // file.
 func (b *Backend) RenameNoSync(ctx context.Context, from, to string) error {
-	f, err := clean(from)
+	f, err := b.clean(from)
 	if err != nil {
 		return err
 	}
-	t, err := clean(to)
+	t, err := b.clean(to)
 	if err != nil {
 		return err
 	}
@@ -692,7 +782,7 @@ func (b *Backend) RenameNoSync(ctx context.Context, from, to string) error {
 
 // Remove implements backend.Backend.
 func (b *Backend) Remove(ctx context.Context, p string) error {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return err
 	}
@@ -704,7 +794,7 @@ func (b *Backend) Remove(ctx context.Context, p string) error {
 
 // Mkdir implements backend.Backend.
 func (b *Backend) Mkdir(ctx context.Context, p string) error {
-	name, err := clean(p)
+	name, err := b.clean(p)
 	if err != nil {
 		return err
 	}
@@ -750,92 +840,3 @@ var (
 	_ backend.Backend          = (*Backend)(nil)
 	_ backend.RangeChecksummer = (*Backend)(nil)
 )
-
-// maxLinks bounds the symbolic links Beneath follows, as the kernel's
-// ELOOP limit does.
-const maxLinks = 40
-
-// Beneath returns nil if the slash path p, at or below the slash path dir
-// (both relative to the root, as every path the backend takes), stays
-// below dir once the symbolic links below dir are followed, and an
-// ErrPermission error naming p otherwise. os.Root keeps every path inside
-// the root, but links inside the root may still lead from one of its
-// subtrees to another: a token scoped to /pub must not read /priv/s
-// through /pub/lnk -> ../priv/s, nor write /priv through a link to that
-// directory. Links in dir itself are the issuer's business (dir is what
-// it named); the elements below dir are checked one by one, a link's
-// target taken in their place, so each element costs one lstat. A link
-// that climbs out of dir, or names an absolute path outside dir (on the
-// machine's root; os.Root refuses absolute links anyway), is refused
-// even if it would lead back in. What does not exist yet is created by
-// its name, which follows no link.
-func (b *Backend) Beneath(dir, p string) error {
-	d, err := clean(dir)
-	if err != nil {
-		return err
-	}
-	name, err := clean(p)
-	if err != nil {
-		return err
-	}
-	if d == "." || name == d {
-		return nil // the whole root (which os.Root guards), or dir itself
-	}
-	below, ok := strings.CutPrefix(name, d+"/")
-	if !ok {
-		return fmt.Errorf("%w: /%s is not below /%s", backend.ErrPermission, name, d)
-	}
-	leaves := fmt.Errorf("%w: /%s leaves /%s through a symbolic link", backend.ErrPermission, name, d)
-	rest := strings.Split(below, "/")
-	var walked []string // the elements below d resolved so far
-	for links := 0; len(rest) > 0; {
-		el := rest[0]
-		rest = rest[1:]
-		switch el {
-		case "", ".":
-			continue
-		case "..": // only from a link's target
-			if len(walked) == 0 {
-				return leaves
-			}
-			walked = walked[:len(walked)-1]
-			continue
-		}
-		cur := path.Join(append([]string{d}, append(walked, el)...)...)
-		fi, err := b.root.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			// Created by name if at all; but a ".." after it (from a
-			// link's target) is resolved by the kernel, not by us.
-			if slices.Contains(rest, "..") {
-				return leaves
-			}
-			return nil
-		}
-		if err != nil {
-			return b.classify(err)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			walked = append(walked, el)
-			continue
-		}
-		if links++; links > maxLinks {
-			return fmt.Errorf("%w: /%s: too many levels of symbolic links", backend.ErrPermission, name)
-		}
-		target, err := b.root.Readlink(cur)
-		if err != nil {
-			return b.classify(err)
-		}
-		target = filepath.ToSlash(target)
-		if path.IsAbs(target) {
-			// Only the machine's root follows absolute links; there
-			// the target must name a path below dir itself.
-			t, ok := strings.CutPrefix(path.Clean(target), "/"+d+"/")
-			if !b.machineRoot() || !ok {
-				return leaves
-			}
-			walked, target = nil, t
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return nil
-}

@@ -429,3 +429,102 @@ func TestRenameManySyncsEachDirectoryOnce(t *testing.T) {
 		t.Errorf("Rename: %v, directory opened %d times for its sync, want 1", err, cf.opens["a"])
 	}
 }
+
+// TestView: a view (In) takes and gives paths named from the root, refuses
+// paths not below its directory and links that lead out of it (listing
+// them without their target's size), names files from the root in its
+// errors, and is held to the nearest existing directory when its own is
+// missing or a file.
+func TestView(t *testing.T) {
+	b, dir := newTest(t)
+	ctx := context.Background()
+	for p, content := range map[string]string{"alice/f": "alice", "bob/secret": "bob's"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"alice/out": "../bob/secret", "alice/dout": "../bob", "alice/in": "f"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := b.In("/alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if fi, err := v.Stat(ctx, "/alice/in"); err != nil || fi.Path != "/alice/in" || fi.Size != 5 {
+		t.Errorf("stat of a link inside: %+v %v", fi, err)
+	}
+	for _, tc := range []struct {
+		name string
+		op   func() error
+	}{
+		{"read through a link out", func() error { _, err := v.Open("/alice/out"); return err }},
+		{"write through a directory link", func() error {
+			return v.WriteAt(ctx, "/alice/dout/x", 0, strings.NewReader("x"), 1)
+		}},
+		{"rename into a directory link", func() error { return v.Rename(ctx, "/alice/f", "/alice/dout/f") }},
+		{"remove through a directory link", func() error { return v.Remove(ctx, "/alice/dout/secret") }},
+		{"mkdir through a directory link", func() error { return v.Mkdir(ctx, "/alice/dout/d") }},
+		{"a path beside the view", func() error { _, err := v.Stat(ctx, "/bob/secret"); return err }},
+	} {
+		if err := tc.op(); !errors.Is(err, backend.ErrPermission) {
+			t.Errorf("%s: %v, want a permission error", tc.name, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "bob/secret")); string(got) != "bob's" {
+		t.Errorf("bob's secret is now %q", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "bob")); len(ents) != 1 {
+		t.Errorf("bob's directory holds %d entries", len(ents))
+	}
+	list, err := v.List(ctx, "/alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range list {
+		if f.Path == "/alice/out" && (f.Err != "a symbolic link that leads out of /alice" || f.Size != 0) {
+			t.Errorf("a link out listed as %+v", f)
+		}
+	}
+	if _, err := v.Open("/alice/nothere"); err == nil || !strings.Contains(err.Error(), "/alice/nothere") || strings.Contains(err.Error(), dir) {
+		t.Errorf("error of a view names %v, want the path from the root only", err)
+	}
+	if f, err := v.Open("/alice/f"); err != nil {
+		t.Error(err)
+	} else {
+		f.Close()
+		_, err := f.Stat() // an *os.File's error names its file
+		if got := v.Rel(err).Error(); got != "stat /alice/f: file already closed" {
+			t.Errorf("a view's file named %q", got)
+		}
+	}
+	// A missing directory, or a file, is held to its nearest existing
+	// directory; what is written below is made by name there.
+	for _, d := range []string{"/alice/new/deeper", "/alice/f"} {
+		w, err := b.In(d)
+		if err != nil {
+			t.Fatalf("In(%s): %v", d, err)
+		}
+		if w.dir != filepath.Join(dir, "alice") {
+			t.Errorf("In(%s) is held to %s, want alice", d, w.dir)
+		}
+		w.Close()
+	}
+	w, _ := b.In("/alice/new")
+	defer w.Close()
+	if err := w.WriteAt(ctx, "/alice/new/x", 0, strings.NewReader("x"), 1); err != nil {
+		t.Errorf("writing below a directory not made yet: %v", err)
+	}
+	// The whole root's view shares the backend's handle: closing it
+	// leaves the backend open.
+	r, _ := b.In("/")
+	r.Close()
+	if _, err := b.Stat(ctx, "/alice/f"); err != nil {
+		t.Errorf("the backend after its root view closed: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ func (b *Backend) SyncMany(ctx context.Context, paths []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		name, err := clean(p)
+		name, err := b.clean(p)
 		if err != nil {
 			return err
 		}
