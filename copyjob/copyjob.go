@@ -176,87 +176,38 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// plan resolves sources and destination into files, following cp: one
-// file onto a non-directory is copied to that name; anything into an
-// existing directory (or a destination ending in "/", or several sources)
-// goes below it under its own name; a directory is copied recursively
-// only with Recursive. dirs are the destination directories no file
-// will be written below (empty directories of the sources, or a source
-// directory with no file at all), which the copy must make itself, as
-// cp -r does.
-//
-// One exception keeps "run the same command again" a resume: when a copy
-// of one source to a destination that did not exist is interrupted, a
-// marker in the journal directory (layoutMarker) says so, and the rerun
-// copies into the destination again rather than below it, as cp would now
-// that it exists. layout is the marker's path when the copy may leave one
-// ("" otherwise): the caller removes it once the copy is complete.
-func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, bad []badEntry, layout string, err error) {
+// plan resolves sources and destination into files. A file goes as cp
+// copies it: onto dst, or below it under its own name when dst is an
+// existing directory, ends in "/", or several sources are given. A
+// directory (only with Recursive) goes as rsync's "src/" and rclone copy
+// take it: its contents are copied to dst, which is the tree's new name
+// (made if missing), unless dst ends in "/" or several sources are given,
+// when it goes below dst under its own name. Unlike cp's rule, the target
+// does not depend on whether dst exists: cp -r src dst goes into dst/src
+// once dst exists, so running the same copy again (a resume, or an update
+// after the source changed) would nest a second copy in dst/src. dirs are
+// the destination directories no file will be written below (empty
+// directories of the sources, or a source directory with no file at
+// all), which the copy must make itself, as cp -r does.
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, bad []badEntry, err error) {
 	if len(srcs) == 0 {
-		return nil, nil, nil, "", errors.New("nothing to copy")
+		return nil, nil, nil, errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
-	if !intoDir && o.Recursive && o.JournalDir != "" {
-		// (A file's copy makes its destination only at the end.)
-		layout = layoutMarker(o.JournalDir, srcs[0], dst)
-	}
 	fi, err := dst.Backend.Stat(ctx, dst.Path)
 	switch {
-	case err == nil && fi.IsDir && layout != "" && fileExists(layout):
-		// An earlier run of this copy made dst: resume into it.
-	case err == nil && fi.IsDir:
-		intoDir, layout = true, ""
-	case err == nil && intoDir:
-		// Refused before anything is copied; cp fails on each file.
-		return nil, nil, nil, "", fmt.Errorf("destination %s is a file, not a directory", dst.URL)
-	case err == nil:
-		layout = "" // a file: a directory source is refused below
 	case err != nil && !errors.Is(err, backend.ErrNotFound):
-		return nil, nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
-	case err != nil && layout != "":
-		// dst is new: note it, before anything can make it.
-		werr := os.MkdirAll(o.JournalDir, 0o700)
-		if werr == nil {
-			werr = os.WriteFile(layout, []byte(srcs[0].URL+" -> "+dst.URL+"\n"), 0o600)
-		}
-		if werr != nil {
-			return nil, nil, nil, "", fmt.Errorf("journal directory: %w", werr)
-		}
+		return nil, nil, nil, fmt.Errorf("destination %s: %w", dst.URL, err)
+	case err == nil && !fi.IsDir && intoDir:
+		// Refused before anything is copied; cp fails on each file.
+		return nil, nil, nil, fmt.Errorf("destination %s is a file, not a directory", dst.URL)
 	}
-	items, dirs, bad, err = planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && !fi.IsDir)
-	if err != nil && layout != "" && errors.Is(statErr(ctx, dst), backend.ErrNotFound) {
-		doneWith(layout) // nothing was made: nothing to resume
-	}
-	return items, dirs, bad, layout, err
-}
-
-func statErr(ctx context.Context, e Endpoint) error {
-	_, err := e.Backend.Stat(ctx, e.Path)
-	return err
-}
-
-// layoutMarker is the path of the marker that says a copy of src to dst
-// made dst (see plan).
-func layoutMarker(journalDir string, src, dst Endpoint) string {
-	h := sha256.Sum256([]byte(src.URL + "\x00" + src.Path + "\x00" + dst.URL + "\x00" + dst.Path))
-	return filepath.Join(journalDir, "made-"+hex.EncodeToString(h[:12]))
-}
-
-// doneWith removes the layout marker of a complete copy.
-func doneWith(layout string) {
-	if layout != "" {
-		os.Remove(layout)
-	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && fi.IsDir, err == nil && !fi.IsDir)
 }
 
 // planItems is plan once it is known whether the sources go below dst,
-// and whether dst is a file now.
-func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstFile bool) (items []item, dirs []string, bad []badEntry, err error) {
+// and whether dst is a directory or a file now.
+func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstDir, dstFile bool) (items []item, dirs []string, bad []badEntry, err error) {
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
@@ -264,7 +215,7 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 		}
 		base := path.Base(strings.TrimSuffix(s.Path, "/"))
 		target := dst.Path
-		if intoDir {
+		if intoDir || !fi.IsDir && dstDir {
 			target = path.Join(dst.Path, base)
 		}
 		same := sourceBase(s) == sourceBase(dst)
@@ -411,7 +362,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		return Summary{}, err
 	}
 	startAt := time.Now()
-	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -451,9 +402,6 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	stopTicker()
 	if f := st.failed(); f != nil && (first == nil || fileLevel(first)) {
 		first = f // every file given up, not only the last
-	}
-	if first == nil {
-		doneWith(layout)
 	}
 	return st.summary(time.Since(startAt)), first
 }

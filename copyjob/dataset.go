@@ -89,14 +89,7 @@ type Dataset struct {
 	// to size), from one listing per source's target; nil if it could not
 	// be listed, and then every file is checked with a Stat.
 	have map[string]int64
-	// layout is plan's marker, removed by Complete.
-	layout string
 }
-
-// Complete tells the copy that every file was delivered: a rerun of the
-// same copy is a new copy, not a resume (see plan). RunDataset and
-// RunAdaptive call it when they succeed.
-func (d *Dataset) Complete() { doneWith(d.layout) }
 
 // PrepareDataset resolves srcs and dst as Run does (o.Recursive allows
 // directories), lists what the destination already holds, and returns the
@@ -108,7 +101,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 		return nil, err
 	}
 	start := time.Now()
-	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +110,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 	if err := makeDirs(ctx, dst, dirs); err != nil {
 		return nil, err
 	}
-	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}, start: start, items: make(map[string]item, len(items)), layout: layout}
+	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}, start: start, items: make(map[string]item, len(items))}
 	for _, it := range items {
 		key := sourceBase(srcs[it.from]) + it.src
 		if _, dup := d.items[key]; dup {
