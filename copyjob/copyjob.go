@@ -95,7 +95,16 @@ type Options struct {
 	// 2·ChunkMin is split for parallelism (Dataset.Perform with p > 1);
 	// default DefaultPartMin.
 	PartMin int64
+	// Overwrite replaces a destination file that differs from its
+	// source. Without it such a file is left as it is and given up
+	// (ErrExists); the rest of the copy goes on. A file already in place
+	// (same size and checksum) is skipped either way.
+	Overwrite bool
 }
+
+// ErrExists is the error of a file whose destination path holds another
+// file (or a directory): the copy does not replace it unasked.
+var ErrExists = errors.New("exists and differs")
 
 // DefaultPartMin is the default Options.PartMin: 1 MiB, several times what
 // one connection has in flight on a WAN path (10 MB/s × 20 ms = 200 kB),
@@ -475,9 +484,9 @@ type state struct {
 	current  string
 	failures []FileFailure // files given up for reasons of their own (fileLevel)
 	errs     []error       // their errors, for errors.Is on the copy's
-	// listed: how many of them were given up from the listing
-	// (listedBad), which do not count towards MaxFileFailures: they
-	// say nothing of how the copy goes.
+	// listed: how many of them were given up before the copy tried
+	// them (listedBad, refuse), which do not count towards
+	// MaxFileFailures: they say nothing of how the copy goes.
 	listed int
 }
 
@@ -531,6 +540,17 @@ func (st *state) listedBad(bad []badEntry) {
 		st.errs = append(st.errs, b.err)
 	}
 	st.listed += len(bad)
+}
+
+// refuse gives it up before any of its bytes moved, for err (ErrExists:
+// its destination holds another file). What an earlier run left of it (a
+// temporary file, a journal) is kept: with Overwrite, a rerun resumes it.
+func (st *state) refuse(it item, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.failures = append(st.failures, FileFailure{Src: sourceBase(st.srcs[it.from]) + it.src, Dst: sourceBase(st.dst) + it.dst, Error: err.Error()})
+	st.errs = append(st.errs, err)
+	st.listed++
 }
 
 // failed is the error of a copy that gave files up: nil if none.
@@ -597,7 +617,7 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if st.alreadyThere(ctx, it) {
+		if there, err := st.inPlace(ctx, it); there || err != nil {
 			continue
 		}
 		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil && !st.giveUp(it, err) {
@@ -687,26 +707,75 @@ func sourceBase(e Endpoint) string {
 	return u
 }
 
-// alreadyThere reports whether an earlier run already delivered it: the
-// destination has a file of the same size whose checksum matches the
-// source's (or, with checksums off, just the same size).
-func (st *state) alreadyThere(ctx context.Context, it item) bool {
+// inPlace looks at it's destination path before any of its bytes move.
+// It reports true if an earlier run already delivered it: a file of the
+// same size whose checksum matches the source's (with checksums off, the
+// same size is taken for in place), counted as skipped. Another file
+// there is not replaced unless Options.Overwrite: it is given up (refuse)
+// and the error, ErrExists, is returned. Otherwise (nothing there, or a
+// stat or checksum that fails, which the copy itself will meet) the file
+// is to be copied: false and nil. A stat that fails for another reason
+// than absence gives the file up too, unless Overwrite.
+func (st *state) inPlace(ctx context.Context, it item) (bool, error) {
 	fi, err := st.dst.Backend.Stat(ctx, it.dst)
-	if err != nil || fi.IsDir || fi.Size != it.size {
-		return false
+	switch {
+	case err == nil:
+		return st.inPlaceStat(ctx, it, fi)
+	case errors.Is(err, backend.ErrNotFound) || ctx.Err() != nil || st.o.Overwrite:
+		return false, nil
 	}
-	if st.o.Checksum != "none" {
-		a, err1 := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
-		b, err2 := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
-		if err1 != nil || err2 != nil || a != b {
-			return false
+	// Whatever is there, if anything, is not replaced unseen.
+	err = fmt.Errorf("%s: cannot tell whether another file is there: %w", it.dst, err)
+	st.refuse(it, err)
+	return false, err
+}
+
+// differs is the error of a file whose destination holds another file.
+func differs(it item) error {
+	return fmt.Errorf("%s %w; use --overwrite to replace it", it.dst, ErrExists)
+}
+
+// inPlaceStat is inPlace given the destination path's stat.
+func (st *state) inPlaceStat(ctx context.Context, it item, fi backend.FileInfo) (bool, error) {
+	if fi.IsDir {
+		// Not replaced even with Overwrite: a directory is not a
+		// file's older copy.
+		err := fmt.Errorf("%s: %w: a directory is there", it.dst, ErrExists)
+		st.refuse(it, err)
+		return false, err
+	}
+	same := fi.Size == it.size
+	if same && st.o.Checksum != "none" {
+		a, err := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
+		if err != nil {
+			return false, nil // the copy will fail to read it too, and say why
 		}
+		b, err := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil // the copy is stopping
+		case err != nil && !st.o.Overwrite:
+			// It may be the same file: it is not replaced, in case
+			// it is not.
+			err = fmt.Errorf("%s exists and cannot be compared with its source (%w); use --overwrite to replace it", it.dst, err)
+			st.refuse(it, err)
+			return false, err
+		}
+		same = err == nil && a == b
+	}
+	if !same {
+		if st.o.Overwrite {
+			return false, nil
+		}
+		err := differs(it)
+		st.refuse(it, err)
+		return false, err
 	}
 	st.skipped.Add(1)
 	st.skippedBytes.Add(it.size)
 	st.filesDone.Add(1)
 	st.done.Add(it.size)
-	return true
+	return true, nil
 }
 
 // runSmall moves small files on a pool of workers, each file whole: write
@@ -756,8 +825,8 @@ func (st *state) copySmall(ctx context.Context, it item) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if st.alreadyThere(ctx, it) {
-		return nil
+	if there, err := st.inPlace(ctx, it); there || err != nil {
+		return nil // skipped, or given up (refuse)
 	}
 	return st.copyWhole(ctx, it)
 }

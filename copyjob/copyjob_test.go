@@ -415,22 +415,25 @@ func TestSmallFileGrows(t *testing.T) {
 // into "a directory" that is a file, is refused before anything is
 // copied, saying the destination is a file; the file is left as it was.
 // (Before, cp -r failed on its first file with "openat ...: not a
-// directory".) A file onto a file replaces it, as cp does.
+// directory".) A file onto a different file fails, saying so and leaving
+// it as it was; with Overwrite it replaces it, as cp does.
 func TestDestinationIsFile(t *testing.T) {
 	srcDir := t.TempDir()
 	a := writeRandom(t, filepath.Join(srcDir, "d/a"), 100)
 	writeRandom(t, filepath.Join(srcDir, "d/sub/b"), 200)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name string
-		srcs []string
-		dst  string // below the test's directory, which has the file "f"
-		want string // "" for a copy that succeeds
+		name      string
+		srcs      []string
+		dst       string // below the test's directory, which has the file "f"
+		overwrite bool
+		want      string // "" for a copy that succeeds
 	}{
-		{"directory onto a file", []string{"d"}, "f", "which is a file"},
-		{"file into a file/", []string{"d/a"}, "f/", "is a file, not a directory"},
-		{"two files into a file", []string{"d/a", "d/sub/b"}, "f", "is a file, not a directory"},
-		{"file onto a file", []string{"d/a"}, "f", ""},
+		{"directory onto a file", []string{"d"}, "f", true, "which is a file"},
+		{"file into a file/", []string{"d/a"}, "f/", true, "is a file, not a directory"},
+		{"two files into a file", []string{"d/a", "d/sub/b"}, "f", true, "is a file, not a directory"},
+		{"file onto a file", []string{"d/a"}, "f", false, "exists and differs; use --overwrite to replace it"},
+		{"file onto a file with Overwrite", []string{"d/a"}, "f", true, ""},
 	} {
 		for _, ds := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s dataset=%v", tc.name, ds), func(t *testing.T) {
@@ -441,7 +444,7 @@ func TestDestinationIsFile(t *testing.T) {
 					srcs = append(srcs, localEP(t, filepath.Join(srcDir, s)))
 				}
 				o := opts(t)
-				o.Recursive = true
+				o.Recursive, o.Overwrite = true, tc.overwrite
 				dst := localEP(t, dstDir+"/"+tc.dst)
 				var err error
 				if ds {

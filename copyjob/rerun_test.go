@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
@@ -66,7 +68,8 @@ func filesBelow(t *testing.T, dir string) map[string][]byte {
 // added and removed at the source in between, finds the first run's
 // files where it put them: the tree is never nested a level down (as cp
 // -r puts it in DST/tree once DST exists), and the rerun moves only the
-// files not in place. DST is the tree's new name (its contents go there);
+// files not there: those changed at the source are left as they are and
+// named (ErrExists) until a run with Overwrite replaces them, alone. DST is the tree's new name (its contents go there);
 // DST/ receives it under its own name, DST/tree. Local to local and agent
 // to agent (third-party), through Run and through a dataset.
 func TestRerunIsIdempotent(t *testing.T) {
@@ -141,25 +144,63 @@ func rerunOnce(t *testing.T, k []byte, agents, ds, slash, interrupted bool) {
 		t.Fatalf("first run: %v", err)
 	}
 
-	// Between the runs: one file changed, one added, one removed.
-	writeRandom(t, filepath.Join(srcRoot, "tree", "f01"), 6000)
+	// Between the runs: files changed (one to another size, one small
+	// and one large to the same size), one added, one removed.
+	changed := map[string]int{"f00": 3000, "f01": 6000, "f02": 2<<20 + 1000}
+	for name, size := range changed {
+		writeRandom(t, filepath.Join(srcRoot, "tree", name), size)
+	}
 	writeRandom(t, filepath.Join(srcRoot, "tree", "sub", "new"), 900)
 	os.Remove(filepath.Join(srcRoot, "tree", "f04"))
 	want := filesBelow(t, filepath.Join(srcRoot, "tree"))
 	had := filesBelow(t, target)
-	moves := 0
+	moves, conflicts := 0, map[string]bool{}
 	for rel, data := range want {
 		if old, ok := had[rel]; !ok || !bytes.Equal(old, data) {
 			moves++
+			if ok {
+				conflicts[rel] = true
+			}
+		}
+	}
+	if !interrupted && len(conflicts) != len(changed) {
+		t.Fatalf("after a complete first run, %d files differ, want the %d changed", len(conflicts), len(changed))
+	}
+
+	// The rerun copies what is not there and leaves the files that
+	// differ as they are, naming them.
+	sum, err := copyOnce(context.Background(), dst)
+	if (len(conflicts) > 0) != (err != nil) || err != nil && !errors.Is(err, ErrExists) {
+		t.Fatalf("rerun with %d files that differ at the destination: %v", len(conflicts), err)
+	}
+	if got := sum.Files - sum.Skipped; got != moves-len(conflicts) || sum.Skipped != len(want)-moves {
+		t.Errorf("the rerun moved %d files and skipped %d; want %d moved (those not there) and %d skipped", got, sum.Skipped, moves-len(conflicts), len(want)-moves)
+	}
+	if len(sum.Failures) != len(conflicts) {
+		t.Errorf("the rerun gave up %v, want %v", sum.Failures, conflicts)
+	}
+	below := sourceBase(dst) + strings.TrimSuffix(dst.Path, "/") + "/" // what names a file of the tree
+	if slash {
+		below += "tree/"
+	}
+	for _, f := range sum.Failures {
+		if rel := strings.TrimPrefix(f.Dst, below); !conflicts[rel] || !strings.Contains(f.Error, "use --overwrite") {
+			t.Errorf("given up: %+v", f)
+		}
+	}
+	for rel := range conflicts {
+		if now, _ := os.ReadFile(filepath.Join(target, rel)); !bytes.Equal(now, had[rel]) {
+			t.Errorf("%s was replaced without --overwrite", rel)
 		}
 	}
 
-	sum, err := copyOnce(context.Background(), dst)
-	if err != nil {
-		t.Fatalf("rerun: %v", err)
+	// With --overwrite, those files alone move.
+	o.Overwrite = true
+	if sum, err = copyOnce(context.Background(), dst); err != nil {
+		t.Fatalf("rerun with Overwrite: %v", err)
 	}
-	if got := sum.Files - sum.Skipped; got != moves || sum.Skipped != len(want)-moves {
-		t.Errorf("the rerun moved %d files and skipped %d; want %d moved (those not in place) and %d skipped", got, sum.Skipped, moves, len(want)-moves)
+	if got := sum.Files - sum.Skipped; got != len(conflicts) || sum.Skipped != len(want)-len(conflicts) {
+		t.Errorf("the rerun with Overwrite moved %d files and skipped %d; want %d and %d", got, sum.Skipped, len(conflicts), len(want)-len(conflicts))
 	}
 	got := filesBelow(t, target)
 	for rel := range got {
@@ -244,6 +285,115 @@ func TestTreeTarget(t *testing.T) {
 				if tc.exists {
 					if _, err := os.Stat(filepath.Join(out, "d", "old")); err != nil {
 						t.Errorf("the destination's own file: %v", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// unlisted is a destination whose listings fail: a Dataset then checks
+// each file's path as it comes (Dataset.there), not from the listing.
+type unlisted struct{ backend.Backend }
+
+func (unlisted) List(context.Context, string, bool) ([]backend.FileInfo, error) {
+	return nil, errors.New("list: not answering")
+}
+
+// TestNothingReplacedUnasked: a destination file that differs from its
+// source is not replaced, on every way a file is put in place (Run's
+// small files and its engine, a Dataset's batches, split files and
+// engine, with the destination listed up front or each path checked as
+// its file comes); the file is given up with ErrExists, naming it, and
+// the others are copied. A file in place is skipped; with checksum none,
+// the same size counts as in place. Overwrite replaces them, but not a
+// directory in the way of a file.
+func TestNothingReplacedUnasked(t *testing.T) {
+	srcRoot := t.TempDir()
+	sizes := map[string]int{"small": 1000, "small2": 1000, "mid": 300_000, "big": 2<<20 + 10, "dir": 500, "same": 700, "new": 800}
+	src := map[string][]byte{}
+	for name, n := range sizes {
+		src[name] = writeRandom(t, filepath.Join(srcRoot, "tree", name), n)
+	}
+	source := sourceAgent(t, srcRoot, "/tree", nil, nil) // batches
+	for _, tc := range []struct {
+		checksum  string
+		overwrite bool
+		refused   []string
+		skipped   int
+	}{
+		{"", false, []string{"big", "dir", "mid", "small", "small2"}, 1},
+		{"none", false, []string{"dir", "small2"}, 4}, // same size: in place
+		{"", true, []string{"dir"}, 1},
+	} {
+		for _, mode := range []string{"run", "dataset", "dataset unlisted"} {
+			t.Run(fmt.Sprintf("%s checksum=%q overwrite=%v", mode, tc.checksum, tc.overwrite), func(t *testing.T) {
+				out := t.TempDir()
+				there := map[string][]byte{}
+				for name, data := range src {
+					p := filepath.Join(out, name)
+					switch name {
+					case "new":
+						continue
+					case "dir":
+						writeRandom(t, filepath.Join(p, "inside"), 10)
+						continue
+					case "same":
+						there[name] = data
+					case "small2":
+						there[name] = bytes.Repeat([]byte{'y'}, len(data)+1)
+					default:
+						there[name] = bytes.Repeat([]byte{'x'}, len(data))
+					}
+					if err := os.WriteFile(p, there[name], 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				o := opts(t)
+				o.Recursive, o.Checksum, o.Overwrite, o.PartMin = true, tc.checksum, tc.overwrite, 64<<10
+				dst := localEP(t, out)
+				if mode == "dataset unlisted" {
+					dst.Backend = unlisted{dst.Backend}
+				}
+				var sum Summary
+				var err error
+				if mode == "run" {
+					sum, err = Run(context.Background(), []Endpoint{source}, dst, o, nil)
+				} else {
+					d, perr := PrepareDataset(context.Background(), []Endpoint{source}, dst, o)
+					if perr != nil {
+						t.Fatal(perr)
+					}
+					sum, err = RunDataset(context.Background(), d, Fixed(d.Files(), 4, 2, 2), nil)
+				}
+				var fe *FilesError
+				if !errors.As(err, &fe) || !errors.Is(err, ErrExists) || fe.Failed != len(tc.refused) {
+					t.Fatalf("got %v, want %d files given up with ErrExists", err, len(tc.refused))
+				}
+				var refused []string
+				for _, f := range sum.Failures {
+					refused = append(refused, filepath.Base(f.Dst))
+					if want := "use --overwrite"; filepath.Base(f.Dst) != "dir" && !strings.Contains(f.Error, want) {
+						t.Errorf("%s: %q does not say %q", f.Dst, f.Error, want)
+					}
+				}
+				slices.Sort(refused)
+				if !slices.Equal(refused, tc.refused) {
+					t.Errorf("given up %v, want %v", refused, tc.refused)
+				}
+				if sum.Skipped != tc.skipped || sum.Files != len(src)-len(tc.refused) {
+					t.Errorf("%d files, %d skipped; want %d and %d", sum.Files, sum.Skipped, len(src)-len(tc.refused), tc.skipped)
+				}
+				for name, data := range src {
+					switch {
+					case name == "dir":
+						if fi, err := os.Stat(filepath.Join(out, name)); err != nil || !fi.IsDir() {
+							t.Errorf("the directory in the way: %v", err)
+						}
+					case slices.Contains(tc.refused, name) || tc.checksum == "none" && len(there[name]) == len(data):
+						sameFile(t, filepath.Join(out, name), there[name])
+					default:
+						sameFile(t, filepath.Join(out, name), data)
 					}
 				}
 			})
