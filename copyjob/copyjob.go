@@ -1,10 +1,13 @@
 // Package copyjob owns copying a set of files and directories from one
-// place to another with the transfer engine: it resolves what to copy (cp's
-// rules for files, directories and existing destinations), sends large files
-// through the engine with concurrency and a resumable journal, moves small
-// files back to back on a pool of workers, uses third-party copy when both
-// ends are sluice agents, skips what an earlier interrupted run already
-// finished, and reports progress. `sluice cp` is a thin command on top.
+// place to another with the transfer engine: it resolves what to copy (see
+// plan: a directory's contents go to the destination whether or not it
+// exists, so that a rerun lands where the first run did), sends large
+// files through the engine with concurrency and a resumable journal, moves
+// small files back to back on a pool of workers, uses third-party copy
+// when both ends are sluice agents, skips what an earlier run already
+// delivered, leaves a destination file that differs from its source as it
+// is unless asked to replace it (Options.Overwrite), and reports progress.
+// `sluice cp` is a thin command on top.
 //
 // Run copies with fixed settings. A Dataset (PrepareDataset) is the same
 // copy offered to the planners of package dataset: its Perform moves any
