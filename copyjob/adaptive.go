@@ -118,9 +118,6 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	if f := d.st.failed(); f != nil && (err == nil || fileLevel(err)) {
 		err = f
 	}
-	if err == nil {
-		d.Complete()
-	}
 	return d.Summary(), r.points, err
 }
 

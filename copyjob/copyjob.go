@@ -1,10 +1,13 @@
 // Package copyjob owns copying a set of files and directories from one
-// place to another with the transfer engine: it resolves what to copy (cp's
-// rules for files, directories and existing destinations), sends large files
-// through the engine with concurrency and a resumable journal, moves small
-// files back to back on a pool of workers, uses third-party copy when both
-// ends are sluice agents, skips what an earlier interrupted run already
-// finished, and reports progress. `sluice cp` is a thin command on top.
+// place to another with the transfer engine: it resolves what to copy (see
+// plan: a directory's contents go to the destination whether or not it
+// exists, so that a rerun lands where the first run did), sends large
+// files through the engine with concurrency and a resumable journal, moves
+// small files back to back on a pool of workers, uses third-party copy
+// when both ends are sluice agents, skips what an earlier run already
+// delivered, leaves a destination file that differs from its source as it
+// is unless asked to replace it (Options.Overwrite), and reports progress.
+// `sluice cp` is a thin command on top.
 //
 // Run copies with fixed settings. A Dataset (PrepareDataset) is the same
 // copy offered to the planners of package dataset: its Perform moves any
@@ -95,7 +98,16 @@ type Options struct {
 	// 2·ChunkMin is split for parallelism (Dataset.Perform with p > 1);
 	// default DefaultPartMin.
 	PartMin int64
+	// Overwrite replaces a destination file that differs from its
+	// source. Without it such a file is left as it is and given up
+	// (ErrExists); the rest of the copy goes on. A file already in place
+	// (same size and checksum) is skipped either way.
+	Overwrite bool
 }
+
+// ErrExists is the error of a file whose destination path holds another
+// file (or a directory): the copy does not replace it unasked.
+var ErrExists = errors.New("exists and differs")
 
 // DefaultPartMin is the default Options.PartMin: 1 MiB, several times what
 // one connection has in flight on a WAN path (10 MB/s × 20 ms = 200 kB),
@@ -176,87 +188,38 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// plan resolves sources and destination into files, following cp: one
-// file onto a non-directory is copied to that name; anything into an
-// existing directory (or a destination ending in "/", or several sources)
-// goes below it under its own name; a directory is copied recursively
-// only with Recursive. dirs are the destination directories no file
-// will be written below (empty directories of the sources, or a source
-// directory with no file at all), which the copy must make itself, as
-// cp -r does.
-//
-// One exception keeps "run the same command again" a resume: when a copy
-// of one source to a destination that did not exist is interrupted, a
-// marker in the journal directory (layoutMarker) says so, and the rerun
-// copies into the destination again rather than below it, as cp would now
-// that it exists. layout is the marker's path when the copy may leave one
-// ("" otherwise): the caller removes it once the copy is complete.
-func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, bad []badEntry, layout string, err error) {
+// plan resolves sources and destination into files. A file goes as cp
+// copies it: onto dst, or below it under its own name when dst is an
+// existing directory, ends in "/", or several sources are given. A
+// directory (only with Recursive) goes as rsync's "src/" and rclone copy
+// take it: its contents are copied to dst, which is the tree's new name
+// (made if missing), unless dst ends in "/" or several sources are given,
+// when it goes below dst under its own name. Unlike cp's rule, the target
+// does not depend on whether dst exists: cp -r src dst goes into dst/src
+// once dst exists, so running the same copy again (a resume, or an update
+// after the source changed) would nest a second copy in dst/src. dirs are
+// the destination directories no file will be written below (empty
+// directories of the sources, or a source directory with no file at
+// all), which the copy must make itself, as cp -r does.
+func plan(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options) (items []item, dirs []string, bad []badEntry, err error) {
 	if len(srcs) == 0 {
-		return nil, nil, nil, "", errors.New("nothing to copy")
+		return nil, nil, nil, errors.New("nothing to copy")
 	}
 	intoDir := strings.HasSuffix(dst.Path, "/") || len(srcs) > 1
-	if !intoDir && o.Recursive && o.JournalDir != "" {
-		// (A file's copy makes its destination only at the end.)
-		layout = layoutMarker(o.JournalDir, srcs[0], dst)
-	}
 	fi, err := dst.Backend.Stat(ctx, dst.Path)
 	switch {
-	case err == nil && fi.IsDir && layout != "" && fileExists(layout):
-		// An earlier run of this copy made dst: resume into it.
-	case err == nil && fi.IsDir:
-		intoDir, layout = true, ""
-	case err == nil && intoDir:
-		// Refused before anything is copied; cp fails on each file.
-		return nil, nil, nil, "", fmt.Errorf("destination %s is a file, not a directory", dst.URL)
-	case err == nil:
-		layout = "" // a file: a directory source is refused below
 	case err != nil && !errors.Is(err, backend.ErrNotFound):
-		return nil, nil, nil, "", fmt.Errorf("destination %s: %w", dst.URL, err)
-	case err != nil && layout != "":
-		// dst is new: note it, before anything can make it.
-		werr := os.MkdirAll(o.JournalDir, 0o700)
-		if werr == nil {
-			werr = os.WriteFile(layout, []byte(srcs[0].URL+" -> "+dst.URL+"\n"), 0o600)
-		}
-		if werr != nil {
-			return nil, nil, nil, "", fmt.Errorf("journal directory: %w", werr)
-		}
+		return nil, nil, nil, fmt.Errorf("destination %s: %w", dst.URL, err)
+	case err == nil && !fi.IsDir && intoDir:
+		// Refused before anything is copied; cp fails on each file.
+		return nil, nil, nil, fmt.Errorf("destination %s is a file, not a directory", dst.URL)
 	}
-	items, dirs, bad, err = planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && !fi.IsDir)
-	if err != nil && layout != "" && errors.Is(statErr(ctx, dst), backend.ErrNotFound) {
-		doneWith(layout) // nothing was made: nothing to resume
-	}
-	return items, dirs, bad, layout, err
-}
-
-func statErr(ctx context.Context, e Endpoint) error {
-	_, err := e.Backend.Stat(ctx, e.Path)
-	return err
-}
-
-// layoutMarker is the path of the marker that says a copy of src to dst
-// made dst (see plan).
-func layoutMarker(journalDir string, src, dst Endpoint) string {
-	h := sha256.Sum256([]byte(src.URL + "\x00" + src.Path + "\x00" + dst.URL + "\x00" + dst.Path))
-	return filepath.Join(journalDir, "made-"+hex.EncodeToString(h[:12]))
-}
-
-// doneWith removes the layout marker of a complete copy.
-func doneWith(layout string) {
-	if layout != "" {
-		os.Remove(layout)
-	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return planItems(ctx, srcs, dst, intoDir, o.Recursive, err == nil && fi.IsDir, err == nil && !fi.IsDir)
 }
 
 // planItems is plan once it is known whether the sources go below dst,
-// and whether dst is a file now.
-func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstFile bool) (items []item, dirs []string, bad []badEntry, err error) {
+// and whether dst is a directory or a file now.
+func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recursive, dstDir, dstFile bool) (items []item, dirs []string, bad []badEntry, err error) {
 	for from, s := range srcs {
 		fi, err := s.Backend.Stat(ctx, s.Path)
 		if err != nil {
@@ -264,7 +227,7 @@ func planItems(ctx context.Context, srcs []Endpoint, dst Endpoint, intoDir, recu
 		}
 		base := path.Base(strings.TrimSuffix(s.Path, "/"))
 		target := dst.Path
-		if intoDir {
+		if intoDir || !fi.IsDir && dstDir {
 			target = path.Join(dst.Path, base)
 		}
 		same := sourceBase(s) == sourceBase(dst)
@@ -411,7 +374,7 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 		return Summary{}, err
 	}
 	startAt := time.Now()
-	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -451,9 +414,6 @@ func Run(ctx context.Context, srcs []Endpoint, dst Endpoint, o Options, progress
 	stopTicker()
 	if f := st.failed(); f != nil && (first == nil || fileLevel(first)) {
 		first = f // every file given up, not only the last
-	}
-	if first == nil {
-		doneWith(layout)
 	}
 	return st.summary(time.Since(startAt)), first
 }
@@ -527,9 +487,9 @@ type state struct {
 	current  string
 	failures []FileFailure // files given up for reasons of their own (fileLevel)
 	errs     []error       // their errors, for errors.Is on the copy's
-	// listed: how many of them were given up from the listing
-	// (listedBad), which do not count towards MaxFileFailures: they
-	// say nothing of how the copy goes.
+	// listed: how many of them were given up before the copy tried
+	// them (listedBad, refuse), which do not count towards
+	// MaxFileFailures: they say nothing of how the copy goes.
 	listed int
 }
 
@@ -583,6 +543,17 @@ func (st *state) listedBad(bad []badEntry) {
 		st.errs = append(st.errs, b.err)
 	}
 	st.listed += len(bad)
+}
+
+// refuse gives it up before any of its bytes moved, for err (ErrExists:
+// its destination holds another file). What an earlier run left of it (a
+// temporary file, a journal) is kept: with Overwrite, a rerun resumes it.
+func (st *state) refuse(it item, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.failures = append(st.failures, FileFailure{Src: sourceBase(st.srcs[it.from]) + it.src, Dst: sourceBase(st.dst) + it.dst, Error: err.Error()})
+	st.errs = append(st.errs, err)
+	st.listed++
 }
 
 // failed is the error of a copy that gave files up: nil if none.
@@ -649,7 +620,7 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if st.alreadyThere(ctx, it) {
+		if there, err := st.inPlace(ctx, it); there || err != nil {
 			continue
 		}
 		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil && !st.giveUp(it, err) {
@@ -739,26 +710,75 @@ func sourceBase(e Endpoint) string {
 	return u
 }
 
-// alreadyThere reports whether an earlier run already delivered it: the
-// destination has a file of the same size whose checksum matches the
-// source's (or, with checksums off, just the same size).
-func (st *state) alreadyThere(ctx context.Context, it item) bool {
+// inPlace looks at it's destination path before any of its bytes move.
+// It reports true if an earlier run already delivered it: a file of the
+// same size whose checksum matches the source's (with checksums off, the
+// same size is taken for in place), counted as skipped. Another file
+// there is not replaced unless Options.Overwrite: it is given up (refuse)
+// and the error, ErrExists, is returned. Otherwise (nothing there, or a
+// stat or checksum that fails, which the copy itself will meet) the file
+// is to be copied: false and nil. A stat that fails for another reason
+// than absence gives the file up too, unless Overwrite.
+func (st *state) inPlace(ctx context.Context, it item) (bool, error) {
 	fi, err := st.dst.Backend.Stat(ctx, it.dst)
-	if err != nil || fi.IsDir || fi.Size != it.size {
-		return false
+	switch {
+	case err == nil:
+		return st.inPlaceStat(ctx, it, fi)
+	case errors.Is(err, backend.ErrNotFound) || ctx.Err() != nil || st.o.Overwrite:
+		return false, nil
 	}
-	if st.o.Checksum != "none" {
-		a, err1 := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
-		b, err2 := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
-		if err1 != nil || err2 != nil || a != b {
-			return false
+	// Whatever is there, if anything, is not replaced unseen.
+	err = fmt.Errorf("%s: cannot tell whether another file is there: %w", it.dst, err)
+	st.refuse(it, err)
+	return false, err
+}
+
+// differs is the error of a file whose destination holds another file.
+func differs(it item) error {
+	return fmt.Errorf("%s %w; use --overwrite to replace it", it.dst, ErrExists)
+}
+
+// inPlaceStat is inPlace given the destination path's stat.
+func (st *state) inPlaceStat(ctx context.Context, it item, fi backend.FileInfo) (bool, error) {
+	if fi.IsDir {
+		// Not replaced even with Overwrite: a directory is not a
+		// file's older copy.
+		err := fmt.Errorf("%s: %w: a directory is there", it.dst, ErrExists)
+		st.refuse(it, err)
+		return false, err
+	}
+	same := fi.Size == it.size
+	if same && st.o.Checksum != "none" {
+		a, err := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
+		if err != nil {
+			return false, nil // the copy will fail to read it too, and say why
 		}
+		b, err := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil // the copy is stopping
+		case err != nil && !st.o.Overwrite:
+			// It may be the same file: it is not replaced, in case
+			// it is not.
+			err = fmt.Errorf("%s exists and cannot be compared with its source (%w); use --overwrite to replace it", it.dst, err)
+			st.refuse(it, err)
+			return false, err
+		}
+		same = err == nil && a == b
+	}
+	if !same {
+		if st.o.Overwrite {
+			return false, nil
+		}
+		err := differs(it)
+		st.refuse(it, err)
+		return false, err
 	}
 	st.skipped.Add(1)
 	st.skippedBytes.Add(it.size)
 	st.filesDone.Add(1)
 	st.done.Add(it.size)
-	return true
+	return true, nil
 }
 
 // runSmall moves small files on a pool of workers, each file whole: write
@@ -808,8 +828,8 @@ func (st *state) copySmall(ctx context.Context, it item) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if st.alreadyThere(ctx, it) {
-		return nil
+	if there, err := st.inPlace(ctx, it); there || err != nil {
+		return nil // skipped, or given up (refuse)
 	}
 	return st.copyWhole(ctx, it)
 }

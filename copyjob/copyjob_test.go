@@ -118,11 +118,11 @@ func TestCopyPaths(t *testing.T) {
 	sameFile(t, filepath.Join(dirA, "t/sub/small.txt"), small)
 	sameFile(t, filepath.Join(dirA, "t/empty"), empty)
 
-	// Agent to agent: third-party (B pulls from A), into an existing
-	// directory, so the tree keeps its name.
+	// Agent to agent: third-party (B pulls from A), into a directory
+	// (arch/), so the tree keeps its name.
 	os.MkdirAll(filepath.Join(dirB, "arch"), 0o755)
 	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t", Token: tokA}},
-		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB}, o, nil)
+		Endpoint{Backend: bB, Path: "/arch/", URL: urlB + "/arch/", Puller: bB}, o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestCopyPaths(t *testing.T) {
 
 	// Run again: everything is there already and is skipped, not re-sent.
 	sum, err = Run(ctx, []Endpoint{{Backend: bA, Path: "/t", URL: urlA + "/t", Token: tokA}},
-		Endpoint{Backend: bB, Path: "/arch", URL: urlB + "/arch", Puller: bB}, o, nil)
+		Endpoint{Backend: bB, Path: "/arch/", URL: urlB + "/arch/", Puller: bB}, o, nil)
 	if err != nil || sum.Skipped != 3 {
 		t.Errorf("second run: %+v, %v; want 3 skipped", sum, err)
 	}
@@ -369,75 +369,6 @@ func TestSourcesOntoOnePath(t *testing.T) {
 	}
 }
 
-// TestRerunResumesLayout: "run the same command again to resume" holds
-// for a tree copied to a destination that did not exist. The interrupted
-// first run made the destination, so cp's rule alone would put the rerun
-// below it (dst/tree/...), next to the first run's files; the rerun
-// copies into dst as the first run did. Once a copy is complete, the next
-// run follows cp again.
-func TestRerunResumesLayout(t *testing.T) {
-	for _, dataset := range []bool{false, true} {
-		t.Run(fmt.Sprintf("dataset=%v", dataset), func(t *testing.T) {
-			src, out := t.TempDir(), t.TempDir()
-			want := tree(t, src, 3000, 5000, 2<<20)
-			if err := os.MkdirAll(filepath.Join(src, "tree", "empty"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			want["empty/"] = nil
-			o := opts(t)
-			o.Recursive = true
-			dst := filepath.Join(out, "copy")
-			copyOnce := func(fail bool) error {
-				se := localEP(t, src+"/tree")
-				if fail {
-					se.Backend = failingReads{se.Backend}
-				}
-				ctx := context.Background()
-				if !dataset {
-					_, err := Run(ctx, []Endpoint{se}, localEP(t, dst), o, nil)
-					return err
-				}
-				d, err := PrepareDataset(ctx, []Endpoint{se}, localEP(t, dst), o)
-				if err != nil {
-					return err
-				}
-				_, err = RunDataset(ctx, d, Fixed(d.Files(), 1, 1, 2), nil)
-				return err
-			}
-			// The first run fails once the destination exists (its
-			// empty directory was made) and before any file is done.
-			if err := copyOnce(true); err == nil {
-				t.Fatal("a copy whose reads fail succeeded")
-			}
-			if _, err := os.Stat(dst); err != nil {
-				t.Fatalf("the interrupted copy did not make the destination: %v", err)
-			}
-			if err := copyOnce(false); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := os.Stat(filepath.Join(dst, "tree")); err == nil {
-				t.Fatal("the rerun copied below the destination (copy/tree), not into it")
-			}
-			for name, data := range want {
-				if data != nil {
-					sameFile(t, filepath.Join(dst, name), data)
-				}
-			}
-			if left, _ := filepath.Glob(filepath.Join(o.JournalDir, "made-*")); len(left) > 0 {
-				t.Errorf("markers left after a complete copy: %v", left)
-			}
-			// Complete: a new run is a new copy, into the existing
-			// directory as cp does.
-			if err := copyOnce(false); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := os.Stat(filepath.Join(dst, "tree", "f00")); err != nil {
-				t.Errorf("a copy into an existing directory after a complete one: %v", err)
-			}
-		})
-	}
-}
-
 // failingReads is a backend whose reads fail (a source gone away).
 type failingReads struct{ backend.Backend }
 
@@ -484,22 +415,25 @@ func TestSmallFileGrows(t *testing.T) {
 // into "a directory" that is a file, is refused before anything is
 // copied, saying the destination is a file; the file is left as it was.
 // (Before, cp -r failed on its first file with "openat ...: not a
-// directory".) A file onto a file replaces it, as cp does.
+// directory".) A file onto a different file fails, saying so and leaving
+// it as it was; with Overwrite it replaces it, as cp does.
 func TestDestinationIsFile(t *testing.T) {
 	srcDir := t.TempDir()
 	a := writeRandom(t, filepath.Join(srcDir, "d/a"), 100)
 	writeRandom(t, filepath.Join(srcDir, "d/sub/b"), 200)
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name string
-		srcs []string
-		dst  string // below the test's directory, which has the file "f"
-		want string // "" for a copy that succeeds
+		name      string
+		srcs      []string
+		dst       string // below the test's directory, which has the file "f"
+		overwrite bool
+		want      string // "" for a copy that succeeds
 	}{
-		{"directory onto a file", []string{"d"}, "f", "which is a file"},
-		{"file into a file/", []string{"d/a"}, "f/", "is a file, not a directory"},
-		{"two files into a file", []string{"d/a", "d/sub/b"}, "f", "is a file, not a directory"},
-		{"file onto a file", []string{"d/a"}, "f", ""},
+		{"directory onto a file", []string{"d"}, "f", true, "which is a file"},
+		{"file into a file/", []string{"d/a"}, "f/", true, "is a file, not a directory"},
+		{"two files into a file", []string{"d/a", "d/sub/b"}, "f", true, "is a file, not a directory"},
+		{"file onto a file", []string{"d/a"}, "f", false, "exists and differs; use --overwrite to replace it"},
+		{"file onto a file with Overwrite", []string{"d/a"}, "f", true, ""},
 	} {
 		for _, ds := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s dataset=%v", tc.name, ds), func(t *testing.T) {
@@ -510,7 +444,7 @@ func TestDestinationIsFile(t *testing.T) {
 					srcs = append(srcs, localEP(t, filepath.Join(srcDir, s)))
 				}
 				o := opts(t)
-				o.Recursive = true
+				o.Recursive, o.Overwrite = true, tc.overwrite
 				dst := localEP(t, dstDir+"/"+tc.dst)
 				var err error
 				if ds {

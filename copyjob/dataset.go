@@ -74,7 +74,8 @@ const (
 // destination's checksum of what was written), then renamed over its
 // destination path; nothing is ever written at the destination path
 // itself. A file already at the destination with the same size and
-// checksum is skipped. Transient errors are retried per file; the first
+// checksum is skipped; a different one is given up, not replaced, unless
+// Options.Overwrite. Transient errors are retried per file; the first
 // permanent one (or one still failing after the retries) ends Perform with
 // an error naming the file.
 //
@@ -86,17 +87,11 @@ type Dataset struct {
 	files []dataset.File
 	items map[string]item // by dataset.File.Src
 	// have is what the destination held when the copy was prepared (path
-	// to size), from one listing per source's target; nil if it could not
-	// be listed, and then every file is checked with a Stat.
+	// to size, -1 for a directory, unknownEntry), from one listing per source's target;
+	// nil if it could not be listed, and then every file is checked with
+	// a Stat.
 	have map[string]int64
-	// layout is plan's marker, removed by Complete.
-	layout string
 }
-
-// Complete tells the copy that every file was delivered: a rerun of the
-// same copy is a new copy, not a resume (see plan). RunDataset and
-// RunAdaptive call it when they succeed.
-func (d *Dataset) Complete() { doneWith(d.layout) }
 
 // PrepareDataset resolves srcs and dst as Run does (o.Recursive allows
 // directories), lists what the destination already holds, and returns the
@@ -108,7 +103,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 		return nil, err
 	}
 	start := time.Now()
-	items, dirs, bad, layout, err := plan(ctx, srcs, dst, o)
+	items, dirs, bad, err := plan(ctx, srcs, dst, o)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +112,7 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 	if err := makeDirs(ctx, dst, dirs); err != nil {
 		return nil, err
 	}
-	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}, start: start, items: make(map[string]item, len(items)), layout: layout}
+	d := &Dataset{st: &state{o: o, srcs: srcs, dst: dst, dirs: len(dirs)}, start: start, items: make(map[string]item, len(items))}
 	for _, it := range items {
 		key := sourceBase(srcs[it.from]) + it.src
 		if _, dup := d.items[key]; dup {
@@ -134,10 +129,12 @@ func PrepareDataset(ctx context.Context, srcs []Endpoint, dst Endpoint, o Option
 	return d, nil
 }
 
-// leaveOutPresent checks now, several at a time, the files the
-// destination's listing shows at their size (an earlier run's, when a copy
-// resumes), and leaves out those in place (alreadyThere, which counts them
-// skipped), so that the planners sample only files that move. Checked as
+// leaveOutPresent checks now, several at a time, the files whose
+// destination path the listing shows taken (an earlier run's files, when
+// a copy resumes), and leaves out those in place (inPlace, which counts
+// them skipped) and those it must not replace (another file there,
+// without Overwrite: given up, and listed when the copy ends), so that the
+// planners sample only files that move. Checked as
 // the copy went, a present file's bytes counted as moved in its chunk's
 // throughput, and a resumed copy chose its settings from throughputs it
 // never had (218 MB/s measured at cc 1 where 102 moved).
@@ -145,12 +142,23 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 	if d.have == nil {
 		return files // checked one by one as the copy goes
 	}
-	there, checked := make([]bool, len(files)), make([]bool, len(files))
+	// out: in place (skipped) or given up.
+	out, checked := make([]bool, len(files)), make([]bool, len(files))
 	sem := make(chan struct{}, presentChecks)
 	var wg sync.WaitGroup
 	for i, f := range files {
 		it := d.items[f.Src]
-		if size, ok := d.have[it.dst]; !ok || size != it.size {
+		size, ok := d.have[it.dst]
+		switch {
+		case !ok:
+			continue
+		case size >= 0 && size != it.size && d.st.o.Overwrite:
+			checked[i] = true // to be replaced: no checksum to compare
+			continue
+		case size >= 0 && size != it.size:
+			// The listing tells: no request needed.
+			out[i], checked[i] = true, true
+			d.st.refuse(it, differs(it))
 			continue
 		}
 		select {
@@ -162,22 +170,32 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			there[i], checked[i] = d.st.alreadyThere(ctx, it), true
+			var there bool
+			var err error
+			switch size {
+			case unknownEntry:
+				there, err = d.st.inPlace(ctx, it)
+			case -1:
+				there, err = d.st.inPlaceStat(ctx, it, backend.FileInfo{IsDir: true})
+			default:
+				there, err = d.st.inPlaceStat(ctx, it, backend.FileInfo{Size: size})
+			}
+			out[i], checked[i] = there || err != nil, true
 		})
 	}
 	wg.Wait()
-	out := make([]dataset.File, 0, len(files))
+	keep := make([]dataset.File, 0, len(files))
 	for i, f := range files {
-		if !there[i] {
-			out = append(out, f)
+		if !out[i] {
+			keep = append(keep, f)
 		}
-		if checked[i] && !there[i] {
-			// Not in place (other bytes): there need not check it
-			// (a stat and two checksums) again.
+		if checked[i] && !out[i] {
+			// To be copied over what is there (Overwrite): there
+			// need not check it (a stat and two checksums) again.
 			delete(d.have, d.items[f.Src].dst)
 		}
 	}
-	return out
+	return keep
 }
 
 // presentChecks is how many files leaveOutPresent checks at once: each
@@ -236,23 +254,35 @@ func (d *Dataset) listDestination(ctx context.Context, items []item) map[string]
 		// root's path is the path below it (plan's rule).
 		base := strings.TrimSuffix(fi.Path, "/")
 		for _, e := range list {
-			if !e.IsDir && e.Err == "" {
-				have[path.Join(it.root, strings.TrimPrefix(strings.TrimPrefix(e.Path, base), "/"))] = e.Size
+			p := path.Join(it.root, strings.TrimPrefix(strings.TrimPrefix(e.Path, base), "/"))
+			switch {
+			case e.IsDir:
+				have[p] = -1 // in the way of a file of that name
+			case e.Err == "":
+				have[p] = e.Size
+			default:
+				have[p] = unknownEntry // stat it when its file comes
 			}
 		}
 	}
 	return have
 }
 
-// there reports whether an earlier run already delivered it: the listing
-// rules out most files without a request, alreadyThere checks the rest.
-func (d *Dataset) there(ctx context.Context, it item) bool {
+// unknownEntry is what Dataset.have holds for an entry that the
+// destination's listing could not tell (FileInfo.Err): a stat tells.
+const unknownEntry = -2
+
+// there is inPlace for a file about to move: a path the listing showed
+// free needs no request (a file put there since is replaced: cp's
+// destination is taken to be the copy's own while it runs); the others
+// were checked by leaveOutPresent or are checked now.
+func (d *Dataset) there(ctx context.Context, it item) (bool, error) {
 	if d.have != nil {
-		if size, ok := d.have[it.dst]; !ok || size != it.size {
-			return false
+		if _, ok := d.have[it.dst]; !ok {
+			return false, nil
 		}
 	}
-	return d.st.alreadyThere(ctx, it)
+	return d.st.inPlace(ctx, it)
 }
 
 // unitKind is how a unit of work moves.
@@ -416,8 +446,8 @@ func (d *Dataset) do(ctx context.Context, u unit) error {
 		return d.copyBatch(ctx, u.items)
 	}
 	it := u.items[0]
-	if d.there(ctx, it) {
-		return nil
+	if there, err := d.there(ctx, it); there || err != nil {
+		return nil // skipped, or given up (refuse)
 	}
 	switch u.kind {
 	case unitBig:
@@ -495,7 +525,7 @@ func pause(ctx context.Context, fails int) {
 func (d *Dataset) copyBatch(ctx context.Context, items []item) error {
 	var todo []item
 	for _, it := range items {
-		if !d.there(ctx, it) {
+		if there, err := d.there(ctx, it); !there && err == nil {
 			todo = append(todo, it)
 		}
 	}

@@ -1064,7 +1064,8 @@ func TestTreeGoesOnPastBadEntries(t *testing.T) {
 // counted skipped, so no chunk's throughput counts bytes that did not
 // move (the planners chose settings from such throughputs: 218 MB/s at
 // cc 1 where 102 moved). A file of the same size but other bytes is
-// copied again.
+// copied again, with Overwrite (without it, it is given up: see
+// TestRerunIsIdempotent).
 func TestResumeLeavesPresentFilesOutOfThePlan(t *testing.T) {
 	srcDir, dstDir := t.TempDir(), t.TempDir()
 	want := tree(t, srcDir, 1000, 2000, 3000, 4000, 5000, 6000)
@@ -1079,7 +1080,7 @@ func TestResumeLeavesPresentFilesOutOfThePlan(t *testing.T) {
 	// Same size, other bytes: not in place.
 	os.WriteFile(filepath.Join(dstDir, "tree", "f01"), bytes.Repeat([]byte{'z'}, 2000), 0o644)
 	o := opts(t)
-	o.Recursive = true
+	o.Recursive, o.Overwrite = true, true
 	d := prepare(t, localEP(t, filepath.Join(srcDir, "tree")), localEP(t, dstDir+"/"), o)
 	var left []string
 	var bytes int64

@@ -64,6 +64,9 @@ type MultiOptions struct {
 	CC                   int
 	// Window is the forecaster's error window (default 10).
 	Window int
+	// Overwrite replaces a different file at the destination, as
+	// Options.Overwrite does; without it the copy fails (ErrExists).
+	Overwrite bool
 }
 
 // LinkPlan is what the planner knew and decided for one replica.
@@ -94,6 +97,9 @@ type MultiReport struct {
 	// those left out before the copy or dropped during it (Note says why).
 	Replicas int    `json:"replicas"`
 	Note     string `json:"note,omitempty"`
+	// Skipped says the file was in place already (same size and
+	// checksum, or same size with checksum none): nothing was copied.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // RunMulti copies one file from its replicas srcs (every endpoint a file;
@@ -171,6 +177,16 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		if replicaKey(s) == replicaKey(Endpoint{URL: dst.URL, Path: dstPath}) {
 			return rep, fmt.Errorf("copyjob: %w: the destination %s is replica %s: a file is not copied onto itself", backend.ErrInvalid, dstPath, s.URL)
 		}
+	}
+	// Before the links are probed: the file in place already (a rerun)
+	// is not copied again, and another file there is not replaced
+	// unasked.
+	if there, err := multiInPlace(ctx, srcs[keep[0]], dst, dstPath, size, sum, o); err != nil {
+		return rep, err
+	} else if there {
+		rep.Skipped, rep.Checksum = true, sum
+		rep.Note = joinNote(rep.Note, "already in place: not copied")
+		return rep, nil
 	}
 
 	mon := o.Monitor
@@ -265,6 +281,53 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		return rep, fmt.Errorf("%s -> %s: %w", srcs[0].URL, dstPath, err)
 	}
 	return rep, nil
+}
+
+// multiInPlace reports whether dst's path holds the file already: the
+// replicas' size and checksum (sum, the majority's, when they were
+// compared; else asked of replica src), or the size alone with checksum
+// none. Another file there fails the copy (ErrExists) unless Overwrite.
+func multiInPlace(ctx context.Context, src, dst Endpoint, dstPath string, size int64, sum string, o MultiOptions) (bool, error) {
+	fi, err := dst.Backend.Stat(ctx, dstPath)
+	switch {
+	case errors.Is(err, backend.ErrNotFound) || err != nil && o.Overwrite:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("copyjob: %s: cannot tell whether another file is there: %w", dstPath, err)
+	case fi.IsDir:
+		return false, fmt.Errorf("copyjob: %s: %w: a directory is there", dstPath, ErrExists)
+	}
+	same := fi.Size == size
+	if algo := o.Checksum; same && algo != "none" {
+		if algo == "" {
+			algo = engine.DefaultChecksum
+		}
+		// As checkReplicas waits for a replica's checksum.
+		cctx, cancel := context.WithTimeout(ctx, backend.ReadWait(replicaAnswerTimeout, size, backend.ChecksumRate))
+		defer cancel()
+		want, err := sum, error(nil)
+		if want == "" {
+			want, err = src.Backend.Checksum(cctx, src.Path, algo)
+		}
+		var got string
+		if err == nil {
+			got, err = dst.Backend.Checksum(cctx, dstPath, algo)
+		}
+		switch {
+		case err != nil && o.Overwrite:
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("copyjob: %s exists and cannot be compared with the replicas (%w); use --overwrite to replace it", dstPath, err)
+		}
+		same = got == want
+	}
+	switch {
+	case same:
+		return true, nil
+	case o.Overwrite:
+		return false, nil
+	}
+	return false, fmt.Errorf("copyjob: %s %w; use --overwrite to replace it", dstPath, ErrExists)
 }
 
 // replicaKey is what names one replica's file however its URL is spelled:

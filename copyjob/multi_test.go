@@ -1,7 +1,9 @@
 package copyjob
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -349,5 +351,71 @@ func TestRunMultiOntoReplica(t *testing.T) {
 	}
 	if fi, err := os.Stat(srcs[1].Path); err != nil || !fi.ModTime().Equal(fi0.ModTime()) {
 		t.Errorf("the replica was replaced (%v)", err)
+	}
+}
+
+// TestRunMultiExistingDestination: a multi-source copy onto a file that
+// differs fails before the links are probed, naming it and leaving it as
+// it was, unless Overwrite; onto the file itself (a rerun) it copies
+// nothing and says so; with checksum none, the same size is taken for in
+// place, with or without the replicas compared.
+func TestRunMultiExistingDestination(t *testing.T) {
+	srcs, _, data, _ := twoReplicas(t, 1<<20)
+	other := bytes.Repeat([]byte{'x'}, len(data))
+	hist := fixedHistory{{1e6, 1e6}, {1e6, 1e6}}
+	for _, tc := range []struct {
+		name      string
+		there     []byte // nil: a directory is there
+		checksum  string
+		noCompare bool // CheckReplicas off
+		overwrite bool
+		want      string // "" for a copy that ends with data there
+		skipped   bool
+	}{
+		{"same bytes", data, "", false, false, "", true},
+		{"same bytes, replicas not compared", data, "", true, false, "", true},
+		{"other bytes, same size", other, "", false, false, "exists and differs; use --overwrite", false},
+		{"other bytes, replicas not compared", other, "", true, false, "exists and differs; use --overwrite", false},
+		{"another size", data[:100], "", false, false, "exists and differs; use --overwrite", false},
+		{"other bytes with Overwrite", other, "", false, true, "", false},
+		{"another size with checksum none", data[:100], "none", false, false, "exists and differs", false},
+		{"same size with checksum none", other, "none", false, false, "", true},
+		{"a directory", nil, "", false, true, "a directory is there", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "f")
+			if tc.there == nil {
+				// dst is a directory, which receives the file as f:
+				// a directory is there too.
+				os.MkdirAll(filepath.Join(dst, "f", "sub"), 0o755)
+			} else if err := os.WriteFile(dst, tc.there, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := RunMulti(context.Background(), srcs, localEP(t, dst), MultiOptions{Split: "tcs", History: hist, ProbeTime: 1,
+				JournalDir: t.TempDir(), Checksum: tc.checksum, CheckReplicas: !tc.noCompare, Overwrite: tc.overwrite})
+			if tc.want != "" {
+				if !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v, want ErrExists saying %q", err, tc.want)
+				}
+				if tc.there != nil {
+					sameFile(t, dst, tc.there)
+				}
+				if len(rep.Links) > 0 {
+					t.Error("the links were planned for a copy refused")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Skipped != tc.skipped {
+				t.Errorf("skipped %v, want %v (%+v)", rep.Skipped, tc.skipped, rep)
+			}
+			if tc.skipped {
+				sameFile(t, dst, tc.there)
+			} else {
+				sameFile(t, dst, data)
+			}
+		})
 	}
 }

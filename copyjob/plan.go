@@ -29,9 +29,6 @@ func RunDataset(ctx context.Context, d *Dataset, pl dataset.Planner, progress fu
 	}
 	sum := d.Summary()
 	sum.Steps = rep.Steps
-	if err == nil {
-		d.Complete()
-	}
 	return sum, err
 }
 

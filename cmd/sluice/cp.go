@@ -44,6 +44,7 @@ type cpFlags struct {
 	jsonOut      bool
 	journalDir   string
 	noThirdParty bool
+	overwrite    bool
 	chunkMin     int64
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
@@ -82,8 +83,14 @@ SRC and DST are local paths (or file:///abs/path), agent URLs
 globus-url-copy, one stream per partial transfer; gsiftp:// needs a GSI control
 channel that is not implemented, so cp refuses it: use the server's ftp:// endpoint)
 or XRootD URLs (root://host//path). Between two agents the destination
-pulls the data from the source itself (third-party copy). Interrupted and run again,
-cp resumes large files from their checkpoint journal and skips files already copied.
+pulls the data from the source itself (third-party copy).
+
+As rclone copy (and rsync SRC/ DST) do, not as cp -r: cp -r SRC DST copies SRC's
+contents to DST (made if missing, merged if not); DST/ with a trailing slash receives
+DST/SRC. The same command run again lands where the first run did: it resumes large
+files from their checkpoint journal and skips files already in place (same size and
+checksum; same size with --checksum none). A different file at the destination is
+not replaced without --overwrite: cp copies the others and fails, naming it.
 
 Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
 tokens from the key the agents were started with.
@@ -168,6 +175,7 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
 	fl.StringVar(&f.journalDir, "journal-dir", "", "where checkpoint journals live (default: the user's state directory)")
 	fl.BoolVar(&f.noThirdParty, "no-third-party", false, "move data through this process even between two agents")
+	fl.BoolVar(&f.overwrite, "overwrite", false, "replace destination files that differ from their source")
 	fl.Int64Var(&f.chunkMin, "chunk-min", 0, "smallest partial transfer in bytes (default 8 MiB)")
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
@@ -406,7 +414,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		sub = 16 << 20 // one request per sub-write: fewer, larger writes to an agent
 	}
 	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
-		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty}
+		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite}
 	show := newProgressView(stderr)
 	var rep cpReport
 	if f.pol.server != "" {

@@ -62,7 +62,7 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	}
 	defer done()
 	o := copyjob.MultiOptions{Split: f.multi.split, ProbeTime: f.multi.probe, CheckReplicas: !f.multi.noVerify,
-		Checksum: f.checksum, JournalDir: jd, SubWrite: f.subWrite, ChunkMin: f.chunkMin}
+		Checksum: f.checksum, JournalDir: jd, SubWrite: f.subWrite, ChunkMin: f.chunkMin, Overwrite: f.overwrite}
 	if f.verbose && len(srcs) > 1 {
 		fmt.Fprintf(stderr, "probing %d replicas for %s\n", len(srcs), f.multi.probe)
 	}
@@ -78,6 +78,10 @@ func runMultiCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args [
 	}
 	if f.jsonOut {
 		return printJSON(stdout, rep)
+	}
+	if rep.Skipped {
+		fmt.Fprintf(stderr, "skipped: %s is in place already (%.1f MB, same size and checksum)\n", args[0], float64(rep.Bytes)/1e6)
+		return nil
 	}
 	from := fmt.Sprintf("%d replicas", rep.Replicas)
 	switch {

@@ -505,3 +505,92 @@ func TestCpChecksumFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestCpRerunAndOverwrite: `sluice cp -r SRC DST` run again, local to
+// local and agent to agent, lands where the first run did (DST, never
+// DST/SRC), and after a source file changed it copies the rest, fails
+// naming the file that differs, and leaves it as it was, until a run with
+// --overwrite replaces it. A single file and a --sources copy onto a file
+// that differs fail likewise; copied again onto the same file, both skip
+// it.
+func TestCpRerunAndOverwrite(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	keyFile, k := testKey(t, work)
+	srcRoot, dstRoot := filepath.Join(work, "a"), filepath.Join(work, "b")
+	os.MkdirAll(dstRoot, 0o755)
+	cpDataset(t, filepath.Join(srcRoot, "run7"), 12, 20_000)
+	src, dst := cpAgent(t, "a", srcRoot, k, nil), cpAgent(t, "b", dstRoot, k, nil)
+	for _, tc := range []struct {
+		name, from, to string
+		local          string // where the tree lands
+	}{
+		{"local", filepath.Join(srcRoot, "run7"), filepath.Join(work, "copy"), filepath.Join(work, "copy")},
+		{"local into DST/", filepath.Join(srcRoot, "run7"), filepath.Join(work, "into") + "/", filepath.Join(work, "into", "run7")},
+		{"agents", src + "/run7", dst + "/copy", filepath.Join(dstRoot, "copy")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := filepath.Join(srcRoot, "run7", "sub1", "f001")
+			orig, _ := os.ReadFile(changed)
+			defer os.WriteFile(changed, orig, 0o644)
+			cp := func(args ...string) (string, error) {
+				return run(t, append([]string{"cp", "-r", "--token-key", keyFile}, append(args, tc.from, tc.to)...)...)
+			}
+			if out, err := cp(); err != nil {
+				t.Fatalf("first run: %v\n%s", err, out)
+			}
+			if out, err := cp(); err != nil || !strings.Contains(out, "copied 0 files") || !strings.Contains(out, "skipped 12 files") {
+				t.Fatalf("rerun: %v\n%s", err, out)
+			}
+			os.WriteFile(changed, []byte("changed"), 0o644)
+			out, err := cp()
+			if err == nil || !strings.Contains(out, "f001") || !strings.Contains(out, "exists and differs; use --overwrite to replace it") {
+				t.Fatalf("rerun after a change: %v, want a failure naming f001\n%s", err, out)
+			}
+			if got, _ := os.ReadFile(filepath.Join(tc.local, "sub1", "f001")); !bytes.Equal(got, orig) {
+				t.Error("the file that differs was replaced without --overwrite")
+			}
+			if out, err := cp("--overwrite"); err != nil || !strings.Contains(out, "copied 1 files") {
+				t.Fatalf("--overwrite: %v\n%s", err, out)
+			}
+			want := map[string][]byte{}
+			filepath.Walk(filepath.Join(srcRoot, "run7"), func(p string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					rel, _ := filepath.Rel(filepath.Join(srcRoot, "run7"), p)
+					want[rel], _ = os.ReadFile(p)
+				}
+				return nil
+			})
+			cpSameTree(t, tc.local, want) // and nothing nested below
+		})
+	}
+
+	// One file, and one file from replicas, onto a file that differs.
+	one := filepath.Join(srcRoot, "run7", "sub0", "f000")
+	data, _ := os.ReadFile(one)
+	replica := filepath.Join(work, "replica")
+	os.WriteFile(replica, data, 0o644)
+	for _, args := range [][]string{{one}, {"--sources", one + "," + replica, "--probe", "100ms"}} {
+		target := filepath.Join(t.TempDir(), "f")
+		os.WriteFile(target, []byte("mine"), 0o644)
+		cp := func(more ...string) (string, error) {
+			return run(t, append(append(append([]string{"cp"}, more...), args...), target)...)
+		}
+		out, err := cp()
+		if err == nil || !strings.Contains(out+err.Error(), "exists and differs; use --overwrite to replace it") {
+			t.Errorf("cp %v onto a file that differs: %v\n%s", args, err, out)
+		}
+		if got, _ := os.ReadFile(target); string(got) != "mine" {
+			t.Errorf("cp %v replaced the file without --overwrite", args)
+		}
+		if out, err := cp("--overwrite"); err != nil {
+			t.Errorf("cp --overwrite %v: %v\n%s", args, err, out)
+		}
+		if got, _ := os.ReadFile(target); !bytes.Equal(got, data) {
+			t.Errorf("cp --overwrite %v: not the source's bytes", args)
+		}
+		if out, err := cp(); err != nil || !strings.Contains(out, "skipped") {
+			t.Errorf("cp %v again: %v, want the file skipped\n%s", args, err, out)
+		}
+	}
+}
