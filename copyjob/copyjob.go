@@ -873,6 +873,9 @@ func (st *state) copyWhole(ctx context.Context, it item) error {
 	if st.o.Checksum != "none" {
 		got, err := st.dst.Backend.Checksum(ctx, tmp, st.o.Checksum)
 		if err != nil {
+			// Canceled while summed, say: a small file is sent
+			// again whole, so its bytes are of no use to a rerun.
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), tmp)
 			return fmt.Errorf("checksum at the destination: %w", err)
 		}
 		if got != sum {
