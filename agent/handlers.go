@@ -500,8 +500,9 @@ func (s *Server) renamePaths(c auth.Claims, rawFrom, rawTo string) (from, to str
 
 func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) error {
 	var in struct {
-		From string `json:"from"`
-		To   string `json:"to"`
+		From    string `json:"from"`
+		To      string `json:"to"`
+		Replace *bool  `json:"replace,omitempty"`
 	}
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
@@ -514,7 +515,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c auth.Claims) e
 	if err != nil {
 		return err
 	}
-	if err := s.fencedRename(r.Context(), from, to, fc, func() error { return s.fs.Rename(r.Context(), from, to) }); err != nil {
+	if err := s.fencedRename(r.Context(), from, to, fc, s.renameOp(r.Context(), from, to, in.Replace, true)); err != nil {
 		return err
 	}
 	// Renames put files in place (and may replace one): worth a line.
