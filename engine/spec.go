@@ -46,6 +46,10 @@ var (
 	// checkpoint: the caller no longer owns the file (the service's
 	// fencing, when another server took the task over).
 	ErrFenced = errors.New("no longer allowed to write this transfer")
+	// ErrDestinationExists: Spec.NoReplace is set and something (a
+	// file, a directory) is at the destination path. It wraps
+	// backend.ErrExist. Not retried: the file there stays.
+	ErrDestinationExists = fmt.Errorf("destination exists (%w)", backend.ErrExist)
 )
 
 // Source is one replica of the file in a multi-source transfer
@@ -146,6 +150,16 @@ type Spec struct {
 	// When the two disagree, the replicas vote on range checksums (see
 	// Sources) before anything is put in place.
 	Witness bool
+
+	// NoReplace keeps a file already at DstPath: the transfer fails with
+	// ErrDestinationExists, before any byte moves if it is there at the
+	// start, and at the final rename if it appeared meanwhile (the rename
+	// itself refuses to replace it, with a backend.NoReplaceRenamer; a
+	// destination backend without one is stat'ed just before a plain
+	// Rename, which leaves a short race). Unset, the final rename
+	// replaces the destination (the engine's temporary file is always
+	// replaced or reused, whatever this says).
+	NoReplace bool
 
 	// Commit, if set, is called after the file is verified and before it
 	// is renamed into place; an error stops the transfer there, with the
