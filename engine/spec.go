@@ -49,8 +49,13 @@ var (
 	// ErrDestinationExists: Spec.NoReplace is set and something (a
 	// file, a directory) is at the destination path. It wraps
 	// backend.ErrExist. Not retried: the file there stays.
-	ErrDestinationExists = fmt.Errorf("destination exists (%w)", backend.ErrExist)
+	ErrDestinationExists error = destinationExists{}
 )
+
+type destinationExists struct{}
+
+func (destinationExists) Error() string          { return "destination exists" }
+func (destinationExists) Is(target error) bool { return target == backend.ErrExist }
 
 // Source is one replica of the file in a multi-source transfer
 // (Spec.Sources): where it is, how its bytes reach the destination, and
