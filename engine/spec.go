@@ -54,7 +54,7 @@ var (
 
 type destinationExists struct{}
 
-func (destinationExists) Error() string          { return "destination exists" }
+func (destinationExists) Error() string        { return "destination exists" }
 func (destinationExists) Is(target error) bool { return target == backend.ErrExist }
 
 // Source is one replica of the file in a multi-source transfer
