@@ -206,7 +206,8 @@ const maxName = 255
 // TempNameFor is TempName for one of several writers of dstPath: tag (a
 // task's ID, say) goes into the name, so two transfers to one destination
 // never write into each other's temporary file; each puts a whole,
-// verified file in place and the last rename wins. A temporary name that
+// verified file in place and the last rename wins (with Spec.NoReplace,
+// the first, and the others fail with ErrDestinationExists). A temporary name that
 // would pass 255 bytes keeps the start of the file's name and a hash of
 // the rest, so every name a file system takes can be written.
 func TempNameFor(dstPath, tag string) string {
