@@ -513,8 +513,9 @@ func (s *Server) renamePaths(c *call, rawFrom, rawTo string) (from, to string, e
 
 func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in struct {
-		From string `json:"from"`
-		To   string `json:"to"`
+		From    string `json:"from"`
+		To      string `json:"to"`
+		Replace *bool  `json:"replace,omitempty"`
 	}
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
@@ -527,7 +528,7 @@ func (s *Server) rename(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.fencedRename(r.Context(), c.fs, from, to, fc, func() error { return c.fs.Rename(r.Context(), from, to) }); err != nil {
+	if err := s.fencedRename(r.Context(), c.fs, from, to, fc, renameOp(r.Context(), c.fs, from, to, in.Replace, true)); err != nil {
 		return err
 	}
 	// Renames put files in place (and may replace one): worth a line.

@@ -241,6 +241,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c *call) error 
 	type pair struct {
 		from, to string
 		fence    *backend.Fence
+		replace  *bool
 	}
 	ps := make([]pair, len(in.Pairs))
 	for i, p := range in.Pairs {
@@ -252,13 +253,13 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c *call) error 
 		if err != nil {
 			return err
 		}
-		ps[i] = pair{from, to, fc}
+		ps[i] = pair{from, to, fc, p.Replace}
 	}
 	out := sluice.RenamesResponse{Results: make([]sluice.PullBatchResult, len(ps))}
 	var done []string
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fencedRename(r.Context(), c.fs, p.from, p.to, p.fence, func() error { return c.fs.RenameNoSync(r.Context(), p.from, p.to) }); err != nil {
+		if err := s.fencedRename(r.Context(), c.fs, p.from, p.to, p.fence, renameOp(r.Context(), c.fs, p.from, p.to, p.replace, false)); err != nil {
 			s.setErr(&out.Results[i], err)
 			continue
 		}

@@ -186,28 +186,69 @@ type FileIn struct {
 	Size         *int64   `json:"size,omitempty" minimum:"0" doc:"Size in bytes; stat'ed at the source if absent."`
 	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" doc:"FTS3 form of size."`
 	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
-	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata (kept by the client, ignored here)."`
-	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity (ignored)."`
+	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata: not kept; a submission with some is answered with a warning."`
+	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity: not used for scheduling (priority and class are); a submission with one is answered with a warning."`
 }
 
 // ParamsIn is FTS3's "params" object. FTS3 has many more parameters than
-// Sluice uses; those not listed are accepted and ignored, so that FTS3
-// tools can submit unchanged.
+// Sluice uses; the others are accepted, so that FTS3 tools can submit
+// unchanged, but never silently: one that asks for something Sluice does
+// not do (staging from tape, multihop, ...) is refused, and any other set
+// to something other than its "off" value is named in the answer's
+// warnings (see fts3Params).
 type ParamsIn struct {
 	_              struct{} `additionalProperties:"true"`
 	VerifyChecksum any      `json:"verify_checksum,omitempty" doc:"true/false, or FTS3's both/source/target/none."`
 	Priority       *int     `json:"priority,omitempty" minimum:"1" maximum:"5"`
 	Retry          *int     `json:"retry,omitempty" minimum:"0" maximum:"100"`
 	NoStreams      *int     `json:"nostreams,omitempty" minimum:"0" maximum:"1024" doc:"FTS3 form of streams."`
+	Overwrite      *bool    `json:"overwrite,omitempty" doc:"FTS3's overwrite: false (FTS3's default) fails each file whose destination exists (\"destination exists; overwrite is not enabled\"); true replaces it."`
+
+	// others are the parameters Sluice does not use, as sent.
+	others map[string]json.RawMessage
 }
 
-// UnmarshalJSON decodes the parameters Sluice uses and ignores the
-// others, also under a decoder that disallows unknown fields (`sluice
-// submit -f` checks a job file's own fields that way): FTS3 job files
-// carry parameters such as overwrite or job_metadata.
+// UnmarshalJSON decodes the parameters Sluice uses and keeps the others
+// aside (to refuse or warn about), also under a decoder that disallows
+// unknown fields (`sluice submit -f` checks a job file's own fields that
+// way): FTS3 job files carry parameters such as job_metadata.
 func (p *ParamsIn) UnmarshalJSON(b []byte) error {
 	type params ParamsIn // without this method
-	return json.Unmarshal(b, (*params)(p))
+	if err := json.Unmarshal(b, (*params)(p)); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range []string{"verify_checksum", "priority", "retry", "nostreams", "overwrite"} {
+		delete(all, k)
+	}
+	if len(all) > 0 {
+		p.others = all
+	}
+	return nil
+}
+
+// MarshalJSON writes the parameters Sluice uses and the others as they
+// were read, so that a client that decoded a job file (sluice submit -f)
+// passes them on, for the service to refuse or warn about.
+func (p ParamsIn) MarshalJSON() ([]byte, error) {
+	type params ParamsIn // without this method
+	b, err := json.Marshal(params(p))
+	if err != nil || len(p.others) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range p.others {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
 }
 
 // JobIn is a submission.
@@ -227,6 +268,7 @@ type JobIn struct {
 	AdaptiveParams *server.AdaptiveSpec `json:"adaptive_params,omitempty" doc:"The adaptive client's parameters (defaults: ci 4, cmax 8, delta 2, d 4, p 4, t 0.1); giving them makes the job adaptive. p above a pair's per-client limit is refused."`
 	Selection      string               `json:"selection,omitempty" enum:"bos,eas,ms,ntss,tcs,tcs-minus,tcs-dynamic," doc:"How a file with several sources is split across them (seed paper 002): bos (best source only), eas (equal parts), ms, ntss, tcs (Tuned Conservative Scheduling, default), tcs-minus, tcs-dynamic (tcs with work stealing)."`
 	Optimization   bool                 `json:"optimization,omitempty" doc:"Estimate each endpoint pair's best concurrency first (from history when fresh, else by sampling the path) and run the files with it."`
+	Overwrite      *bool                `json:"overwrite,omitempty" doc:"Replace files already at their destinations. Default false: nothing is replaced; a file already in place (same size and checksum as the source) is recorded done without being copied (note \"already in place\"), any other fails. An FTS3 job (one with params) follows FTS3's params.overwrite instead: false fails every file whose destination exists."`
 }
 
 // JobOut is a job's status.
@@ -248,8 +290,11 @@ type JobOut struct {
 	Streams        int        `json:"streams,omitempty"`
 	Adaptive       bool       `json:"adaptive,omitempty"`
 	Selection      string     `json:"selection,omitempty"`
+	Overwrite      bool       `json:"overwrite" doc:"Files at their destinations are replaced."`
+	IfExists       string     `json:"if_exists" enum:"skip_identical,fail,replace" doc:"What the job does with a file already at its destination: skip_identical (Sluice's default: one identical to the source is done without copying, any other fails), fail (FTS3's overwrite false) or replace."`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`
+	FilesInPlace   int        `json:"files_in_place,omitempty" doc:"Of files_done, those found already at their destinations (same size and checksum) and not copied."`
 	FilesFailed    int        `json:"files_failed"`
 	FilesCanceled  int        `json:"files_canceled"`
 	Bytes          int64      `json:"bytes"`
@@ -270,9 +315,20 @@ func jobOut(j server.JobStatus) JobOut {
 		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
-		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Files: j.Files, FilesDone: j.FilesDone, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Overwrite: j.Overwrite == store.OverwriteReplace, IfExists: ifExists(j.Overwrite), Files: j.Files, FilesDone: j.FilesDone, FilesInPlace: j.FilesInPlace, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
 		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
 	}
+}
+
+// ifExists is JobOut.IfExists for a store.Job's Overwrite.
+func ifExists(overwrite string) string {
+	switch overwrite {
+	case store.OverwriteFail:
+		return "fail"
+	case store.OverwriteReplace:
+		return "replace"
+	}
+	return "skip_identical"
 }
 
 // FileOut is one file's status.
@@ -295,6 +351,7 @@ type FileOut struct {
 	Started     *time.Time `json:"started,omitempty"`
 	Finished    *time.Time `json:"finished,omitempty"`
 	Error       string     `json:"error,omitempty"`
+	Note        string     `json:"note,omitempty" doc:"How a done file ended, when not by a copy: \"already in place\" (found at its destination, identical to the source, and not copied)."`
 }
 
 func fileOut(t store.Task) FileOut {
@@ -304,6 +361,10 @@ func fileOut(t store.Task) FileOut {
 		BytesDone: t.Done, Attempts: t.Attempts, Preemptions: t.Preemptions, Checksum: t.Checksum,
 		Expected: t.Expected, Throughput: t.Throughput, Wait: t.Wait, Transfer: t.Trans,
 		Started: timePtr(t.Started), Finished: timePtr(t.Finished), Error: t.Error,
+	}
+	if t.State == store.StateDone {
+		// A done task's error column holds its note (store.NoteInPlace).
+		f.Note, f.Error = t.Error, ""
 	}
 	if t.State == store.StateDone && t.Trans > 0 {
 		f.Slowdown = math.Max(1, t.Finished.Sub(t.Arrival).Seconds()/t.Trans)

@@ -109,11 +109,32 @@ type submitIn struct {
 
 type submitOut struct {
 	Status int
-	Body   JobOut
+	Body   SubmitOut
 }
 
-// spec converts a submission, in either shape, to the server's form.
-func (in JobIn) spec() (server.JobSpec, error) {
+// SubmitOut answers a submission: the job, and what of the submission
+// Sluice accepted without honouring it.
+type SubmitOut struct {
+	JobOut
+	Warnings []string `json:"warnings,omitempty" doc:"Fields of the submission accepted but not honoured (FTS3 parameters and file fields Sluice does not use), each with what that means; none when every field is honoured. Fields Sluice cannot honour and will not ignore (params.bring_online, params.multihop, ...) are refused with 422 instead."`
+}
+
+// spec converts a submission, in either shape, to the server's form,
+// with the warnings of its answer.
+func (in JobIn) spec() (server.JobSpec, []string, error) {
+	s, err := in.serverSpec()
+	if err != nil {
+		return s, nil, err
+	}
+	warnings, err := fts3Params(in.Params)
+	if err != nil {
+		return s, nil, err
+	}
+	return s, append(warnings, fileWarnings(in.Files)...), nil
+}
+
+// serverSpec is spec without the warnings.
+func (in JobIn) serverSpec() (server.JobSpec, error) {
 	s := server.JobSpec{
 		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
@@ -130,6 +151,20 @@ func (in JobIn) spec() (server.JobSpec, error) {
 	}
 	if in.Deadline != nil {
 		s.Deadline = *in.Deadline
+	}
+	switch {
+	case in.Overwrite != nil && *in.Overwrite:
+		s.Overwrite = store.OverwriteReplace
+	case in.Params != nil:
+		// FTS3's form: its overwrite, with its default (false) and
+		// meaning (any file there fails).
+		s.Overwrite = store.OverwriteFail
+		if in.Params.Overwrite != nil && *in.Params.Overwrite {
+			if in.Overwrite != nil {
+				return s, fmt.Errorf("overwrite false and params.overwrite true: give one")
+			}
+			s.Overwrite = store.OverwriteReplace
+		}
 	}
 	if p := in.Params; p != nil {
 		if p.Priority != nil && in.Priority == nil {
@@ -199,7 +234,7 @@ func (h *handlers) submit(ctx context.Context, in *submitIn) (*submitOut, error)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := in.Body.spec()
+	spec, warnings, err := in.Body.spec()
 	if err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())
 	}
@@ -207,14 +242,14 @@ func (h *handlers) submit(ctx context.Context, in *submitIn) (*submitOut, error)
 	if err != nil {
 		return nil, problem(err)
 	}
-	out := &submitOut{Status: http.StatusCreated, Body: jobOut(server.JobStatus{Job: j})}
+	out := &submitOut{Status: http.StatusCreated, Body: SubmitOut{JobOut: jobOut(server.JobStatus{Job: j}), Warnings: warnings}}
 	if !created {
 		out.Status = http.StatusOK
 		st, err := h.s.Job(ctx, c, j.ID)
 		if err != nil {
 			return nil, problem(err)
 		}
-		out.Body = jobOut(st)
+		out.Body.JobOut = jobOut(st)
 	}
 	return out, nil
 }

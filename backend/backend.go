@@ -81,6 +81,18 @@ type ExistingWriter interface {
 	WriteAtExisting(ctx context.Context, path string, off int64, r io.Reader, n int64) error
 }
 
+// NoReplaceRenamer is implemented by backends that can rename a file
+// without replacing one already at the new name, in one step (the file
+// backend, the sluice agent). A service told to keep existing files puts
+// its verified temporary file in place this way: a check before a plain
+// Rename would leave a moment in which a file made by someone else is
+// replaced unasked.
+type NoReplaceRenamer interface {
+	// RenameNoReplace is Rename, except that it fails with ErrExist
+	// (and changes nothing) when to exists.
+	RenameNoReplace(ctx context.Context, from, to string) error
+}
+
 // Algorithms are the checksum algorithms every backend must offer.
 var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
 

@@ -112,6 +112,13 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 // Submit submits a job; created is false when the server returned an
 // earlier job with the same submission id.
 func (c *Client) Submit(ctx context.Context, job any) (j api.JobOut, created bool, err error) {
+	out, created, err := c.SubmitJob(ctx, job)
+	return out.JobOut, created, err
+}
+
+// SubmitJob is Submit with the whole answer: its Warnings name what of
+// the submission the service accepted without honouring.
+func (c *Client) SubmitJob(ctx context.Context, job any) (j api.SubmitOut, created bool, err error) {
 	st, err := c.do(ctx, http.MethodPost, "/v1/jobs", job, &j)
 	return j, st == http.StatusCreated, err
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -612,5 +613,77 @@ func TestTempRemovedMidCopy(t *testing.T) {
 	}
 	if exists(e.local(s.DstPath)) {
 		t.Errorf("final path exists")
+	}
+}
+
+// TestNoReplace: with Spec.NoReplace a file at the destination is kept:
+// one there at the start fails the transfer before any byte moves; one
+// that appears during the transfer makes the final rename fail, at once
+// and without replacing it, with or without an atomic no-replace rename
+// at the destination. Without NoReplace the rename replaces it.
+func TestNoReplace(t *testing.T) {
+	cases := []struct {
+		name      string
+		noReplace bool
+		atStart   bool // the file is there before the transfer
+		plain     bool // the destination offers no RenameNoReplace
+		wantErr   bool
+	}{
+		{name: "there at the start", noReplace: true, atStart: true, wantErr: true},
+		{name: "appears meanwhile", noReplace: true, wantErr: true},
+		{name: "appears meanwhile, no atomic rename", noReplace: true, plain: true, wantErr: true},
+		{name: "free name", noReplace: true},
+		{name: "free name, no atomic rename", noReplace: true, plain: true},
+		{name: "replace asked: appears meanwhile", noReplace: false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", 300<<10, 9)
+			s := e.spec("f", int64(len(data)))
+			s.NoReplace = c.noReplace
+			if c.plain {
+				s.Dst = &fault{Backend: e.dst}
+			}
+			theirs := []byte("someone else's file")
+			place := func() {
+				if err := os.MkdirAll(e.local("out"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(e.local(s.DstPath), theirs, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantTheirs := c.wantErr
+			if c.atStart {
+				place()
+			} else if c.wantErr || !c.noReplace {
+				s.Commit = func(context.Context) error { place(); return nil }
+			}
+			res, err := Run(context.Background(), s)
+			if c.wantErr {
+				if !errors.Is(err, ErrDestinationExists) || !errors.Is(err, backend.ErrExist) {
+					t.Fatalf("err %v, want ErrDestinationExists", err)
+				}
+				if res.Retries != 0 {
+					t.Errorf("%d retries of a destination that exists", res.Retries)
+				}
+				if c.atStart && res.Bytes != 0 {
+					t.Errorf("%d bytes moved to a destination that was there at the start", res.Bytes)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(e.local(s.DstPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantTheirs != bytes.Equal(got, theirs) {
+				t.Errorf("destination holds %d bytes (theirs: %v), want theirs kept: %v", len(got), bytes.Equal(got, theirs), wantTheirs)
+			}
+			if !wantTheirs && !bytes.Equal(got, data) {
+				t.Errorf("destination is not the source's file")
+			}
+		})
 	}
 }

@@ -46,7 +46,16 @@ var (
 	// checkpoint: the caller no longer owns the file (the service's
 	// fencing, when another server took the task over).
 	ErrFenced = errors.New("no longer allowed to write this transfer")
+	// ErrDestinationExists: Spec.NoReplace is set and something (a
+	// file, a directory) is at the destination path. It wraps
+	// backend.ErrExist. Not retried: the file there stays.
+	ErrDestinationExists error = destinationExists{}
 )
+
+type destinationExists struct{}
+
+func (destinationExists) Error() string        { return "destination exists" }
+func (destinationExists) Is(target error) bool { return target == backend.ErrExist }
 
 // Source is one replica of the file in a multi-source transfer
 // (Spec.Sources): where it is, how its bytes reach the destination, and
@@ -147,6 +156,16 @@ type Spec struct {
 	// Sources) before anything is put in place.
 	Witness bool
 
+	// NoReplace keeps a file already at DstPath: the transfer fails with
+	// ErrDestinationExists, before any byte moves if it is there at the
+	// start, and at the final rename if it appeared meanwhile (the rename
+	// itself refuses to replace it, with a backend.NoReplaceRenamer; a
+	// destination backend without one is stat'ed just before a plain
+	// Rename, which leaves a short race). Unset, the final rename
+	// replaces the destination (the engine's temporary file is always
+	// replaced or reused, whatever this says).
+	NoReplace bool
+
 	// Commit, if set, is called after the file is verified and before it
 	// is renamed into place; an error stops the transfer there, with the
 	// verified temporary file and the journal kept for a later run. A
@@ -187,7 +206,8 @@ const maxName = 255
 // TempNameFor is TempName for one of several writers of dstPath: tag (a
 // task's ID, say) goes into the name, so two transfers to one destination
 // never write into each other's temporary file; each puts a whole,
-// verified file in place and the last rename wins. A temporary name that
+// verified file in place and the last rename wins (with Spec.NoReplace,
+// the first, and the others fail with ErrDestinationExists). A temporary name that
 // would pass 255 bytes keeps the start of the file's name and a hash of
 // the rest, so every name a file system takes can be written.
 func TempNameFor(dstPath, tag string) string {

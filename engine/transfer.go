@@ -367,7 +367,7 @@ func (t *Transfer) execute(ctx context.Context) error {
 			}
 		}
 		if err := t.retry(ctx, "renaming "+t.tmp+" to "+s.DstPath, func() error {
-			err := s.Dst.Rename(ctx, t.tmp, s.DstPath)
+			err := t.rename(ctx)
 			if errors.Is(err, backend.ErrNotFound) {
 				// An earlier attempt may have renamed the file and
 				// lost its answer (the destination restarted, say),
@@ -387,6 +387,34 @@ func (t *Transfer) execute(ctx context.Context) error {
 		}
 		return t.placed(ctx, sum)
 	}
+}
+
+// rename puts the temporary file in place: over whatever is at the
+// destination, or with Spec.NoReplace never over anything
+// (ErrDestinationExists).
+func (t *Transfer) rename(ctx context.Context) error {
+	s := &t.spec
+	if !s.NoReplace {
+		return s.Dst.Rename(ctx, t.tmp, s.DstPath)
+	}
+	var err error
+	if nr, ok := s.Dst.(backend.NoReplaceRenamer); ok {
+		err = nr.RenameNoReplace(ctx, t.tmp, s.DstPath)
+	} else {
+		// No atomic form: a stat just before, the best this backend
+		// allows.
+		_, err = s.Dst.Stat(ctx, s.DstPath)
+		switch {
+		case err == nil:
+			err = backend.ErrExist
+		case errors.Is(err, backend.ErrNotFound):
+			err = s.Dst.Rename(ctx, t.tmp, s.DstPath)
+		}
+	}
+	if errors.Is(err, backend.ErrExist) {
+		return fmt.Errorf("%w: %s appeared during the transfer; not replaced (%w)", ErrDestinationExists, s.DstPath, err)
+	}
+	return err
 }
 
 // placed finishes a transfer whose verified file (checksum sum) is in
@@ -433,8 +461,10 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 		return fmt.Errorf("engine: %w: source %s is %d bytes, expected %d", ErrSourceChanged, s.SrcPath, fi.Size, s.Size)
 	}
 	var dfi backend.FileInfo
+	dstThere := false
 	err := t.retry(ctx, "stat of destination "+s.DstPath, func() (err error) {
 		dfi, err = s.Dst.Stat(ctx, s.DstPath)
+		dstThere = err == nil
 		if errors.Is(err, backend.ErrNotFound) {
 			dfi, err = backend.FileInfo{}, nil
 		}
@@ -445,6 +475,9 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 	}
 	if dfi.IsDir {
 		return fmt.Errorf("engine: %w: destination %s is a directory", backend.ErrInvalid, s.DstPath)
+	}
+	if s.NoReplace && dstThere {
+		return fmt.Errorf("engine: %w: %s is there already; not replaced", ErrDestinationExists, s.DstPath)
 	}
 	t.mu.Lock()
 	t.size, t.srcMtime = fi.Size, fi.ModTime
@@ -788,7 +821,7 @@ func (t *Transfer) retry(ctx context.Context, what string, f func() error) error
 		if cerr := ctx.Err(); cerr != nil {
 			return fmt.Errorf("engine: %s: %w", what, cerr)
 		}
-		if backend.Permanent(err) {
+		if backend.Permanent(err) || errors.Is(err, ErrDestinationExists) {
 			return fmt.Errorf("engine: %s: %w", what, err)
 		}
 		if attempt >= t.spec.Retry.Attempts {

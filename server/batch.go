@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/engine"
+	"github.com/sluice-dtn/sluice/store"
 )
 
 // Small files move in pull batches (the flexible-client paper's
@@ -203,6 +204,13 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 				continue
 			}
 		}
+		// What is at the destination, before any byte moves (as
+		// runTransfer): a directory or a file the job keeps fails the
+		// file at once, an identical one is done.
+		if res, done, err := s.checkDestinationOf(ctx, m.p); err != nil || done {
+			report(i, res, err)
+			continue
+		}
 		// The fence, as the engine's Spec.Begin: another server may own
 		// the partition now.
 		if err := s.st.CheckClaim(ctx, s.cfg.ServerID, m.p.task.ID, m.p.task.Term); err != nil {
@@ -281,7 +289,12 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 			report(i, engine.Result{}, fmt.Errorf("engine: not putting %s in place: %w", m.p.dstPath, err))
 			continue
 		}
-		pairs = append(pairs, sluice.RenamePair{From: files[j].Dst, To: m.p.dstPath, Fence: files[j].Fence})
+		pair := sluice.RenamePair{From: files[j].Dst, To: m.p.dstPath, Fence: files[j].Fence}
+		if m.p.overwrite != store.OverwriteReplace {
+			// Nor a file that appeared since checkDestinationOf.
+			pair.Replace = new(bool)
+		}
+		pairs = append(pairs, pair)
 		pass = append(pass, j)
 	}
 	if len(pairs) == 0 {
@@ -301,7 +314,15 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	for k, j := range pass {
 		i, r := live[j], results[j]
 		if err := rres[k].Err(); err != nil {
-			report(i, engine.Result{}, fmt.Errorf("renaming %s: %w", pairs[k].From, err))
+			if pairs[k].Replace != nil && errors.Is(err, backend.ErrExist) {
+				// Final, as the engine's refused rename: the file
+				// there is kept, and a retry would move the bytes
+				// again only to be refused again.
+				err = fmt.Errorf("%s: %w: it appeared during the transfer; not replaced (%w)", ms[i].p.task.Dst, engine.ErrDestinationExists, err)
+			} else {
+				err = fmt.Errorf("renaming %s: %w", pairs[k].From, err)
+			}
+			report(i, engine.Result{}, err)
 			continue
 		}
 		algo, sum := ms[i].p.checksum, r.SourceChecksum
@@ -312,6 +333,15 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		// batches are for files by the thousand (the metrics count them).
 		report(i, engine.Result{Size: r.Bytes, Bytes: r.Bytes, Seconds: secs, Checksum: sum, Algo: algo}, nil)
 	}
+}
+
+// checkDestinationOf is checkDestination for one file of a batch.
+func (s *Server) checkDestinationOf(ctx context.Context, p plan) (engine.Result, bool, error) {
+	src, dst, _, err := s.backends(p)
+	if err != nil {
+		return engine.Result{}, false, err
+	}
+	return s.checkDestination(ctx, src, dst, p)
 }
 
 // checkInPlace is alreadyDone for one file of a batch.

@@ -54,6 +54,10 @@ type JobSpec struct {
 	// Selection is how files with replicas are split across them: one
 	// of copyjob.SplitNames (default tcs).
 	Selection string
+	// Overwrite is what the job does with a file already at a
+	// destination: store.OverwriteKeep (default), OverwriteFail or
+	// OverwriteReplace.
+	Overwrite string
 }
 
 // JobStatus is a job with live figures.
@@ -181,6 +185,11 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	}
 	if spec.Selection != "" && !slices.Contains(copyjob.SplitNames(), spec.Selection) {
 		return bad("selection %q: want one of %s", spec.Selection, strings.Join(copyjob.SplitNames(), ", "))
+	}
+	switch spec.Overwrite {
+	case store.OverwriteKeep, store.OverwriteFail, store.OverwriteReplace:
+	default:
+		return bad("overwrite %q: want %q, %q or %q", spec.Overwrite, store.OverwriteKeep, store.OverwriteFail, store.OverwriteReplace)
 	}
 	class := spec.Class
 	if class == "" {
@@ -327,7 +336,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, State: store.StateActive, Created: now,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

@@ -29,6 +29,9 @@ type plan struct {
 	srcBase, dstBase string
 	checksum         string // algorithm
 	expected         string // hex, or ""
+	// overwrite is the job's Overwrite: what to do with a file already
+	// at the destination (checkDestination).
+	overwrite string
 	// replicas are the file's other copies; shares the part of it each
 	// source (the first, then these) is planned to send; steal the
 	// dynamic mode (see multisource.go).
@@ -84,7 +87,7 @@ func (j storeJournals) Delete(ctx context.Context, key string) error {
 
 // plan copies what a run of t needs.
 func (w *world) plan(t *task) plan {
-	p := plan{task: t.Task, checksum: t.job.Checksum, checkpointEvery: w.checkpointEvery()}
+	p := plan{task: t.Task, checksum: t.job.Checksum, overwrite: t.job.Overwrite, checkpointEvery: w.checkpointEvery()}
 	if e := w.eps[t.SrcEndpoint]; e != nil {
 		p.srcURL, p.srcAud = e.URL, e.Name
 	}
@@ -248,6 +251,10 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 			return
 		}
 	}
+	if res, done, err := s.checkDestination(ctx, src, dst, p); err != nil || done {
+		report(res, err)
+		return
+	}
 	claimed := func(ctx context.Context) error {
 		return s.st.CheckClaim(ctx, s.cfg.ServerID, id, p.task.Term)
 	}
@@ -262,6 +269,9 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		// or the journal and again before the rename: another server
 		// may have taken the partition over (engine.Spec.Begin, Commit).
 		Begin: claimed, Commit: claimed,
+		// The rename itself refuses to replace a file that appeared
+		// at the destination since checkDestination looked.
+		NoReplace: p.overwrite != store.OverwriteReplace,
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
@@ -332,6 +342,49 @@ func (s *Server) alreadyDone(ctx context.Context, src, dst backend.Backend, p pl
 	}
 	s.log.Info("destination already complete and verified; not copied again", "task", p.task.ID, "dst", p.task.Dst)
 	return engine.Result{Size: fi.Size, Checksum: a, Algo: algo, Note: "already complete"}, true, nil
+}
+
+// checkDestination looks at the destination before a run moves any byte:
+// nothing there, or a job that replaces (store.OverwriteReplace), and
+// the run goes on. A directory there fails the file at once (retrying
+// cannot make it a file). A file there fails it too, unless the job
+// keeps files (store.OverwriteKeep, Sluice's default) and that one is
+// the source's (same size, then the same checksum): then the file is
+// done, not copied (store.NoteInPlace), so that a job submitted again
+// moves only what is missing. An error that is not a refusal means it
+// could not tell (an agent restarting): the run is tried again later.
+func (s *Server) checkDestination(ctx context.Context, src, dst backend.Backend, p plan) (engine.Result, bool, error) {
+	fi, err := dst.Stat(ctx, p.dstPath)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return engine.Result{}, false, nil
+	case err != nil:
+		return engine.Result{}, false, fmt.Errorf("checking the destination %s: %w", p.task.Dst, err)
+	case fi.IsDir:
+		return engine.Result{}, false, fmt.Errorf("%w: destination %s is an existing directory; a file cannot be put in its place (name the file's full path)", backend.ErrInvalid, p.task.Dst)
+	}
+	switch p.overwrite {
+	case store.OverwriteReplace:
+		return engine.Result{}, false, nil
+	case store.OverwriteFail:
+		// FTS3's words for it.
+		return engine.Result{}, false, fmt.Errorf("%s: %w; overwrite is not enabled", p.task.Dst, engine.ErrDestinationExists)
+	}
+	differs := func(why string) error {
+		return fmt.Errorf("%s: %w and differs from the source (%s); not replaced: submit the job with overwrite to replace it", p.task.Dst, engine.ErrDestinationExists, why)
+	}
+	if fi.Size != p.task.Size {
+		return engine.Result{}, false, differs(fmt.Sprintf("%d bytes, the source %d", fi.Size, p.task.Size))
+	}
+	res, same, err := s.alreadyDone(ctx, src, dst, p)
+	if err != nil {
+		return engine.Result{}, false, fmt.Errorf("comparing the destination %s with the source: %w", p.task.Dst, err)
+	}
+	if !same {
+		return engine.Result{}, false, differs("same size, different checksum")
+	}
+	res.Note = store.NoteInPlace
+	return res, true, nil
 }
 
 // tempTag names a task's temporary file apart from those of other tasks

@@ -955,6 +955,12 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	secs := now.Sub(t.runStart).Seconds()
 	moved := t.Size - t.runDone
+	t.Error = ""
+	if res.Note == store.NoteInPlace {
+		// Found at its destination, identical: nothing moved, and
+		// the note tells the user so (and counts it, Job.FilesInPlace).
+		moved, t.Error = 0, store.NoteInPlace
+	}
 	if secs > 0 && moved > 0 {
 		t.Throughput = float64(moved) / secs
 	}
@@ -962,7 +968,6 @@ func (w *world) complete(t *task, res engine.Result, now time.Time) {
 	if res.Algo != "" && res.Checksum != "" {
 		t.Checksum = res.Algo + ":" + res.Checksum
 	}
-	t.Error = ""
 	a := w.setState(t, store.StateDone, t.Checksum, now)
 	t.Finished = now
 	w.adaptiveDone(t, now)
@@ -1095,6 +1100,9 @@ func (w *world) flush() {
 		} else {
 			w.s.met.finished(t)
 			t.job.FilesDone++
+			if t.Error == store.NoteInPlace {
+				t.job.FilesInPlace++
+			}
 			t.job.completed += t.Size
 		}
 		t.job.active--
@@ -1427,5 +1435,6 @@ func (w *world) logEvery(level slog.Level, msg string, args ...any) {
 const logQuiet = 10 * time.Second
 
 func permanent(err error) bool {
-	return errors.Is(err, engine.ErrChecksum) || errors.Is(err, engine.ErrSourceChanged) || backendPermanent(err)
+	return errors.Is(err, engine.ErrChecksum) || errors.Is(err, engine.ErrSourceChanged) ||
+		errors.Is(err, engine.ErrDestinationExists) || backendPermanent(err)
 }

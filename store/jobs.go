@@ -51,14 +51,15 @@ func jobsSQL(where, limit string) string {
 		SUM(CASE WHEN state = 'done' THEN 1 ELSE 0 END) AS files_done,
 		SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS files_failed,
 		SUM(CASE WHEN state = 'canceled' THEN 1 ELSE 0 END) AS files_canceled,
+		SUM(CASE WHEN state = 'done' AND error = '` + NoteInPlace + `' THEN 1 ELSE 0 END) AS files_in_place,
 		CAST(SUM(CASE WHEN size > 0 THEN size ELSE 0 END) AS BIGINT) AS bytes,
 		CAST(SUM(CASE WHEN state IN ('failed', 'canceled') THEN 0 ELSE done END) AS BIGINT) AS bytes_done
 	FROM tasks WHERE job_id IN (SELECT id FROM page) GROUP BY job_id
 )
 SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.priority, p.deadline,
-	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.state, p.created, p.finished,
+	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.overwrite, p.state, p.created, p.finished,
 	COALESCE(c.files, 0), COALESCE(c.files_done, 0), COALESCE(c.files_failed, 0),
-	COALESCE(c.files_canceled, 0), COALESCE(c.bytes, 0), COALESCE(c.bytes_done, 0)
+	COALESCE(c.files_canceled, 0), COALESCE(c.files_in_place, 0), COALESCE(c.bytes, 0), COALESCE(c.bytes_done, 0)
 FROM page p JOIN users u ON u.id = p.owner_id LEFT JOIN counts c ON c.job_id = p.id
 ORDER BY p.id DESC`
 }
@@ -67,8 +68,8 @@ func scanJob(row scanner) (Job, error) {
 	var j Job
 	var deadline, created, finished int64
 	err := row.Scan(&j.ID, &j.OwnerID, &j.Owner, &j.VO, &j.SubmissionID, &j.Label, &j.Class, &j.Priority,
-		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.State, &created, &finished,
-		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.Bytes, &j.BytesDone)
+		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.Overwrite, &j.State, &created, &finished,
+		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &j.Bytes, &j.BytesDone)
 	if err != nil {
 		return Job{}, err
 	}
@@ -196,12 +197,12 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		}
 		err = tx.QueryRowContext(ctx,
 			`INSERT INTO jobs (owner_id, vo, submission_id, label, class, priority, deadline,
-				verify_checksum, checksum, retry, optimize, streams, adaptive, selection, state, created, finished)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+				verify_checksum, checksum, retry, optimize, streams, adaptive, selection, overwrite, state, created, finished)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 			ON CONFLICT (owner_id, submission_id) WHERE submission_id <> '' DO NOTHING
 			RETURNING id`,
 			nj.OwnerID, nj.VO, nj.SubmissionID, nj.Label, nj.Class, nj.Priority, toNanos(nj.Deadline),
-			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.Selection, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
+			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.Selection, nj.Overwrite, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
 		).Scan(&nj.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // lost a race with the same submission: read it below
@@ -232,7 +233,7 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 	}
 
 	// Committed: publish IDs and defaults, and the counters Job would read.
-	nj.Files, nj.FilesDone, nj.FilesFailed, nj.FilesCanceled, nj.Bytes, nj.BytesDone = len(tasks), 0, 0, 0, 0, 0
+	nj.Files, nj.FilesDone, nj.FilesFailed, nj.FilesCanceled, nj.FilesInPlace, nj.Bytes, nj.BytesDone = len(tasks), 0, 0, 0, 0, 0, 0
 	for i := range tasks {
 		t := &tasks[i]
 		t.ID, t.JobID = ids[i], nj.ID

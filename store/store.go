@@ -114,17 +114,42 @@ type Job struct {
 	// Selection is how files with replicas are split across them (a
 	// multisrc policy, or tcs-dynamic); "" for the default.
 	Selection string
+	// Overwrite is what the job does with a file already at a
+	// destination: OverwriteKeep, OverwriteFail or OverwriteReplace.
+	Overwrite string
 	State     string
 	Created   time.Time
 	Finished  time.Time // zero while active
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int
+	// FilesInPlace counts, of FilesDone, those found already at their
+	// destinations (same size and checksum) and not copied: done tasks
+	// whose Error is NoteInPlace.
+	FilesInPlace int
 	// BytesDone counts the files done and the partial progress of those
 	// still to end; a failed or canceled file's partial copy is removed,
 	// so its bytes are not counted.
 	Bytes, BytesDone int64
 }
+
+// Job.Overwrite values.
+const (
+	// OverwriteKeep (Sluice's default) replaces nothing: a file at the
+	// destination identical to the source (same size and checksum) is
+	// recorded done without being copied (NoteInPlace), any other fails.
+	OverwriteKeep = ""
+	// OverwriteFail (FTS3's overwrite false) fails every file whose
+	// destination exists.
+	OverwriteFail = "fail"
+	// OverwriteReplace replaces what is at the destination.
+	OverwriteReplace = "replace"
+)
+
+// NoteInPlace is the Error of a done task whose file was found at its
+// destination, identical to the source, and not copied (OverwriteKeep).
+// A done task's Error holds no error: it is the note of how it ended.
+const NoteInPlace = "already in place"
 
 // Task is one file of a job: the unit the scheduler schedules.
 type Task struct {
@@ -153,7 +178,7 @@ type Task struct {
 	Trans       float64   // seconds running so far (TT_trans)
 	Checksum    string    // verified checksum "algo:hex" when done
 	Throughput  float64   // average bytes/s of the final run
-	Error       string    // why it failed (or last transient error)
+	Error       string    // why it failed (or last transient error); for a done task, a note (NoteInPlace) or ""
 	// Term is the lease term of the task's partition (its source
 	// endpoint) under which a scheduler claimed it (ClaimTasks); 0 if
 	// unclaimed. UpdateTasksFenced writes only under the current term.

@@ -46,6 +46,9 @@ type Backend struct {
 	// syncfs, if set, replaces syncfs(2) in SyncMany (tests count the
 	// file systems synced).
 	syncfs func(fd int) error
+	// renameat2, if set, replaces renameat2(2) in RenameNoReplace (tests
+	// take the fallback for file systems without RENAME_NOREPLACE).
+	renameat2 func(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error
 }
 
 // MaxSize bounds the offsets and sizes the backend writes: no file system
@@ -115,7 +118,7 @@ func (b *Backend) In(dir string) (*Backend, error) {
 		if err != nil {
 			return nil, b.classify(err)
 		}
-		return &Backend{root: r, fs: r, dir: path.Join(b.dir, sub), sub: sub, top: b.top, bufs: b.bufs, syncfs: b.syncfs}, nil
+		return &Backend{root: r, fs: r, dir: path.Join(b.dir, sub), sub: sub, top: b.top, bufs: b.bufs, syncfs: b.syncfs, renameat2: b.renameat2}, nil
 	}
 	v := *b
 	v.shared = true

@@ -64,6 +64,10 @@ type RenamePair struct {
 	To   string `json:"to"`
 	// Fence, if set, is checked against From's as a single rename's.
 	Fence string `json:"fence,omitempty"`
+	// Replace false asks the agent not to replace a file at To: the
+	// pair then fails with kind "exist" (backend.ErrExist). Unset, To
+	// is replaced (what agents did before the field existed).
+	Replace *bool `json:"replace,omitempty"`
 }
 
 // RenamesRequest is the body of POST /v1/renames.

@@ -625,6 +625,20 @@ func (b *Backend) Rename(ctx context.Context, from, to string) error {
 	return wrap("rename", from+" -> "+to, b.call(ctx, http.MethodPost, "/v1/rename", nil, in, nil))
 }
 
+// RenameNoReplace implements backend.NoReplaceRenamer: the agent renames
+// only if nothing is at to, in one step, and answers kind "exist"
+// (backend.ErrExist) otherwise. An agent older than the "replace" field
+// ignores it and replaces: run agents of the server's version.
+func (b *Backend) RenameNoReplace(ctx context.Context, from, to string) error {
+	no := false
+	in := struct {
+		From    string `json:"from"`
+		To      string `json:"to"`
+		Replace *bool  `json:"replace"`
+	}{from, to, &no}
+	return wrap("rename", from+" -> "+to, b.call(ctx, http.MethodPost, "/v1/rename", nil, in, nil))
+}
+
 // Remove implements backend.Backend.
 func (b *Backend) Remove(ctx context.Context, p string) error {
 	return wrap("remove", p, b.call(ctx, http.MethodDelete, "/v1/files/"+escape(p), nil, nil, nil))

@@ -382,6 +382,19 @@ func checkClassAd(ad classAd) (classAdAction, error) {
 	default:
 		return a, fmt.Errorf("dap_type %q: want transfer or estimation", typ)
 	}
+	// Attributes Sluice does not read are named, never dropped unseen
+	// (Stork's own, such as log or output, or a misspelt one).
+	used := map[string]bool{"dap_type": true, "src_url": true, "dest_url": true, "arguments": true}
+	if a.job != nil {
+		used["optimization"] = true
+	} else {
+		used["use_history"], used["size"] = true, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(ad)) {
+		if !used[k] {
+			a.notes = append(a.notes, fmt.Sprintf("attribute %s is not used by Sluice for %s ad; ignored", k, map[bool]string{true: "a transfer", false: "an estimation"}[a.job != nil]))
+		}
+	}
 	return a, nil
 }
 

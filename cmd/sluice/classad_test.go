@@ -207,3 +207,34 @@ func TestCheckClassAdTransferArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckClassAdUnusedAttributes: attributes Sluice does not read are
+// named in the ad's notes (printed by sluice submit), not dropped unseen.
+func TestCheckClassAdUnusedAttributes(t *testing.T) {
+	for _, tt := range []struct {
+		ad   classAd
+		want []string // in the notes
+	}{
+		{classAd{"dap_type": "transfer", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "log": "/tmp/l", "optimisation": "YES"},
+			[]string{"attribute log is not used", "attribute optimisation is not used"}},
+		{classAd{"dap_type": "transfer", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "use_history": "YES"},
+			[]string{"attribute use_history is not used by Sluice for a transfer ad"}},
+		{classAd{"dap_type": "estimation", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "size": "5G", "optimization": "YES"},
+			[]string{"attribute optimization is not used by Sluice for an estimation ad"}},
+		{classAd{"dap_type": "estimation", "src_url": "gsiftp://a/x", "dest_url": "gsiftp://b/x", "size": "5G", "use_history": "YES"}, nil},
+	} {
+		a, err := checkClassAd(tt.ad)
+		if err != nil {
+			t.Fatalf("checkClassAd(%v): %v", tt.ad, err)
+		}
+		all := strings.Join(a.notes, "\n")
+		if len(tt.want) == 0 && all != "" {
+			t.Errorf("checkClassAd(%v): notes %q, want none", tt.ad, all)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("checkClassAd(%v): notes %q, want %q", tt.ad, all, w)
+			}
+		}
+	}
+}

@@ -129,7 +129,7 @@ func newLoginCmd() *cobra.Command {
 
 func newSubmitCmd() *cobra.Command {
 	var file, label, class, checksum, subID, selection string
-	var batch, asJSON, watch, optimize bool
+	var batch, asJSON, watch, optimize, overwrite bool
 	var streams int
 	var sources []string
 	cmd := &cobra.Command{
@@ -147,7 +147,13 @@ endpoint pair's best concurrency (from a fresh stored estimate, or by
 sampling the path with the job's first file) and runs the files with it.
 With --sources (or several "sources" of a file in the job), the file has
 replicas on several endpoints and is downloaded from all of them at once,
-split by --selection (tcs by default; see sluice cp --sources).`,
+split by --selection (tcs by default; see sluice cp --sources).
+Nothing at a destination is replaced unless the job asks (--overwrite, or
+"overwrite": true in the job; an FTS3 job follows its params.overwrite): a
+file already there and identical to the source is recorded done without
+being copied ("already in place"), any other fails. Fields of the job the
+service accepts without honouring (FTS3 parameters, Stork attributes) are
+named on stderr.`,
 		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
   sluice submit --batch --label nightly -f job.json
   sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
@@ -175,7 +181,7 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 				// A Stork submit file: each ad is a job or an estimate,
 				// as the ad says; the job flags would be dropped.
 				var set []string
-				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch"} {
+				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch", "overwrite"} {
 					if cmd.Flags().Changed(name) {
 						set = append(set, "--"+name)
 					}
@@ -232,6 +238,14 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 		if optimize {
 			job.Optimization = true
 		}
+		if overwrite {
+			job.Overwrite = &overwrite
+			if job.Params != nil {
+				// An FTS3 job file: its own form of the flag, which
+				// would otherwise say false (FTS3's default).
+				job.Params.Overwrite = &overwrite
+			}
+		}
 		if streams < 0 {
 			return fmt.Errorf("--streams %d: want 0 (the service chooses) or more", streams)
 		}
@@ -245,10 +259,11 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 		if err != nil {
 			return fmt.Errorf("submit: %w", err)
 		}
-		j, created, err := cl.Submit(cmd.Context(), job)
+		j, created, err := cl.SubmitJob(cmd.Context(), job)
 		if err != nil {
 			return fmt.Errorf("submit: %w", err)
 		}
+		printWarnings(cmd.ErrOrStderr(), j.Warnings)
 		out := cmd.OutOrStdout()
 		switch {
 		case asJSON:
@@ -282,9 +297,18 @@ split by --selection (tcs by default; see sluice cp --sources).`,
 	f.StringVar(&subID, "submission-id", "", "idempotency key: resubmitting with it returns the first job")
 	f.BoolVar(&asJSON, "json", false, "print the job as JSON")
 	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
+	f.BoolVar(&overwrite, "overwrite", false, "replace files already at their destinations (default: an identical one is skipped, any other fails)")
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")
 	return cmd
+}
+
+// printWarnings shows what of a submission the service accepted without
+// honouring.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
 }
 
 func parseJobID(s string) (int64, error) {

@@ -1804,13 +1804,15 @@ func TestServiceCanceledFileInPlace(t *testing.T) {
 
 // TestServiceSameDestination: jobs of two users that name one destination
 // path at once each write their own temporary file, so none writes into
-// another's. Both end done with a verified file, no temporary file is
+// another's. With overwrite, both end done with a verified file, no temporary file is
 // left, and the destination holds, whole, the source of the job whose
 // rename came last (an earlier job's file was replaced by a later,
 // complete one, as a second upload replaces the first). Before, the two
 // shared one temporary name: one job ended "done, verified" while the
 // other's bytes were what stood at the destination. Small files (pull
-// batches) and files large enough for the engine are both run.
+// batches) and files large enough for the engine are both run. That is
+// with overwrite; without it (the default) the job that comes second
+// finds the first one's file and fails, keeping it.
 func TestServiceSameDestination(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -1819,14 +1821,20 @@ func TestServiceSameDestination(t *testing.T) {
 	alice := userClient(t, c, "alice", "cms")
 	bob := userClient(t, c, "bob", "atlas")
 	ctx := context.Background()
+	yes := true
 	for _, tc := range []struct {
-		name string
-		size int64
-	}{{"small", 2 << 20}, {"large", 40 << 20}} {
+		name      string
+		size      int64
+		overwrite bool
+	}{{"small", 2 << 20, true}, {"large", 40 << 20, true}, {"small-keep", 2 << 20, false}, {"large-keep", 40 << 20, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			srcA := c.file("a1", tc.name+"/from-alice", tc.size, 11)
 			srcB := c.file("a1", tc.name+"/from-bob", tc.size+12345, 12)
 			dst := "sluice://a2/shared/" + tc.name + ".bin"
+			var ow *bool
+			if tc.overwrite {
+				ow = &yes
+			}
 			var ids [2]int64
 			var wg sync.WaitGroup
 			for i, u := range []struct {
@@ -1836,7 +1844,7 @@ func TestServiceSameDestination(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					j, _, err := u.cl.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/" + tc.name + "/" + u.src, Destination: dst}}})
+					j, _, err := u.cl.Submit(ctx, api.JobIn{Overwrite: ow, Files: []api.FileIn{{Source: "sluice://a1/" + tc.name + "/" + u.src, Destination: dst}}})
 					if err != nil {
 						t.Error(err)
 						return
@@ -1850,20 +1858,33 @@ func TestServiceSameDestination(t *testing.T) {
 			}
 			var last time.Time
 			var lastSrc string
+			done := 0
 			for i, cl := range []*client.Client{alice, bob} {
 				j := c.waitJob(cl, ids[i], 2*time.Minute)
 				files, err := cl.AllFiles(ctx, ids[i])
 				if err != nil {
 					t.Fatal(err)
 				}
+				if !tc.overwrite && j.State == store.StateFailed && len(files) == 1 && strings.Contains(files[0].Error, "destination exists") {
+					// Without overwrite, the job that comes second
+					// finds the first one's file and keeps it.
+					continue
+				}
 				if j.State != store.StateDone || len(files) != 1 || files[0].Checksum == "" {
 					t.Fatalf("job %d ended %s: %+v", ids[i], j.State, files)
 				}
+				done++
 				if f := files[0].Finished; f != nil && f.After(last) {
 					last, lastSrc = *f, []string{srcA, srcB}[i]
 				}
 			}
+			if !tc.overwrite && done != 1 {
+				t.Errorf("%d jobs done without overwrite; want exactly one, the other failing on the existing destination", done)
+			}
 			got := c.path("a2", "shared/"+tc.name+".bin")
+			if !tc.overwrite && !sameContent(t, lastSrc, got) {
+				t.Errorf("the destination is not the source of the job that put it in place")
+			}
 			if !sameContent(t, srcA, got) && !sameContent(t, srcB, got) {
 				t.Errorf("the destination matches neither source whole")
 			} else if !sameContent(t, lastSrc, got) {

@@ -1,0 +1,70 @@
+package file
+
+import (
+	"context"
+	"os"
+	"path"
+)
+
+// RenameNoReplace implements backend.NoReplaceRenamer: Rename that fails
+// with backend.ErrExist, changing nothing, when to exists (a file or a
+// directory). The check and the rename are one step of the file system
+// (renameat2 with RENAME_NOREPLACE on Linux), so a file that appears at
+// to after a caller's own check is not replaced either. The target's
+// directory is synced, as Rename's.
+func (b *Backend) RenameNoReplace(ctx context.Context, from, to string) error {
+	if err := b.RenameNoReplaceNoSync(ctx, from, to); err != nil {
+		return err
+	}
+	if name, err := b.clean(to); err == nil {
+		b.syncDir(path.Dir(name))
+	}
+	return nil
+}
+
+// RenameNoReplaceNoSync is RenameNoReplace without the sync of the
+// target's directory (see RenameNoSync).
+func (b *Backend) RenameNoReplaceNoSync(ctx context.Context, from, to string) error {
+	f, err := b.clean(from)
+	if err != nil {
+		return err
+	}
+	t, err := b.clean(to)
+	if err != nil {
+		return err
+	}
+	err = b.renameNoReplace(f, t)
+	if dir := path.Dir(t); parentMissing(err) && dir != "." {
+		// The target's parents, only when missing (as RenameNoSync).
+		if err := b.fs.MkdirAll(dir, 0o755); err != nil {
+			return b.classify(err)
+		}
+		err = b.renameNoReplace(f, t)
+	}
+	return b.classify(err)
+}
+
+// renameNoReplace renames f to t (names relative to the root) without
+// replacing t. Each name's directory is opened through b.fs, which keeps
+// it inside the root, and the rename is made relative to those handles
+// with the last elements alone, which name entries of those directories
+// (a symbolic link there is renamed, not followed): nothing outside the
+// root can be reached.
+func (b *Backend) renameNoReplace(f, t string) error {
+	fd, err := b.fs.Open(path.Dir(f))
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	td := fd
+	if path.Dir(t) != path.Dir(f) {
+		if td, err = b.fs.Open(path.Dir(t)); err != nil {
+			return err
+		}
+		defer td.Close()
+	}
+	if err := b.renameAtNoReplace(fd, path.Base(f), td, path.Base(t)); err != nil {
+		return &os.LinkError{Op: "rename", Old: f, New: t, Err: err}
+	}
+	return nil
+}
