@@ -19,6 +19,10 @@ import (
 // syncfs(2) where the destination can), renames those files, and takes
 // the next group, which the workers filled meanwhile.
 //
+// Without Options.Overwrite the renames never replace a file at the
+// destination (see placer): one that appeared there after inPlace looked
+// is kept, and its file given up as inPlace gives it up (takenMeanwhile).
+//
 // A file is counted copied only once it is in place. A file that fails
 // to land is given up as a file of its own (st.giveUp) or, if that is
 // not allowed, stops the copy: the error is returned by the next queue
@@ -120,6 +124,17 @@ func (st *state) landLoop(ctx context.Context) {
 				continue
 			}
 			st.dst.Backend.Remove(ctx, l.tmp)
+			if st.refusedAtRename(errs[i]) {
+				// A file appeared at its path after inPlace looked,
+				// and the rename kept it: given up as inPlace gives
+				// it up (or skipped, if it is this very file), and
+				// the copy goes on. A small file is sent again whole
+				// by a later run: its temporary file is of no use.
+				lctx, cancel := context.WithTimeout(ctx, landTimeout)
+				st.takenMeanwhile(lctx, l.it)
+				cancel()
+				continue
+			}
 			err := fmt.Errorf("%s -> %s: %w", l.it.src, l.it.dst, errs[i])
 			if !st.giveUp(l.it, err) {
 				c.mu.Lock()
@@ -161,7 +176,7 @@ func (st *state) land(ctx context.Context, group []landing) []error {
 		var pass []int
 		for i, l := range group {
 			if errs[i] == nil {
-				pairs = append(pairs, sluice.RenamePair{From: l.tmp, To: l.it.dst})
+				pairs = append(pairs, sluice.RenamePair{From: l.tmp, To: l.it.dst, Replace: st.noReplace()})
 				pass = append(pass, i)
 			}
 		}
@@ -178,11 +193,7 @@ func (st *state) land(ctx context.Context, group []landing) []error {
 		}
 		return errs
 	}
-	rename := dst.Rename
-	rm, many := dst.(renameManyer)
-	if many {
-		rename = rm.RenameNoSync
-	}
+	rename, syncDirs := st.placer()
 	var placed []string
 	for i, l := range group {
 		if errs[i] != nil {
@@ -192,8 +203,8 @@ func (st *state) land(ctx context.Context, group []landing) []error {
 			placed = append(placed, l.it.dst)
 		}
 	}
-	if many {
-		rm.SyncDirs(ctx, placed)
+	if syncDirs != nil {
+		syncDirs(ctx, placed)
 	}
 	return errs
 }

@@ -101,7 +101,14 @@ type Options struct {
 	// Overwrite replaces a destination file that differs from its
 	// source. Without it such a file is left as it is and given up
 	// (ErrExists); the rest of the copy goes on. A file already in place
-	// (same size and checksum) is skipped either way.
+	// (same size and checksum) is skipped either way. Without it, too,
+	// every file is put in place with a rename that refuses to replace
+	// anything (backend.NoReplaceRenamer, sluice.RenamePair.Replace,
+	// engine.Spec.NoReplace): a file that appears at the destination
+	// after the check before the copy is kept as well (see
+	// takenMeanwhile). A destination that has no such rename (GridFTP,
+	// XRootD) has only the check, and a file made there between the
+	// check and the rename is replaced.
 	Overwrite bool
 }
 
@@ -639,6 +646,8 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) e
 		Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
 		Size: it.size, CC: cc, ChunkMin: chunkMin, SubWrite: st.o.SubWrite,
 		Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst),
+		// Never over a file that appeared since inPlace looked.
+		NoReplace: !st.o.Overwrite,
 	}
 	if pull := st.puller(src); pull != nil {
 		spec.Pull = pull
@@ -660,6 +669,18 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) e
 	st.mu.Unlock()
 	st.retries.Add(int64(res.Retries))
 	st.resent.Add(res.Resent)
+	if err != nil && st.refusedAtRename(err) {
+		// Something appeared at it.dst during the copy (or since
+		// inPlace looked) and was kept. The verified temporary file
+		// and the journal are kept too, as inPlace keeps what an
+		// earlier run left of a file it refuses: a later run with
+		// Overwrite puts it in place without sending it again.
+		if st.takenMeanwhile(ctx, it) {
+			st.dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(it.dst))
+			os.Remove(spec.Journal)
+		}
+		return nil
+	}
 	if err != nil {
 		if errors.Is(err, backend.ErrNoSpace) {
 			// Keeping a partial copy for a resume would only hold on
@@ -736,6 +757,73 @@ func (st *state) inPlace(ctx context.Context, it item) (bool, error) {
 // differs is the error of a file whose destination holds another file.
 func differs(it item) error {
 	return fmt.Errorf("%s %w; use --overwrite to replace it", it.dst, ErrExists)
+}
+
+// refusedAtRename reports whether err is the destination refusing to put
+// a file in place without Overwrite because something is at its path
+// (backend.ErrExist from a no-replace rename, or the engine's
+// ErrDestinationExists, which wraps it): something appeared there after
+// inPlace looked.
+func (st *state) refusedAtRename(err error) bool {
+	return !st.o.Overwrite && errors.Is(err, backend.ErrExist)
+}
+
+// takenMeanwhile handles a file whose no-replace rename was refused
+// (refusedAtRename): it looks at the destination path again as inPlace
+// does before the copy, and reports true if what appeared there is the
+// file itself (another run of the same copy put it there, say), counted
+// as skipped. Otherwise the file is given up as inPlace gives it up,
+// with the same error (ErrExists: "PATH exists and differs; use
+// --overwrite to replace it"), and the copy goes on with the others.
+// The caller deals with the verified temporary file.
+func (st *state) takenMeanwhile(ctx context.Context, it item) bool {
+	there, err := st.inPlace(ctx, it)
+	if !there && err == nil {
+		// Gone again, or not comparable now: still not replaced.
+		st.refuse(it, differs(it))
+	}
+	return there
+}
+
+// noReplace is the Replace of a sluice.RenamePair: false (never over a
+// file at the destination) unless Overwrite, when unset replaces.
+func (st *state) noReplace() *bool {
+	if st.o.Overwrite {
+		return nil
+	}
+	no := false
+	return &no
+}
+
+// noReplaceManyer is a destination that renames without replacing and
+// whose renames can share one sync of their directories (the file
+// backend).
+type noReplaceManyer interface {
+	RenameNoReplaceNoSync(ctx context.Context, from, to string) error
+	SyncDirs(ctx context.Context, paths []string)
+}
+
+// placer returns how files are renamed one by one into place at the
+// destination, and, if not nil, what makes a group of new names durable
+// once they are all renamed (the renames then do not each sync their
+// directory). Without Overwrite the rename never replaces a file where
+// the destination can refuse to (an ErrExist, see refusedAtRename);
+// where it cannot (GridFTP, XRootD), only inPlace's check before the
+// copy protects a file at the destination.
+func (st *state) placer() (rename func(ctx context.Context, from, to string) error, syncDirs func(ctx context.Context, paths []string)) {
+	dst := st.dst.Backend
+	if !st.o.Overwrite {
+		if nm, ok := dst.(noReplaceManyer); ok {
+			return nm.RenameNoReplaceNoSync, nm.SyncDirs
+		}
+		if nr, ok := dst.(backend.NoReplaceRenamer); ok {
+			return nr.RenameNoReplace, nil
+		}
+	}
+	if rm, ok := dst.(renameManyer); ok {
+		return rm.RenameNoSync, rm.SyncDirs
+	}
+	return dst.Rename, nil
 }
 
 // inPlaceStat is inPlace given the destination path's stat.

@@ -273,9 +273,13 @@ func (d *Dataset) listDestination(ctx context.Context, items []item) map[string]
 const unknownEntry = -2
 
 // there is inPlace for a file about to move: a path the listing showed
-// free needs no request (a file put there since is replaced: cp's
-// destination is taken to be the copy's own while it runs); the others
-// were checked by leaveOutPresent or are checked now.
+// free needs no request (one round trip per file on a WAN), and the
+// others were checked by leaveOutPresent or are checked now. The listing
+// may be hours old in a long copy: a file put at a free path since is
+// kept by the rename that puts the copy in place, which never replaces
+// one without Overwrite (see state.placer, takenMeanwhile), except on a
+// destination that cannot rename so (GridFTP, XRootD), where it is
+// replaced.
 func (d *Dataset) there(ctx context.Context, it item) (bool, error) {
 	if d.have != nil {
 		if _, ok := d.have[it.dst]; !ok {
@@ -582,7 +586,8 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 	}
 	defer br.Close()
 	errs := make([]error, len(items))
-	landed := make([]bool, len(items))
+	// settled: in place, or given up for good (landMany).
+	settled := make([]bool, len(items))
 	var ready []int  // verified, in their temporary files
 	var broken error // the stream itself failed: the files after it are lost
 	for i, it := range items {
@@ -642,8 +647,8 @@ func (d *Dataset) batchOnce(ctx context.Context, items []item) ([]item, error) {
 		}
 		ready = append(ready, i)
 	}
-	d.landMany(ctx, items, ready, errs, landed)
-	left, err := undelivered(items, landed, errs)
+	d.landMany(ctx, items, ready, errs, settled)
+	left, err := undelivered(items, settled, errs)
 	if broken != nil && (err == nil || retryable(err)) {
 		return left, broken
 	}
@@ -668,8 +673,11 @@ type renameManyer interface {
 // the batch, not one per file, which makes small files crawl), then each
 // is renamed, and the new names are made durable. A file renamed before
 // its bytes were synced could be found empty after a crash, under its
-// final name, as done.
-func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs []error, landed []bool) {
+// final name, as done. settled[i] is set for each file in place, and for
+// each whose rename was refused because a file appeared at its path
+// (refusedAtRename): that one is given up or skipped (takenMeanwhile),
+// not sent again.
+func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs []error, settled []bool) {
 	if len(ready) == 0 {
 		return
 	}
@@ -698,28 +706,29 @@ func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs 
 			}
 		}
 	}
-	rename := dst.Rename
-	rm, many := dst.(renameManyer)
-	if many {
-		rename = rm.RenameNoSync
-	}
+	rename, syncDirs := st.placer()
 	var placed []string
 	for k, i := range ready {
 		if errs[i] != nil {
 			continue // its sync failed
 		}
 		it := items[i]
-		if err := rename(ctx, tmps[k], it.dst); err != nil {
+		if err := rename(ctx, tmps[k], it.dst); st.refusedAtRename(err) {
+			dst.Remove(context.WithoutCancel(ctx), tmps[k])
+			st.takenMeanwhile(ctx, it)
+			settled[i] = true
+			continue
+		} else if err != nil {
 			fail(k, err)
 			continue
 		}
 		placed = append(placed, it.dst)
-		landed[i] = true
+		settled[i] = true
 		st.done.Add(it.size)
 		st.filesDone.Add(1)
 	}
-	if many {
-		rm.SyncDirs(context.WithoutCancel(ctx), placed)
+	if syncDirs != nil {
+		syncDirs(context.WithoutCancel(ctx), placed)
 	}
 }
 
@@ -778,7 +787,7 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 			errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
 			continue
 		}
-		pairs = append(pairs, sluice.RenamePair{From: files[i].Dst, To: it.dst})
+		pairs = append(pairs, sluice.RenamePair{From: files[i].Dst, To: it.dst, Replace: st.noReplace()})
 		pass = append(pass, i)
 	}
 	if len(pairs) > 0 {
@@ -789,7 +798,14 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 			}
 		} else {
 			for k, i := range pass {
-				if err := rr[k].Err(); err != nil {
+				if err := rr[k].Err(); st.refusedAtRename(err) {
+					// A file appeared at its path and was kept
+					// (kind "exist"): as in landMany.
+					st.dst.Backend.Remove(context.WithoutCancel(ctx), files[i].Dst)
+					st.takenMeanwhile(ctx, items[i])
+					delivered[i] = true // settled: not sent again
+					continue
+				} else if err != nil {
 					errs[i] = fmt.Errorf("%s -> %s: %w", items[i].src, items[i].dst, err)
 					continue
 				}

@@ -615,6 +615,22 @@ func (s *syncLog) RenameNoSync(ctx context.Context, from, to string) error {
 	return s.Backend.RenameNoSync(ctx, from, to)
 }
 
+func (s *syncLog) RenameNoReplaceNoSync(ctx context.Context, from, to string) error {
+	if err := s.renameErr[filepath.Base(to)]; err != nil {
+		return err
+	}
+	s.renamedFrom(from)
+	return s.Backend.RenameNoReplaceNoSync(ctx, from, to)
+}
+
+func (s *syncLog) RenameNoReplace(ctx context.Context, from, to string) error {
+	if err := s.renameErr[filepath.Base(to)]; err != nil {
+		return err
+	}
+	s.renamedFrom(from)
+	return s.Backend.RenameNoReplace(ctx, from, to)
+}
+
 func (s *syncLog) Rename(ctx context.Context, from, to string) error {
 	if err := s.renameErr[filepath.Base(to)]; err != nil {
 		return err

@@ -65,7 +65,11 @@ type MultiOptions struct {
 	// Window is the forecaster's error window (default 10).
 	Window int
 	// Overwrite replaces a different file at the destination, as
-	// Options.Overwrite does; without it the copy fails (ErrExists).
+	// Options.Overwrite does; without it the copy fails (ErrExists),
+	// also for a file that appears there during the copy, which the
+	// final rename keeps (engine.Spec.NoReplace; on a destination that
+	// cannot rename without replacing, a stat just before the rename,
+	// which leaves a short race).
 	Overwrite bool
 }
 
@@ -253,6 +257,9 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		// with it, whichever replica the engine checks against at the
 		// end (the first, which may be the one that goes bad).
 		Expected: sum,
+		// Never over a file that appeared since multiInPlace looked
+		// (the links were probed meanwhile, and the copy is long).
+		NoReplace: !o.Overwrite,
 	}
 	for k, i := range keep {
 		s := srcs[i]
@@ -276,6 +283,26 @@ func RunMulti(ctx context.Context, srcs []Endpoint, dst Endpoint, o MultiOptions
 		// hold on to the space that ran out.
 		dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(dstPath))
 		os.Remove(spec.Journal)
+	}
+	if err != nil && !o.Overwrite && errors.Is(err, engine.ErrDestinationExists) {
+		// Something appeared at dstPath during the copy and was kept:
+		// looked at again as before the copy, it is the file itself
+		// (skipped) or the copy fails as it would have then
+		// (ErrExists). The verified temporary file and the journal
+		// are kept, as for a file refused before the copy: a later
+		// run with Overwrite puts it in place without sending it again.
+		there, ierr := multiInPlace(ctx, srcs[keep[0]], dst, dstPath, size, sum, o)
+		switch {
+		case there:
+			dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(dstPath))
+			os.Remove(spec.Journal)
+			rep.Skipped, rep.Checksum = true, sum
+			rep.Note = joinNote(rep.Note, "already in place (put there by another copy meanwhile): not replaced")
+			return rep, nil
+		case ierr != nil:
+			return rep, ierr
+		}
+		return rep, fmt.Errorf("copyjob: %s %w; use --overwrite to replace it", dstPath, ErrExists)
 	}
 	if err != nil {
 		return rep, fmt.Errorf("%s -> %s: %w", srcs[0].URL, dstPath, err)

@@ -34,6 +34,16 @@ func (b stopAtLandingFile) RenameNoSync(ctx context.Context, from, to string) er
 	return b.Backend.RenameNoSync(ctx, from, to)
 }
 
+func (b stopAtLandingFile) RenameNoReplace(ctx context.Context, from, to string) error {
+	defer b.stop()
+	return b.Backend.RenameNoReplace(ctx, from, to)
+}
+
+func (b stopAtLandingFile) RenameNoReplaceNoSync(ctx context.Context, from, to string) error {
+	defer b.stop()
+	return b.Backend.RenameNoReplaceNoSync(ctx, from, to)
+}
+
 type stopAtLandingAgent struct {
 	*sluice.Backend
 	stop func()
@@ -42,6 +52,11 @@ type stopAtLandingAgent struct {
 func (b stopAtLandingAgent) Rename(ctx context.Context, from, to string) error {
 	defer b.stop()
 	return b.Backend.Rename(ctx, from, to)
+}
+
+func (b stopAtLandingAgent) RenameNoReplace(ctx context.Context, from, to string) error {
+	defer b.stop()
+	return b.Backend.RenameNoReplace(ctx, from, to)
 }
 
 func (b stopAtLandingAgent) Renames(ctx context.Context, pairs []sluice.RenamePair) ([]sluice.PullBatchResult, error) {
