@@ -90,7 +90,9 @@ contents to DST (made if missing, merged if not); DST/ with a trailing slash rec
 DST/SRC. The same command run again lands where the first run did: it resumes large
 files from their checkpoint journal and skips files already in place (same size and
 checksum; same size with --checksum none). A different file at the destination is
-not replaced without --overwrite: cp copies the others and fails, naming it.
+not replaced without --overwrite: cp copies the others and fails, naming it; nor is
+a file that appears there during the copy (the final rename refuses to replace it,
+except on GridFTP and XRootD destinations, which cannot rename so).
 
 Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
 tokens from the key the agents were started with.
