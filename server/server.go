@@ -44,6 +44,10 @@ import (
 
 // Defaults for Config's zero fields.
 const (
+	// DefaultStoreCheck: a stat of the database file each time, so
+	// cheap; the sooner a removed database is noticed, the less is
+	// written to a file that only this process can still reach.
+	DefaultStoreCheck       = time.Second
 	DefaultCycle            = 500 * time.Millisecond // SC'15 §4.4
 	DefaultHeartbeatTimeout = 10 * time.Second
 	DefaultHeartbeatEvery   = 2 * time.Second
@@ -170,6 +174,11 @@ type Config struct {
 	// PollEvery is how often the store is polled for new work,
 	// cancellations and loads when no NOTIFY hint comes (default 1 s).
 	PollEvery time.Duration
+	// StoreCheck is how often the loop checks that the store still is
+	// the database it opened (store.Store.Check: a SQLite file removed
+	// or replaced under the server), and stops with an error if not
+	// (default DefaultStoreCheck).
+	StoreCheck time.Duration
 }
 
 // Server is the live service.
@@ -270,6 +279,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = DefaultPollEvery
+	}
+	if cfg.StoreCheck <= 0 {
+		cfg.StoreCheck = DefaultStoreCheck
 	}
 	if cfg.JournalWrites <= 0 {
 		cfg.JournalWrites = DefaultJournalWrites

@@ -152,6 +152,11 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		return nil, fail(err)
 	}
+	// The writer has the file open now: its identity, for Check.
+	opened, err := os.Stat(path)
+	if err != nil {
+		return nil, fail(err)
+	}
 	if !strings.EqualFold(mode, "wal") {
 		// WAL needs shared memory between processes on the same host; it
 		// is refused on some network file systems. Without it readers and
@@ -180,7 +185,7 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := r.PingContext(ctx); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal"}, nil
+	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal", file: path, opened: opened}, nil
 }
 
 // openPostgres connects to PostgreSQL. Reads and writes share one pool:
