@@ -44,17 +44,10 @@ func runSluice(t *testing.T, limit time.Duration, args ...string) (string, int) 
 // and exited 0, so a supervisor (systemd Restart=on-failure) neither
 // restarted it nor reported a failure.
 func TestServeFatalErrorExitsNonZero(t *testing.T) {
-	for _, tc := range []struct {
-		name, damage, want string
-	}{
-		{"observations table gone", "DROP TABLE observations", "observations"},
-		{"endpoints table gone", "DROP TABLE endpoints", "endpoints"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+	// damage runs SQL on a first start's database behind the store's back.
+	damage := func(sqlText string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
 			db := filepath.Join(dir, "sluice.db")
-			// A first start's state (key, admin, join token), then the
-			// damage, made behind the store's back.
 			st, err := store.Open(context.Background(), db)
 			if err != nil {
 				t.Fatal(err)
@@ -64,10 +57,32 @@ func TestServeFatalErrorExitsNonZero(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := raw.Exec(tc.damage); err != nil {
+			defer raw.Close()
+			if _, err := raw.Exec(sqlText); err != nil {
 				t.Fatal(err)
 			}
-			raw.Close()
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  string
+	}{
+		{"observations table gone", damage("DROP TABLE observations"), "observations"},
+		{"endpoints table gone", damage("DROP TABLE endpoints"), "endpoints"},
+		// The database lost, an earlier server's tokens still there
+		// (server.checkNotRestart).
+		{"earlier tokens, no database", func(t *testing.T, dir string) {
+			for _, f := range []string{"admin.token", "join.token"} {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("old\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "admin.token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
 			start := time.Now()
 			out, code := runSluice(t, 60*time.Second, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
 			if code == 0 {
