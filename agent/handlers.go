@@ -272,6 +272,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c auth.Claims) 
 			io.Seeker
 		}{rc, f}
 	}
+	fixRange(r, fi.Size())
 	http.ServeContent(w, r, "", fi.ModTime(), content)
 	return nil
 }
