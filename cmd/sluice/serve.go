@@ -70,7 +70,11 @@ the join token, and every cycle asks the scheduler which transfers run with
 which concurrency; the agents move the bytes between themselves.
 
 On first start with an empty store it writes admin.token (an admin API token)
-and join.token (for agents) to the data directory and prints their paths.
+and join.token (for agents) to the data directory and prints their paths. An
+empty store in a data directory that holds those files is refused: the
+earlier server's database is gone (restore it, or move the files away to
+start afresh). A SQLite file removed or replaced while the server runs stops
+it, after it saved the database it still had open (sluice.db.saved-TIME).
 
 Several servers may share one PostgreSQL database (give each a unique,
 stable --server-id): any of them answers the API and takes agents'
