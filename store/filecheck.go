@@ -13,7 +13,7 @@ import (
 
 // ErrDatabaseGone: the SQLite database file the store opened was removed
 // or replaced while in use (see sqlStore.Check).
-var ErrDatabaseGone = errors.New("the database file was removed or replaced while in use")
+var ErrDatabaseGone = errors.New("database file gone")
 
 // rescueOnce is the outcome of Check's one copy of a removed or replaced
 // database.
@@ -55,7 +55,7 @@ func (s *sqlStore) Check(ctx context.Context) error {
 	if s.rescue.err != nil {
 		saved = fmt.Sprintf("saving a copy of the database this server had open failed (%v): restore %s from a backup", s.rescue.err, s.file)
 	}
-	return fmt.Errorf("store: the SQLite database %s %s while in use: %w; %s", s.file, what, ErrDatabaseGone, saved)
+	return fmt.Errorf("store: %w: the SQLite database %s %s while in use; %s", ErrDatabaseGone, s.file, what, saved)
 }
 
 // saveCopy writes a consistent copy of the open database to a new file

@@ -106,3 +106,29 @@ func TestCheckPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenRefusesOrphanWAL: a SQLite database that is missing while its
+// -wal file is there (it was removed) is not created anew: SQLite would
+// replay the other database's last writes into the new file.
+func TestOpenRefusesOrphanWAL(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sluice.db")
+	if err := os.WriteFile(db+"-wal", []byte("frames of another database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(context.Background(), db)
+	if err == nil {
+		st.Close()
+		t.Fatal("opened a new database next to another's -wal file")
+	}
+	if !strings.Contains(err.Error(), db+"-wal") {
+		t.Errorf("the error does not name the -wal file: %v", err)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("the refused open left a database file")
+	}
+	// An empty -wal holds nothing to replay.
+	if err := os.WriteFile(db+"-wal", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, db)
+}
