@@ -189,6 +189,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCert, tlsKey str
 		// Bodies can take hours (a large PUT); only the header is timed.
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// Request contexts do not derive from ctx: when it ends, requests
 		// in flight get the grace period rather than an instant cancel.

@@ -285,6 +285,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 			io.Seeker
 		}{rc, f}
 	}
+	fixRange(r, fi.Size())
 	http.ServeContent(w, r, "", fi.ModTime(), content)
 	return nil
 }

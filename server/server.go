@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -44,6 +45,10 @@ import (
 
 // Defaults for Config's zero fields.
 const (
+	// DefaultStoreCheck: a stat of the database file each time, so
+	// cheap; the sooner a removed database is noticed, the less is
+	// written to a file that only this process can still reach.
+	DefaultStoreCheck       = time.Second
 	DefaultCycle            = 500 * time.Millisecond // SC'15 §4.4
 	DefaultHeartbeatTimeout = 10 * time.Second
 	DefaultHeartbeatEvery   = 2 * time.Second
@@ -170,6 +175,11 @@ type Config struct {
 	// PollEvery is how often the store is polled for new work,
 	// cancellations and loads when no NOTIFY hint comes (default 1 s).
 	PollEvery time.Duration
+	// StoreCheck is how often the loop checks that the store still is
+	// the database it opened (store.Store.Check: a SQLite file removed
+	// or replaced under the server), and stops with an error if not
+	// (default DefaultStoreCheck).
+	StoreCheck time.Duration
 }
 
 // Server is the live service.
@@ -271,6 +281,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.PollEvery <= 0 {
 		cfg.PollEvery = DefaultPollEvery
 	}
+	if cfg.StoreCheck <= 0 {
+		cfg.StoreCheck = DefaultStoreCheck
+	}
 	if cfg.JournalWrites <= 0 {
 		cfg.JournalWrites = DefaultJournalWrites
 	}
@@ -319,6 +332,9 @@ func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
 // (InitSetting), and the plain tokens are written to files in DataDir only
 // by the server that created them.
 func (s *Server) bootstrap(ctx context.Context) error {
+	if err := s.checkNotRestart(ctx); err != nil {
+		return err
+	}
 	key, err := s.st.InitSetting(ctx, "data_key", base64.StdEncoding.EncodeToString(randomBytes(32)))
 	if err != nil {
 		return fmt.Errorf("server: data key: %w", err)
@@ -364,6 +380,54 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// firstStartFiles are the files a first start writes to the data
+// directory (bootstrap).
+var firstStartFiles = []string{"admin.token", "join.token"}
+
+// checkNotRestart refuses a first start in a data directory that holds
+// an earlier server's tokens: its database is gone (removed, lost, or
+// --db names another one), and starting afresh would replace its admin
+// token and join token and forget every user, job and access rule, locking
+// out every agent that joined. The operator decides: restore the
+// database, or move the files away to start afresh for real.
+//
+// The files are looked at before the store: a server of a cluster writes
+// them only after its first start's settings are stored, so one that
+// sees them also sees those settings, and servers starting together on
+// one new database (sharing a data directory) do not refuse each other.
+func (s *Server) checkNotRestart(ctx context.Context) error {
+	if s.cfg.DataDir == "" {
+		return nil
+	}
+	var found []string
+	for _, f := range firstStartFiles {
+		p := filepath.Join(s.cfg.DataDir, f)
+		if _, err := os.Lstat(p); err == nil {
+			found = append(found, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("server: data directory: %w", err)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if _, err := s.st.Setting(ctx, "data_key"); err == nil {
+		return nil // a restart: the store is this data directory's
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("server: data key: %w", err)
+	}
+	fix := "restore the database from a backup"
+	// A server that noticed its SQLite file removed saved a copy
+	// (store.ErrDatabaseGone): the most recent state there is.
+	if saved, _ := filepath.Glob(filepath.Join(s.cfg.DataDir, "*.saved-*")); len(saved) > 0 {
+		fix = fmt.Sprintf("restore the database from a backup or from a copy a server saved when its file went missing (%s)", strings.Join(saved, ", "))
+	}
+	return fmt.Errorf("server: the database is empty, but the data directory holds an earlier server's %s: "+
+		"its database was removed or lost, or --db names another one; starting afresh would replace those tokens and lock out every agent and user. "+
+		"To go on, %s; to really start afresh (every agent must join again with the new join token), move %s away",
+		strings.Join(found, " and "), fix, strings.Join(found, " and "))
 }
 
 // writeSecret writes a token to name, readable by its owner only. It is

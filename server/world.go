@@ -163,21 +163,34 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(s.cfg.Cycle)
 	defer tick.Stop()
+	check := time.NewTicker(s.cfg.StoreCheck)
+	defer check.Stop()
 	coordCtx, stopCoord := context.WithCancel(ctx)
 	coordDone := make(chan struct{})
 	go func() {
 		defer close(coordDone)
 		s.coordinate(coordCtx)
 	}()
+	stopAll := func() {
+		stopCoord()
+		w.shutdown()
+		w.flush()
+		<-coordDone
+		w.releaseAll()
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			stopCoord()
-			w.shutdown()
-			w.flush()
-			<-coordDone
-			w.releaseAll()
+			stopAll()
 			return nil
+		case <-check.C:
+			if err := s.st.Check(ctx); err != nil {
+				// Going on would write jobs and progress to a file
+				// that the next start does not find (it would begin
+				// afresh): stop, loudly, with the transfers stopped.
+				stopAll()
+				return fmt.Errorf("server: %w", err)
+			}
 		case f := <-s.inbox:
 			f(w)
 			w.settle()

@@ -129,6 +129,13 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	// SQLite opens it (its -wal and -shm files take the same mode).
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		f.Close()
+		// A -wal file with no database: SQLite would replay another
+		// database's last writes into this new one.
+		if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+			os.Remove(path)
+			return nil, fail(fmt.Errorf("%s-wal holds the last writes of a database that is not there (removed?): "+
+				"restore that database next to it, or move %s-wal and %s-shm away to start a new one", path, path, path))
+		}
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fail(err)
 	}
@@ -150,6 +157,11 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	w.SetConnMaxIdleTime(0)
 	var mode string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, fail(err)
+	}
+	// The writer has the file open now: its identity, for Check.
+	opened, err := os.Stat(path)
+	if err != nil {
 		return nil, fail(err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -180,7 +192,7 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := r.PingContext(ctx); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal"}, nil
+	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal", file: path, opened: opened}, nil
 }
 
 // openPostgres connects to PostgreSQL. Reads and writes share one pool:

@@ -39,6 +39,13 @@ type sqlStore struct {
 	// by durableCommit; syncWAL, if set, replaces that sync (tests).
 	wal     string
 	syncWAL func(path string) error
+	// file is the SQLite database file's path and opened its identity
+	// when the store opened it ("" and nil on PostgreSQL), for Check.
+	file   string
+	opened os.FileInfo
+	// rescue makes Check save a copy of a removed or replaced database
+	// once (filecheck.go).
+	rescue rescueOnce
 }
 
 // durableCommit makes the transactions committed so far survive an OS

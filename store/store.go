@@ -285,6 +285,11 @@ type Store interface {
 	// Dialect is "sqlite" or "postgres".
 	Dialect() string
 	Close() error
+	// Check reports whether the store still is the database it opened:
+	// on SQLite, that the file at its path was neither removed nor
+	// replaced since (see sqlStore.Check); on PostgreSQL, always nil (the
+	// database server owns its files). Cheap: call it often.
+	Check(ctx context.Context) error
 
 	// Setting returns a server setting (ErrNotFound if unset).
 	Setting(ctx context.Context, key string) (string, error)

@@ -391,6 +391,25 @@ type Cluster struct {
 	wg    sync.WaitGroup
 	st    store.Store
 	close sync.Once
+	// done is closed when the server's loop has returned, with runErr
+	// its error.
+	done   chan struct{}
+	runErr error
+}
+
+// Done is closed when the server has stopped: after Close, or on its own
+// after a fatal error (Err).
+func (c *Cluster) Done() <-chan struct{} { return c.done }
+
+// Err is the error the server stopped with, once Done is closed (nil
+// after Close).
+func (c *Cluster) Err() error {
+	select {
+	case <-c.done:
+		return c.runErr
+	default:
+		return nil
+	}
 }
 
 // Up starts the server (SQLite in dir) and one emulated agent per
@@ -401,7 +420,8 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		log = slog.New(slog.NewTextHandler(logw, nil))
 	}
 	ctx, stop := context.WithCancel(ctx)
-	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, Keys: map[string][]byte{}, DataDir: filepath.Join(dir, "server"), stop: stop}
+	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, Keys: map[string][]byte{}, DataDir: filepath.Join(dir, "server"), stop: stop,
+		done: make(chan struct{})}
 	fail := func(err error) (*Cluster, error) {
 		c.Close()
 		return nil, err
@@ -442,7 +462,8 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 	go func() { defer c.wg.Done(); hs.Serve(ln) }()
 	go func() {
 		defer c.wg.Done()
-		srv.Run(ctx)
+		c.runErr = srv.Run(ctx)
+		close(c.done)
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(sctx)

@@ -31,11 +31,17 @@ type joiner struct {
 	health atomic.Pointer[func() error]
 }
 
-// parseServers splits --server's comma-separated list.
+// parseServers splits --server's comma-separated list, and checks every
+// URL now: join stops at the first server that answers, and a bad URL
+// found later by heartbeats (failing over to it) would end them, leaving
+// the agent up but silent, marked down by the servers.
 func parseServers(v string) ([]string, error) {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
+			if _, err := client.New(s, "", nil); err != nil {
+				return nil, fmt.Errorf("agent: --server: %w", err)
+			}
 			out = append(out, s)
 		}
 	}

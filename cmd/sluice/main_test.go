@@ -287,3 +287,38 @@ func TestTestbedUpRemovesItsDirectory(t *testing.T) {
 		t.Errorf("testbed up --dir: %v", err)
 	}
 }
+
+// TestTestbedUpFailsWhenServerStops: `testbed up` whose server stops on
+// its own (here: its database file removed, which the server notices
+// within a second) returns the server's error, so it exits non-zero.
+// Before, it went on waiting for Ctrl-C with no server, then exited 0.
+func TestTestbedUpFailsWhenServerStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a testbed")
+	}
+	dir := t.TempDir()
+	root := newRoot()
+	var out syncBuffer
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"testbed", "up", "--dir", dir})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "Ctrl-C stops it") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(dir, "server", "sluice.db")); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "removed") {
+			t.Errorf("testbed up: %v, want the server's error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("testbed up goes on after its server stopped")
+	}
+}

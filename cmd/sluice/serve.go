@@ -70,7 +70,11 @@ the join token, and every cycle asks the scheduler which transfers run with
 which concurrency; the agents move the bytes between themselves.
 
 On first start with an empty store it writes admin.token (an admin API token)
-and join.token (for agents) to the data directory and prints their paths.
+and join.token (for agents) to the data directory and prints their paths. An
+empty store in a data directory that holds those files is refused: the
+earlier server's database is gone (restore it, or move the files away to
+start afresh). A SQLite file removed or replaced while the server runs stops
+it, after it saved the database it still had open (sluice.db.saved-TIME).
 
 Several servers may share one PostgreSQL database (give each a unique,
 stable --server-id): any of them answers the API and takes agents'
@@ -261,32 +265,74 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		fmt.Fprintf(out, "first start: agents join with the token in %s\n", srv.JoinTokenFile)
 	}
 	hs := apiServer(api.New(srv), log)
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Run(ctx) }()
-	go func() {
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serve: %w", err)
-		}
-	}()
+	// The loop and the HTTP server each report on their own channel, so
+	// that the stop below knows whether the loop has already returned
+	// (and must not be waited for again).
+	runc := make(chan error, 1)
+	go func() { runc <- srv.Run(ctx) }()
+	httpc := make(chan error, 1)
+	go func() { httpc <- hs.Serve(ln) }()
+	return stopServe(ctx, stop, hs, runc, httpc, log, serveStopWait)
+}
+
+// serveStopWait is how long a stopping server waits for its loop to stop
+// its transfers (their checkpoints then are in the store).
+const serveStopWait = 20 * time.Second
+
+// stopServe waits for a signal (ctx ends), the loop's end (runc) or the
+// HTTP server's (httpc), then stops the rest and returns the error that
+// made it stop: nil only after a signal, so that every fatal error exits
+// non-zero, at once, and a supervisor restarts the service or reports it
+// (with exit status 0, systemd's Restart=on-failure does neither).
+func stopServe(ctx context.Context, stop context.CancelFunc, hs *http.Server, runc, httpc <-chan error, log *slog.Logger, wait time.Duration) error {
+	var fatal error
+	runDone := false
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		stop()
-		if err != nil {
-			log.Error("stopping", "err", err)
+	case err := <-runc:
+		runDone = true
+		fatal = loopError(ctx, err)
+		if fatal == nil && ctx.Err() == nil {
+			// Run returns nil only once ctx ends: if it has not, this
+			// is a bug, but still not a clean stop.
+			fatal = errors.New("serve: the scheduling loop stopped")
 		}
+	case err := <-httpc:
+		fatal = fmt.Errorf("serve: API server: %w", err)
 	}
+	stop() // the loop stops its transfers, if it still runs
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
-	// Run returns once the loop has stopped its transfers (their
-	// checkpoints are in the store).
-	select {
-	case <-errc:
-	case <-time.After(20 * time.Second):
+	if !runDone {
+		// Run returns once the loop has stopped its transfers (their
+		// checkpoints are in the store).
+		select {
+		case err := <-runc:
+			if fatal == nil {
+				fatal = loopError(ctx, err)
+			}
+		case <-time.After(wait):
+			if fatal == nil {
+				fatal = fmt.Errorf("serve: the scheduling loop did not stop its transfers within %s", wait)
+			}
+		}
+	}
+	if fatal != nil {
+		return fatal
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loopError is the fatal error of the loop's return err: none when the
+// loop was stopped by a signal (ctx ended), even halfway through loading
+// its state (which then fails with ctx's error).
+func loopError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }
 
 // The API server's connection limits. Every request is timed to its end

@@ -77,8 +77,17 @@ func newTestbedUp() *cobra.Command {
 			}
 			fmt.Fprintf(out, "try:\n  export SLUICE_SERVER=%s SLUICE_TOKEN=@%s\n  sluice endpoints\nCtrl-C stops it.\n",
 				c.URL, filepath.Join(c.DataDir, "admin.token"))
-			<-ctx.Done()
-			return nil
+			// A server that stops on its own (its store damaged or
+			// removed) is a failure, not a stop.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.Done():
+				if ctx.Err() != nil {
+					return nil // stopped by the signal
+				}
+				return fmt.Errorf("testbed: the server stopped: %w", c.Err())
+			}
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "sc15-mini", "testbed profile")
