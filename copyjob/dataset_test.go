@@ -462,8 +462,11 @@ func TestPipeliningSavesRoundTrips(t *testing.T) {
 	if took[1] < 16*rtt {
 		t.Errorf("16 files one by one took %v, less than 16 round trips", took[1])
 	}
-	if took[16] > 4*rtt {
-		t.Errorf("16 files in one batch took %v, more than 4 round trips", took[16])
+	// About one round trip where one by one takes sixteen; bounded by a
+	// third of the one-by-one time, measured in the same run, so that a
+	// loaded machine (both runs slowed alike) does not fail it.
+	if took[16] > 4*rtt && took[16] > took[1]/3 {
+		t.Errorf("16 files in one batch took %v, more than 4 round trips and a third of one by one (%v)", took[16], took[1])
 	}
 }
 
