@@ -183,8 +183,8 @@ type FileIn struct {
 	Destination  string   `json:"destination,omitempty" doc:"sluice://ENDPOINT/path to write."`
 	Sources      []string `json:"sources,omitempty" maxItems:"16" doc:"FTS3 form of source; several are replicas of one file on different endpoints, downloaded from all at once (see the job's selection)."`
 	Destinations []string `json:"destinations,omitempty" maxItems:"1" doc:"FTS3 form of destination."`
-	Size         *int64   `json:"size,omitempty" minimum:"0" doc:"Size in bytes; stat'ed at the source if absent."`
-	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" doc:"FTS3 form of size."`
+	Size         *int64   `json:"size,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"Size in bytes, at most 2^60 (1 EiB; a job's sizes add up to at most that too); stat'ed at the source if absent."`
+	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"FTS3 form of size."`
 	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
 	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata (kept by the client, ignored here)."`
 	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity (ignored)."`

@@ -629,6 +629,13 @@ func (w *world) resolved(id int64, size int64, err error) {
 	t.pending = false
 	now := time.Now()
 	switch {
+	case err == nil && (size < 0 || size > store.MaxSize):
+		// No run could write it (the agents' backends take at most
+		// store.MaxSize bytes), and the job's sums must stay bounded.
+		t.Error = fmt.Sprintf("the source has %d bytes; the service moves files of at most %d bytes (1 EiB)", size, int64(store.MaxSize))
+		a := w.setState(t, store.StateFailed, t.Error, now)
+		t.Finished = now
+		w.endFailed(t, a)
 	case err == nil && t.Size >= 0 && size != t.Size:
 		// The submission said how big the file is (and only replicas
 		// made the service stat it): the replicas are something else.
@@ -638,7 +645,7 @@ func (w *world) resolved(id int64, size int64, err error) {
 		w.endFailed(t, a)
 	case err == nil:
 		if t.Size < 0 {
-			t.job.Bytes += size
+			t.job.Bytes = store.AddBytes(t.job.Bytes, size)
 		}
 		t.Size = size
 		t.Error = "" // a note of the wait, if any

@@ -241,7 +241,18 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	}
 	// Tasks come in through claims (cluster.go): the coordinator takes
 	// this server's share of the partitions and claims their tasks, the
-	// running ones of a server that stopped included.
+	// running ones of a server that stopped included. A stored task that
+	// no submission could have made (a size or a byte count out of
+	// range) is failed first, saying why, rather than scheduled, and its
+	// job finished below.
+	bad, err := s.st.FailOutOfRange(ctx, time.Now(), w.actor())
+	if err != nil {
+		return nil, fmt.Errorf("server: failing stored tasks out of range: %w", err)
+	}
+	for _, t := range bad {
+		s.log.Error("failed a stored task out of range", "job", t.JobID, "task", t.ID, "index", t.Index,
+			"size", t.Size, "done", t.Done, "why", store.OutOfRange(t.Size, t.Done))
+	}
 	if err := w.finishSettledJobs(ctx); err != nil {
 		return nil, err
 	}
@@ -1095,7 +1106,7 @@ func (w *world) flush() {
 		} else {
 			w.s.met.finished(t)
 			t.job.FilesDone++
-			t.job.completed += t.Size
+			t.job.completed = store.AddBytes(t.job.completed, t.Size)
 		}
 		t.job.active--
 		w.maybeFinishJob(t.job)
