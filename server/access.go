@@ -246,6 +246,20 @@ func (a *accessCheck) check(ep, p, need string) error {
 		ErrForbidden, a.u.Name, a.u.VO, verb, ep, p)
 }
 
+// checkWriteIn is check for writing in directory dir itself, not only in
+// files below it: a run writes its temporary file in its destination's
+// directory (and an estimate its samples in theirs), and the data token
+// it gets covers that whole directory. It is what a destination needs:
+// write access to the file's path alone let a user granted /home/alice
+// submit the destination /home/alice, whose run wrote
+// /home/.alice.tN.sluice-part with a read-write token for all of /home.
+func (a *accessCheck) checkWriteIn(ep, dir string) error {
+	if err := a.check(ep, dir, AccessWrite); err != nil {
+		return fmt.Errorf("files are written in their directory (%s), under a temporary name first: %w", dir, err)
+	}
+	return nil
+}
+
 // linkBase is the directory the symbolic links on path p of endpoint ep
 // must stay below, in a data token for a job of the checked user that
 // needs access need (auth.Claims.Base): the broadest rule that lets the

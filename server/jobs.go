@@ -234,8 +234,8 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if err := acc.check(se.Name, sp, AccessRead); err != nil {
 			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
 		}
-		if err := acc.check(de.Name, dp, AccessWrite); err != nil {
-			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
+		if err := acc.checkWriteIn(de.Name, path.Dir(dp)); err != nil {
+			return store.Job{}, false, fmt.Errorf("file %d: destination %s: %w", i, f.Destination, err)
 		}
 		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
 			return bad("file %d: destination %q names a directory; give the file's full path", i, f.Destination)

@@ -27,6 +27,9 @@ type plan struct {
 	// srcBase and dstBase are the data tokens' link bases
 	// (auth.Claims.Base; "": their prefixes).
 	srcBase, dstBase string
+	// restricted: the job's owner is held to access rules (not an
+	// admin), so every data token must have a link base.
+	restricted bool
 	checksum         string // algorithm
 	expected         string // hex, or ""
 	// replicas are the file's other copies; shares the part of it each
@@ -93,12 +96,18 @@ func (w *world) plan(t *task) plan {
 	}
 	p.srcPath, p.dstPath = urlPath(t.Src), urlPath(t.Dst)
 	acc := w.jobAccess(t.job)
+	// The destination's token covers the directory the run writes in:
+	// its link base is the rule that grants that directory.
+	dstDir := path.Dir(p.dstPath)
+	p.restricted = !acc.admin
 	p.srcBase = acc.linkBase(t.SrcEndpoint, p.srcPath, AccessRead)
-	p.dstBase = acc.linkBase(t.DstEndpoint, p.dstPath, AccessWrite)
+	p.dstBase = acc.linkBase(t.DstEndpoint, dstDir, AccessWrite)
 	// Checked again now, not only at submission: access taken away
-	// from a user stops their queued files too. (Tokens without a rule
-	// to bound their links would be weaker than the submission's.)
-	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.check(t.DstEndpoint, p.dstPath, AccessWrite)); err != nil {
+	// from a user stops their queued files too (and a file stored
+	// before the submission checked the destination's directory
+	// stops here). Tokens without a rule to bound their links would
+	// be weaker than the submission's.
+	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.checkWriteIn(t.DstEndpoint, dstDir)); err != nil {
 		p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
 	}
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
@@ -162,11 +171,22 @@ func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok sluic
 		return nil, nil, fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
 	}
 	dstDir := path.Dir(p.dstPath)
-	srcTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: baseFor(p.srcBase, srcPrefix), Aud: p.srcAud})
+	srcBase, dstBase := baseFor(p.srcBase, srcPrefix), baseFor(p.dstBase, dstDir)
+	if p.restricted {
+		// A user held to access rules gets no token for a directory
+		// above the rule that grants it (plan and batchable see to
+		// it; this is the last line).
+		for _, c := range []struct{ prefix, base string }{{srcPrefix, srcBase}, {dstDir, dstBase}} {
+			if c.base == "" {
+				return nil, nil, fmt.Errorf("%w: a data token for %s would cover more than the access rules grant", backend.ErrPermission, c.prefix)
+			}
+		}
+	}
+	srcTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: srcBase, Aud: p.srcAud})
 	if err != nil {
 		return nil, nil, err
 	}
-	dstTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud})
+	dstTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: dstBase, Aud: p.dstAud})
 	if err != nil {
 		return nil, nil, err
 	}
