@@ -30,8 +30,8 @@ type plan struct {
 	// restricted: the job's owner is held to access rules (not an
 	// admin), so every data token must have a link base.
 	restricted bool
-	checksum         string // algorithm
-	expected         string // hex, or ""
+	checksum   string // algorithm
+	expected   string // hex, or ""
 	// replicas are the file's other copies; shares the part of it each
 	// source (the first, then these) is planned to send; steal the
 	// dynamic mode (see multisource.go).
