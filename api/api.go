@@ -63,7 +63,7 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
-	return withBearer(mux)
+	return withBearer(problemAnswers(mux))
 }
 
 // authFirst checks the credentials of an operation that needs them
