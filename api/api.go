@@ -63,7 +63,7 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
-	return withBearer(mux)
+	return withBearer(problemAnswers(mux))
 }
 
 // authFirst checks the credentials of an operation that needs them
@@ -183,8 +183,8 @@ type FileIn struct {
 	Destination  string   `json:"destination,omitempty" doc:"sluice://ENDPOINT/path to write."`
 	Sources      []string `json:"sources,omitempty" maxItems:"16" doc:"FTS3 form of source; several are replicas of one file on different endpoints, downloaded from all at once (see the job's selection)."`
 	Destinations []string `json:"destinations,omitempty" maxItems:"1" doc:"FTS3 form of destination."`
-	Size         *int64   `json:"size,omitempty" minimum:"0" doc:"Size in bytes; stat'ed at the source if absent."`
-	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" doc:"FTS3 form of size."`
+	Size         *int64   `json:"size,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"Size in bytes, at most 2^60 (1 EiB; a job's sizes add up to at most that too); stat'ed at the source if absent."`
+	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"FTS3 form of size."`
 	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
 	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata: not kept; a submission with some is answered with a warning."`
 	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity: not used for scheduling (priority and class are); a submission with one is answered with a warning."`

@@ -246,6 +246,20 @@ func (a *accessCheck) check(ep, p, need string) error {
 		ErrForbidden, a.u.Name, a.u.VO, verb, ep, p)
 }
 
+// checkWriteIn is check for writing in directory dir itself, not only in
+// files below it: a run writes its temporary file in its destination's
+// directory (and an estimate its samples in theirs), and the data token
+// it gets covers that whole directory. It is what a destination needs:
+// write access to the file's path alone let a user granted /home/alice
+// submit the destination /home/alice, whose run wrote
+// /home/.alice.tN.sluice-part with a read-write token for all of /home.
+func (a *accessCheck) checkWriteIn(ep, dir string) error {
+	if err := a.check(ep, dir, AccessWrite); err != nil {
+		return fmt.Errorf("files are written in their directory (%s), under a temporary name first: %w", dir, err)
+	}
+	return nil
+}
+
 // linkBase is the directory the symbolic links on path p of endpoint ep
 // must stay below, in a data token for a job of the checked user that
 // needs access need (auth.Claims.Base): the broadest rule that lets the
@@ -273,34 +287,34 @@ func (a *accessCheck) linkBase(ep, p, need string) string {
 // jobAccess returns the access check of job j's owner, as it stands now,
 // for the link bases of its data tokens. Checks are kept for
 // accessCacheFor, so that starting many files does not read the rules
-// and the user once each. On an error, the check returned restricts
-// nothing more than the tokens' prefixes (linkBase ""): the file was
-// checked when it was submitted.
-func (w *world) jobAccess(j *jobState) *accessCheck {
+// and the user once each. When they cannot be read (the database is
+// down) it returns the error, and nothing is cached: a file does not
+// start without its owner's rules, since tokens minted without them
+// would not bound the links of a user held to rules.
+func (w *world) jobAccess(j *jobState) (*accessCheck, error) {
 	now := time.Now()
 	if now.Sub(w.accessAt) > accessCacheFor {
 		clear(w.access)
 		w.accessAt = now
 	}
 	if a, ok := w.access[j.Owner]; ok {
-		return a
+		return a, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
 	defer cancel()
-	a := &accessCheck{admin: true}
 	u, err := w.s.st.UserByName(ctx, j.Owner)
-	if err == nil {
-		a, err = w.s.accessFor(ctx, Caller{User: u})
-	}
 	if err != nil {
-		w.s.log.Warn("access rules for the links of data tokens", "user", j.Owner, "err", err)
-		a = &accessCheck{admin: true}
+		return nil, fmt.Errorf("reading the access rules of %s: %w", j.Owner, err)
+	}
+	a, err := w.s.accessFor(ctx, Caller{User: u})
+	if err != nil {
+		return nil, fmt.Errorf("reading the access rules of %s: %w", j.Owner, err)
 	}
 	if w.access == nil {
 		w.access = map[string]*accessCheck{}
 	}
 	w.access[j.Owner] = a
-	return a
+	return a, nil
 }
 
 // accessCacheFor is how long jobAccess keeps a user's access check.

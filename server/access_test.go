@@ -191,3 +191,62 @@ func TestAccessRevokedAfterSubmission(t *testing.T) {
 		t.Errorf("an admin's file: %v", got["root"])
 	}
 }
+
+// failingUsers is a store whose user look-ups fail while fail is set (a
+// database that does not answer).
+type failingUsers struct {
+	store.Store
+	fail bool
+}
+
+func (f *failingUsers) UserByName(ctx context.Context, name string) (store.User, error) {
+	if f.fail {
+		return store.User{}, errors.New("the database does not answer")
+	}
+	return f.Store.UserByName(ctx, name)
+}
+
+// TestNoRulesNoStart: a file whose owner's access rules cannot be read
+// (the database does not answer) is not started, and not failed: its
+// tokens would carry no link base, as an admin's do, so a user held to
+// rules would read through links out of the grant. It starts with its
+// rule's link base once the rules can be read.
+func TestNoRulesNoStart(t *testing.T) {
+	ctx := context.Background()
+	inner := testStore(t)
+	st := &failingUsers{Store: inner}
+	w := loadedWorld(t, Config{Store: st})
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}
+	if _, err := w.s.SetAccess(ctx, admin, grant); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := st.EnsureUser(ctx, "alice", "cms", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: alice.ID, Owner: alice.Name, VO: alice.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
+	if _, err := st.CreateJob(ctx, &j, []store.Task{{Src: "sluice://a/home/alice/in", Dst: "sluice://d/home/alice/out",
+		SrcEndpoint: "a", DstEndpoint: "d", Size: 1000, State: store.StateQueued}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, _ := claimPartitions(t, w, st, "local", 1, "a")
+	tk := w.tasks.get(claimed[0].ID)
+
+	st.fail = true
+	clear(w.access)
+	p := w.plan(tk)
+	if p.denied == nil || permanent(p.denied) || tk.stop != stopNoRules {
+		t.Fatalf("planned without the rules: denied %v, stop %q; want a wait", p.denied, tk.stop)
+	}
+	if w.batchable(tk) {
+		t.Errorf("batched without the rules")
+	}
+	tk.stop = ""
+
+	st.fail = false
+	p = w.plan(tk)
+	if p.denied != nil || p.dstBase != "/home/alice" || !p.restricted {
+		t.Errorf("with the rules: denied %v, destination link base %q, restricted %v", p.denied, p.dstBase, p.restricted)
+	}
+}

@@ -80,9 +80,20 @@ func (s *Server) batchBDP() int64 {
 // batchable reports whether t's run can go in a batch: a small file from
 // one source, nothing of it moved yet (a partly copied file resumes from
 // its checkpoint through the engine).
+//
+// A batch's read token covers the source's directory, not the file: a
+// file of a user held to access rules batches only if a rule grants
+// that directory (else it runs alone, with a token for the file).
 func (w *world) batchable(t *task) bool {
-	return t.Size >= 0 && t.Size <= w.s.batchMax() && t.Done == 0 && len(t.Replicas) == 0 &&
-		t.srcEp != nil && t.dstEp != nil && t.srcEp.URL != "" && t.dstEp.URL != ""
+	if !(t.Size >= 0 && t.Size <= w.s.batchMax() && t.Done == 0 && len(t.Replicas) == 0 &&
+		t.srcEp != nil && t.dstEp != nil && t.srcEp.URL != "" && t.dstEp.URL != "") {
+		return false
+	}
+	acc, err := w.jobAccess(t.job)
+	if err != nil {
+		return false // it runs alone, which waits for the rules
+	}
+	return acc.admin || acc.linkBase(t.SrcEndpoint, path.Dir(urlPath(t.Src)), AccessRead) != ""
 }
 
 // batchKey groups runs that may share a batch: one job (one owner, one

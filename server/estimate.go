@@ -346,7 +346,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	if err := acc.check(dst.Name, dir, AccessWrite); err != nil {
+	if err := acc.checkWriteIn(dst.Name, dir); err != nil {
 		// The samples go in the deepest directory that exists, which
 		// may be above what the caller may write.
 		return store.Optimization{}, fmt.Errorf("the samples would be written in %s, the deepest directory of the destination that exists (create the destination's directory first): %w", dir, err)

@@ -126,7 +126,7 @@ func (w *world) progressEvents() {
 			c.Running++
 		}
 		if t.Done > 0 {
-			held[t.JobID] += t.Done
+			held[t.JobID] = store.AddBytes(held[t.JobID], t.Done)
 		}
 		if t.State != store.StateRunning {
 			continue
@@ -137,7 +137,7 @@ func (w *world) progressEvents() {
 		l := live[t.JobID]
 		l.rate += t.rate
 		if d := t.xfer.Progress().Done - t.Done; d > 0 {
-			l.extra += d
+			l.extra = store.AddBytes(l.extra, d)
 		}
 		live[t.JobID] = l
 	}
@@ -155,9 +155,9 @@ func (w *world) progressEvents() {
 		if j == nil {
 			continue
 		}
-		done := j.completed + held[id]
+		done := store.AddBytes(max(j.completed, 0), held[id])
 		w.s.events.publish(Event{Type: "progress", Job: id, Owner: j.OwnerID, Throughput: l.rate,
-			BytesDone: done + l.extra, Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
+			BytesDone: store.AddBytes(done, l.extra), Bytes: j.Bytes, FilesDone: j.FilesDone, Files: j.Files})
 	}
 }
 

@@ -230,6 +230,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	}
 	tasks := make([]store.Task, len(spec.Files))
 	dsts := make(map[string]int, len(spec.Files))
+	var total int64 // of the sizes given, each at most store.MaxSize
 	for i, f := range spec.Files {
 		se, sp, err := parseFileURL(idx, f.Source)
 		if err != nil {
@@ -242,8 +243,8 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if err := acc.check(se.Name, sp, AccessRead); err != nil {
 			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
 		}
-		if err := acc.check(de.Name, dp, AccessWrite); err != nil {
-			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
+		if err := acc.checkWriteIn(de.Name, path.Dir(dp)); err != nil {
+			return store.Job{}, false, fmt.Errorf("file %d: destination %s: %w", i, f.Destination, err)
 		}
 		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
 			return bad("file %d: destination %q names a directory; give the file's full path", i, f.Destination)
@@ -260,8 +261,16 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if err != nil {
 			return bad("file %d: %v", i, err)
 		}
-		if f.Size < -1 {
-			return bad("file %d: size %d", i, f.Size)
+		if f.Size < -1 || f.Size > store.MaxSize {
+			return bad("file %d: size %d: want 0 to %d bytes (1 EiB), or -1 for unknown", i, f.Size, int64(store.MaxSize))
+		}
+		if f.Size > 0 {
+			// Bounded too, so that no sum of a job's bytes comes near
+			// int64's limit (a sum of two files of 2^63-1 bytes wrapped
+			// to -2 and made every listing of the job fail).
+			if total += f.Size; total > store.MaxSize {
+				return bad("file %d: the files' sizes add up to more than %d bytes (1 EiB), the most one job may move", i, int64(store.MaxSize))
+			}
 		}
 		state := store.StateQueued
 		if f.Size < 0 {
@@ -402,7 +411,7 @@ func (s *Server) status(j store.Job) JobStatus {
 	s.mu.Unlock()
 	if ok && j.State == store.StateActive {
 		st.Throughput = live.rate
-		st.BytesDone = min(st.BytesDone+live.extra, max(st.Bytes, st.BytesDone))
+		st.BytesDone = min(store.AddBytes(st.BytesDone, live.extra), max(st.Bytes, st.BytesDone))
 		if st.Throughput > 0 && st.Bytes > st.BytesDone {
 			st.ETA = float64(st.Bytes-st.BytesDone) / st.Throughput
 		}

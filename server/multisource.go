@@ -87,8 +87,7 @@ func (w *world) linkObserve(o store.Observation) {
 
 // planReplicas fills p's replicas and the split of the file across the
 // sources.
-func (w *world) planReplicas(t *task, p *plan) {
-	acc := w.jobAccess(t.job)
+func (w *world) planReplicas(t *task, p *plan, acc *accessCheck) {
 	for _, r := range t.Replicas {
 		name := urlHost(r)
 		rp := replicaPlan{name: name, path: urlPath(r)}

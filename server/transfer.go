@@ -27,8 +27,11 @@ type plan struct {
 	// srcBase and dstBase are the data tokens' link bases
 	// (auth.Claims.Base; "": their prefixes).
 	srcBase, dstBase string
-	checksum         string // algorithm
-	expected         string // hex, or ""
+	// restricted: the job's owner is held to access rules (not an
+	// admin), so every data token must have a link base.
+	restricted bool
+	checksum   string // algorithm
+	expected   string // hex, or ""
 	// overwrite is the job's Overwrite: what to do with a file already
 	// at the destination (checkDestination).
 	overwrite string
@@ -95,13 +98,26 @@ func (w *world) plan(t *task) plan {
 		p.dstURL, p.dstAud = e.URL, e.Name
 	}
 	p.srcPath, p.dstPath = urlPath(t.Src), urlPath(t.Dst)
-	acc := w.jobAccess(t.job)
+	acc, err := w.jobAccess(t.job)
+	if err != nil {
+		// Not started, and not counted as an attempt: it waits for the
+		// rules (see stopNoRules).
+		t.stop = stopNoRules
+		p.denied = err
+		return p
+	}
+	// The destination's token covers the directory the run writes in:
+	// its link base is the rule that grants that directory.
+	dstDir := path.Dir(p.dstPath)
+	p.restricted = !acc.admin
 	p.srcBase = acc.linkBase(t.SrcEndpoint, p.srcPath, AccessRead)
-	p.dstBase = acc.linkBase(t.DstEndpoint, p.dstPath, AccessWrite)
+	p.dstBase = acc.linkBase(t.DstEndpoint, dstDir, AccessWrite)
 	// Checked again now, not only at submission: access taken away
-	// from a user stops their queued files too. (Tokens without a rule
-	// to bound their links would be weaker than the submission's.)
-	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.check(t.DstEndpoint, p.dstPath, AccessWrite)); err != nil {
+	// from a user stops their queued files too (and a file stored
+	// before the submission checked the destination's directory
+	// stops here). Tokens without a rule to bound their links would
+	// be weaker than the submission's.
+	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.checkWriteIn(t.DstEndpoint, dstDir)); err != nil {
 		p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
 	}
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
@@ -124,7 +140,7 @@ func (w *world) plan(t *task) plan {
 		default:
 			p.checksum = engine.DefaultChecksum
 		}
-		w.planReplicas(t, &p)
+		w.planReplicas(t, &p, acc)
 	}
 	return p
 }
@@ -165,11 +181,22 @@ func (s *Server) dataTokens(p plan, sub, srcPrefix string) (srcTok, dstTok sluic
 		return nil, nil, fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
 	}
 	dstDir := path.Dir(p.dstPath)
-	srcTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: baseFor(p.srcBase, srcPrefix), Aud: p.srcAud})
+	srcBase, dstBase := baseFor(p.srcBase, srcPrefix), baseFor(p.dstBase, dstDir)
+	if p.restricted {
+		// A user held to access rules gets no token for a directory
+		// above the rule that grants it (plan and batchable see to
+		// it; this is the last line).
+		for _, c := range []struct{ prefix, base string }{{srcPrefix, srcBase}, {dstDir, dstBase}} {
+			if c.base == "" {
+				return nil, nil, fmt.Errorf("%w: a data token for %s would cover more than the access rules grant", backend.ErrPermission, c.prefix)
+			}
+		}
+	}
+	srcTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "read", Prefix: srcPrefix, Base: srcBase, Aud: p.srcAud})
 	if err != nil {
 		return nil, nil, err
 	}
-	dstTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud})
+	dstTok, err = s.dataTokenSource(auth.Claims{Sub: sub, Scope: "rw", Prefix: dstDir, Base: dstBase, Aud: p.dstAud})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -682,6 +709,13 @@ func (w *world) resolved(id int64, size int64, err error) {
 	t.pending = false
 	now := time.Now()
 	switch {
+	case err == nil && (size < 0 || size > store.MaxSize):
+		// No run could write it (the agents' backends take at most
+		// store.MaxSize bytes), and the job's sums must stay bounded.
+		t.Error = fmt.Sprintf("the source has %d bytes; the service moves files of at most %d bytes (1 EiB)", size, int64(store.MaxSize))
+		a := w.setState(t, store.StateFailed, t.Error, now)
+		t.Finished = now
+		w.endFailed(t, a)
 	case err == nil && t.Size >= 0 && size != t.Size:
 		// The submission said how big the file is (and only replicas
 		// made the service stat it): the replicas are something else.
@@ -691,7 +725,7 @@ func (w *world) resolved(id int64, size int64, err error) {
 		w.endFailed(t, a)
 	case err == nil:
 		if t.Size < 0 {
-			t.job.Bytes += size
+			t.job.Bytes = store.AddBytes(t.job.Bytes, size)
 		}
 		t.Size = size
 		t.Error = "" // a note of the wait, if any

@@ -23,6 +23,11 @@ const (
 	stopCanceled  = "canceled"
 	stopDown      = "endpoint down"
 	stopShutdown  = "server shutdown"
+	// stopNoRules: the owner's access rules could not be read, so the
+	// file was not started (its tokens could not be bounded by them).
+	stopNoRules = "access rules unavailable"
+	// noRulesWait is how long a file not started for stopNoRules waits.
+	noRulesWait = 5 * time.Second
 	// stopLost: another server took the task's partition over.
 	stopLost = "partition taken over"
 	// stopNotRecorded: the store did not take the start; the task waits
@@ -254,7 +259,18 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	}
 	// Tasks come in through claims (cluster.go): the coordinator takes
 	// this server's share of the partitions and claims their tasks, the
-	// running ones of a server that stopped included.
+	// running ones of a server that stopped included. A stored task that
+	// no submission could have made (a size or a byte count out of
+	// range) is failed first, saying why, rather than scheduled, and its
+	// job finished below.
+	bad, err := s.st.FailOutOfRange(ctx, time.Now(), w.actor())
+	if err != nil {
+		return nil, fmt.Errorf("server: failing stored tasks out of range: %w", err)
+	}
+	for _, t := range bad {
+		s.log.Error("failed a stored task out of range", "job", t.JobID, "task", t.ID, "index", t.Index,
+			"size", t.Size, "done", t.Done, "why", store.OutOfRange(t.Size, t.Done))
+	}
 	if err := w.finishSettledJobs(ctx); err != nil {
 		return nil, err
 	}
@@ -923,6 +939,11 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		// Preempted, endpoint down or shutdown: wait again, resume from
 		// the checkpoint.
 		a := w.setState(t, store.StateQueued, stop, now)
+		if stop == stopNoRules {
+			// Tried again once the store may answer: not every cycle.
+			t.notBefore = now.Add(noRulesWait)
+			w.s.log.Warn("file not started: its owner's access rules cannot be read; will retry", "task", t.ID, "err", err)
+		}
 		if stop == stopPreempted {
 			t.Preemptions++
 			w.s.met.preemptions.Inc()
@@ -1116,7 +1137,7 @@ func (w *world) flush() {
 			if t.Error == store.NoteInPlace {
 				t.job.FilesInPlace++
 			}
-			t.job.completed += t.Size
+			t.job.completed = store.AddBytes(t.job.completed, t.Size)
 		}
 		t.job.active--
 		w.maybeFinishJob(t.job)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,18 @@ const terminalSQL = `('done', 'failed', 'canceled')`
 // where, newest first, at most limit) with their owners' names and their
 // task counters, computed by one grouped query over the page's tasks
 // (which uses the tasks (job_id, idx) index, not a scan of all tasks).
+//
+// The byte sums cannot overflow, whatever the rows hold: a plain SUM of
+// the sizes raised "integer overflow" on SQLite (and "bigint out of
+// range" at the CAST on PostgreSQL) for a job of two files of 2^63-1
+// bytes, and every listing that held the job failed, the server's start
+// included. Each term is clamped to [0, MaxSize] and summed in two
+// parts, its multiples of 2^30 and its remainder, each far from int64's
+// limit for any number of rows a job can have; sumBytes joins them,
+// saturating. The sums stay exact (a float sum would not be past 2^53).
 func jobsSQL(where, limit string) string {
+	size := clampSQL(`size`)
+	done := clampSQL(`CASE WHEN state IN ('failed', 'canceled') THEN 0 ELSE done END`)
 	return `WITH page AS (
 	SELECT * FROM jobs` + where + ` ORDER BY id DESC LIMIT ` + limit + `
 ), counts AS (
@@ -52,27 +64,66 @@ func jobsSQL(where, limit string) string {
 		SUM(CASE WHEN state = 'failed' THEN 1 ELSE 0 END) AS files_failed,
 		SUM(CASE WHEN state = 'canceled' THEN 1 ELSE 0 END) AS files_canceled,
 		SUM(CASE WHEN state = 'done' AND error = '` + NoteInPlace + `' THEN 1 ELSE 0 END) AS files_in_place,
-		CAST(SUM(CASE WHEN size > 0 THEN size ELSE 0 END) AS BIGINT) AS bytes,
-		CAST(SUM(CASE WHEN state IN ('failed', 'canceled') THEN 0 ELSE done END) AS BIGINT) AS bytes_done
+		CAST(SUM(` + size + ` / ` + sumSplitSQL + `) AS BIGINT) AS bytes_hi,
+		CAST(SUM(` + size + ` % ` + sumSplitSQL + `) AS BIGINT) AS bytes_lo,
+		CAST(SUM(` + done + ` / ` + sumSplitSQL + `) AS BIGINT) AS done_hi,
+		CAST(SUM(` + done + ` % ` + sumSplitSQL + `) AS BIGINT) AS done_lo
 	FROM tasks WHERE job_id IN (SELECT id FROM page) GROUP BY job_id
 )
 SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.priority, p.deadline,
 	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.overwrite, p.state, p.created, p.finished,
 	COALESCE(c.files, 0), COALESCE(c.files_done, 0), COALESCE(c.files_failed, 0),
-	COALESCE(c.files_canceled, 0), COALESCE(c.files_in_place, 0), COALESCE(c.bytes, 0), COALESCE(c.bytes_done, 0)
+	COALESCE(c.files_canceled, 0), COALESCE(c.files_in_place, 0), COALESCE(c.bytes_hi, 0), COALESCE(c.bytes_lo, 0),
+	COALESCE(c.done_hi, 0), COALESCE(c.done_lo, 0)
 FROM page p JOIN users u ON u.id = p.owner_id LEFT JOIN counts c ON c.job_id = p.id
 ORDER BY p.id DESC`
 }
 
+// sumSplit is where jobsSQL splits each byte count for its sums.
+const (
+	sumSplitBits = 30
+	sumSplitSQL  = `1073741824` // 1 << sumSplitBits
+)
+
+// clampSQL is the SQL of expr clamped to [0, MaxSize], with CASE, which
+// both dialects have (SQLite's two-argument min is PostgreSQL's LEAST).
+func clampSQL(expr string) string {
+	m := strconv.FormatInt(MaxSize, 10)
+	return `(CASE WHEN ` + expr + ` <= 0 THEN 0 WHEN ` + expr + ` > ` + m + ` THEN ` + m + ` ELSE ` + expr + ` END)`
+}
+
+// sumBytes joins the two parts of a byte sum of jobsSQL, hi·2^30 + lo,
+// saturating at the largest int64 (which no sum of a job the service
+// took reaches: a job's files add up to at most MaxSize).
+func sumBytes(hi, lo int64) int64 {
+	if hi < 0 || lo < 0 {
+		return 0 // cannot happen: the terms are clamped at 0
+	}
+	if hi > (math.MaxInt64-lo)>>sumSplitBits {
+		return math.MaxInt64
+	}
+	return hi<<sumSplitBits + lo
+}
+
+// AddBytes is a + b for byte counts that are each at least 0, saturating
+// at the largest int64 instead of wrapping to a negative count.
+func AddBytes(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 func scanJob(row scanner) (Job, error) {
 	var j Job
-	var deadline, created, finished int64
+	var deadline, created, finished, bytesHi, bytesLo, doneHi, doneLo int64
 	err := row.Scan(&j.ID, &j.OwnerID, &j.Owner, &j.VO, &j.SubmissionID, &j.Label, &j.Class, &j.Priority,
 		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.Overwrite, &j.State, &created, &finished,
-		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &j.Bytes, &j.BytesDone)
+		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &bytesHi, &bytesLo, &doneHi, &doneLo)
 	if err != nil {
 		return Job{}, err
 	}
+	j.Bytes, j.BytesDone = sumBytes(bytesHi, bytesLo), sumBytes(doneHi, doneLo)
 	j.Deadline, j.Created, j.Finished = fromNanos(deadline), fromNanos(created), fromNanos(finished)
 	return j, nil
 }
@@ -249,16 +300,18 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		case StateCanceled:
 			nj.FilesCanceled++
 		}
-		if t.Size > 0 {
-			nj.Bytes += t.Size
-		}
+		// As Job counts them: clamped, saturating.
+		nj.Bytes = AddBytes(nj.Bytes, clampBytes(t.Size))
 		if t.State != StateFailed && t.State != StateCanceled {
-			nj.BytesDone += t.Done // as Job counts it
+			nj.BytesDone = AddBytes(nj.BytesDone, clampBytes(t.Done))
 		}
 	}
 	*j = nj
 	return true, nil
 }
+
+// clampBytes is n clamped to [0, MaxSize], as jobsSQL counts a term.
+func clampBytes(n int64) int64 { return min(max(n, 0), MaxSize) }
 
 // taskState is the state CreateJob stores for t.
 func taskState(t *Task) string {
@@ -742,6 +795,52 @@ func (s *sqlStore) DoneAfterCancel(ctx context.Context, id int64, checksum strin
 		return false, fmt.Errorf("store: task %d done after cancel: %w", id, err)
 	}
 	return moved, nil
+}
+
+// outOfRangeSQL selects the tasks still to end whose size or done is out
+// of range (FailOutOfRange), through the tasks_active partial index.
+var outOfRangeSQL = `SELECT ` + taskCols + ` FROM tasks WHERE state NOT IN ` + terminalSQL + `
+	AND (size < -1 OR size > ` + strconv.FormatInt(MaxSize, 10) + ` OR done < 0 OR done > ` + strconv.FormatInt(MaxSize, 10) + `)
+	ORDER BY id`
+
+// OutOfRange says why a task's size or done is out of range, or "".
+func OutOfRange(size, done int64) string {
+	switch {
+	case size < -1 || size > MaxSize:
+		return fmt.Sprintf("size %d is out of range: a file has 0 to %d bytes (-1: not known yet)", size, int64(MaxSize))
+	case done < 0 || done > MaxSize:
+		return fmt.Sprintf("bytes done %d is out of range: 0 to %d", done, int64(MaxSize))
+	}
+	return ""
+}
+
+// FailOutOfRange implements Store.
+func (s *sqlStore) FailOutOfRange(ctx context.Context, at time.Time, actor string) ([]Task, error) {
+	bad, err := s.queryTasks(ctx, "tasks out of range", outOfRangeSQL)
+	if err != nil || len(bad) == 0 {
+		return nil, err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var audit []AuditEntry
+		for _, t := range bad {
+			why := "stored row refused: " + OutOfRange(t.Size, t.Done)
+			res, err := tx.ExecContext(ctx, `UPDATE tasks SET state = $2, finished = $3, error = $4
+				WHERE id = $1 AND state NOT IN `+terminalSQL, t.ID, StateFailed, toNanos(at), why)
+			if err != nil {
+				return fmt.Errorf("task %d: %w", t.ID, err)
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				continue // ended meanwhile
+			}
+			audit = append(audit, AuditEntry{At: at, JobID: t.JobID, TaskID: t.ID, Actor: actor,
+				From: t.State, To: StateFailed, Detail: why, Term: t.Term})
+		}
+		return s.insertAudit(ctx, tx, audit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: failing tasks out of range: %w", err)
+	}
+	return bad, nil
 }
 
 // jobState reads a job's state inside a write transaction.

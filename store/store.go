@@ -53,6 +53,16 @@ const (
 	StateActive = "active"
 )
 
+// MaxSize is the largest size, and byte count done, a task may have:
+// 2^60 bytes (1 EiB), the bound the agents' file backend puts on every
+// file and offset (backend/file.MaxSize; the server checks the two are
+// equal). The service also takes no job whose files add up to more.
+// Bounding every term keeps the sums of a job's bytes, in SQL and in
+// Go, far from int64's limit; a stored row outside it (written by hand,
+// or by an older version) is failed by FailOutOfRange, and counted as
+// if it were at the bound meanwhile.
+const MaxSize = 1 << 60
+
 // Terminal reports whether a task state is final.
 func Terminal(state string) bool {
 	return state == StateDone || state == StateFailed || state == StateCanceled
@@ -419,6 +429,12 @@ type Store interface {
 	PutCheckpointFenced(ctx context.Context, key string, data []byte, owner string, taskID, term int64) error
 	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
 	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)
+	// FailOutOfRange fails the tasks still to end whose size is not in
+	// [-1, MaxSize] or whose done is not in [0, MaxSize], with an error
+	// and an audit entry saying so, and returns them (as they were).
+	// No submission makes such a row; a server runs it at start so that
+	// one written otherwise is named and ended rather than scheduled.
+	FailOutOfRange(ctx context.Context, at time.Time, actor string) ([]Task, error)
 	PutEndpointLoads(ctx context.Context, server string, loads []EndpointLoad) error
 	EndpointLoads(ctx context.Context, except string, maxAge time.Duration) ([]EndpointLoad, error)
 	Notify(ctx context.Context, channel string) error
