@@ -34,7 +34,6 @@ func (b *Backend) renameAtNoReplace(fromDir *os.File, fromName string, toDir *os
 	})
 }
 
-
 // withFds calls f with the descriptors of two open directories.
 func withFds(a, b *os.File, f func(a, b int) error) error {
 	ca, err := a.SyscallConn()
