@@ -137,6 +137,23 @@ func TestLinkBase(t *testing.T) {
 	}
 }
 
+// grantHomes gives every user write access to /home/{user} and returns
+// alice, a user held to the rules.
+func grantHomes(t *testing.T, w *world, st store.Store) store.User {
+	t.Helper()
+	ctx := context.Background()
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}
+	if _, err := w.s.SetAccess(ctx, admin, grant); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := st.EnsureUser(ctx, "alice", "cms", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alice
+}
+
 // TestAccessRevokedAfterSubmission: access is checked again when a file
 // runs, not only when its job was submitted. A file whose owner may no
 // longer read its source or write its destination fails at once with a
@@ -148,14 +165,7 @@ func TestAccessRevokedAfterSubmission(t *testing.T) {
 	st := testStore(t)
 	w := loadedWorld(t, Config{Store: st})
 	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
-	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}
-	if _, err := w.s.SetAccess(ctx, admin, grant); err != nil {
-		t.Fatal(err)
-	}
-	alice, err := st.EnsureUser(ctx, "alice", "cms", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := grantHomes(t, w, st)
 	root, err := st.EnsureUser(ctx, "root", "ops", true)
 	if err != nil {
 		t.Fatal(err)
@@ -216,15 +226,7 @@ func TestNoRulesNoStart(t *testing.T) {
 	inner := testStore(t)
 	st := &failingUsers{Store: inner}
 	w := loadedWorld(t, Config{Store: st})
-	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
-	grant := AccessConfig{Rules: []AccessRule{{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite}}}
-	if _, err := w.s.SetAccess(ctx, admin, grant); err != nil {
-		t.Fatal(err)
-	}
-	alice, err := st.EnsureUser(ctx, "alice", "cms", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alice := grantHomes(t, w, st)
 	j := store.Job{OwnerID: alice.ID, Owner: alice.Name, VO: alice.VO, Class: store.ClassInteractive, Checksum: "adler32", Created: time.Now()}
 	if _, err := st.CreateJob(ctx, &j, []store.Task{{Src: "sluice://a/home/alice/in", Dst: "sluice://d/home/alice/out",
 		SrcEndpoint: "a", DstEndpoint: "d", Size: 1000, State: store.StateQueued}}); err != nil {

@@ -719,13 +719,7 @@ func (b *Backend) Sync(ctx context.Context, p string) error {
 // Rename implements backend.Backend. The parent directory is synced so the
 // new name survives a crash.
 func (b *Backend) Rename(ctx context.Context, from, to string) error {
-	if err := b.RenameNoSync(ctx, from, to); err != nil {
-		return err
-	}
-	if name, err := b.clean(to); err == nil {
-		b.syncDir(path.Dir(name))
-	}
-	return nil
+	return b.rename(from, to, b.fs.Rename, true)
 }
 
 // SyncDirs syncs the directory of each path in paths, once per directory,
@@ -761,6 +755,13 @@ func (b *Backend) syncDir(dir string) {
 // of small files into one directory would otherwise sync it once per
 // file.
 func (b *Backend) RenameNoSync(ctx context.Context, from, to string) error {
+	return b.rename(from, to, b.fs.Rename, false)
+}
+
+// rename renames from to to with op (names relative to the root: a
+// rename that replaces to, or one that does not), making to's parents
+// when missing, and syncs to's directory if sync is set.
+func (b *Backend) rename(from, to string, op func(f, t string) error, sync bool) error {
 	f, err := b.clean(from)
 	if err != nil {
 		return err
@@ -769,16 +770,19 @@ func (b *Backend) RenameNoSync(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	err = b.fs.Rename(f, t)
+	err = op(f, t)
 	if dir := path.Dir(t); parentMissing(err) && dir != "." {
 		// The target's parents, only when missing (see openForWrite).
 		if err := b.fs.MkdirAll(dir, 0o755); err != nil {
 			return b.classify(err)
 		}
-		err = b.fs.Rename(f, t)
+		err = op(f, t)
 	}
 	if err != nil {
 		return b.classify(err)
+	}
+	if sync {
+		b.syncDir(path.Dir(t))
 	}
 	return nil
 }

@@ -13,35 +13,13 @@ import (
 // to after a caller's own check is not replaced either. The target's
 // directory is synced, as Rename's.
 func (b *Backend) RenameNoReplace(ctx context.Context, from, to string) error {
-	if err := b.RenameNoReplaceNoSync(ctx, from, to); err != nil {
-		return err
-	}
-	if name, err := b.clean(to); err == nil {
-		b.syncDir(path.Dir(name))
-	}
-	return nil
+	return b.rename(from, to, b.renameNoReplace, true)
 }
 
 // RenameNoReplaceNoSync is RenameNoReplace without the sync of the
 // target's directory (see RenameNoSync).
 func (b *Backend) RenameNoReplaceNoSync(ctx context.Context, from, to string) error {
-	f, err := b.clean(from)
-	if err != nil {
-		return err
-	}
-	t, err := b.clean(to)
-	if err != nil {
-		return err
-	}
-	err = b.renameNoReplace(f, t)
-	if dir := path.Dir(t); parentMissing(err) && dir != "." {
-		// The target's parents, only when missing (as RenameNoSync).
-		if err := b.fs.MkdirAll(dir, 0o755); err != nil {
-			return b.classify(err)
-		}
-		err = b.renameNoReplace(f, t)
-	}
-	return b.classify(err)
+	return b.rename(from, to, b.renameNoReplace, false)
 }
 
 // renameNoReplace renames f to t (names relative to the root) without
