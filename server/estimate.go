@@ -342,7 +342,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	dir, err := s.existingDir(ctx, dst, dstDir, sub, exp)
+	dir, err := s.existingDir(ctx, dst, dstDir, acc.linkBase(dst.Name, dstDir, AccessWrite), sub, exp)
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -475,8 +475,15 @@ func (s *Server) watchSampling(ctx context.Context, stop context.CancelCauseFunc
 // endpoint: the samples are written there, on the file system the
 // transfer will write to, without making directories that the sampling
 // would leave behind (an estimate changes nothing at the destination).
-func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, sub string, exp int64) (string, error) {
-	tok, err := auth.Mint(s.agentKey(e.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: "/", Aud: e.Name, Exp: exp})
+// base is the link base of the caller's rule for dir ("" for none, an
+// admin): the look-ups stay below it and follow no link out of it, so that
+// a link the caller made cannot tell them what is in another user's tree.
+func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, base, sub string, exp int64) (string, error) {
+	prefix := base
+	if prefix == "" {
+		prefix = "/"
+	}
+	tok, err := auth.Mint(s.agentKey(e.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: prefix, Base: base, Aud: e.Name, Exp: exp})
 	if err != nil {
 		return "", err
 	}

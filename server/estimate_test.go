@@ -425,6 +425,9 @@ func TestEstimateLinkBase(t *testing.T) {
 	if err := os.Symlink("../bob/secret", filepath.Join(roots["src"], "home/alice/link")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(roots["dst"], "home/bob/private"), []byte("bob's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Symlink("../bob", filepath.Join(roots["dst"], "home/alice/outdir")); err != nil {
 		t.Fatal(err)
 	}
@@ -446,12 +449,18 @@ func TestEstimateLinkBase(t *testing.T) {
 		{"her file into her home", "sluice://src/home/alice/big", "sluice://dst/home/alice/x", false},
 		{"a link to another user's file", "sluice://src/home/alice/link", "sluice://dst/home/alice/x", true},
 		{"into a link to another user's directory", "sluice://src/home/alice/big", "sluice://dst/home/alice/outdir/x", true},
+		// The look-up of the samples' directory stays in her home too:
+		// before, it followed the link and answered that bob's
+		// /home/bob/private is a file.
+		{"below a file of another user's, through a link", "sluice://src/home/alice/big", "sluice://dst/home/alice/outdir/private/x", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Estimate(ctx, alice, EstimateRequest{Source: tc.src, Destination: tc.dst, Size: 1 << 30, SampleBytes: 64 << 10, MaxStreams: 1})
 			switch {
 			case tc.refused && err == nil:
 				t.Errorf("estimate %s -> %s sampled through a link out of alice's home", tc.src, tc.dst)
+			case tc.refused && strings.Contains(err.Error(), "is a file"):
+				t.Errorf("estimate %s -> %s told what is in another user's tree: %v", tc.src, tc.dst, err)
 			case tc.refused && !errors.Is(err, backend.ErrPermission):
 				t.Errorf("estimate %s -> %s: %v, want a permission error", tc.src, tc.dst, err)
 			case !tc.refused && err != nil:
