@@ -169,7 +169,8 @@ func TestServiceEstimate(t *testing.T) {
 	}
 
 	// An optimization job runs with the estimated streams (from
-	// history here: the pair was just sampled).
+	// history here: the pair was just sampled, last with growth 2, whose
+	// answer is the newest stored).
 	c.file("src", "data/run.dat", 24<<20, 4)
 	j, _, err := alice.Submit(ctx, api.JobIn{Optimization: true,
 		Files: []api.FileIn{{Source: "sluice://src/data/run.dat", Destination: "sluice://a1/in/run.dat"}}})
@@ -186,8 +187,8 @@ func TestServiceEstimate(t *testing.T) {
 	if !sameContent(t, c.path("src", "data/run.dat"), c.path("a1", "in/run.dat")) {
 		t.Fatal("optimization job's file differs")
 	}
-	if audit, err := alice.Audit(ctx, j.ID); err != nil || !startedWith(audit, fmt.Sprintf("cc=%d", e.Streams)) {
-		t.Errorf("optimization job's starts: %+v (%v), want cc=%d", audit, err, e.Streams)
+	if audit, err := alice.Audit(ctx, j.ID); err != nil || !startedWith(audit, fmt.Sprintf("cc=%d", d.Streams)) {
+		t.Errorf("optimization job's starts: %+v (%v), want cc=%d", audit, err, d.Streams)
 	}
 
 	// A job that fixes its streams (FTS3's nostreams) runs with them;
