@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 
 	"github.com/spf13/cobra"
 )
@@ -48,6 +49,11 @@ func exitCode(err error) int {
 	if errors.Is(err, errInterrupted) {
 		return 130
 	}
+	// A command run by sluice net exec: its own status.
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() > 0 {
+		return exit.ExitCode()
+	}
 	return 1
 }
 
@@ -63,6 +69,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd())
+		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd())
 	return root
 }
