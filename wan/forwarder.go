@@ -336,10 +336,8 @@ func (f *forwarder) deliver(ctx context.Context, l *link) {
 				return
 			}
 			if wait := time.Duration(p.depart - f.now()); wait > 20*time.Microsecond {
-				select {
-				case <-ctx.Done():
+				if f.clock.Sleep(ctx, wait) != nil {
 					return
-				case <-f.clock.After(wait):
 				}
 			}
 			f.ingress(ctx, dst, l, p)
@@ -386,10 +384,8 @@ func (f *forwarder) ingress(ctx context.Context, dst *fhost, l *link, p *packet)
 		}
 		dst.in.Unlock()
 		if wait := time.Duration(done - f.now()); wait > 20*time.Microsecond {
-			select {
-			case <-ctx.Done():
+			if f.clock.Sleep(ctx, wait) != nil {
 				return
-			case <-f.clock.After(wait):
 			}
 		}
 	}

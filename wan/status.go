@@ -51,8 +51,10 @@ type HostStatus struct {
 type LinkStatus struct {
 	Name string `json:"name"`
 	Path Path   `json:"path"`
-	// RateMbps is the rate now (the series' current step, if any).
-	RateMbps float64 `json:"rate_mbps"`
+	// RateMbps is the rate now (the series' current step, if any);
+	// SeriesSeconds how far into its series the link is.
+	RateMbps      float64 `json:"rate_mbps"`
+	SeriesSeconds float64 `json:"series_seconds,omitempty"`
 	LinkCounters
 }
 
@@ -91,8 +93,11 @@ func (f *forwarder) status(ctx context.Context, st *state) *Status {
 	}
 	for _, l := range f.order {
 		ps := l.params.Load()
-		s.Links = append(s.Links, LinkStatus{Name: l.name, Path: ps.Path,
-			RateMbps: ps.RateAt(float64(now-ps.seriesStart) / 1e9), LinkCounters: l.counters.snapshot()})
+		ls := LinkStatus{Name: l.name, Path: ps.Path, RateMbps: ps.RateAt(float64(now-ps.seriesStart) / 1e9), LinkCounters: l.counters.snapshot()}
+		if len(ps.Series) > 0 {
+			ls.SeriesSeconds = float64(now-ps.seriesStart) / 1e9
+		}
+		s.Links = append(s.Links, ls)
 	}
 	return s
 }

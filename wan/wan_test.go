@@ -49,25 +49,3 @@ func testOptions(t *testing.T) Options {
 	return Options{Prefix: testPrefix, StateDir: t.TempDir()}
 }
 
-func TestSmoke(t *testing.T) {
-	needRoot(t)
-	ctx := context.Background()
-	p, err := LoadProfile("wan-untuned")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Up(ctx, p, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	out, err := n.Exec(ctx, "a", "ping", "-c", "3", "-i", "0.2", "b")
-	t.Logf("%s %v", out, err)
-	srv, _ := n.Command(ctx, "b", "iperf3", "-s", "-1")
-	srv.Start()
-	defer srv.Process.Kill()
-	out, err = n.Exec(ctx, "a", "iperf3", "-c", "b", "-t", "5", "-P", os.Getenv("P"))
-	t.Logf("%s %v", out, err)
-	st, _ := n.Status(ctx)
-	t.Logf("%+v", st)
-}
