@@ -48,4 +48,3 @@ func detached(stateFile string) *exec.Cmd {
 func testOptions(t *testing.T) Options {
 	return Options{Prefix: testPrefix, StateDir: t.TempDir()}
 }
-
