@@ -52,7 +52,9 @@ func (p *packet) dropped(i int) bool { return p.drops != nil && p.drops[i] != ke
 
 // LinkCounters count one direction's segments (a super-packet counts as
 // the segments it stands for) and wire bytes (headers of every segment
-// included).
+// included). SuperPackets were read as TSO super-packets; Segmented of
+// them were cut into smaller packets (segments lost, or spread out on a
+// slow path).
 type LinkCounters struct {
 	Packets      uint64 `json:"packets"`
 	Bytes        uint64 `json:"bytes"`
@@ -130,12 +132,13 @@ func (l *link) push(p *packet) {
 
 // fhost is one host as the forwarder sees it.
 type fhost struct {
-	name   string
-	tun    io.ReadWriteCloser
-	nic    atomic.Pointer[NIC]
-	egress server // owned by the reader
-	rng    *rand.Rand
-	in     struct {
+	name    string
+	tun     io.ReadWriteCloser
+	nic     atomic.Pointer[NIC]
+	egress  server  // owned by the reader
+	departs []int64 // the reader's scratch: per segment departures
+	rng     *rand.Rand
+	in      struct {
 		sync.Mutex
 		server
 	}
@@ -262,8 +265,20 @@ func (f *forwarder) read(i int) error {
 	}
 }
 
+// chunkSpread bounds how long after a packet's first segment would have
+// left the bottleneck its last one may: a super-packet whose segments
+// spread further is cut into smaller ones, each delivered when its last
+// segment leaves. Forwarding a 64 KB super-packet whole would delay its
+// first segment by up to 64 KB at the path's rate (2.6 ms at 200 Mbit/s),
+// which a window-limited stream pays every round trip; a quarter of a
+// millisecond keeps that small while fast links keep whole super-packets
+// (at 2 Gbit/s and more nothing is cut).
+const chunkSpread = 250 * time.Microsecond
+
 // admit takes one packet read at now through the source NIC, the loss
-// models and the path queue, and puts it on the delay line, or drops it.
+// models and the path queue, and puts it on the delay line (cut into
+// pieces when segments were lost or spread out, see chunkSpread), or drops
+// it.
 func (f *forwarder) admit(h *fhost, l *link, p *packet, now int64) {
 	ps := l.params.Load()
 	nic := h.nic.Load()
@@ -277,9 +292,10 @@ func (f *forwarder) admit(h *fhost, l *link, p *packet, now int64) {
 	if s.nsegs > 1 {
 		l.counters.superPackets.Add(1)
 	}
-	var depart int64
-	keptAny := false
+	departs := h.departs[:0]
+	first, last := int64(-1), int64(-1)
 	for i := 0; i < s.nsegs; i++ {
+		departs = append(departs, -1)
 		b := s.segBytes(i)
 		t1, ok := h.egress.admit(now, b, nic.EgressMbps, nicQueue)
 		if !ok {
@@ -295,21 +311,62 @@ func (f *forwarder) admit(h *fhost, l *link, p *packet, now int64) {
 			p.drop(i, dropQueue)
 			continue
 		}
-		depart, keptAny = t2, true
+		departs[i] = t2
+		if first < 0 {
+			first = t2
+		}
+		last = t2
 	}
+	h.departs = departs
 	for _, d := range p.drops {
 		l.counters.count(d)
 	}
-	if !keptAny {
+	if last < 0 {
 		f.free(p)
 		return
 	}
-	depart += int64(ps.DelayMs*float64(time.Millisecond)) + jitter(&ps.Path, h.rng)
+	if p.drops == nil && time.Duration(last-first) <= chunkSpread {
+		f.depart(h, l, ps, p, last)
+		return
+	}
+	// Cut: each run of kept segments whose departures lie within
+	// chunkSpread of the run's first becomes a packet of its own.
+	l.counters.segmented.Add(1)
+	vh := parseVnetHdr(p.buf)
+	pkt := p.buf[vnetHdrLen:]
+	for i := 0; i < s.nsegs; {
+		if departs[i] < 0 {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < s.nsegs && departs[j] >= 0 && time.Duration(departs[j]-departs[i]) <= chunkSpread {
+			j++
+		}
+		size := vnetHdrLen + s.hdr + min(j*s.mss, s.payload) - i*s.mss
+		var b []byte
+		if size <= smallBuf {
+			b = *f.pools.small.Get().(*[]byte)
+		} else {
+			b = *f.pools.big.Get().(*[]byte)
+		}
+		c := &packet{buf: chunk(pkt, vh, s, i, j, b)}
+		c.shape = shape{nsegs: j - i, hdr: s.hdr, mss: s.mss, payload: len(c.buf) - vnetHdrLen - s.hdr}
+		f.depart(h, l, ps, c, departs[j-1])
+		i = j
+	}
+	f.free(p)
+}
+
+// depart puts p on l's delay line to leave at t (when its last segment
+// leaves the bottleneck) plus the path's delay and jitter.
+func (f *forwarder) depart(h *fhost, l *link, ps *pathState, p *packet, t int64) {
+	t += int64(ps.DelayMs*float64(time.Millisecond)) + jitter(&ps.Path, h.rng)
 	// Jitter never reorders: a packet leaves no earlier than the one
 	// before it.
-	depart = max(depart, l.lastDepart)
-	l.lastDepart = depart
-	p.depart = depart
+	t = max(t, l.lastDepart)
+	l.lastDepart = t
+	p.depart = t
 	l.push(p)
 }
 

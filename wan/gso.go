@@ -169,3 +169,58 @@ func checksum(b []byte, initial uint16) uint16 {
 	}
 	return uint16(sum)
 }
+
+// chunk builds segments [i, j) of a TCPv4 super-packet (pkt without the
+// virtio header, read with virtio header h) as one packet into b (which
+// must hold vnetHdrLen+hdr+payload bytes) and returns it: a smaller
+// super-packet when j-i > 1, which the kernel takes as it took the whole.
+// The IP length, id and checksum, the sequence number and the flags are
+// those TSO would give; the TCP checksum is left to the offload as in the
+// original (the pseudo-header sum for this length) when the original asked
+// for it, and computed in full otherwise.
+func chunk(pkt []byte, h vnetHdr, s shape, i, j int, b []byte) []byte {
+	ihl := int(pkt[0]&0xf) * 4
+	hl := s.hdr
+	off := hl + i*s.mss
+	end := min(hl+j*s.mss, len(pkt))
+	n := hl + end - off
+	b = b[:vnetHdrLen+n]
+	v := b[:vnetHdrLen]
+	v[0], v[1] = h.flags, h.gsoType
+	binary.LittleEndian.PutUint16(v[2:], h.hdrLen)
+	binary.LittleEndian.PutUint16(v[4:], h.gsoSize)
+	binary.LittleEndian.PutUint16(v[6:], h.csumStart)
+	binary.LittleEndian.PutUint16(v[8:], h.csumOffset)
+	if j-i == 1 {
+		v[1] = gsoNone
+		binary.LittleEndian.PutUint16(v[4:], 0)
+	}
+	seg := b[vnetHdrLen:]
+	copy(seg, pkt[:hl])
+	copy(seg[hl:], pkt[off:end])
+	binary.BigEndian.PutUint16(seg[2:], uint16(n))
+	binary.BigEndian.PutUint16(seg[4:], binary.BigEndian.Uint16(pkt[4:])+uint16(i))
+	binary.BigEndian.PutUint16(seg[10:], 0)
+	binary.BigEndian.PutUint16(seg[10:], ^checksum(seg[:ihl], 0))
+	tcp := seg[ihl:]
+	binary.BigEndian.PutUint32(tcp[4:], binary.BigEndian.Uint32(pkt[ihl+4:])+uint32(i*s.mss))
+	f := pkt[ihl+13]
+	if j != s.nsegs {
+		f &^= 0x01 | 0x08 // FIN, PSH
+	}
+	if i != 0 {
+		f &^= 0x80 // CWR
+	}
+	tcp[13] = f
+	var ph [12]byte
+	copy(ph[:8], seg[12:20])
+	ph[9] = 6
+	binary.BigEndian.PutUint16(ph[10:], uint16(len(tcp)))
+	binary.BigEndian.PutUint16(tcp[16:], 0)
+	if h.flags&vnetFlagNeedsCsum != 0 {
+		binary.BigEndian.PutUint16(tcp[16:], checksum(ph[:], 0))
+	} else {
+		binary.BigEndian.PutUint16(tcp[16:], ^checksum(tcp, checksum(ph[:], 0)))
+	}
+	return b
+}

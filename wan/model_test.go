@@ -201,23 +201,43 @@ func TestJitterNeverReorders(t *testing.T) {
 func TestSuperPacketCountsSegments(t *testing.T) {
 	// A 4-segment super-packet through a queue with room for two: the
 	// first two segments go on, the other two are counted as queue drops.
+	// At 8 Mbit/s (a byte a microsecond) a 1052-byte segment takes longer
+	// than chunkSpread, so each goes on as a packet of its own, leaving
+	// when its last byte leaves the bottleneck.
 	p := &Profile{Name: "s", Hosts: []Host{{Name: "a"}, {Name: "b"}},
 		Links: []LinkSpec{{Hosts: []string{"a", "b"}, Path: Path{RateMbps: 8, QueueBytes: 2200}}}}
 	f := newForwarder(p, nil, &fakeClock{t: time.Unix(0, 0)}, 1)
 	l := f.links[0][1]
 	pkt := tcpSuper(4000, 0x10)
+	vh := vnetHdr{flags: vnetFlagNeedsCsum, gsoType: gsoTCPv4, gsoSize: 1000, hdrLen: 52, csumStart: 20, csumOffset: 16}
 	buf := append(make([]byte, vnetHdrLen), pkt...)
-	f.admit(f.hosts[0], l, &packet{buf: buf, shape: shapeOf(vnetHdr{gsoType: gsoTCPv4, gsoSize: 1000}, pkt)}, 0)
-	if len(l.pending) != 1 {
-		t.Fatal("the packet was not queued")
+	buf[0], buf[1], buf[4] = vh.flags, vh.gsoType, 0xe8 // gso_size 1000 = 0x3e8
+	buf[5] = 0x03
+	f.admit(f.hosts[0], l, &packet{buf: buf, shape: shapeOf(vh, pkt)}, 0)
+	if len(l.pending) != 2 || l.counters.queue.Load() != 2 {
+		t.Fatalf("%d packets queued, %d queue drops; want 2 and 2", len(l.pending), l.counters.queue.Load())
 	}
-	q := l.pending[0]
-	if q.keptSegments() != 2 || l.counters.queue.Load() != 2 {
-		t.Fatalf("kept %d segments, %d queue drops; want 2 and 2", q.keptSegments(), l.counters.queue.Load())
+	for i, q := range l.pending {
+		seg := q.buf[vnetHdrLen:]
+		if q.shape.nsegs != 1 || len(seg) != 1052 || q.buf[1] != gsoNone || q.buf[0] != vnetFlagNeedsCsum {
+			t.Errorf("piece %d: %d segments, %d bytes, gso type %d, flags %d; want one 1052-byte segment, no GSO, checksum offload kept",
+				i, q.shape.nsegs, len(seg), q.buf[1], q.buf[0])
+		}
+		if seq := binary.BigEndian.Uint32(seg[24:]); seq != 1_000_000+uint32(i*1000) {
+			t.Errorf("piece %d: seq %d", i, seq)
+		}
+		if want := int64(i+1) * 1052_000; q.depart != want {
+			t.Errorf("piece %d departs at %d ns, want %d", i, q.depart, want)
+		}
 	}
-	// Two 1052-byte segments at 8 Mbit/s (a byte a microsecond).
-	if q.depart != 2104_000 {
-		t.Errorf("departs at %d ns, want 2104000", q.depart)
+
+	// On a fast path the same super-packet goes on whole.
+	p.Links[0].Path = Path{RateMbps: 10000}
+	f = newForwarder(p, nil, &fakeClock{t: time.Unix(0, 0)}, 1)
+	l = f.links[0][1]
+	f.admit(f.hosts[0], l, &packet{buf: buf, shape: shapeOf(vh, pkt)}, 0)
+	if len(l.pending) != 1 || l.pending[0].shape.nsegs != 4 || &l.pending[0].buf[0] != &buf[0] {
+		t.Errorf("at 10 Gbit/s: %d packets; want the super-packet passed through whole", len(l.pending))
 	}
 }
 

@@ -14,14 +14,15 @@ import (
 )
 
 // validation is the three-host profile the validation test brings up:
-// a-b a clean path whose receiver b has a small window, a-c a lossy one,
-// b-c one whose rate the test replays from a series.
+// a-b a clean long path (50 ms) with a short queue (under half the 1.25 MB
+// bandwidth-delay product) whose receiver b has a small window, a-c a
+// lossy one, b-c a short one whose rate the test replays from a series.
 const validation = `{"name": "validation", "hosts": [
   {"name": "a", "mtu": 9000, "cc": "cubic", "rmem_max": 4194304, "wmem_max": 4194304},
   {"name": "b", "mtu": 9000, "cc": "cubic", "rmem_max": 262144, "wmem_max": 4194304},
   {"name": "c", "mtu": 9000, "cc": "cubic", "rmem_max": 4194304, "wmem_max": 4194304}],
  "links": [
-  {"hosts": ["a", "b"], "rate_mbps": 200, "delay_ms": 10},
+  {"hosts": ["a", "b"], "rate_mbps": 200, "delay_ms": 25, "queue_bytes": 500000},
   {"hosts": ["a", "c"], "rate_mbps": 100, "delay_ms": 20, "loss": 0.01},
   {"hosts": ["b", "c"], "rate_mbps": 250, "delay_ms": 5}]}`
 
@@ -62,7 +63,7 @@ func TestValidation(t *testing.T) {
 		for _, c := range []struct {
 			from, to string
 			rttMs    float64
-		}{{"a", "b", 20}, {"a", "c", 40}, {"c", "b", 10}} {
+		}{{"a", "b", 50}, {"a", "c", 40}, {"c", "b", 10}} {
 			out, err := n.Exec(ctx, c.from, "ping", "-q", "-c", "6", "-i", "0.2", c.to)
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +82,7 @@ func TestValidation(t *testing.T) {
 
 	t.Run("window-limited stream", func(t *testing.T) {
 		// One stream into b, whose 256 KB receive buffer keeps its window
-		// far below the 500 KB bandwidth-delay product: it must move
+		// far below the 1.25 MB bandwidth-delay product: it must move
 		// window/RTT, the window being what b advertises (the sender's
 		// snd_wnd, read while the stream runs).
 		srv := iperfServer(t, n, "b", 5301)
@@ -125,8 +126,8 @@ func TestValidation(t *testing.T) {
 		}
 		wnd /= len(wnds)
 		got := iperfReceived(t, out.String())
-		bound := float64(wnd) * 8 / 0.020 / 1e6
-		t.Logf("one stream into a 256 KB buffer: %.1f Mbit/s, window %d B (mean of %v) / 20 ms = %.1f Mbit/s", got, wnd, wnds, bound)
+		bound := float64(wnd) * 8 / 0.050 / 1e6
+		t.Logf("one stream into a 256 KB buffer: %.1f Mbit/s, window %d B (mean of %v) / 50 ms = %.1f Mbit/s", got, wnd, wnds, bound)
 		if math.Abs(got-bound) > 0.15*bound {
 			t.Errorf("one window-limited stream: %.1f Mbit/s, want window/RTT %.1f ± 15%%", got, bound)
 		}
