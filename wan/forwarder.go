@@ -20,6 +20,10 @@ const bigBuf = vnetHdrLen + 65536 + 256
 // delay line does not hold 64 KB for every ACK in flight.
 const smallBuf = 2048
 
+// midBuf holds one segment of a jumbo frame (MTU 9000), what a
+// super-packet is cut into on a slow path.
+const midBuf = 9216 + vnetHdrLen
+
 // packet is one read from a source TUN on its way to a destination TUN.
 type packet struct {
 	buf    []byte // virtio header + packet
@@ -152,7 +156,7 @@ type forwarder struct {
 	hosts []*fhost
 	links [][]*link // [from][to], nil when there is no link
 	order []*link   // status order
-	pools struct{ big, small sync.Pool }
+	pools struct{ big, mid, small sync.Pool }
 }
 
 func newForwarder(p *Profile, tuns []io.ReadWriteCloser, clock Clock, seed uint64) *forwarder {
@@ -161,6 +165,7 @@ func newForwarder(p *Profile, tuns []io.ReadWriteCloser, clock Clock, seed uint6
 	}
 	f := &forwarder{clock: clock, start: clock.Now()}
 	f.pools.big.New = func() any { b := make([]byte, bigBuf); return &b }
+	f.pools.mid.New = func() any { b := make([]byte, midBuf); return &b }
 	f.pools.small.New = func() any { b := make([]byte, smallBuf); return &b }
 	for i, h := range p.Hosts {
 		fh := &fhost{name: h.Name, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
@@ -344,13 +349,7 @@ func (f *forwarder) admit(h *fhost, l *link, p *packet, now int64) {
 			j++
 		}
 		size := vnetHdrLen + s.hdr + min(j*s.mss, s.payload) - i*s.mss
-		var b []byte
-		if size <= smallBuf {
-			b = *f.pools.small.Get().(*[]byte)
-		} else {
-			b = *f.pools.big.Get().(*[]byte)
-		}
-		c := &packet{buf: chunk(pkt, vh, s, i, j, b)}
+		c := &packet{buf: chunk(pkt, vh, s, i, j, f.alloc(size))}
 		c.shape = shape{nsegs: j - i, hdr: s.hdr, mss: s.mss, payload: len(c.buf) - vnetHdrLen - s.hdr}
 		f.depart(h, l, ps, c, departs[j-1])
 		i = j
@@ -372,11 +371,25 @@ func (f *forwarder) depart(h *fhost, l *link, ps *pathState, p *packet, t int64)
 
 func (f *forwarder) free(p *packet) {
 	b := p.buf[:cap(p.buf)]
-	if cap(b) == smallBuf {
+	switch cap(b) {
+	case smallBuf:
 		f.pools.small.Put(&b)
-	} else {
+	case midBuf:
+		f.pools.mid.Put(&b)
+	case bigBuf:
 		f.pools.big.Put(&b)
 	}
+}
+
+// alloc is a pooled buffer of n bytes.
+func (f *forwarder) alloc(n int) []byte {
+	switch {
+	case n <= smallBuf:
+		return (*f.pools.small.Get().(*[]byte))[:n]
+	case n <= midBuf:
+		return (*f.pools.mid.Get().(*[]byte))[:n]
+	}
+	return (*f.pools.big.Get().(*[]byte))[:n]
 }
 
 // deliver releases link l's packets at their departure times through the
@@ -462,12 +475,7 @@ func (f *forwarder) ingress(ctx context.Context, dst *fhost, l *link, p *packet)
 	// Some segments were lost: send the others as the wire would have.
 	l.counters.segmented.Add(1)
 	err := segment(p.buf[vnetHdrLen:], p.shape, func(i int) bool { return !p.dropped(i) },
-		func(n int) []byte {
-			if n <= smallBuf {
-				return (*f.pools.small.Get().(*[]byte))[:n]
-			}
-			return (*f.pools.big.Get().(*[]byte))[:n]
-		},
+		f.alloc,
 		func(b []byte) {
 			if _, err := dst.tun.Write(b); err != nil {
 				l.counters.writeErrors.Add(1)
