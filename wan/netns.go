@@ -86,10 +86,18 @@ func makeHost(ctx context.Context, p *Profile, h Host, ns string) error {
 	if _, err := ip(ctx, args...); err != nil {
 		return err
 	}
+	// Every host by name; and the machine's own name (namespaces share
+	// it) as this host's address, since programs that look up their own
+	// name (globus-url-copy, globus-gridftp-server) fail without it.
 	var hosts strings.Builder
 	hosts.WriteString("127.0.0.1\tlocalhost\n")
+	self, _ := os.Hostname()
 	for i, o := range p.Hosts {
-		fmt.Fprintf(&hosts, "%s\t%s\n", Addr(i), o.Name)
+		if o.Name == h.Name && self != "" && self != "localhost" && p.HostIndex(self) < 0 {
+			fmt.Fprintf(&hosts, "%s\t%s\t%s\n", Addr(i), o.Name, self)
+		} else {
+			fmt.Fprintf(&hosts, "%s\t%s\n", Addr(i), o.Name)
+		}
 	}
 	dir := filepath.Join("/etc/netns", ns)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
