@@ -235,8 +235,9 @@ func TestValidation(t *testing.T) {
 			t.Errorf("loss rate %.4f over %.0f segments, want 0.01 ± 4σ (%.4f)", rate, drawn, 4*sigma)
 		}
 
-		// TCP over the same path: super-packets hit by loss are cut into
-		// segments with fresh checksums, which c's kernel must accept.
+		// TCP over the same path: super-packets are cut into pieces (where
+		// loss hits them, and because at 100 Mbit/s their segments spread
+		// out) with fresh headers, which c's kernel must accept.
 		csum0 := counter(t, n, "c", "TcpInCsumErrors")
 		srv = iperfServer(t, n, "c", 5305)
 		out, err = n.Exec(ctx, "a", "iperf3", "-c", "c", "-p", "5305", "-t", "2", "-J")
