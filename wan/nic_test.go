@@ -66,4 +66,3 @@ func TestNICSharedByFlows(t *testing.T) {
 		}
 	}
 }
-
