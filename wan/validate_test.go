@@ -7,6 +7,7 @@ import (
 	"math"
 	"os/exec"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,18 +65,25 @@ func TestValidation(t *testing.T) {
 			from, to string
 			rttMs    float64
 		}{{"a", "b", 50}, {"a", "c", 40}, {"c", "b", 10}} {
-			out, err := n.Exec(ctx, c.from, "ping", "-q", "-c", "6", "-i", "0.2", c.to)
-			if err != nil {
+			// The median of ten: one reply late because a loaded machine
+			// ran ping itself late says nothing about the path.
+			out, err := n.Exec(ctx, c.from, "ping", "-c", "10", "-i", "0.2", c.to)
+			if err != nil && c.from+c.to != "ac" { // a-c loses 1%: a lost reply is no failure
 				t.Fatal(err)
 			}
-			m := regexp.MustCompile(`= [0-9.]+/([0-9.]+)/`).FindSubmatch(out)
-			if m == nil {
-				t.Fatalf("ping %s>%s: no RTT in %s", c.from, c.to, out)
+			var rtts []float64
+			for _, m := range regexp.MustCompile(`time=([0-9.]+) ms`).FindAllSubmatch(out, -1) {
+				v, _ := strconv.ParseFloat(string(m[1]), 64)
+				rtts = append(rtts, v)
 			}
-			avg, _ := strconv.ParseFloat(string(m[1]), 64)
-			t.Logf("ping %s>%s: %.2f ms, profile %.0f ms", c.from, c.to, avg, c.rttMs)
-			if math.Abs(avg-c.rttMs) > 1 {
-				t.Errorf("ping %s>%s: RTT %.2f ms, want %.0f ± 1 ms", c.from, c.to, avg, c.rttMs)
+			if len(rtts) < 5 {
+				t.Fatalf("ping %s>%s: %d replies: %s", c.from, c.to, len(rtts), out)
+			}
+			sort.Float64s(rtts)
+			med := rtts[len(rtts)/2]
+			t.Logf("ping %s>%s: median %.2f ms, profile %.0f ms", c.from, c.to, med, c.rttMs)
+			if math.Abs(med-c.rttMs) > 1 {
+				t.Errorf("ping %s>%s: median RTT %.2f ms, want %.0f ± 1 ms", c.from, c.to, med, c.rttMs)
 			}
 		}
 	})
