@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,5 +202,65 @@ func TestWANGridFTP(t *testing.T) {
 	t.Logf("globus-url-copy over wan-untuned, one stream: %.1f MB/s (window/RTT at most %.1f)", rate, windowBound)
 	if rate > 1.1*windowBound || rate < 0.25*windowBound {
 		t.Errorf("globus-url-copy, one stream: %.1f MB/s, want window-limited: at most window/RTT (%.1f) and not far under it", rate, windowBound)
+	}
+}
+
+// TestNetCommands: sluice net up, status, set, exec and down, as a user
+// drives them.
+func TestNetCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the emulated WAN's namespaces and TUN devices (CI runs make test as root)")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(append([]string{"net", "--prefix", "slcn-", "--state-dir", dir}, args...), "\x1f"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { run("down") })
+	out, err := run("up", "--profile", "wan-untuned")
+	if err != nil || !strings.Contains(out, "a=198.18.0.1 b=198.18.0.2") {
+		t.Fatalf("net up: %v: %s", err, out)
+	}
+	status := func() wan.Status {
+		t.Helper()
+		out, err := run("status", "--json")
+		var st wan.Status
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("net status --json: %v: %s", err, out)
+		}
+		return st
+	}
+	st := status()
+	if st.Profile != "wan-untuned" || len(st.Hosts) != 2 || st.Hosts[1].Namespace != "slcn-b" || st.Links[0].RateMbps != 1000 {
+		t.Fatalf("status after up: %+v", st)
+	}
+	if out, err := run("up", "--profile", "wan-untuned"); err != nil || status().PID != st.PID {
+		t.Errorf("a second net up: %v: %s; want the running forwarder %d kept", err, out, st.PID)
+	}
+	if out, err := run("set", "a-b", `{"rate_mbps": 300, "delay_ms": 10}`); err != nil {
+		t.Fatalf("net set: %v: %s", err, out)
+	}
+	if l := status().Links; l[0].RateMbps != 300 || l[1].Path.DelayMs != 10 {
+		t.Errorf("after net set a-b: %+v", l)
+	}
+	if out, err := run("set", "a-b", `{"rate": 300}`); err == nil || !strings.Contains(out, "unknown field") {
+		t.Errorf("net set with a misspelt field: %v: %s", err, out)
+	}
+	out, err = run("exec", "b", "--", "sh", "-c", "getent hosts a; exit 3")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(out, "198.18.0.1") {
+		t.Errorf("net exec b -- sh -c 'getent hosts a; exit 3': %v: %s; want a resolved and exit status 3", err, out)
+	}
+	if out, err := run("down"); err != nil {
+		t.Fatalf("net down: %v: %s", err, out)
+	}
+	if out, err := run("status"); err == nil || !strings.Contains(out, "no network is up") {
+		t.Errorf("net status after down: %v: %s", err, out)
+	}
+	if _, err := os.Stat("/run/netns/slcn-a"); err == nil {
+		t.Error("namespace slcn-a left after net down")
 	}
 }
