@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 
 	"github.com/spf13/cobra"
 )
@@ -32,7 +31,10 @@ func main() {
 	err := root.Execute()
 	stopProfile()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice:", err)
+		// A command run by net exec has said why it failed.
+		if !errors.As(err, new(*execStatusError)) {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -49,10 +51,10 @@ func exitCode(err error) int {
 	if errors.Is(err, errInterrupted) {
 		return 130
 	}
-	// A command run by sluice net exec: its own status.
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() > 0 {
-		return exit.ExitCode()
+	// sluice net exec ends with the status of the command it ran.
+	var exit *execStatusError
+	if errors.As(err, &exit) {
+		return exit.code
 	}
 	return 1
 }

@@ -87,10 +87,25 @@ func newNetExec(o *wan.Options) *cobra.Command {
 				return err
 			}
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return c.Run()
+			err = c.Run()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() > 0 {
+				return &execStatusError{code: exit.ExitCode(), err: err}
+			}
+			return err
 		},
 	}
 }
+
+// execStatusError is a command run by net exec that failed: sluice exits
+// with its status, as ip netns exec and ssh do.
+type execStatusError struct {
+	code int
+	err  error
+}
+
+func (e *execStatusError) Error() string { return e.err.Error() }
+func (e *execStatusError) Unwrap() error { return e.err }
 
 func newNetStatus(o *wan.Options) *cobra.Command {
 	var asJSON bool
