@@ -18,16 +18,19 @@
 //
 // The forwarder reads each host's TUN with IFF_VNET_HDR and TSO enabled,
 // so one read returns a TCP super-packet of up to 64 KB with a
-// virtio_net_hdr describing its segmentation (gso_size). It passes such
-// packets through unchanged, but accounts for them as the nsegs =
-// ceil(payload/gso_size) segments the wire would carry: rate and queue
-// occupancy count every segment's headers, and loss is drawn per segment.
-// When a drop (random loss, the bursty loss model, a full queue) hits some
-// segments of a super-packet, the forwarder segments it in user space,
-// writes the survivors as ordinary packets with recomputed checksums and
-// counts each lost segment, so the receiver sees exactly the holes a
-// router would have made. Each directed host pair has one delay line (one
-// goroutine), so nothing is reordered.
+// virtio_net_hdr describing its segmentation (gso_size). It accounts for
+// such a packet as the nsegs = ceil(payload/gso_size) segments the wire
+// would carry: rate and queue occupancy count every segment's headers,
+// and loss is drawn per segment. Usually it passes the super-packet
+// through unchanged, in one write. When a drop (random loss, the bursty
+// loss model, a full queue) hits some of its segments, or its segments
+// would leave the bottleneck more than chunkSpread (250 µs) apart (a slow
+// path, where forwarding 64 KB whole would delay its first segment
+// noticeably), the forwarder cuts it in user space into runs of surviving
+// segments with the headers TSO would have made, each delivered when its
+// last segment leaves, and counts each lost segment: the receiver sees the
+// holes and the spacing a router would have made. Each directed host pair
+// has one delay line (one goroutine), so nothing is reordered.
 //
 // Per direction of each host pair a packet passes, in order: the source
 // host's NIC egress (rate and queue shared by all its flows), the path
