@@ -48,12 +48,12 @@ eval: build
 bench: build
 	bash bench/sim.sh
 	bash bench/transfer.sh
+	BIN=$(BIN) bash bench/submit.sh
 
 # Throughput against streams over the emulated WAN and the forwarder's
 # ceiling (root; docs/results/wan.md).
 bench-wan: build
 	BIN=$(BIN) bash bench/wan.sh
-	BIN=$(BIN) bash bench/submit.sh
 
 clean:
 	rm -rf bin
