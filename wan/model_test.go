@@ -314,7 +314,8 @@ func TestSetChecksTargetsAndValues(t *testing.T) {
 			t.Errorf("%s after set: %+v", l.name, ps.Path)
 		}
 	}
-	if err := f.set("b", Update{EgressMbps: ptr(20.0)}); err != nil || f.hosts[1].nic.Load().EgressMbps != 20 {
+	if err := f.set("b", Update{EgressMbps: ptr(20.0), IngressQueue: ptr(1 << 20)}); err != nil ||
+		f.hosts[1].nic.Load().EgressMbps != 20 || f.hosts[1].nic.Load().IngressQueueBytes != 1<<20 {
 		t.Errorf("set host b's NIC: %v", err)
 	}
 	for _, c := range []struct {
@@ -324,6 +325,7 @@ func TestSetChecksTargetsAndValues(t *testing.T) {
 		{"a-c", Update{RateMbps: ptr(1.0)}}, // one direction only
 		{"b>c", Update{RateMbps: ptr(1.0)}},
 		{"a>b", Update{Loss: ptr(2.0)}},
+		{"b", Update{EgressQueue: ptr(-1)}},
 		{"a>b", Update{EgressMbps: ptr(2.0)}},
 		{"a", Update{DelayMs: ptr(2.0)}},
 		{"z", Update{EgressMbps: ptr(2.0)}},

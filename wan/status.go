@@ -61,17 +61,20 @@ type LinkStatus struct {
 // Update changes parameters of a running network; nil fields stay. For a
 // link: RateMbps (clears a series), Series (restarts from its first step
 // now), QueueBytes, DelayMs, JitterMs, Loss, GE (P and R zero: off). For a
-// host: EgressMbps and IngressMbps.
+// host's NIC: EgressMbps, IngressMbps and their queues. (A host's TCP
+// settings are sysctls: change them with Net.Exec(host, "sysctl", ...).)
 type Update struct {
-	RateMbps    *float64        `json:"rate_mbps,omitempty"`
-	Series      []Step          `json:"series,omitempty"`
-	QueueBytes  *int            `json:"queue_bytes,omitempty"`
-	DelayMs     *float64        `json:"delay_ms,omitempty"`
-	JitterMs    *float64        `json:"jitter_ms,omitempty"`
-	Loss        *float64        `json:"loss,omitempty"`
-	GE          *GilbertElliott `json:"ge,omitempty"`
-	EgressMbps  *float64        `json:"egress_mbps,omitempty"`
-	IngressMbps *float64        `json:"ingress_mbps,omitempty"`
+	RateMbps     *float64        `json:"rate_mbps,omitempty"`
+	Series       []Step          `json:"series,omitempty"`
+	QueueBytes   *int            `json:"queue_bytes,omitempty"`
+	DelayMs      *float64        `json:"delay_ms,omitempty"`
+	JitterMs     *float64        `json:"jitter_ms,omitempty"`
+	Loss         *float64        `json:"loss,omitempty"`
+	GE           *GilbertElliott `json:"ge,omitempty"`
+	EgressMbps   *float64        `json:"egress_mbps,omitempty"`
+	IngressMbps  *float64        `json:"ingress_mbps,omitempty"`
+	EgressQueue  *int            `json:"egress_queue_bytes,omitempty"`
+	IngressQueue *int            `json:"ingress_queue_bytes,omitempty"`
 }
 
 func (f *forwarder) status(ctx context.Context, st *state) *Status {
@@ -121,7 +124,7 @@ func (f *forwarder) set(target string, u Update) error {
 		return -1
 	}
 	pathFields := u.RateMbps != nil || u.Series != nil || u.QueueBytes != nil || u.DelayMs != nil || u.JitterMs != nil || u.Loss != nil || u.GE != nil
-	hostFields := u.EgressMbps != nil || u.IngressMbps != nil
+	hostFields := u.EgressMbps != nil || u.IngressMbps != nil || u.EgressQueue != nil || u.IngressQueue != nil
 	if !pathFields && !hostFields {
 		return errors.New("wan: set: nothing to change")
 	}
@@ -144,7 +147,7 @@ func (f *forwarder) set(target string, u Update) error {
 			return fmt.Errorf("wan: set: no host or link %q (links are A>B or A-B)", target)
 		}
 		if pathFields {
-			return fmt.Errorf("wan: set: %s is a host: only egress_mbps and ingress_mbps apply", target)
+			return fmt.Errorf("wan: set: %s is a host: only the NIC's egress_mbps, ingress_mbps and queues apply", target)
 		}
 		nic := *f.hosts[i].nic.Load()
 		if u.EgressMbps != nil {
@@ -153,6 +156,12 @@ func (f *forwarder) set(target string, u Update) error {
 		if u.IngressMbps != nil {
 			nic.IngressMbps = *u.IngressMbps
 		}
+		if u.EgressQueue != nil {
+			nic.EgressQueueBytes = *u.EgressQueue
+		}
+		if u.IngressQueue != nil {
+			nic.IngressQueueBytes = *u.IngressQueue
+		}
 		if err := nic.validate(); err != nil {
 			return fmt.Errorf("wan: set %s: %w", target, err)
 		}
@@ -160,7 +169,7 @@ func (f *forwarder) set(target string, u Update) error {
 		return nil
 	}
 	if hostFields {
-		return fmt.Errorf("wan: set: %s is a link: egress_mbps and ingress_mbps apply to hosts", target)
+		return fmt.Errorf("wan: set: %s is a link: NIC settings apply to hosts", target)
 	}
 	now := f.now()
 	next := make([]*pathState, len(links))
