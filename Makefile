@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run stop sim test smoke eval vet bench clean
+.PHONY: build run stop sim test smoke eval vet bench bench-wan clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
@@ -49,6 +49,11 @@ bench: build
 	bash bench/sim.sh
 	bash bench/transfer.sh
 	BIN=$(BIN) bash bench/submit.sh
+
+# Throughput against streams over the emulated WAN and the forwarder's
+# ceiling (root; docs/results/wan.md).
+bench-wan: build
+	BIN=$(BIN) bash bench/wan.sh
 
 clean:
 	rm -rf bin

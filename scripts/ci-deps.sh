@@ -3,7 +3,8 @@
 # machine: PostgreSQL (store and service tests against it), the Globus
 # GridFTP server and client (backend/gridftp), the XRootD server
 # (backend/root), rsvg-convert (the report charts' SVGs are rendered
-# in a test), iperf3 (`sluice estimate --iperf3`), and chromium, node and playwright-core (the dashboard's
+# in a test), iperf3 (`sluice estimate --iperf3`, and with ping from
+# iputils-ping the emulated WAN's validation, wan/), and chromium, node and playwright-core (the dashboard's
 # browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
@@ -16,6 +17,7 @@ command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridft
 command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then

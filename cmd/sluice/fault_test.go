@@ -24,8 +24,20 @@ import (
 )
 
 // TestMain lets the test binary act as `sluice agent` in a child process,
-// so that fault tests can kill a real agent with SIGKILL.
+// so that fault tests can kill a real agent with SIGKILL, and as the
+// forwarder of `sluice net up`.
 func TestMain(m *testing.M) {
+	// The forwarder `sluice net up` starts is this binary too, named by
+	// its arguments (it inherits the SLUICE_TEST_RUN of the up).
+	if len(os.Args) > 2 && os.Args[1] == "net" && os.Args[2] == "forward" {
+		root := newRoot()
+		root.SetArgs(os.Args[1:])
+		if err := root.Execute(); err != nil {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+			os.Exit(exitCode(err))
+		}
+		os.Exit(0)
+	}
 	if args := os.Getenv("SLUICE_TEST_RUN"); args != "" {
 		root := newRoot()
 		root.SetArgs(strings.Split(args, "\x1f"))

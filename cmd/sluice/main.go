@@ -31,7 +31,10 @@ func main() {
 	err := root.Execute()
 	stopProfile()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice:", err)
+		// A command run by net exec has said why it failed.
+		if !errors.As(err, new(*execStatusError)) {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -48,6 +51,11 @@ func exitCode(err error) int {
 	if errors.Is(err, errInterrupted) {
 		return 130
 	}
+	// sluice net exec ends with the status of the command it ran.
+	var exit *execStatusError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
 	return 1
 }
 
@@ -63,6 +71,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd())
+		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd())
 	return root
 }

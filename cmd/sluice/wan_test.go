@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/wan"
+)
+
+// upWAN brings up a shipped profile of the emulated WAN for a test, or
+// skips saying why it cannot.
+func upWAN(t *testing.T, profile string) *wan.Net {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the emulated WAN's namespaces and TUN devices (CI runs make test as root)")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skipf("needs /dev/net/tun: %v", err)
+	}
+	p, err := wan.LoadProfile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := wan.Up(context.Background(), p, wan.Options{Prefix: "slcc-", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
+}
+
+// sluiceIn runs sluice (this test binary, see TestMain) inside host.
+func sluiceIn(t *testing.T, n *wan.Net, host string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd, err := n.Command(context.Background(), host, os.Args[0], "-test.run=^$")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
+	return cmd
+}
+
+// waitListen waits until something listens on port inside host.
+func waitListen(t *testing.T, n *wan.Net, host, port string) {
+	t.Helper()
+	for range 300 {
+		out, _ := n.Exec(context.Background(), host, "ss", "-ltnH", "sport = :"+port)
+		if len(bytes.TrimSpace(out)) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("nothing listens on %s:%s", host, port)
+}
+
+// windowBound is what one stream can move over wan-untuned, MB/s: the
+// 2 MB tcp_rmem maximum per 50 ms round trip (the window the kernel
+// advertises is smaller still, about 83% of it).
+const windowBound = 2097152 / 0.050 / 1e6
+
+// TestWANAgentCopyIsWindowLimited: a sluice cp between agents in two
+// hosts of wan-untuned crosses the emulated WAN, with one stream at no
+// more than window/RTT, and several streams beat the window.
+func TestWANAgentCopyIsWindowLimited(t *testing.T) {
+	n := upWAN(t, "wan-untuned")
+	dir := t.TempDir()
+	rootA, rootB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{rootA, rootB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := make([]byte, 96<<20)
+	rand.Read(data)
+	if err := os.WriteFile(filepath.Join(rootA, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(dir, "key")
+	if out, err := sluiceIn(t, n, "a", "keygen", key).CombinedOutput(); err != nil {
+		t.Fatalf("keygen: %v: %s", err, out)
+	}
+	for _, h := range []struct{ host, root string }{{"a", rootA}, {"b", rootB}} {
+		agent := sluiceIn(t, n, h.host, "agent", "--listen", n.Addr(h.host).String()+":17400", "--root", h.root, "--name", h.host, "--token-key", key)
+		var log bytes.Buffer
+		agent.Stdout, agent.Stderr = &log, &log
+		if err := agent.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			agent.Process.Kill()
+			agent.Wait()
+		})
+		waitListen(t, n, h.host, "17400")
+	}
+	copyRate := func(streams, name string) float64 {
+		t.Helper()
+		// The copy runs in b and the destination agent pulls from a: the
+		// bytes cross a>b.
+		out, err := sluiceIn(t, n, "b", "cp", "--token-key", key, "--cc", "1", "--p", streams, "--json",
+			"sluice://a:17400/f", "sluice://b:17400/"+name).Output()
+		if err != nil {
+			t.Fatalf("cp --p %s: %v: %s", streams, err, out)
+		}
+		var rep struct {
+			Bytes int64   `json:"bytes"`
+			MBps  float64 `json:"mb_per_s"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil || rep.Bytes != int64(len(data)) {
+			t.Fatalf("cp report %s: %v", out, err)
+		}
+		got, err := os.ReadFile(filepath.Join(rootB, name))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("the copy in b differs from the source (%v)", err)
+		}
+		return rep.MBps
+	}
+	st0, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := copyRate("1", "f1")
+	four := copyRate("4", "f4")
+	st1, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
+	t.Logf("sluice cp over wan-untuned: one stream %.1f MB/s (window/RTT at most %.1f), four %.1f MB/s; %d MB crossed a>b",
+		one, windowBound, four, crossed/1e6)
+	if crossed < 2*uint64(len(data)) {
+		t.Errorf("only %d bytes crossed the emulated link for two copies of %d", crossed, len(data))
+	}
+	if one > 1.1*windowBound || one < 0.4*windowBound {
+		t.Errorf("one stream: %.1f MB/s, want window-limited: at most window/RTT (%.1f) and not far under it", one, windowBound)
+	}
+	if four < 1.8*one {
+		t.Errorf("four streams: %.1f MB/s, one %.1f: want parallel streams to beat the window", four, one)
+	}
+}
+
+// TestWANGridFTP: globus-url-copy in b fetches from a GridFTP server in a
+// across wan-untuned, one stream, at no more than window/RTT.
+func TestWANGridFTP(t *testing.T) {
+	for _, tool := range []string{"globus-url-copy", "globus-gridftp-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
+				t.Skipf("needs %s (scripts/ci-deps.sh installs it)", tool)
+			}
+		}
+	}
+	n := upWAN(t, "wan-untuned")
+	dir, err := os.MkdirTemp("", "sluice-wan-gridftp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The server serves as nobody: the file must be readable by anyone.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64<<20)
+	rand.Read(data)
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := n.Addr("a").String()
+	srv, err := n.Command(context.Background(), "a", "globus-gridftp-server", "-aa", "-p", "2811",
+		"-control-interface", a, "-data-interface", a, "-anonymous-user", "nobody", "-S", "-pidfile", filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := srv.CombinedOutput(); err != nil {
+		t.Fatalf("globus-gridftp-server: %v: %s", err, out)
+	}
+	// Closing the network kills what runs in its hosts, the server too.
+	waitListen(t, n, "a", "2811")
+	dst := filepath.Join(dir, "dst")
+	start := time.Now()
+	if out, err := n.Exec(context.Background(), "b", "globus-url-copy", "ftp://a:2811"+src, "file://"+dst); err != nil {
+		t.Fatalf("globus-url-copy: %v: %s", err, out)
+	}
+	secs := time.Since(start).Seconds()
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the copy differs from the source (%v)", err)
+	}
+	rate := float64(len(data)) / secs / 1e6
+	t.Logf("globus-url-copy over wan-untuned, one stream: %.1f MB/s (window/RTT at most %.1f)", rate, windowBound)
+	if rate > 1.1*windowBound || rate < 0.25*windowBound {
+		t.Errorf("globus-url-copy, one stream: %.1f MB/s, want window-limited: at most window/RTT (%.1f) and not far under it", rate, windowBound)
+	}
+}
+
+// TestNetCommands: sluice net up, status, set, exec and down, as a user
+// drives them.
+func TestNetCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the emulated WAN's namespaces and TUN devices (CI runs make test as root)")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) (string, error) {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(append([]string{"net", "--prefix", "slcn-", "--state-dir", dir}, args...), "\x1f"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { run("down") })
+	out, err := run("up", "--profile", "wan-untuned")
+	if err != nil || !strings.Contains(out, "a=198.18.0.1 b=198.18.0.2") {
+		t.Fatalf("net up: %v: %s", err, out)
+	}
+	status := func() wan.Status {
+		t.Helper()
+		out, err := run("status", "--json")
+		var st wan.Status
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("net status --json: %v: %s", err, out)
+		}
+		return st
+	}
+	st := status()
+	if st.Profile != "wan-untuned" || len(st.Hosts) != 2 || st.Hosts[1].Namespace != "slcn-b" || st.Links[0].RateMbps != 1000 {
+		t.Fatalf("status after up: %+v", st)
+	}
+	if out, err := run("up", "--profile", "wan-untuned"); err != nil || status().PID != st.PID {
+		t.Errorf("a second net up: %v: %s; want the running forwarder %d kept", err, out, st.PID)
+	}
+	if out, err := run("set", "a-b", `{"rate_mbps": 300, "delay_ms": 10}`); err != nil {
+		t.Fatalf("net set: %v: %s", err, out)
+	}
+	if l := status().Links; l[0].RateMbps != 300 || l[1].Path.DelayMs != 10 {
+		t.Errorf("after net set a-b: %+v", l)
+	}
+	if out, err := run("set", "a-b", `{"rate": 300}`); err == nil || !strings.Contains(out, "unknown field") {
+		t.Errorf("net set with a misspelt field: %v: %s", err, out)
+	}
+	out, err = run("exec", "b", "--", "sh", "-c", "getent hosts a; exit 3")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(out, "198.18.0.1") {
+		t.Errorf("net exec b -- sh -c 'getent hosts a; exit 3': %v: %s; want a resolved and exit status 3", err, out)
+	}
+	if out, err := run("down"); err != nil {
+		t.Fatalf("net down: %v: %s", err, out)
+	}
+	if out, err := run("status"); err == nil || !strings.Contains(out, "no network is up") {
+		t.Errorf("net status after down: %v: %s", err, out)
+	}
+	if _, err := os.Stat("/run/netns/slcn-a"); err == nil {
+		t.Error("namespace slcn-a left after net down")
+	}
+}
