@@ -56,7 +56,7 @@ func (h *handlers) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "estimate", Method: http.MethodPost, Path: "/v1/estimate", Tags: []string{"estimation"},
 		Summary:     "Estimate the best streams, throughput and time of a transfer",
-		Description: "Samples the path with 1, 4, 16, ... streams (seed paper 003, Algorithm 2, with levels four times apart), fits the parallel-stream model and returns the optimal streams, the predicted throughput and transfer time, the samples and what sampling cost. With use_history, a fresh stored answer for the endpoint pair is returned without sampling. Requests for different pairs run in parallel; one pair is sampled by one request at a time.",
+		Description: "Samples the path with 1, 4, 16, ... streams (Yin, Yildirim et al., Algorithm 2, with levels four times apart), fits the parallel-stream model and returns the optimal streams, the predicted throughput and transfer time, the samples and what sampling cost. With use_history, a fresh stored answer for the endpoint pair is returned without sampling. Requests for different pairs run in parallel; one pair is sampled by one request at a time.",
 		Security:    bearer,
 	}, h.estimate)
 	huma.Register(api, huma.Operation{

@@ -12,7 +12,9 @@ import (
 )
 
 // The Policy Service's API keeps the shape of the paper's implementation
-// (seed paper 001): POST an allocation request for a source and a
+// (Chervenak et al., "Adaptation and Policy-Based Resource Allocation for
+// Efficient Bulk Data Transfers in High Performance Computing Environments"):
+// POST an allocation request for a source and a
 // destination, get an id and a number of streams; update it to ask for
 // more (or a given number); delete it to release the streams.
 
@@ -78,7 +80,7 @@ func (h *handlers) registerPolicy(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "request-allocation", Method: http.MethodPost, Path: "/v1/allocations", Tags: []string{"policy"},
 		Summary:       "Request streams between two endpoints",
-		Description:   "The Policy Service's PROVISION for a new transfer (seed paper 001, Fig. 2). The allocation is a lease: renew it with an update before it expires, release it when done.",
+		Description:   "The Policy Service's PROVISION for a new transfer (Chervenak et al., Fig. 2). The allocation is a lease: renew it with an update before it expires, release it when done.",
 		DefaultStatus: http.StatusCreated, Security: bearer,
 	}, h.requestAllocation)
 	huma.Register(api, huma.Operation{

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Many-file datasets over an emulated WAN path (issue 6, item 4): `sluice
+# Many-file datasets over an emulated WAN path (the dataset optimization of
+# Yildirim's flexible GridFTP client): `sluice
 # cp -r --auto` against fixed pipelining (pp) and concurrency (cc).
 #
 # A source agent serves the datasets through its WAN emulation (package

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The estimation service on the emulated xsede-sg testbed (issue 6, seed
-# paper 003): one WAN path calibrated to SGData.csv, scaled to this
-# machine (60 MB/s, 15 MB/s per connection, 50 ms connection start-up;
-# sim/testbeds/xsede-sg.json).
+# The estimation service on the emulated xsede-sg testbed (Yin, Yildirim
+# et al., "A Data Throughput Prediction and Optimization Service for Widely
+# Distributed Many-Task Computing"): one WAN path calibrated to SGData.csv,
+# scaled to this machine (60 MB/s, 15 MB/s per connection, 50 ms connection
+# start-up; sim/testbeds/xsede-sg.json).
 #
 #  1. Exhaustive sweep: a $SWEEP file moved with 1, 2, 4, ..., 32 streams
 #     (jobs with fixed streams); the best throughput found.

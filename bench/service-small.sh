@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Many small files through the live service (issue 6: "jobs with many files
-# use these by default"): one job of FILES files of SIZE bytes from an
-# agent behind an emulated WAN path to a second agent, with the service's
-# pull batches (the default) and without them (--batch-max 0, one transfer
-# per file), beside `sluice cp -r` (the dataset planner, --auto) over the
-# same path, measured in the same run, interleaved, RUNS times each.
+# Many small files through the live service (jobs with many
+# files use pull batches by default): one job of FILES files of SIZE bytes
+# from an agent behind an emulated WAN path to a second agent, with the
+# service's pull batches (the default) and without them (--batch-max 0, one
+# transfer per file), beside `sluice cp -r` (the dataset planner, --auto) over
+# the same path, measured in the same run, interleaved, RUNS times each.
 #
 # The path is bench/dataset.sh's: 200 MB/s, 20 MB/s per connection, 10 ms
 # round trip before every answer, 20 ms to open a connection (the 100

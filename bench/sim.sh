@@ -5,7 +5,7 @@
 #   bash bench/sim.sh                      # SEAL cycle, 100k waiting / 1k running / 1k endpoints
 #   SLUICE_BENCH_LONG=1 bash bench/sim.sh  # also the 24-hour, 1,000,000-transfer replay under SEAL
 #
-# Targets (issue 2): one SEAL cycle under 50 ms median; the replay under 60 s.
+# Targets: one SEAL cycle under 50 ms median; the replay under 60 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-5}

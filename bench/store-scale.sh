@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Store scale benchmark (issue 10): 1 M queued tasks, 10 k running, 1 k
-# endpoints on PostgreSQL; the start-up claim and the store work of one
-# scheduling cycle (claim, cancellations, endpoint loads, snapshot build,
-# decision write, progress save), with one server owning every partition
-# and with three servers sharing them. Results: docs/results/scale/store.md.
+# Store scale benchmark (the target of docs/SCALING.md): 1 M queued tasks, 10
+# k running, 1 k endpoints on PostgreSQL; the start-up claim and the store
+# work of one scheduling cycle (claim, cancellations, endpoint loads, snapshot
+# build, decision write, progress save), with one server owning every
+# partition and with three servers sharing them. Results:
+# docs/results/scale/store.md.
 #
 #   bash bench/store-scale.sh                      # default URL below
 #   bash bench/store-scale.sh postgres:///db?host=/var/run/postgresql

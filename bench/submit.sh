@@ -2,7 +2,7 @@
 # Submission throughput of the live service on its default store (SQLite):
 # one job of 100,000 files (sizes given, as a catalogue would) through
 # `sluice submit -f`, from the request to the job id, three times; prints
-# each time and the median. Target (issue 4): under 10 s.
+# each time and the median. Target: under 10 s.
 set -euo pipefail
 BIN=${BIN:-bin/sluice}
 N=${SLUICE_BENCH_FILES:-100000}

@@ -11,8 +11,10 @@ import (
 	"github.com/sluice-dtn/sluice/policy"
 )
 
-// Allocator is one allocation of streams from a Policy Service (seed paper
-// 001), as an adaptive client holds it: requested once, updated (which
+// Allocator is one allocation of streams from a Policy Service (Chervenak
+// et al., "Adaptation and Policy-Based Resource Allocation for Efficient Bulk
+// Data Transfers in High Performance Computing Environments"), as an adaptive
+// client holds it: requested once, updated (which
 // also renews its lease) and released. Update's want is the total number
 // of streams the client can use; a Policy Service never grants more. The
 // expiry says when the lease ends unless renewed (zero: never).

@@ -21,10 +21,11 @@ import (
 	"github.com/sluice-dtn/sluice/multisrc/forecast"
 )
 
-// Multi-source downloads (seed paper 002): one file with replicas at
-// several sources, its bytes split across them by a multisrc policy from
-// each link's predicted bandwidth mean and variability, moved by the engine
-// with every replica at once.
+// Multi-source downloads (Yang, Schopf, Foster, "Improving Parallel Data
+// Transfer Times Using Predicted Variances in Shared Networks"): one file
+// with replicas at several sources, its bytes split across them by a multisrc
+// policy from each link's predicted bandwidth mean and variability, moved by
+// the engine with every replica at once.
 
 // Dynamic is the split of TCS with work stealing (engine Spec.Steal): a
 // replica that has sent its part takes over the tail of the slowest.

@@ -41,7 +41,7 @@ func (m *wan) fixed(files []File, pp, p, cc int) float64 {
 
 // On the paper's path (BDP 5 MB: 100 ms, 50 MB/s) and its two datasets,
 // Auto must beat pp = 1, cc = 1 by half again and come within 10% of the
-// best fixed setting among cc 1, 4, 16 and pp 1, 8: the issue's acceptance
+// best fixed setting among cc 1, 4, 16 and pp 1, 8: the acceptance target
 // for `sluice cp -r --auto`, here under the model rather than on bytes.
 // The margin is not universal: sampling from cc = 1 costs about one
 // per-channel sample time (about a BDP at one stream's rate) and one

@@ -20,16 +20,17 @@
 // # Several replicas
 //
 // With Spec.Sources the file is read from several replicas at once (a
-// multi-source download, seed paper 002): each replica gets a contiguous
-// part of the missing bytes in proportion to its Share, cut into chunks as
-// below, and CC workers of its own; the journal, the verification (against
-// the first replica still in use) and the rename are the same. A replica
-// whose chunk fails Retry.Attempts times in a row is dropped and its bytes
-// are spread over the others; a checksum mismatch is traced, by range
-// checksums (backend.RangeChecksummer), to the replica that delivered the
-// wrong bytes, which is dropped while its ranges are fetched again. With
-// Spec.Steal a replica whose part is done takes over the tail of the one
-// expected to finish last (multisrc.Steal). See multi.go.
+// multi-source download of Yang, Schopf, Foster, "Improving Parallel Data
+// Transfer Times Using Predicted Variances in Shared Networks"): each replica
+// gets a contiguous part of the missing bytes in proportion to its Share, cut
+// into chunks as below, and CC workers of its own; the journal, the
+// verification (against the first replica still in use) and the rename are
+// the same. A replica whose chunk fails Retry.Attempts times in a row is
+// dropped and its bytes are spread over the others; a checksum mismatch is
+// traced, by range checksums (backend.RangeChecksummer), to the replica that
+// delivered the wrong bytes, which is dropped while its ranges are fetched
+// again. With Spec.Steal a replica whose part is done takes over the tail of
+// the one expected to finish last (multisrc.Steal). See multi.go.
 //
 // # Chunks, sub-writes and the journal
 //

@@ -1,10 +1,12 @@
 // Package linkmon measures the bandwidth of the links from replicas to a
 // destination as time series, as the Network Weather Service does for the
-// multi-source planner (seed paper 002): at a fixed frequency each link
-// gets a sample, passive when a transfer is reading from the replica (the
-// bytes it moved in the interval), otherwise from an active probe (a small
-// range read). Package multisrc/forecast turns a series into the predicted
-// mean and standard deviation of the coming transfer's bandwidth.
+// multi-source planner of Yang, Schopf, Foster, "Improving Parallel Data
+// Transfer Times Using Predicted Variances in Shared Networks": at a fixed
+// frequency each link gets a sample, passive when a transfer is reading from
+// the replica (the bytes it moved in the interval), otherwise from an active
+// probe (a small range read). Package multisrc/forecast turns a series into
+// the predicted mean and standard deviation of the coming transfer's
+// bandwidth.
 //
 // A Monitor measures from where it runs: probes read through this process,
 // so they describe the replica → this host path. That is the destination's

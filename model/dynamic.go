@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// DynamicOrder is the second model of the seed paper (003, eq. 8):
+// DynamicOrder is the second model of Yin, Yildirim et al. (eq. 8):
 // p'(n) = n²/Th(n)² = a n^c + b, so Th(n) = n / sqrt(a n^c + b), where the
 // order c is found from the samples instead of being fixed at 2. With
 // a, b > 0 the throughput rises without limit when c < 2, levels off at

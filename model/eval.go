@@ -35,7 +35,7 @@ func ParseAxis(s string) (Axis, error) {
 type EvalOptions struct {
 	Axis Axis // the knob the curves run over; "" means AxisParallelism
 	// Samples are the levels each curve is fitted on; nil means 1, 2, 4,
-	// the seed paper's three exponentially spaced samples.
+	// the three exponentially spaced samples of Yin, Yildirim et al.
 	Samples []int
 	// Adaptive picks each curve's samples with Algorithm 2 (Sampler)
 	// instead of Samples, with this Threshold (0: DefaultSlopeThreshold).

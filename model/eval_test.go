@@ -364,12 +364,12 @@ func TestBandwidthUnits(t *testing.T) {
 // choice made on SGData.csv (testdata/tuning/README.md), the estimation
 // service's sampling (Algorithm 2 with DefaultGrowth, as EvalOptions
 // Adaptive runs it) predicts each curve over parallelism with a median
-// error within issue 6's 15% at the levels not sampled, and puts the
-// optimum within one level of the measured one more often than both the
-// paper's doubling and fixed samples at 1, 2, 4 do. This guards the
-// choice of DefaultGrowth; the figures are in docs/results/model-eval.md
-// (the optimum on 87% and 76% of these curves, against 65% and 63% for
-// doubling).
+// error within the 15% target (docs/results/model-eval.md) at the levels not
+// sampled, and puts the optimum within one level of the measured one more
+// often than both the paper's doubling and fixed samples at 1, 2, 4 do. This
+// guards the choice of DefaultGrowth; the figures are in
+// docs/results/model-eval.md (the optimum on 87% and 76% of these curves,
+// against 65% and 63% for doubling).
 func TestEvalTuningHeldOut(t *testing.T) {
 	for _, name := range []string{"BTData.csv", "enDataSB.csv"} {
 		f, err := os.Open(filepath.Join("testdata", "tuning", name))

@@ -7,8 +7,8 @@ import (
 	"sort"
 )
 
-// SecondOrder is the parallel-stream throughput model of Yildirim et al.
-// (seed paper 003): Th(n) = n / sqrt(a n² + b n + c). It rises with n, and
+// SecondOrder is the parallel-stream throughput model of Yin, Yildirim et
+// al. (eq. 4): Th(n) = n / sqrt(a n² + b n + c). It rises with n, and
 // with a > 0 levels off at 1/sqrt(a); with b < 0 it peaks and then falls.
 type SecondOrder struct {
 	A, B, C float64

@@ -7,7 +7,8 @@
 // Estimators are fed observations by whoever runs transfers (the simulator
 // or the live engine) and are read by the pure schedulers of package sched.
 //
-// The curve fits follow seed paper 003 (Yin, Yildirim et al.): the
+// The curve fits follow Yin, Yildirim et al., "A Data Throughput Prediction
+// and Optimization Service for Widely Distributed Many-Task Computing": the
 // second-order model Th(n) = n/sqrt(a n² + b n + c) (SecondOrder) and the
 // dynamic-order model n²/Th² = a n^c + b (DynamicOrder, c by Newton's
 // iteration), both over any knob that behaves like parallelism (streams,

@@ -14,7 +14,7 @@ type Method string
 
 // The methods Predict can use, in the order it tries them by default.
 const (
-	// MethodSecondOrder is SecondOrder, eq. 4 of the seed paper: the model
+	// MethodSecondOrder is SecondOrder, eq. 4 of Yin, Yildirim et al.: the model
 	// its optimisation service uses.
 	MethodSecondOrder Method = "second-order"
 	// MethodDynamicOrder is DynamicOrder, eq. 8: more flexible, so tried

@@ -29,7 +29,7 @@ const DefaultSlopeThreshold = 0.1
 // (11% and 7% against 19% and 12%).
 const DefaultGrowth = 4
 
-// Sampler is Algorithm 2 of the seed paper (sampling data transfers) as a
+// Sampler is Algorithm 2 of Yin, Yildirim et al. (sampling data transfers) as a
 // pure state machine: the caller asks Next for a level, measures it, and
 // reports the throughput with Add, until Next says stop. Levels start at 1
 // and grow by Growth (the paper doubles; DefaultGrowth is 4, see there); a

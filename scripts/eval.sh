@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make eval`: the full comparison on real bytes (issue 5). On the sc15-mini
+# `make eval`: the full comparison on real bytes (the testbed). On the sc15-mini
 # testbed, the 45% and 60% traces, three repetitions each, the baselines and
 # SEAL, with the simulator's predictions beside the measurements; then STEAL
 # against SEAL with batch tasks added (60-hv). Writes docs/results/testbed/

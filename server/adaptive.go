@@ -11,7 +11,9 @@ import (
 	"github.com/sluice-dtn/sluice/store"
 )
 
-// Adaptive jobs (seed paper 001, Fig. 3): a job that asks for `adaptive`
+// Adaptive jobs (Chervenak et al., "Adaptation and Policy-Based Resource
+// Allocation for Efficient Bulk Data Transfers in High Performance Computing
+// Environments", Fig. 3): a job that asks for `adaptive`
 // is an Adaptive Transfer Client of the Policy Service on each endpoint
 // pair it uses. The loop requests an allocation for it, keeps
 // min(c_i, streams/p) of its files in flight with p streams each, and

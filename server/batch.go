@@ -15,12 +15,13 @@ import (
 )
 
 // Small files move in pull batches (the flexible-client paper's
-// pipelining, seed 004): the runs the scheduler starts in one cycle for
-// small files of one job between the same two directories of the same two
-// endpoints are grouped, and each group is fetched by the destination
-// agent from the source agent in one batch GET (POST /v1/pullbatch),
-// checked against the source's checksums sent with the bytes, made
-// durable with one sync, and put in place with one rename request
+// pipelining: Yildirim, "A Flexible GridFTP Client For Implementation of
+// Intelligent Cloud Data Scheduling Services"): the runs the scheduler starts
+// in one cycle for small files of one job between the same two directories of
+// the same two endpoints are grouped, and each group is fetched by the
+// destination agent from the source agent in one batch GET (POST
+// /v1/pullbatch), checked against the source's checksums sent with the bytes,
+// made durable with one sync, and put in place with one rename request
 // (POST /v1/renames) after this server's claim check. A 1 MiB file moved
 // alone costs about ten requests (stats, allocation, pull, sync, two
 // checksums, rename); in a batch of eight it costs a quarter of one.

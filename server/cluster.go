@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dtn/sluice/store"
 )
 
-// Several servers on one database (issue 10).
+// Several servers on one database (docs/SCALING.md).
 //
 // Scheduling is partitioned by source endpoint: each endpoint is a
 // partition with a lease in the store (store.Lease), and the server that

@@ -20,7 +20,9 @@ import (
 	"github.com/sluice-dtn/sluice/store"
 )
 
-// Estimation service defaults (seed paper 003: Stork samples 20 MB by
+// Estimation service defaults (Yin, Yildirim et al., "A Data Throughput
+// Prediction and Optimization Service for Widely Distributed Many-Task
+// Computing": Stork samples 20 MB by
 // default; Algorithm 2 grows the streams from 1, by model.DefaultGrowth).
 const (
 	DefaultSampleBytes = 20 << 20
@@ -197,7 +199,7 @@ func (s *Server) lockSampling(ctx context.Context, src, dst string) (func(), err
 
 // Estimate answers an estimation request: from the pair's stored
 // optimisation when use_history allows, else by sampling the path
-// (Algorithm 2 of seed paper 003) and fitting the parallel-stream model.
+// (Algorithm 2 of Yin, Yildirim et al.) and fitting the parallel-stream model.
 // Requests for different pairs run in parallel.
 func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (Estimate, error) {
 	if req.Size <= 0 {

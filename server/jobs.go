@@ -27,7 +27,7 @@ type FileSpec struct {
 	Source, Destination string
 	// Replicas are other copies of Source, on other endpoints: the file
 	// is downloaded from all of them at once, split by the job's
-	// Selection (seed paper 002).
+	// Selection (Yang, Schopf, Foster).
 	Replicas []string
 	Size     int64  // -1: unknown, the service stats the source
 	Checksum string // "algo:hex" the user expects, or ""

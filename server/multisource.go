@@ -19,10 +19,11 @@ import (
 	"github.com/sluice-dtn/sluice/store"
 )
 
-// Multi-source files (seed paper 002): a file submitted with several
-// sources is stat'ed at every replica before it queues (their sizes must
-// agree), and each run is one engine transfer reading from all of them at
-// once, the destination agent pulling each replica's part. The parts are
+// Multi-source files (Yang, Schopf, Foster, "Improving Parallel Data Transfer
+// Times Using Predicted Variances in Shared Networks"): a file submitted with
+// several sources is stat'ed at every replica before it queues (their sizes
+// must agree), and each run is one engine transfer reading from all of them
+// at once, the destination agent pulling each replica's part. The parts are
 // planned by the job's selection from each pair's recent per-stream
 // throughput (the service's passive observations of earlier transfers;
 // every finished single-source file adds one), aggregated four at a time

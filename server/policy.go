@@ -17,7 +17,9 @@ import (
 	"github.com/sluice-dtn/sluice/store"
 )
 
-// The Policy Service (seed paper 001) runs inside the server: clients
+// The Policy Service (Chervenak et al., "Adaptation and Policy-Based Resource
+// Allocation for Efficient Bulk Data Transfers in High Performance Computing
+// Environments") runs inside the server: clients
 // (outside transfer tools, `sluice cp --policy-server`, and the
 // scheduling loop itself for the service's own jobs) ask for streams on an
 // endpoint pair and get an allocation, a lease they renew by updating it.

@@ -181,8 +181,8 @@ func TestSnapshotOrderAndEndpoints(t *testing.T) {
 }
 
 // BenchmarkSnapshot times the live loop's snapshot build at the scale of
-// issue 10's store target: 1,000,000 queued and 10,000 running tasks over
-// 1,000 endpoints (bench/store-scale.sh runs it).
+// the store scale target (docs/SCALING.md): 1,000,000 queued and 10,000
+// running tasks over 1,000 endpoints (bench/store-scale.sh runs it).
 func BenchmarkSnapshot(b *testing.B) {
 	w := testWorld(1000, 1_000_000, 10_000)
 	w.snapshot(time.Now(), sched.Tick) // the first sorts the table and sizes the slab

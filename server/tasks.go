@@ -7,7 +7,7 @@ import "iter"
 // facility's partitions holds a million queued tasks, and every cycle's
 // snapshot walks them all. A map walk (plus the sort that keeps decisions
 // independent of map order) cost over a second per cycle at that size (the
-// store scale benchmark of issue 10, docs/results/scale/store.md). A walk
+// store scale benchmark, docs/results/scale/store.md). A walk
 // in ID order was no cure either: a take-over claims partition by
 // partition, so consecutive IDs lie far apart in memory. The order tasks
 // were added is the order they were allocated in, the one a walk reads

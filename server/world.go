@@ -459,7 +459,7 @@ func (w *world) fillSchedTask(st *sched.Task, t *task, now time.Time) {
 // taskUp reports whether both of t's endpoints are up; for a file with
 // replicas, its destination and at least one of its sources: the engine
 // reads from those that answer, so the first source being down must not
-// hold the file (seed paper 002: the others carry it).
+// hold the file (Yang, Schopf, Foster: the others carry it).
 func (w *world) taskUp(t *task) bool {
 	if t.srcEp == nil {
 		t.srcEp = w.eps[t.SrcEndpoint]

@@ -142,9 +142,10 @@ func historyFor(caps map[string]float64) *model.History {
 // its own random pair, or jobs of 100 files on one pair); and the room at
 // the endpoints (up to 64 connections each, so the cycle starts some twenty
 // thousand tasks at once, or two more each, the steady state of a
-// backlog). The facility variant is the shape of issue 10's facility day
-// in steady state: 5,000 endpoints, 6,500 running tasks and a short
-// queue of 250 on random pairs, where most endpoints have nothing waiting.
+// backlog). The facility variant is the shape of the facility day of
+// docs/SCALING.md in steady state: 5,000 endpoints, 6,500 running tasks and a
+// short queue of 250 on random pairs, where most endpoints have nothing
+// waiting.
 func BenchmarkSEALCycle(b *testing.B) {
 	for _, g := range []struct {
 		name           string

@@ -15,7 +15,7 @@ import (
 // endpoints of a few DTN classes and millions of transfers between them,
 // generated lazily so that a day of 25 million transfers never exists in
 // memory. It is what `sluice sim facility` replays with RunStream to
-// measure how the simulator and the schedulers scale (issue 10).
+// measure how the simulator and the schedulers scale (docs/SCALING.md).
 //
 // The model, and why:
 //
@@ -97,8 +97,8 @@ type FacilitySpec struct {
 	Seed     int64 `json:"seed"`
 }
 
-// DefaultFacilitySpec is issue 10's facility day: 5,000 endpoints, 25
-// million transfers in 24 hours at 45% load, SC'15 45% sizes.
+// DefaultFacilitySpec is the facility day of docs/SCALING.md: 5,000
+// endpoints, 25 million transfers in 24 hours at 45% load, SC'15 45% sizes.
 func DefaultFacilitySpec() FacilitySpec {
 	return FacilitySpec{Endpoints: 5000, Transfers: 25_000_000, Hours: 24, Load: 0.45, SizeLoad: 0.45, Partners: 8, Seed: 1}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Several servers on one database (issue 10).
+// Several servers on one database (docs/SCALING.md).
 //
 // Scheduling is partitioned by source endpoint: a partition's tasks are
 // scheduled by the server that holds its lease. A lease has a term that

@@ -119,7 +119,7 @@ type Job struct {
 	// nostreams); the scheduler still decides when they start.
 	Streams int
 	// Adaptive, if set, makes the job an adaptive client of the Policy
-	// Service (seed paper 001, Fig. 3): its parameters as JSON.
+	// Service (Chervenak et al., Fig. 3): its parameters as JSON.
 	Adaptive string
 	// Selection is how files with replicas are split across them (a
 	// multisrc policy, or tcs-dynamic); "" for the default.
@@ -171,7 +171,7 @@ type Task struct {
 	Src, Dst                 string
 	SrcEndpoint, DstEndpoint string
 	// Replicas are other copies of Src (sluice://endpoint/path URLs): the
-	// file is downloaded from all of them at once (seed paper 002).
+	// file is downloaded from all of them at once (Yang, Schopf, Foster).
 	Replicas    []string
 	Size        int64  // -1 while unknown (StateResolving)
 	Expected    string // user's checksum of the file, "algo:hex", or ""

@@ -24,12 +24,13 @@ import (
 	"github.com/sluice-dtn/sluice/multisrc"
 )
 
-// The multi-source evaluation of seed paper 002, §5 on real bytes: three
-// emulated replicas whose bandwidth varies over time with the mean and
-// standard deviation of the paper's Table 1 (scaled to this machine), one
-// destination (this process, as the paper's client machine), a link
-// monitor sampling all three all along, and the policies alternated run by
-// run so that adjacent runs see similar conditions (§5.1).
+// The multi-source evaluation of Yang, Schopf, Foster, "Improving Parallel
+// Data Transfer Times Using Predicted Variances in Shared Networks", §5 on
+// real bytes: three emulated replicas whose bandwidth varies over time with
+// the mean and standard deviation of the paper's Table 1 (scaled to this
+// machine), one destination (this process, as the paper's client machine), a
+// link monitor sampling all three all along, and the policies alternated run
+// by run so that adjacent runs see similar conditions (§5.1).
 
 // MultiLink is one replica's link: bandwidth mean and SD in Mb/s as the
 // paper's Table 1 gives them.

@@ -23,7 +23,9 @@ import (
 	"github.com/sluice-dtn/sluice/sim"
 )
 
-// The Policy Service experiments of seed paper 001, §III, on the emulated
+// The Policy Service experiments of Chervenak et al., "Adaptation and
+// Policy-Based Resource Allocation for Efficient Bulk Data Transfers in High
+// Performance Computing Environments", §III, on the emulated
 // testbed: clients move one dataset between the profile's source and one
 // destination, each as `sluice cp --policy-server` does (copyjob's
 // adaptive client, an allocation from the live server's Policy Service),

@@ -45,7 +45,7 @@ type measuredFile struct {
 	} `json:"runs"`
 }
 
-// acceptance is issue 5's bound on the simulator's relative error in
+// acceptance is the testbed's bound on the simulator's relative error in
 // average slowdown and turnaround.
 const acceptance = 0.20
 
@@ -67,7 +67,7 @@ var knownGaps = map[string]string{
 
 // TestPredictionsAgainstMeasured recomputes Predict for every committed run
 // on real bytes (docs/results/testbed/*.json, seed 1 + repetition, as
-// `sluice testbed compare` drew them) and holds the simulator to issue 5's
+// `sluice testbed compare` drew them) and holds the simulator to that
 // bound. With -v it prints the table of docs/results/testbed/README.md. A
 // failure means the simulator, a scheduler or the measurements changed:
 // re-validate, and update the README.

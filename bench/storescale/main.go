@@ -1,6 +1,6 @@
-// Command storescale is the store scale benchmark of issue 10: "1 M
-// queued tasks, 10 k running, 1 k endpoints: scheduler snapshot build and
-// decision write per cycle under 200 ms on PostgreSQL".
+// Command storescale is the store scale benchmark, the target of
+// docs/SCALING.md: "1 M queued tasks, 10 k running, 1 k endpoints: scheduler
+// snapshot build and decision write per cycle under 200 ms on PostgreSQL".
 //
 // It creates a fresh PostgreSQL database (sluice_scale_<pid>, dropped at
 // the end unless -keep), opens it with store.Open (so the migrations run

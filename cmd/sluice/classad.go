@@ -17,7 +17,9 @@ import (
 	"github.com/sluice-dtn/sluice/server"
 )
 
-// Stork submit files (seed paper 003, §3) are Condor ClassAds:
+// Stork submit files (Yin, Yildirim et al., "A Data Throughput Prediction and
+// Optimization Service for Widely Distributed Many-Task Computing", §3) are
+// Condor ClassAds:
 //
 //	[
 //	dap_type = "transfer";

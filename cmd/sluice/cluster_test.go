@@ -45,8 +45,8 @@ func (s *serverProc) set(up bool) {
 	s.mu.Unlock()
 }
 
-// TestSeveralServers (issue 10): three servers on one PostgreSQL database
-// and four agents, each agent listing every server. A 500-file job,
+// TestSeveralServers (docs/SCALING.md): three servers on one PostgreSQL
+// database and four agents, each agent listing every server. A 500-file job,
 // submitted through one server, completes while the servers are killed
 // with SIGKILL one after another (never all at once; some come back
 // before their leases expire, others after, so both a restart and a

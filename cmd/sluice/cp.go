@@ -98,7 +98,7 @@ Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-li
 tokens from the key the agents were started with.
 
 With --policy-server, cp is the adaptive transfer client of the Policy Service
-(Kettimuthu et al., Fig. 3): it asks the server for an allocation of streams on
+(Chervenak et al., Fig. 3): it asks the server for an allocation of streams on
 the pair, moves files in batches of c at a time with --p partial transfers each,
 starting at c = min(--ci, streams/p), and every --adapt-every files updates the
 allocation and moves c by --delta when the rate changed by more than --threshold,

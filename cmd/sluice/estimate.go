@@ -28,7 +28,7 @@ func newEstimateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "estimate SRC DST --size SIZE | --iperf3 HOST[:PORT]",
 		Short: "Predict how many streams a transfer needs, and how fast and long it will be (the service, or iperf3)",
-		Long: `estimate asks the server's estimation service (seed paper 003) about a
+		Long: `estimate asks the server's estimation service (Yin, Yildirim et al.) about a
 transfer from SRC to DST (sluice://ENDPOINT/path URLs). Unless --use-history
 finds a fresh answer for the endpoint pair, the server samples the path: it
 copies the first --sample bytes of SRC beside DST (under a hidden temporary

@@ -14,7 +14,8 @@ import (
 	"github.com/sluice-dtn/sluice/model"
 )
 
-// The accuracy targets of issue 6 for predictions over parallelism.
+// The accuracy targets for predictions over parallelism
+// (docs/results/model-eval.md).
 const (
 	targetMedianAPE        = 0.15
 	targetOptimumWithinOne = 0.80

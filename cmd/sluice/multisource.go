@@ -34,7 +34,7 @@ func newTestbedMultiSource() *cobra.Command {
 		Use:   "multisource",
 		Short: "Evaluate the multi-source split policies (Yang, Schopf and Foster) on emulated replicas",
 		Long: `multisource reproduces the evaluation of "Improving Parallel Data Transfer Times
-Using Predicted Variances in Shared Networks" (seed paper 002, §5) on real bytes: three
+Using Predicted Variances in Shared Networks" (Yang, Schopf and Foster, §5) on real bytes: three
 emulated replicas whose bandwidth varies over time with the mean and standard deviation
 of the paper's Table 1 (scaled: a Mb/s becomes 0.5 MB/s, a MB of data 125 kB, so a run
 takes 1/32 of the paper's time), one destination (this process), a link monitor that

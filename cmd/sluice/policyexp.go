@@ -29,9 +29,10 @@ func newTestbedPolicyExp() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "policy-exp",
-		Short: "Run the Policy Service experiments of Kettimuthu et al. on the emulated testbed",
-		Long: `policy-exp reproduces the experiments of "Adaptive data transfers that use
-policies to allocate resources" (seed paper 001, §III) on real bytes: clients move a
+		Short: "Run the Policy Service experiments of Chervenak et al. on the emulated testbed",
+		Long: `policy-exp reproduces the experiments of "Adaptation and Policy-Based Resource
+Allocation for Efficient Bulk Data Transfers in High Performance Computing
+Environments" (Chervenak et al., §III) on real bytes: clients move a
 dataset (the paper's 488 files, scaled down) from the profile's source to its other
 endpoint, each client the adaptive client of ` + "`sluice cp --policy-server`" + `, with an
 allocation from the live server's Policy Service.

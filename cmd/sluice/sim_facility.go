@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-dtn/sluice/sim"
 )
 
-// newSimFacility is `sluice sim facility`: a facility day (issue 10) —
+// newSimFacility is `sluice sim facility`: a facility day (docs/SCALING.md) —
 // thousands of endpoints, millions of transfers of SC'15 sizes — replayed
 // by the streaming engine, with the replay's wall time and memory and the
 // scheduler's cycle time against its queue.

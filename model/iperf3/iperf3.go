@@ -1,6 +1,8 @@
 // Package iperf3 owns sampling a network path with iperf3 for the
-// throughput models of package model: the Iperf mode of seed paper 003's
-// estimation service. Estimate runs iperf3 clients against a reachable
+// throughput models of package model: the Iperf mode of the estimation
+// service of Yin, Yildirim et al., "A Data Throughput Prediction and
+// Optimization Service for Widely Distributed Many-Task Computing". Estimate
+// runs iperf3 clients against a reachable
 // iperf3 server with 1, 4, 16, ... parallel streams as model.Sampler
 // (Algorithm 2) asks, reads iperf3's JSON reports, fits the
 // parallel-stream curve with model.Predict, and answers with the optimal
