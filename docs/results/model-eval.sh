@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates model-eval.txt and model-eval.json: the throughput models
-# (seed paper 003) against three real GridFTP tuning campaigns, each curve
+# (Yin, Yildirim et al.) against three real GridFTP tuning campaigns, each curve
 # predicted from a few samples. SGData.csv is the project's calibration
 # data (../shared); the other two paths were held out from every choice
 # made on it (model/testdata/tuning/README.md).

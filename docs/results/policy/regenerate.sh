@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates docs/results/policy: the five experiments of seed paper 001 on
+# Regenerates docs/results/policy: the five experiments of Chervenak et al. on
 # the policy-mini profile (seed 1, with CSVs), and the constrained comparison
 # again with seeds 2 and 3 for the median. About 10 minutes on 2 cores.
 set -euo pipefail
