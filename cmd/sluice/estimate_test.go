@@ -235,7 +235,7 @@ func TestServiceEstimate(t *testing.T) {
 		t.Fatalf("submit -f job.classad: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if !strings.Contains(out, fmt.Sprintf("optimal streams  %d", e.Streams)) || !strings.Contains(out, "from history") {
+	if !strings.Contains(out, fmt.Sprintf("optimal streams  %d", d.Streams)) || !strings.Contains(out, "from history") {
 		t.Errorf("estimation ad's answer:\n%s", out)
 	}
 	var id int64
