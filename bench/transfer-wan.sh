@@ -45,11 +45,11 @@ SECS_BIG=${SECS_BIG:-8} SECS_SMALL=${SECS_SMALL:-4} SECS_MIXED=${SECS_MIXED:-6} 
 RUN_TIMEOUT=${RUN_TIMEOUT:-150}
 BENCH_DIR=${BENCH_DIR:-/tmp/sluice-bench-wan}
 PREFIX=${PREFIX:-slcw-}
-P_AGENT_A=17201 P_AGENT_B=17202 P_FTP=17211 P_HTTP=17221
+P_AGENT_A=17201 P_AGENT_B=17202 P_JOB_A=17203 P_JOB_B=17204 P_SERVE=17230 P_FTP=17211 P_HTTP=17221
 # Tools: "default" peers run with no tuning flags; the others are the grid.
-TOOLS_BIG=${TOOLS_BIG:-sluice guc guc-fast-p4 guc-fast-p8 guc-fast-p16 rclone rclone-mts16 aria2c-x16 curl}
-TOOLS_TREE=${TOOLS_TREE:-sluice guc-cc4 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z}
-DEFAULTS=" sluice guc rclone curl "
+TOOLS_BIG=${TOOLS_BIG:-sluice sluice-job guc guc-fast-p4 guc-fast-p8 guc-fast-p16 rclone rclone-mts16 aria2c-x16 curl}
+TOOLS_TREE=${TOOLS_TREE:-sluice sluice-job guc-cc4 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z}
+DEFAULTS=" sluice sluice-job guc rclone curl "
 
 [ "$(id -u)" = 0 ] || { echo "bench/transfer-wan.sh: needs root (network namespaces)" >&2; exit 1; }
 for t in jq python3; do command -v $t >/dev/null || { echo "bench/transfer-wan.sh: needs $t" >&2; exit 1; }; done
@@ -81,7 +81,7 @@ cleanup() {
 	true
 }
 trap cleanup EXIT
-for g in cli sluice gftp nginx; do mkdir -p "$CG/slcw-$g"; done
+for g in cli sluice job gftp nginx; do mkdir -p "$CG/slcw-$g"; done
 # in GROUP CMD...: run CMD in cpuacct group GROUP (children stay in it).
 incg() { local g=$1; shift; sh -c 'echo $$ > "$0"; exec "$@"' "$CG/slcw-$g/tasks" "$@"; }
 cpu_ns() { cat "$CG/slcw-$1/cpuacct.usage"; }
@@ -148,10 +148,24 @@ IFS=, read -ra sets <<<"$DATASETS"
 echo "making datasets (${sets[*]}) in $BENCH_DIR/src" >&2
 for d in "${sets[@]}"; do mkdata "$d"; done
 chmod -R a+rX "$BENCH_DIR/src"
+for d in "${sets[@]}"; do
+	(cd "$BENCH_DIR/src" && find "$d" -type f | sort) | jq -R '{source: "sluice://wa/\(.)", destination: "sluice://wb/\(.)"}' |
+		jq -s '{label: "bench", files: .}' >"$BENCH_DIR/job-$d.json"
+done
 
 # Sources in a; the receiving agent in b.
 incg sluice "$S" net --prefix "$PREFIX" exec a -- "$S" agent --listen 198.18.0.1:$P_AGENT_A --root "$BENCH_DIR/src" --name a --token-key "$KEY" >"$BENCH_DIR/agent-a.log" 2>&1 &
 incg sluice "$S" net --prefix "$PREFIX" exec b -- "$S" agent --listen 198.18.0.2:$P_AGENT_B --root "$BENCH_DIR/dst" --name b --token-key "$KEY" >"$BENCH_DIR/agent-b.log" 2>&1 &
+# The service: sluice serve in b, an agent joined to it in each host
+# (named wa and wb); a job lists every file of a dataset.
+if [[ " $TOOLS_BIG $TOOLS_TREE " == *" sluice-job "* ]]; then
+	incg job "$S" net --prefix "$PREFIX" exec b -- "$S" serve --listen 198.18.0.2:$P_SERVE --data-dir "$BENCH_DIR/serve" >"$BENCH_DIR/serve.log" 2>&1 &
+	for _ in $(seq 100); do [ -f "$BENCH_DIR/serve/join.token" ] && break; sleep 0.1; done
+	incg job "$S" net --prefix "$PREFIX" exec a -- "$S" agent --listen 198.18.0.1:$P_JOB_A --root "$BENCH_DIR/src" --name wa \
+		--server http://b:$P_SERVE --join-token @"$BENCH_DIR/serve/join.token" >"$BENCH_DIR/agent-wa.log" 2>&1 &
+	incg job "$S" net --prefix "$PREFIX" exec b -- "$S" agent --listen 198.18.0.2:$P_JOB_B --root "$BENCH_DIR/dst" --name wb \
+		--server http://198.18.0.2:$P_SERVE --join-token @"$BENCH_DIR/serve/join.token" >"$BENCH_DIR/agent-wb.log" 2>&1 &
+fi
 if have globus-gridftp-server; then
 	GFTP=$(command -v globus-gridftp-server || echo /usr/sbin/globus-gridftp-server)
 	incg gftp "$S" net --prefix "$PREFIX" exec a -- "$GFTP" -aa -p $P_FTP -control-interface 198.18.0.1 -data-interface 198.18.0.1 -anonymous-user nobody -S -pidfile "$BENCH_DIR/gftp.pid" -d error
@@ -181,7 +195,7 @@ warm() { # dataset bytes: the source re-read, memory touched, the destination em
 }
 
 # server_group tool: the cpuacct group of the tool's servers.
-server_group() { case $1 in sluice*) echo sluice ;; guc*) echo gftp ;; *) echo nginx ;; esac; }
+server_group() { case $1 in sluice-job) echo job ;; sluice*) echo sluice ;; guc*) echo gftp ;; *) echo nginx ;; esac; }
 
 # run_tool tool dataset: copy src/DATASET from a into b's dst/DATASET.
 run_tool() {
@@ -191,6 +205,14 @@ run_tool() {
 	case $t in
 	sluice) if [ -d "$src" ]; then c=("$S" cp --token "$TOKEN" -r "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d")
 		else c=("$S" cp --token "$TOKEN" "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d"); fi ;;
+	sluice-job) # submitted in b, then polled until it is no longer active
+		incg cli "$S" net --prefix "$PREFIX" exec b -- env SLUICE_SERVER=http://198.18.0.2:$P_SERVE SLUICE_TOKEN=@"$BENCH_DIR/serve/admin.token" \
+			timeout "$RUN_TIMEOUT" bash -c '
+			s=$1 job=$2
+			id=$("$s" submit -f "$job") || exit 1
+			while st=$("$s" status "$id" --json | jq -r .state) && [ "$st" = active ]; do sleep 0.25; done
+			[ "$st" = done ] || { echo "job $id ended $st" >&2; "$s" status "$id" --files >&2; exit 1; }' _ "$S" "$BENCH_DIR/job-$d.json" >>"$BENCH_DIR/tools.log" 2>&1
+		return ;; # (its CPU includes the polls: two Go processes every 0.25 s)
 	guc) c=(globus-url-copy "$ftp$src" "file://$dst/$d") ;;
 	guc-fast-p*) c=(globus-url-copy -fast -p "${t#guc-fast-p}" "$ftp$src" "file://$dst/$d") ;;
 	guc-cc*) c=(globus-url-copy -r -cd -fast -pp -cc "${t#guc-cc}" "$ftp$src/" "file://$dst/$d/") ;;
@@ -280,8 +302,10 @@ for d in "${sets[@]}"; do
 		name=$t; [[ $DEFAULTS == *" $t "* ]] && name="$t (defaults)"
 		if [ "$m" = - ]; then echo "| $name | - | failed | | | | |"; continue; fi
 		frac=$(jq -n "100 * $m / $LINK_MBS | round")
-		rb=$(jq -n "if $best > 0 then ($m / $best * 100 | round / 100) else null end")
-		rd=$(jq -n "if $bestdef > 0 then ($m / $bestdef * 100 | round / 100) else null end")
+		# Arguments, not text: jq rejects a literal division by zero even
+		# in a branch not taken (no peer measured).
+		rb=$(jq -n --argjson m "$m" --argjson b "$best" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
+		rd=$(jq -n --argjson m "$m" --argjson b "$bestdef" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
 		echo "| $name | $m | ${MBS[$d,$t]# } | $frac% | $c | ${rb}x | ${rd}x |"
 	done
 done
