@@ -77,7 +77,11 @@ net() { "$S" net --prefix "$PREFIX" "$@"; }
 CG=/sys/fs/cgroup/cpuacct
 cleanup() {
 	net down >/dev/null 2>&1 || true
-	for g in "$CG"/slcw-*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done
+	# A group is removable only once its last process has exited, which
+	# can lag behind net down by a moment.
+	for g in "$CG"/slcw-*; do
+		for _ in $(seq 50); do [ -d "$g" ] || break; rmdir "$g" 2>/dev/null || sleep 0.1; done
+	done
 	true
 }
 trap cleanup EXIT
