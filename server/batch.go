@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -195,6 +196,10 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	journals := func(m member) storeJournals {
 		return storeJournals{st: s.st, owner: s.cfg.ServerID, task: m.p.task.ID, term: m.p.task.Term}
 	}
+	// What is at each destination, looked at for all members at once:
+	// one by one, a batch of small files paid a round trip per file
+	// before its first byte moved.
+	dests := s.checkDestinations(ctx, ms)
 	// live: the members still going, by index.
 	live := make([]int, 0, len(ms))
 	for i, m := range ms {
@@ -219,8 +224,8 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		// What is at the destination, before any byte moves (as
 		// runTransfer): a directory or a file the job keeps fails the
 		// file at once, an identical one is done.
-		if res, done, err := s.checkDestinationOf(ctx, m.p); err != nil || done {
-			report(i, res, err)
+		if d := dests[i]; d.err != nil || d.done {
+			report(i, d.res, d.err)
 			continue
 		}
 		// The fence, as the engine's Spec.Begin: another server may own
@@ -345,6 +350,34 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		// batches are for files by the thousand (the metrics count them).
 		report(i, engine.Result{Size: r.Bytes, Bytes: r.Bytes, Seconds: secs, Checksum: sum, Algo: algo}, nil)
 	}
+}
+
+// destCheck is checkDestination's answer for one member of a batch.
+type destCheck struct {
+	res  engine.Result
+	done bool
+	err  error
+}
+
+// destChecksAtOnce bounds the destination look-ups of one batch in flight.
+const destChecksAtOnce = 16
+
+// checkDestinations runs checkDestinationOf for every member of a batch,
+// destChecksAtOnce at a time, and returns the answers in members' order.
+func (s *Server) checkDestinations(ctx context.Context, ms []member) []destCheck {
+	out := make([]destCheck, len(ms))
+	sem := make(chan struct{}, destChecksAtOnce)
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			d := &out[i]
+			d.res, d.done, d.err = s.checkDestinationOf(ctx, m.p)
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // checkDestinationOf is checkDestination for one file of a batch.
