@@ -110,6 +110,10 @@ type Options struct {
 	// XRootD) has only the check, and a file made there between the
 	// check and the rename is replaced.
 	Overwrite bool
+	// Tune, if set, tunes each large file's partial transfers while it
+	// runs (CC is where it starts): see LiveOptions. Its Tuner, if
+	// given, is used for one file only; nil gives each file its own.
+	Tune *LiveOptions
 }
 
 // ErrExists is the error of a file whose destination path holds another
@@ -155,6 +159,9 @@ type Summary struct {
 	// Steps are the chunks of a copy run by RunDataset, each with its
 	// files, pipelining, parallelism, concurrency and throughput.
 	Steps []dataset.StepReport `json:"steps,omitempty"`
+	// Tuning is the timeline of a live-tuned copy (RunLive, or one large
+	// file with Options.Tune): each window's level and throughput.
+	Tuning []TunePoint `json:"tuning,omitempty"`
 }
 
 // item is one file to copy.
@@ -465,6 +472,7 @@ func (st *state) summary(elapsed time.Duration) Summary {
 	}
 	st.mu.Lock()
 	sum.Failures = slices.Clone(st.failures)
+	sum.Tuning = slices.Clone(st.tuning)
 	st.mu.Unlock()
 	return sum
 }
@@ -485,6 +493,7 @@ type state struct {
 	retries      atomic.Int64
 	resent       atomic.Int64
 	moving       atomic.Int64 // bytes of small files in flight
+	tuning       []TunePoint  // a tuned large file's windows (Options.Tune)
 
 	committer committer // lands files copied whole, in groups
 
@@ -630,7 +639,7 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 		if there, err := st.inPlace(ctx, it); there || err != nil {
 			continue
 		}
-		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin); err != nil && !st.giveUp(it, err) {
+		if err := st.copyBig(ctx, it, st.o.CC, st.o.ChunkMin, st.o.Tune); err != nil && !st.giveUp(it, err) {
 			return err
 		}
 	}
@@ -640,7 +649,7 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 // copyBig sends one file through the engine with cc partial transfers at
 // once, none smaller than chunkMin (but the last), with a checkpoint
 // journal so that an interrupted copy resumes.
-func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) error {
+func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64, tune *LiveOptions) error {
 	src := st.srcs[it.from]
 	spec := engine.Spec{
 		Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
@@ -663,6 +672,9 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64) e
 	st.active[t] = it.src
 	st.current = it.src
 	st.mu.Unlock()
+	if tune != nil {
+		st.tuneTransfer(ctx, t, *tune, cc)
+	}
 	res, err := t.Wait()
 	st.mu.Lock()
 	delete(st.active, t)

@@ -459,7 +459,7 @@ func (d *Dataset) do(ctx context.Context, u unit) error {
 		// never below PartMin nor above ChunkMin (the engine then cuts
 		// more chunks than workers and balances them).
 		chunk := min(d.st.o.ChunkMin, max(d.st.o.PartMin, ceilDiv(it.size, int64(u.parts))))
-		return d.st.copyBig(ctx, it, u.parts, chunk)
+		return d.st.copyBig(ctx, it, u.parts, chunk, nil)
 	case unitSplit:
 		return d.copySplit(ctx, it, u.parts)
 	default:

@@ -67,9 +67,13 @@ func (f *fixed) Observe(float64) {
 // pays for opening it, and a busy moment only ever adds. Local endpoints
 // count as 0. An agent that answers no request is an error.
 func (d *Dataset) MeasureRTT(ctx context.Context, n int) (time.Duration, error) {
+	return MeasureRTT(ctx, append(slices.Clone(d.st.srcs), d.st.dst), n)
+}
+
+// MeasureRTT is Dataset.MeasureRTT for any endpoints.
+func MeasureRTT(ctx context.Context, eps []Endpoint, n int) (time.Duration, error) {
 	n = max(n, 1)
 	var worst time.Duration
-	eps := append(slices.Clone(d.st.srcs), d.st.dst)
 	for _, e := range eps {
 		if !strings.HasPrefix(e.URL, "sluice") {
 			continue

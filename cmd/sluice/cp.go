@@ -35,6 +35,7 @@ type cpFlags struct {
 	recursive    bool
 	cc, p, pp    int
 	auto         bool
+	sample       bool    // with auto and -r: sample chunks (dataset.Auto) instead of tuning live
 	fixed        bool    // --cc, --p or --pp given: the settings are the user's
 	bandwidth    float64 // MB/s for --auto; 0: probe
 	verbose      bool
@@ -69,14 +70,19 @@ The settings mean what they mean for globus-url-copy: --cc files in flight at on
 many small files; it applies only when the source is an agent and the bytes pass
 through this process), --p partial transfers of one large file at once.
 
-With -r, --auto (the default unless --cc, --p or --pp is given) chooses them per
-chunk of the dataset, as the flexible GridFTP client of Yildirim (SC'13) does: it
-measures the round-trip time to the agents and the bandwidth (a short probe of
-parallel reads, or --bandwidth), gives chunks of similar files the pipelining that
-fills the bandwidth-delay product, samples parallelism (files larger than it) and
-concurrency on real chunks until throughput stops rising, and sends the rest with
-the best. -v prints each chunk's settings and throughput; --json has them as
-"steps". --auto=false sends the whole dataset with --cc/--pp/--p.
+--auto (the default unless --cc, --p or --pp is given) tunes the copy while it
+runs: it measures the round-trip time to the agents and, every twenty round trips
+(1-3 s), the throughput, and moves the number of streams (the
+partial transfers of a large file; files or batches in flight with -r) as a TCP
+sender moves its window: doubling while that pays by 10%, then holding, and
+trying half as many again every few windows, so that it keeps up when the path's
+bandwidth changes. Small files go in batches of up to 8 MiB (one round trip
+each). -v prints each window; --json has them as "tuning". With -r, --sample plans
+by sampling instead, as the flexible GridFTP client of Yildirim (SC'13) does: a
+short probe of the bandwidth (or --bandwidth), pipelining for the bandwidth-delay
+product, and parallelism and concurrency sampled on chunks of the dataset until
+throughput stops rising ("steps" in --json). --auto=false sends everything with
+--cc/--pp/--p.
 
 SRC and DST are local paths (or file:///abs/path), agent URLs
 (sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, through
@@ -155,10 +161,12 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 			switch {
 			case fl.Changed("auto") && f.auto && f.fixed:
 				return errors.New("--auto chooses --cc, --p and --pp itself: give either --auto or the settings")
-			case fl.Changed("auto") && f.auto && !f.recursive:
-				return errors.New("--auto plans the copy of a directory's files: use it with -r")
+			case f.sample && (!f.recursive || f.fixed || !f.auto):
+				return errors.New("--sample is a way of --auto to plan a directory's copy: use it with -r and without --cc, --p, --pp or --auto=false")
+			case fl.Changed("bandwidth") && !f.sample:
+				return errors.New("--bandwidth is what --sample plans from: give --sample too (the live tuning measures the path)")
 			}
-			f.auto = f.auto && f.recursive && !f.fixed
+			f.auto = f.auto && !f.fixed
 			return runCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 		},
 	}
@@ -167,9 +175,10 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.IntVar(&f.cc, "cc", 8, "concurrency: files in flight at once")
 	fl.IntVar(&f.p, "p", 4, "parallelism: partial transfers of one large file at once")
 	fl.IntVar(&f.pp, "pp", 1, "pipelining: files asked for in one request (batch GET from an agent, with -r)")
-	fl.BoolVar(&f.auto, "auto", true, "with -r: choose --cc, --pp and --p per chunk of the dataset (off when any of them is given)")
-	fl.Float64Var(&f.bandwidth, "bandwidth", 0, "the path's bandwidth in MB/s for --auto (default: a short probe)")
-	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with -r: print each chunk's settings and throughput")
+	fl.BoolVar(&f.auto, "auto", true, "tune the number of streams while the copy runs (off when --cc, --p or --pp is given)")
+	fl.BoolVar(&f.sample, "sample", false, "with -r: plan by sampling chunks (Yildirim's SC'13 client) instead of tuning live")
+	fl.Float64Var(&f.bandwidth, "bandwidth", 0, "the path's bandwidth in MB/s for --sample (default: a short probe)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each tuning window (with --sample, each chunk's settings and throughput)")
 	fl.StringVar(&f.checksum, "checksum", "auto", "adler32, md5, sha256, crc32c, none, or auto: crc32c between local files and sluice agents, adler32 when a GridFTP or XRootD server is one end")
 	fl.StringVar(&f.token, "token", os.Getenv("SLUICE_TOKEN"), "bearer token for agents (default $SLUICE_TOKEN)")
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
@@ -413,7 +422,16 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	defer done()
 	sub := f.subWrite
 	if sub == 0 && strings.HasPrefix(dst.URL, "sluice") {
-		sub = 16 << 20 // one request per sub-write: fewer, larger writes to an agent
+		// One request per sub-write: fewer, larger writes to an agent.
+		// Tuned live, 4 MiB: the tuner sees a third-party copy's bytes
+		// only as each request ends, and a window of a second must hold
+		// enough of them to measure (at 16 MiB, a few); on a 50 ms path
+		// the extra round trips cost less than that grain does (600 MB:
+		// 97 MB/s at 8 streams, against 78 with 16 MiB).
+		sub = 16 << 20
+		if f.auto && !f.sample {
+			sub = 4 << 20
+		}
 	}
 	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
 		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite}
@@ -424,6 +442,14 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	} else if f.recursive {
 		rep, err = runDatasetCp(ctx, stderr, f, srcs, dst, opt, show)
 	} else {
+		if f.auto {
+			var a *autoPath
+			if a, err = measureRTT(ctx, append(slices.Clone(srcs), dst)); err != nil {
+				return err
+			}
+			rep.Auto = a
+			opt.Tune = &copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt()), OnWindow: verboseWindow(f.verbose, stderr)}
+		}
 		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
 		show.finish()
 	}
@@ -469,6 +495,14 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		}
 		return fmt.Errorf("%d files could not be copied (the others were)", given.Failed)
 	}
+	if a := rep.Auto; a != nil && len(sum.Tuning) > 0 {
+		lo, hi := sum.Tuning[0].Level, sum.Tuning[0].Level
+		for _, w := range sum.Tuning {
+			lo, hi = min(lo, w.Level), max(hi, w.Level)
+		}
+		fmt.Fprintf(stderr, "auto: rtt %.1f ms; %d windows of %.1f s, %d to %d streams, the last %d\n",
+			a.RTTms, len(sum.Tuning), copyjob.WindowFor(a.rtt()).Seconds(), lo, hi, sum.Tuning[len(sum.Tuning)-1].Level)
+	}
 	if a := rep.Auto; a != nil && len(sum.Steps) > 0 {
 		last := sum.Steps[len(sum.Steps)-1]
 		fmt.Fprintf(stderr, "auto: rtt %.1f ms, bandwidth %.1f MB/s (%s), BDP %.2f MB; %d steps, the last with pp %d, p %d, cc %d\n",
@@ -489,12 +523,37 @@ type cpReport struct {
 	Adaptation []copyjob.AdaptPoint `json:"adaptation,omitempty"`
 }
 
-// autoPath is the path as --auto saw it before planning.
+// autoPath is the path as --auto saw it before planning. Live tuning
+// measures only the round trip; --sample also the bandwidth.
 type autoPath struct {
+	Mode          string  `json:"mode"` // "live" or "sample"
 	RTTms         float64 `json:"rtt_ms"`
-	Bandwidth     float64 `json:"bandwidth_bps"`
-	BandwidthFrom string  `json:"bandwidth_from"` // "flag", "probe" or "default"
-	BDP           int64   `json:"bdp"`            // what pipelining and parallelism were planned for
+	Bandwidth     float64 `json:"bandwidth_bps,omitempty"`
+	BandwidthFrom string  `json:"bandwidth_from,omitempty"` // "flag", "probe" or "default"
+	BDP           int64   `json:"bdp,omitempty"`            // what pipelining and parallelism were planned for
+}
+
+func (a *autoPath) rtt() time.Duration { return time.Duration(a.RTTms * float64(time.Millisecond)) }
+
+// measureRTT is what live tuning knows of the path before it starts: the
+// round trip to the agents (0 between local files), which sets the length
+// of its windows.
+func measureRTT(ctx context.Context, eps []copyjob.Endpoint) (*autoPath, error) {
+	rtt, err := copyjob.MeasureRTT(ctx, eps, rttRequests)
+	if err != nil {
+		return nil, err
+	}
+	return &autoPath{Mode: "live", RTTms: float64(rtt) / float64(time.Millisecond)}, nil
+}
+
+// verboseWindow prints each tuning window with -v.
+func verboseWindow(on bool, w io.Writer) func(copyjob.TunePoint) {
+	if !on {
+		return nil
+	}
+	return func(p copyjob.TunePoint) {
+		fmt.Fprintf(w, "window %6.1f s  %3d streams  %8.1f MB/s\n", p.At, p.Level, p.Rate/1e6)
+	}
 }
 
 // Measuring the path for --auto: a few stats for the round trip, and a
@@ -517,6 +576,16 @@ func runDatasetCp(ctx context.Context, stderr io.Writer, f cpFlags, srcs []copyj
 	var rep cpReport
 	d, err := copyjob.PrepareDataset(ctx, srcs, dst, opt)
 	if err != nil {
+		return rep, err
+	}
+	if f.auto && !f.sample {
+		a, err := measureRTT(ctx, append(slices.Clone(srcs), dst))
+		if err != nil {
+			return rep, err
+		}
+		rep.Auto = a
+		rep.Summary, err = copyjob.RunLive(ctx, d, copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt()), OnWindow: verboseWindow(f.verbose, stderr)}, show.update)
+		show.finish()
 		return rep, err
 	}
 	var pl dataset.Planner = copyjob.Fixed(d.Files(), f.pp, f.p, f.cc)
@@ -554,7 +623,7 @@ func measurePath(ctx context.Context, d *copyjob.Dataset, flagMBps float64) (*au
 	if err != nil {
 		return nil, err
 	}
-	a := &autoPath{RTTms: float64(rtt) / float64(time.Millisecond), Bandwidth: defaultBandwidth, BandwidthFrom: "default"}
+	a := &autoPath{Mode: "sample", RTTms: float64(rtt) / float64(time.Millisecond), Bandwidth: defaultBandwidth, BandwidthFrom: "default"}
 	switch {
 	case flagMBps > 0:
 		a.Bandwidth, a.BandwidthFrom = flagMBps*1e6, "flag"

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -79,9 +81,10 @@ func cpSameTree(t *testing.T, dir string, want map[string][]byte) {
 }
 
 // TestCpRecursiveAuto copies a small dataset with `sluice cp -r` between
-// two in-process agents, the source emulating a WAN round trip: --auto by
-// default (third-party: the destination pulls), then to a local
-// directory (batch GETs) with --json, then with fixed settings.
+// two in-process agents, the source emulating a WAN round trip: tuned live
+// by default (third-party: the destination pulls), then to a local
+// directory (batch GETs) with --sample and --json, then with fixed
+// settings.
 func TestCpRecursiveAuto(t *testing.T) {
 	work := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
@@ -92,22 +95,38 @@ func TestCpRecursiveAuto(t *testing.T) {
 	src := cpAgent(t, "a", srcRoot, k, &emul.Config{RTTMs: 5, ConnBps: 40e6})
 	dst := cpAgent(t, "b", dstRoot, k, nil)
 
-	// Agent to agent, --auto by default, steps printed with -v.
-	out, err := run(t, "cp", "-r", "-v", "--token-key", keyFile, src+"/run7", dst+"/archive/")
+	// Agent to agent, tuned live by default.
+	out, err := run(t, "cp", "-r", "--json", "--token-key", keyFile, src+"/run7", dst+"/archive/")
 	if err != nil {
 		t.Fatalf("cp -r: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "step 1") || !strings.Contains(out, "auto: rtt") || !strings.Contains(out, "copied 60 files") {
-		t.Errorf("cp -r -v printed:\n%s", out)
+	var live struct {
+		Files int `json:"files"`
+		Auto  *struct {
+			Mode  string  `json:"mode"`
+			RTTms float64 `json:"rtt_ms"`
+		} `json:"auto"`
 	}
-	t.Logf("cp -r -v:\n%s", out)
+	if err := json.Unmarshal([]byte(out), &live); err != nil || live.Files != 60 || live.Auto == nil || live.Auto.Mode != "live" || live.Auto.RTTms < 5 {
+		t.Errorf("cp -r --json (%v):\n%s", err, out)
+	}
 	cpSameTree(t, filepath.Join(dstRoot, "archive/run7"), want)
 
-	// To a local directory, where the small files come in batches.
+	// To a local directory, where the small files come in batches, with
+	// the sampling planner: steps printed with -v, and in --json.
 	local := filepath.Join(work, "local")
-	out, err = run(t, "cp", "-r", "--json", "--token-key", keyFile, src+"/run7", local+"/")
+	out, err = run(t, "cp", "-r", "--sample", "-v", "--token-key", keyFile, src+"/run7", local+"/")
 	if err != nil {
-		t.Fatalf("cp -r --json: %v\n%s", err, out)
+		t.Fatalf("cp -r --sample -v: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "step 1") || !strings.Contains(out, "auto: rtt") || !strings.Contains(out, "copied 60 files") {
+		t.Errorf("cp -r --sample -v printed:\n%s", out)
+	}
+	cpSameTree(t, filepath.Join(local, "run7"), want)
+	local = filepath.Join(work, "local2")
+	out, err = run(t, "cp", "-r", "--sample", "--json", "--token-key", keyFile, src+"/run7", local+"/")
+	if err != nil {
+		t.Fatalf("cp -r --sample --json: %v\n%s", err, out)
 	}
 	var rep struct {
 		Files int `json:"files"`
@@ -118,6 +137,7 @@ func TestCpRecursiveAuto(t *testing.T) {
 			BytesPerSecPS float64 `json:"bytes_per_s"`
 		} `json:"steps"`
 		Auto *struct {
+			Mode  string  `json:"mode"`
 			RTTms float64 `json:"rtt_ms"`
 			BDP   int64   `json:"bdp"`
 			From  string  `json:"bandwidth_from"`
@@ -130,7 +150,7 @@ func TestCpRecursiveAuto(t *testing.T) {
 	for _, s := range rep.Steps {
 		files += s.Files
 	}
-	if rep.Files != 60 || files != 60 || rep.Auto == nil || rep.Auto.RTTms < 5 || rep.Auto.From != "probe" {
+	if rep.Files != 60 || files != 60 || rep.Auto == nil || rep.Auto.Mode != "sample" || rep.Auto.RTTms < 5 || rep.Auto.From != "probe" {
 		t.Errorf("--json: %s", out)
 	}
 	cpSameTree(t, filepath.Join(local, "run7"), want)
@@ -169,9 +189,11 @@ func TestCpFlagsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"cp", "-r", "--auto", "--cc", "4", "a", "b"}, "either --auto or the settings"},
-		{[]string{"cp", "--auto", "a", "b"}, "use it with -r"},
+		{[]string{"cp", "--sample", "a", "b"}, "use it with -r"},
+		{[]string{"cp", "-r", "--sample", "--p", "2", "a", "b"}, "use it with -r"},
+		{[]string{"cp", "-r", "--bandwidth", "100", "a", "b"}, "give --sample too"},
 		{[]string{"cp", "-r", "--pp", "0", "a", "b"}, "at least 1"},
-		{[]string{"cp", "-r", "--bandwidth", "-1", "a", "b"}, "--bandwidth"},
+		{[]string{"cp", "-r", "--sample", "--bandwidth", "-1", "a", "b"}, "--bandwidth"},
 		{[]string{"cp", "-r", "--ci", "4", "a", "b"}, "give --policy-server too"},
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--cc", "4", "a", "b"}, "--cc does not apply"},
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--policy-pair", "a1", "a", "b"}, "SRC:DST"},
@@ -591,6 +613,52 @@ func TestCpRerunAndOverwrite(t *testing.T) {
 		}
 		if out, err := cp(); err != nil || !strings.Contains(out, "skipped") {
 			t.Errorf("cp %v again: %v, want the file skipped\n%s", args, err, out)
+		}
+	}
+}
+
+// TestCpSmallFilesFewRoundTrips: `sluice cp -r` with no flags moves a tree
+// of small files over a 50 ms path in fewer requests than files, at both
+// agents: the files go in batches (the destination pulls many in one
+// request and renames many in one), so a round trip is paid per batch, not
+// per file.
+func TestCpSmallFilesFewRoundTrips(t *testing.T) {
+	work := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(work, "state"))
+	keyFile, k := testKey(t, work)
+	srcRoot, dstRoot := filepath.Join(work, "a"), filepath.Join(work, "b")
+	os.MkdirAll(dstRoot, 0o755)
+	const files = 300
+	want := cpDataset(t, filepath.Join(srcRoot, "run"), files, 16<<10)
+	var counts [2]atomic.Int64
+	agentCounted := func(i int, name, root string, emu *emul.Config) string {
+		a, err := agent.New(agent.Config{Name: name, Root: root, Key: k, Emulation: emu})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := a.Handler()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			counts[i].Add(1)
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(func() { srv.Close(); a.Close() })
+		return "sluice://" + strings.TrimPrefix(srv.URL, "http://")
+	}
+	src := agentCounted(0, "a", srcRoot, &emul.Config{RTTMs: 50})
+	dst := agentCounted(1, "b", dstRoot, nil)
+	out, err := run(t, "cp", "-r", "--json", "--token-key", keyFile, src+"/run", dst+"/copy")
+	if err != nil {
+		t.Fatalf("cp -r: %v\n%s", err, out)
+	}
+	cpSameTree(t, filepath.Join(dstRoot, "copy"), want)
+	srcReq, dstReq := counts[0].Load(), counts[1].Load()
+	t.Logf("%d files: %d requests at the source agent, %d at the destination", files, srcReq, dstReq)
+	for _, c := range []struct {
+		who string
+		n   int64
+	}{{"source", srcReq}, {"destination", dstReq}} {
+		if c.n >= files/4 {
+			t.Errorf("%s agent served %d requests for %d files: want batches (< %d)", c.who, c.n, files, files/4)
 		}
 	}
 }
