@@ -47,8 +47,10 @@ BENCH_DIR=${BENCH_DIR:-/tmp/sluice-bench-wan}
 PREFIX=${PREFIX:-slcw-}
 P_AGENT_A=17201 P_AGENT_B=17202 P_JOB_A=17203 P_JOB_B=17204 P_SERVE=17230 P_FTP=17211 P_HTTP=17221
 # Tools: "default" peers run with no tuning flags; the others are the grid.
-TOOLS_BIG=${TOOLS_BIG:-sluice sluice-job guc guc-fast-p4 guc-fast-p8 guc-fast-p16 rclone rclone-mts16 aria2c-x16 curl}
-TOOLS_TREE=${TOOLS_TREE:-sluice sluice-job guc-cc4 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z}
+# sluice-pN and sluice-ccN are Sluice's fixed settings (--p N for the file;
+# --cc N --pp 32 for trees), the sweep --auto is judged against.
+TOOLS_BIG=${TOOLS_BIG:-sluice sluice-job sluice-p4 sluice-p8 sluice-p16 sluice-p32 guc guc-fast-p4 guc-fast-p8 guc-fast-p16 rclone rclone-mts16 aria2c-x16 curl}
+TOOLS_TREE=${TOOLS_TREE:-sluice sluice-job sluice-cc4 sluice-cc8 sluice-cc16 sluice-cc32 guc-cc4 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z}
 DEFAULTS=" sluice sluice-job guc rclone curl "
 
 [ "$(id -u)" = 0 ] || { echo "bench/transfer-wan.sh: needs root (network namespaces)" >&2; exit 1; }
@@ -209,6 +211,9 @@ run_tool() {
 	case $t in
 	sluice) if [ -d "$src" ]; then c=("$S" cp --token "$TOKEN" -r "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d")
 		else c=("$S" cp --token "$TOKEN" "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d"); fi ;;
+	sluice-p*) c=("$S" cp --token "$TOKEN" --p "${t#sluice-p}" "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d") ;;
+	sluice-cc*) c=("$S" cp --token "$TOKEN" -r --cc "${t#sluice-cc}" --pp 32 "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d") ;;
+	sluice-sample) c=("$S" cp --token "$TOKEN" -r --sample "sluice://a:$P_AGENT_A/$d" "sluice://198.18.0.2:$P_AGENT_B/$d") ;;
 	sluice-job) # submitted in b, then polled until it is no longer active
 		incg cli "$S" net --prefix "$PREFIX" exec b -- env SLUICE_SERVER=http://198.18.0.2:$P_SERVE SLUICE_TOKEN=@"$BENCH_DIR/serve/admin.token" \
 			timeout "$RUN_TIMEOUT" bash -c '
@@ -311,6 +316,43 @@ for d in "${sets[@]}"; do
 		rb=$(jq -n --argjson m "$m" --argjson b "$best" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
 		rd=$(jq -n --argjson m "$m" --argjson b "$bestdef" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
 		echo "| $name | $m | ${MBS[$d,$t]# } | $frac% | $c | ${rb}x | ${rd}x |"
+	done
+done
+# Throughput against streams (files or partial transfers at once) for the
+# tools swept over them: MB/s medians, one row per tool.
+streams_of() { # tool -> streams, or nothing for a tool not swept
+	case $1 in
+	sluice-p* | sluice-cc*) echo "${1##*[a-z]}" ;;
+	guc-fast-p* | guc-cc*) echo "${1##*[a-z]}" ;;
+	guc | curl) echo 1 ;;
+	rclone) echo 4 ;;
+	rclone-mts16 | rclone-t16 | aria2c-x16) echo 16 ;;
+	curl-Z) echo 50 ;;
+	esac
+}
+for d in "${sets[@]}"; do
+	tools=$TOOLS_TREE; [ -f "$BENCH_DIR/src/$d" ] && tools=$TOOLS_BIG
+	echo
+	echo "### $d: MB/s against streams"
+	echo
+	echo "| family | 1 | 4 | 8 | 16 | 32 | 50 | no flags |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	for fam in sluice guc rclone aria2c curl; do
+		declare -A row=()
+		any=
+		for t in $tools; do
+			[ "${t%%-*}" = "$fam" ] || continue
+			m=$(median ${MBS[$d,$t]:-})
+			[ "$m" = - ] && continue
+			case $t in sluice | sluice-job | sluice-sample) row[$t]=$m; any=1; continue ;; esac
+			n=$(streams_of "$t")
+			[ -n "$n" ] && row[$n]=$m && any=1
+		done
+		[ -n "$any" ] || continue
+		nf=${row[sluice]:-}
+		[ -n "$nf" ] && nf="$nf (auto)"
+		echo "| $fam | ${row[1]:--} | ${row[4]:--} | ${row[8]:--} | ${row[16]:--} | ${row[32]:--} | ${row[50]:--} | ${nf:--} |"
+		unset row
 	done
 done
 if [ ${#failures[@]} -gt 0 ]; then
