@@ -262,7 +262,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 iperf3 -s -1 -p $PORT_IPERF >/dev/null 2>&1 & sleep 0.5
 net=$(iperf3 -c 127.0.0.1 -p $PORT_IPERF -P 4 -t 3 -J 2>/dev/null | python3 -c "import json,sys; print(round(json.load(sys.stdin)['end']['sum_received']['bits_per_second']/8e6,1))" || echo "?")
 rss=""
-for p in $PID_A $PID_B; do rss="$rss $(grep VmHWM /proc/$p/status | awk '{printf "%.0f", $2/1024}')"; done
+for p in $PID_A $PID_B; do rss="$rss $(awk '/^VmHWM/ {printf "%.0f", $2/1024}' /proc/$p/status 2>/dev/null || echo ?)"; done
 read -r rss_a rss_b <<<"$rss"
 
 # The section: markdown on stdout (and, with UPDATE_DOCS, between the
