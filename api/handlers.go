@@ -56,7 +56,7 @@ func (h *handlers) register(api huma.API) {
 	huma.Register(api, huma.Operation{
 		OperationID: "estimate", Method: http.MethodPost, Path: "/v1/estimate", Tags: []string{"estimation"},
 		Summary:     "Estimate the best streams, throughput and time of a transfer",
-		Description: "Samples the path with 1, 4, 16, ... streams (Yin, Yildirim et al., Algorithm 2, with levels four times apart), fits the parallel-stream model and returns the optimal streams, the predicted throughput and transfer time, the samples and what sampling cost. With use_history, a fresh stored answer for the endpoint pair is returned without sampling. Requests for different pairs run in parallel; one pair is sampled by one request at a time.",
+		Description: "Samples the path with 1, 4, 16, ... streams (Yin, Yildirim et al., Algorithm 2, with levels four times apart), fits the parallel-stream model and returns the optimal streams, the predicted throughput (with the fit's uncertainty; never above every sample by more than that: a fitted curve that claims more is clamped, and clamped and note say so) and transfer time, the samples and what sampling cost. With use_history, a fresh stored answer for the endpoint pair is returned without sampling. Requests for different pairs run in parallel; one pair is sampled by one request at a time.",
 		Security:    bearer,
 	}, h.estimate)
 	huma.Register(api, huma.Operation{
@@ -624,7 +624,11 @@ type EstimateOut struct {
 	Source      string                  `json:"source" doc:"Source endpoint."`
 	Destination string                  `json:"destination" doc:"Destination endpoint."`
 	Streams     int                     `json:"streams" doc:"Optimal number of streams (concurrent partial transfers)."`
-	Throughput  float64                 `json:"throughput" doc:"Predicted bytes per second with that many streams."`
+	Throughput  float64                 `json:"throughput" doc:"Predicted bytes per second with that many streams: the fitted curve's value (throughput_fitted), or, when that lies above every sample by more than the fit's uncertainty, the best sample raised by the uncertainty (clamped)."`
+	Fitted      float64                 `json:"throughput_fitted" doc:"The fitted curve's bytes per second at streams, before clamping (0 in answers stored before it was recorded)."`
+	Uncertainty float64                 `json:"uncertainty" doc:"Relative half-width of the fit's interval (0.05: ±5%): twice the relative residual standard error of the samples around the curve, at least the assumed sample noise of 5% (three samples fit the model exactly, so their residuals say nothing)."`
+	Clamped     bool                    `json:"clamped" doc:"The fitted curve's value at streams lay above every sample by more than the uncertainty, so throughput was lowered to what the samples support; note says by how much."`
+	Note        string                  `json:"note,omitempty" doc:"Why throughput is not simply the fitted curve's value: clamped, or streams outside the sampled stream counts (extrapolated)."`
 	Seconds     float64                 `json:"seconds" doc:"Predicted transfer time of size bytes."`
 	Size        int64                   `json:"size"`
 	SampleSize  int64                   `json:"sample_size" doc:"Bytes per sample transfer."`
@@ -657,6 +661,7 @@ func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, 
 	}
 	return &estimateOut{Body: EstimateOut{
 		Source: e.Source, Destination: e.Destination, Streams: e.Streams, Throughput: e.Throughput,
+		Fitted: e.Fitted, Uncertainty: e.Uncertainty, Clamped: e.Clamped, Note: e.Note,
 		Seconds: e.Seconds, Size: e.Size, SampleSize: e.SampleBytes, Samples: e.Samples, Model: e.Model,
 		Cost: e.Cost, CostBytes: e.CostBytes, FromHistory: e.FromHistory, At: e.At,
 	}}, nil

@@ -88,9 +88,18 @@ type Estimate struct {
 	Streams             int
 	Throughput          float64 // predicted bytes/s at Streams
 	Seconds             float64 // predicted time for the request's Size
-	Size                int64
-	SampleBytes         int64
-	Samples             []EstimateSample
+	// Fitted is the fitted curve's bytes/s at Streams and Uncertainty its
+	// relative half-width (model.Bounded): Throughput is Fitted unless the
+	// curve rose above every sample by more than that, when it is
+	// Clamped to what the samples support; Note says why the answer is
+	// not simply the curve's ("" when it is).
+	Fitted      float64
+	Uncertainty float64
+	Clamped     bool
+	Note        string
+	Size        int64
+	SampleBytes int64
+	Samples     []EstimateSample
 	// Model says how Streams was chosen (the fitted model, or why it
 	// fell back to the best sample).
 	Model string
@@ -259,6 +268,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	answer := func(o store.Optimization, fromHistory bool) Estimate {
 		e := Estimate{
 			Source: o.Src, Destination: o.Dst, Streams: o.Streams, Throughput: o.Throughput,
+			Fitted: o.Fitted, Uncertainty: o.Uncertainty, Clamped: o.Clamped, Note: o.Note,
 			Size: req.Size, SampleBytes: o.SampleBytes, Model: o.Model, FromHistory: fromHistory, At: o.At,
 		}
 		if !fromHistory {
@@ -429,15 +439,20 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		return store.Optimization{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
 	}
 	streams := pred.Optimum()
-	th := pred.At(float64(streams))
+	// The curve's value there, held to what the samples support: a fit
+	// of three samples can peak far above all of them.
+	b := pred.Bound(streams)
 	how := pred.Reason + "; sampling stopped: " + sp.Stopped()
 	js, err := json.Marshal(samples)
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", th/1e6, "samples", len(samples), "cost_s", cost, "model", how)
+	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", b.Throughput/1e6,
+		"fitted_mbps", b.Fitted/1e6, "uncertainty", b.Uncertainty, "clamped", b.Clamped, "note", b.Note,
+		"samples", len(samples), "cost_s", cost, "model", how)
 	return store.Optimization{
-		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: th,
+		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: b.Throughput,
+		Fitted: b.Fitted, Uncertainty: b.Uncertainty, Clamped: b.Clamped, Note: b.Note,
 		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
 	}, nil
 }

@@ -61,6 +61,20 @@ func TestServiceEstimate(t *testing.T) {
 	if want := 5e9 / e.Throughput; e.Seconds < 0.99*want || e.Seconds > 1.01*want {
 		t.Errorf("seconds %.1f, want size/throughput = %.1f", e.Seconds, want)
 	}
+	// The answer never lies above every sample by more than the fit's
+	// uncertainty, and says when the curve did.
+	best := 0.0
+	for _, s := range e.Samples {
+		best = max(best, s.Throughput)
+	}
+	switch {
+	case e.Uncertainty < 0.05:
+		t.Errorf("uncertainty %g, want at least the sample noise 0.05", e.Uncertainty)
+	case e.Throughput > best*(1+e.Uncertainty)*(1+1e-9):
+		t.Errorf("predicted %.1f MB/s, above the best sample %.1f MB/s by more than ±%.0f%%", e.Throughput/1e6, best/1e6, 100*e.Uncertainty)
+	case e.Clamped != (e.Fitted > e.Throughput) || (e.Clamped && e.Note == "") || e.Fitted <= 0:
+		t.Errorf("fitted %.1f MB/s, answer %.1f MB/s, clamped %v, note %q: inconsistent", e.Fitted/1e6, e.Throughput/1e6, e.Clamped, e.Note)
+	}
 	if e.FromHistory || e.Cost <= 0 || e.CostBytes != int64(len(e.Samples))*(4<<20) {
 		t.Errorf("cost %.2f s %d B from_history %v: want what the %d samples moved", e.Cost, e.CostBytes, e.FromHistory, len(e.Samples))
 	}
@@ -83,7 +97,8 @@ func TestServiceEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !h.FromHistory || h.Streams != e.Streams || h.Throughput != e.Throughput || h.Cost != 0 || len(h.Samples) != len(e.Samples) {
+	if !h.FromHistory || h.Streams != e.Streams || h.Throughput != e.Throughput || h.Cost != 0 || len(h.Samples) != len(e.Samples) ||
+		h.Fitted != e.Fitted || h.Uncertainty != e.Uncertainty || h.Clamped != e.Clamped || h.Note != e.Note {
 		t.Errorf("history answer %+v, want the stored one (%d streams) at no cost", h, e.Streams)
 	}
 	if want := 1e9 / e.Throughput; h.Seconds < 0.99*want || h.Seconds > 1.01*want {
