@@ -612,7 +612,7 @@ type EstimateIn struct {
 	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`
 	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it (in it, if it ends in /) under a hidden temporary name and removed."`
 	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
-	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer (default 20 MiB, 64 KiB to 1 GiB)."`
+	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer to start with (default 20 MiB, 64 KiB to 1 GiB). A sample shorter than 20 times a request's set-up on the path (measured with a 64 KiB pull: two or three round trips) mostly measures TCP connection set-up and slow start, so it is taken again, larger, up to 1 GiB or the source's size."`
 	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
 	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32). An answer under a lower limit than that is not kept as the pair's history."`
 	Growth      int    `json:"growth,omitempty" doc:"Factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2 is the paper's doubling; 2 to 16)."`
@@ -632,7 +632,7 @@ type EstimateOut struct {
 	Seconds     float64                 `json:"seconds" doc:"Predicted transfer time of size bytes."`
 	Size        int64                   `json:"size"`
 	SampleSize  int64                   `json:"sample_size" doc:"Bytes per sample transfer."`
-	Samples     []server.EstimateSample `json:"samples" doc:"The sample transfers (streams, bytes/s, seconds)."`
+	Samples     []server.EstimateSample `json:"samples" doc:"The sample transfers (streams, bytes moved, bytes/s, seconds)."`
 	Model       string                  `json:"model" doc:"How streams was chosen: the fitted model, or why it fell back to the best sample."`
 	Cost        float64                 `json:"cost_seconds" doc:"Wall-clock seconds spent sampling for this answer (0 from history)."`
 	CostBytes   int64                   `json:"cost_bytes" doc:"Bytes moved by sampling for this answer (0 from history)."`

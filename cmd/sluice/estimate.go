@@ -113,7 +113,7 @@ gets; they are still sent and counted in the cost.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "", "bytes of the transfer to predict (e.g. 5G, 700MB; required, except with --iperf3)")
-	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MiB)")
+	f.StringVar(&sample, "sample", "", "bytes per sample transfer to start with (default 20MiB; grown where a sample lasts under 20 request set-ups of the path)")
 	f.BoolVar(&useHistory, "use-history", false, "answer from the pair's stored optimisation when fresh, without sampling")
 	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32; with --iperf3: 32, at most 128)")
 	f.IntVar(&growth, "growth", 0, "factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2: the paper's 1, 2, 4, 8, ...)")
