@@ -166,7 +166,7 @@ p=$(median "${pred[@]}") f=$(median "${fitted[@]}") o=$(median "${OPT[@]}")
 at=-
 for n in $STREAMS; do [ "$n" -le "$c" ] && [ -n "${SWEEP[$n]:-}" ] && at=$n; done
 atm=$(median ${SWEEP[$at]:-})
-echo "Estimates: streams ${chosen[*]}; predicted MB/s $(printf '%.1f ' "${pred[@]}")(fitted $(printf '%.1f' "${fitted[@]}")); clamped $(for e in "${EST[@]}"; do jq -r .clamped <<<"$e"; done | paste -sd' '); cost $(for e in "${EST[@]}"; do jq -r '"\(.cost_seconds * 10 | round / 10) s"' <<<"$e"; done | paste -sd' ' | sed 's/ s / s, /g')."
+echo "Estimates: streams ${chosen[*]}; predicted MB/s $(printf '%.1f ' "${pred[@]}")(fitted $(printf '%.1f ' "${fitted[@]}" | sed 's/ $//')); clamped $(for e in "${EST[@]}"; do jq -r .clamped <<<"$e"; done | paste -sd' '); cost $(for e in "${EST[@]}"; do jq -r '"\(.cost_seconds * 10 | round / 10) s"' <<<"$e"; done | paste -sd' ' | sed 's/ s / s, /g')."
 for e in "${EST[@]}"; do n=$(jq -r '.note // empty' <<<"$e"); [ -n "$n" ] && echo "Note: $n"; done
 echo
 echo "| | measured | target | |"
