@@ -53,7 +53,20 @@ type PredictOptions struct {
 	// MaxResidual is the largest relative miss of a fit at one of its
 	// samples (0 means DefaultMaxResidual).
 	MaxResidual float64
+	// Noise is the relative noise of one sample that Bound assumes where
+	// the fit's residuals cannot tell it (0 means DefaultNoise).
+	Noise float64
 }
+
+// DefaultNoise is the relative noise of one sample assumed when the fit
+// cannot measure it, and the least uncertainty Bound gives a fit: three
+// samples fit the three-parameter models exactly, so their residuals are
+// zero whatever the noise. ±5% is the noise the tests of the models are
+// built on (TestPredictNoise) and the spread seen between repeated
+// samples of one path on loopback and the emulated WAN; on the testbed
+// repeated samples agree within 1% (docs/results/estimate.md), so it is
+// not too tight.
+const DefaultNoise = 0.05
 
 // Prediction is a throughput curve over one knob (parallel streams,
 // concurrency or pipelining) built from a few samples, with the reason it
@@ -76,6 +89,14 @@ type Prediction struct {
 	// repeated n averaged).
 	N  []float64 `json:"n"`
 	Th []float64 `json:"th"`
+	// Spread is the fit's residual standard error, relative: the root
+	// of the sum of squared relative misses at the samples it was fitted
+	// to over DoF, those samples less the model's three parameters.
+	// With DoF 0 (three samples: an exact fit) it is 0 and says nothing.
+	Spread float64 `json:"spread"`
+	DoF    int     `json:"dof"`
+	// Noise is PredictOptions.Noise (DefaultNoise when not given).
+	Noise float64 `json:"noise"`
 }
 
 // Predict fits a throughput curve to samples (n[i], th[i]) and says why it
@@ -111,7 +132,13 @@ func Predict(n, th []float64, opt PredictOptions) (Prediction, error) {
 	if len(fn) == 0 {
 		return Prediction{}, fmt.Errorf("model: predict: no usable sample among %d", len(n))
 	}
-	p := Prediction{Lo: opt.Lo, Hi: opt.Hi, Cap: opt.Cap}
+	p := Prediction{Lo: opt.Lo, Hi: opt.Hi, Cap: opt.Cap, Noise: opt.Noise}
+	if p.Noise == 0 {
+		p.Noise = DefaultNoise
+	}
+	if !(p.Noise > 0) || math.IsInf(p.Noise, 0) {
+		return Prediction{}, fmt.Errorf("model: predict: noise %g is not a positive number", opt.Noise)
+	}
 	p.N, p.Th = averageSamples(fn, fth)
 	if p.Lo <= 0 {
 		p.Lo = 1
@@ -204,6 +231,7 @@ func (p Prediction) fit(m Method, n, th []float64, maxRes float64) (Prediction, 
 		}
 		p.Second = fit
 		p.Reason = "second-order fit of " + used
+		p.Spread, p.DoF = spread(fit.At, n, th)
 		return p, fit.At, p.checkSecond(fit, n, th, maxRes)
 	default:
 		fit, err := FitDynamicOrder(n, th)
@@ -212,6 +240,7 @@ func (p Prediction) fit(m Method, n, th []float64, maxRes float64) (Prediction, 
 		}
 		p.Dynamic = fit
 		p.Reason = fmt.Sprintf("dynamic-order fit (order %.2f) of %s", fit.C, used)
+		p.Spread, p.DoF = spread(fit.At, n, th)
 		return p, fit.At, p.checkDynamic(fit, n, th, maxRes)
 	}
 }
@@ -308,6 +337,24 @@ func (p *Prediction) checkDynamic(m DynamicOrder, n, th []float64, maxRes float6
 		return fmt.Sprintf("order %.2f: throughput would fall, then rise", m.C)
 	}
 	return residualProblem(m.At, n, th, maxRes)
+}
+
+// modelParams is the number of parameters of both fitted models.
+const modelParams = 3
+
+// spread returns the relative residual standard error of curve f at the
+// samples and its degrees of freedom (0, 0 for an exact fit of three).
+func spread(f func(float64) float64, n, th []float64) (float64, int) {
+	dof := len(n) - modelParams
+	if dof <= 0 {
+		return 0, 0
+	}
+	ss := 0.0
+	for i := range n {
+		r := (th[i] - f(n[i])) / f(n[i])
+		ss += r * r
+	}
+	return math.Sqrt(ss / float64(dof)), dof
 }
 
 func residualProblem(f func(float64) float64, n, th []float64, maxRes float64) string {

@@ -78,7 +78,8 @@ type EstimateRequest struct {
 // EstimateSample is one sample transfer.
 type EstimateSample struct {
 	Streams    int     `json:"streams"`
-	Throughput float64 `json:"throughput"` // bytes/s
+	Bytes      int64   `json:"bytes,omitempty"` // moved by this sample (0 in answers stored before it was recorded)
+	Throughput float64 `json:"throughput"`      // bytes/s
 	Seconds    float64 `json:"seconds"`
 }
 
@@ -88,9 +89,18 @@ type Estimate struct {
 	Streams             int
 	Throughput          float64 // predicted bytes/s at Streams
 	Seconds             float64 // predicted time for the request's Size
-	Size                int64
-	SampleBytes         int64
-	Samples             []EstimateSample
+	// Fitted is the fitted curve's bytes/s at Streams and Uncertainty its
+	// relative half-width (model.Bounded): Throughput is Fitted unless the
+	// curve rose above every sample by more than that, when it is
+	// Clamped to what the samples support; Note says why the answer is
+	// not simply the curve's ("" when it is).
+	Fitted      float64
+	Uncertainty float64
+	Clamped     bool
+	Note        string
+	Size        int64
+	SampleBytes int64
+	Samples     []EstimateSample
 	// Model says how Streams was chosen (the fitted model, or why it
 	// fell back to the best sample).
 	Model string
@@ -259,6 +269,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	answer := func(o store.Optimization, fromHistory bool) Estimate {
 		e := Estimate{
 			Source: o.Src, Destination: o.Dst, Streams: o.Streams, Throughput: o.Throughput,
+			Fitted: o.Fitted, Uncertainty: o.Uncertainty, Clamped: o.Clamped, Note: o.Note,
 			Size: req.Size, SampleBytes: o.SampleBytes, Model: o.Model, FromHistory: fromHistory, At: o.At,
 		}
 		if !fromHistory {
@@ -396,6 +407,22 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	start := time.Now()
 	var samples []EstimateSample
 	var moved int64
+	// What one request costs before data flows at speed on this path:
+	// a pull of the smallest sample, which fits in TCP's initial window
+	// (connection, request and reply: two or three round trips). Samples
+	// shorter than sampleSetups of it are grown (grownSample).
+	setup, err := s.sampleOnce(ctx, db, base, srcPath, srcTok, tmp, minSampleBytes, 1)
+	moved += minSampleBytes
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errEndpointDown) {
+		err = cause
+	}
+	if err != nil && !backend.Permanent(err) {
+		return store.Optimization{}, fmt.Errorf("%w: sampling %s -> %s: %w", ErrUnavailable, src.Name, dst.Name, err)
+	}
+	if err != nil {
+		return store.Optimization{}, fmt.Errorf("sampling %s -> %s: %w", src.Name, dst.Name, err)
+	}
+	limit := min(int64(MaxSampleBytes), fi.Size)
 	// Algorithm 2: grow the streams (x4: samples spread over the range, so
 	// the fit interpolates) until the gain per added stream falls below a
 	// tenth of one stream's throughput, or throughput falls.
@@ -416,8 +443,14 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		if err != nil {
 			return store.Optimization{}, fmt.Errorf("sampling %s -> %s with %d streams: %w", src.Name, dst.Name, streams, err)
 		}
+		if next, again := grownSample(n, limit, sec, setup); again {
+			// Mostly set-up and slow start: sample this level again,
+			// larger (and the next levels at that size).
+			n = next
+			continue
+		}
 		th := float64(n) / sec
-		samples = append(samples, EstimateSample{Streams: streams, Throughput: th, Seconds: sec})
+		samples = append(samples, EstimateSample{Streams: streams, Bytes: n, Throughput: th, Seconds: sec})
 		if err := sp.Add(streams, th); err != nil {
 			return store.Optimization{}, fmt.Errorf("sampling %s -> %s: %w", src.Name, dst.Name, err)
 		}
@@ -429,17 +462,50 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 		return store.Optimization{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
 	}
 	streams := pred.Optimum()
-	th := pred.At(float64(streams))
+	// The curve's value there, held to what the samples support: a fit
+	// of three samples can peak far above all of them.
+	b := pred.Bound(streams)
 	how := pred.Reason + "; sampling stopped: " + sp.Stopped()
 	js, err := json.Marshal(samples)
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", th/1e6, "samples", len(samples), "cost_s", cost, "model", how)
+	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", b.Throughput/1e6,
+		"fitted_mbps", b.Fitted/1e6, "uncertainty", b.Uncertainty, "clamped", b.Clamped, "note", b.Note,
+		"samples", len(samples), "cost_s", cost, "model", how)
 	return store.Optimization{
-		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: th,
+		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: b.Throughput,
+		Fitted: b.Fitted, Uncertainty: b.Uncertainty, Clamped: b.Clamped, Note: b.Note,
 		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
 	}, nil
+}
+
+// sampleSetups is how many times the set-up of one request (the time of
+// a pull that fits in TCP's initial window: two or three round trips) a
+// sample must last. Below that it mostly measures connection set-up and
+// slow start: on a 50 ms path a 20 MiB sample with 16 streams lasts about
+// 0.3 s, six round trips, and read 64 MB/s where the path carries 84-93
+// (bench/estimate-wan.sh). Slow start reaches a 2 MB window from the
+// initial ten segments in about five round trips, and moves about half
+// of what the full window would meanwhile; with set-up that is some four
+// round trips lost per sample, a tenth of a sample of 20 set-ups (40 to 60
+// round trips). Longer costs more sampling for a few percent.
+const sampleSetups = 20
+
+// grownSample says whether a sample of n bytes that took sec seconds, on
+// a path where one request's set-up takes setup seconds, was too short to
+// measure the path (shorter than sampleSetups set-ups) and can grow (n
+// below limit, the largest sample allowed), and the size to sample it
+// with again: four times n, or what the set-up rule asks for from the
+// rate seen (the rate is under-read, so that undershoots, and the rule
+// applies again), at most limit.
+func grownSample(n, limit int64, sec, setup float64) (int64, bool) {
+	want := sampleSetups * setup
+	if sec >= want || n >= limit || !(sec > 0) {
+		return n, false
+	}
+	next := max(4*n, int64(math.Ceil(float64(n)*want/sec)))
+	return min(next, limit), true
 }
 
 // errEndpointDown ends a sampling whose endpoint the heartbeats marked

@@ -549,9 +549,9 @@ func (s *sqlStore) AddOptimization(ctx context.Context, o *Optimization) error {
 		o.Samples = "[]"
 	}
 	err := s.w.QueryRowContext(ctx,
-		`INSERT INTO optimizations (src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
-		o.Src, o.Dst, o.Streams, o.Throughput, o.SampleBytes, o.Samples, o.Model, o.Cost, o.CostBytes, toNanos(o.At),
+		`INSERT INTO optimizations (src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at, fitted, uncertainty, clamped, note)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`,
+		o.Src, o.Dst, o.Streams, o.Throughput, o.SampleBytes, o.Samples, o.Model, o.Cost, o.CostBytes, toNanos(o.At), o.Fitted, o.Uncertainty, o.Clamped, o.Note,
 	).Scan(&o.ID)
 	if err != nil {
 		return fmt.Errorf("store: add optimization %s->%s: %w", o.Src, o.Dst, err)
@@ -565,9 +565,9 @@ func (s *sqlStore) LatestOptimization(ctx context.Context, src, dst string) (Opt
 	var o Optimization
 	var at int64
 	err := s.r.QueryRowContext(ctx,
-		`SELECT id, src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at
+		`SELECT id, src, dst, streams, throughput, sample_bytes, samples, model, cost, cost_bytes, at, fitted, uncertainty, clamped, note
 		FROM optimizations WHERE src = $1 AND dst = $2 ORDER BY id DESC LIMIT 1`, src, dst,
-	).Scan(&o.ID, &o.Src, &o.Dst, &o.Streams, &o.Throughput, &o.SampleBytes, &o.Samples, &o.Model, &o.Cost, &o.CostBytes, &at)
+	).Scan(&o.ID, &o.Src, &o.Dst, &o.Streams, &o.Throughput, &o.SampleBytes, &o.Samples, &o.Model, &o.Cost, &o.CostBytes, &at, &o.Fitted, &o.Uncertainty, &o.Clamped, &o.Note)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Optimization{}, fmt.Errorf("store: optimization %s->%s: %w", src, dst, ErrNotFound)
 	}

@@ -228,6 +228,13 @@ type Optimization struct {
 	Src, Dst   string // endpoint names
 	Streams    int
 	Throughput float64 // predicted bytes/s at Streams
+	// Fitted is the fitted curve's bytes/s at Streams, Uncertainty its
+	// relative half-width; Throughput is lower than Fitted when Clamped
+	// to what the samples support, and Note says why (model.Bounded).
+	Fitted      float64
+	Uncertainty float64
+	Clamped     bool
+	Note        string
 	// SampleBytes is the size of each sample transfer; Samples the
 	// measured (streams, bytes/s) points, as JSON.
 	SampleBytes int64

@@ -1092,6 +1092,8 @@ func TestOptimizations(t *testing.T) {
 			{Src: "a", Dst: "b", Streams: 4, Throughput: 5e7, SampleBytes: 20 << 20, Samples: `[[1,1e7],[2,2e7],[4,5e7]]`, Model: "second order", Cost: 2.5, CostBytes: 60 << 20, At: ts(10, 0)},
 			{Src: "a", Dst: "c", Streams: 2, Throughput: 1e7, At: ts(11, 0)},
 			{Src: "a", Dst: "b", Streams: 8, Throughput: 6e7, At: ts(5, 0)}, // newer row, older clock
+			// An answer clamped to what its samples support.
+			{Src: "a", Dst: "d", Streams: 2, Throughput: 1.89e9, Fitted: 2.9e9, Uncertainty: 0.05, Clamped: true, Note: "clamped", Samples: "[]", At: ts(10, 30)},
 		}
 		for i := range rows {
 			if err := s.AddOptimization(ctx, &rows[i]); err != nil {
@@ -1105,7 +1107,7 @@ func TestOptimizations(t *testing.T) {
 		for _, tc := range []struct {
 			src, dst string
 			want     Optimization
-		}{{"a", "b", rows[2]}, {"a", "c", rows[1]}} {
+		}{{"a", "b", rows[2]}, {"a", "c", rows[1]}, {"a", "d", rows[3]}} {
 			got, err := s.LatestOptimization(ctx, tc.src, tc.dst)
 			if err != nil {
 				t.Fatal(err)

@@ -38,7 +38,11 @@ times apart, the samples span the range, so the model interpolates rather
 than extrapolates), fits the parallel-stream model
 Th(n) = n/sqrt(a n² + b n + c), and answers with the optimal streams, the
 predicted throughput and the time --size bytes would take, the samples and
-what sampling cost.
+what sampling cost. The throughput is shown with the fit's uncertainty and
+is never above every sample by more than it: where the fitted curve
+claims more (three samples fit it exactly, and it can peak far above all
+of them), the answer is clamped to the best sample plus the uncertainty
+and says so.
 
 With --iperf3 HOST[:PORT] (no SRC, DST or server) it samples the network
 path from this host to an iperf3 server instead, as the paper does with
@@ -109,7 +113,7 @@ gets; they are still sent and counted in the cost.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&size, "size", "", "bytes of the transfer to predict (e.g. 5G, 700MB; required, except with --iperf3)")
-	f.StringVar(&sample, "sample", "", "bytes per sample transfer (default 20MiB)")
+	f.StringVar(&sample, "sample", "", "bytes per sample transfer to start with (default 20MiB; grown where a sample lasts under 20 request set-ups of the path)")
 	f.BoolVar(&useHistory, "use-history", false, "answer from the pair's stored optimisation when fresh, without sampling")
 	f.IntVar(&maxStreams, "max-streams", 0, "largest stream count to consider (default: the endpoints' limits, at most 32; with --iperf3: 32, at most 128)")
 	f.IntVar(&growth, "growth", 0, "factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2: the paper's 1, 2, 4, 8, ...)")
@@ -208,7 +212,7 @@ func printEstimate(w io.Writer, e api.EstimateOut) {
 	}
 	fmt.Fprintf(w, "%s -> %s (%s)\n", e.Source, e.Destination, src)
 	fmt.Fprintf(w, "  optimal streams  %d\n", e.Streams)
-	fmt.Fprintf(w, "  throughput       %s/s\n", humanize.Bytes(uint64(e.Throughput)))
+	printThroughput(w, e.Throughput, e.Fitted, e.Uncertainty, e.Clamped, e.Note)
 	fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), predictedTime(e.Seconds))
 	fmt.Fprintf(w, "  model            %s\n", e.Model)
 	if len(e.Samples) > 0 {
@@ -223,6 +227,24 @@ func printEstimate(w io.Writer, e api.EstimateOut) {
 	}
 }
 
+// printThroughput prints a predicted throughput with the fit's
+// uncertainty and, when the answer is not simply the fitted curve's
+// value, the curve's value and why. Answers stored before the
+// uncertainty was recorded have none (0) and print without it.
+func printThroughput(w io.Writer, th, fitted, unc float64, clamped bool, note string) {
+	pm := ""
+	if unc > 0 {
+		pm = fmt.Sprintf(" ±%.0f%%", 100*unc)
+	}
+	fmt.Fprintf(w, "  throughput       %s/s (%.2f Gbit/s)%s\n", humanize.Bytes(uint64(th)), th*8/1e9, pm)
+	if clamped {
+		fmt.Fprintf(w, "  clamped          the fitted curve said %s/s, more than the samples support\n", humanize.Bytes(uint64(fitted)))
+	}
+	if note != "" {
+		fmt.Fprintf(w, "  note             %s\n", note)
+	}
+}
+
 func printIperf3Estimate(w io.Writer, e iperf3.Result) {
 	how := fmt.Sprintf("%d s tests", e.TestSeconds)
 	if e.OmitSeconds > 0 {
@@ -230,7 +252,7 @@ func printIperf3Estimate(w io.Writer, e iperf3.Result) {
 	}
 	fmt.Fprintf(w, "this host -> iperf3 %s (sampled with %s, %s)\n", e.Server, e.Version, how)
 	fmt.Fprintf(w, "  optimal streams  %d\n", e.Streams)
-	fmt.Fprintf(w, "  throughput       %s/s (%.2f Gbit/s)\n", humanize.Bytes(uint64(e.Throughput)), e.Throughput*8/1e9)
+	printThroughput(w, e.Throughput, e.Fitted, e.Uncertainty, e.Clamped, e.Note)
 	if e.Size > 0 {
 		fmt.Fprintf(w, "  time for %-7s %s\n", humanize.Bytes(uint64(e.Size)), predictedTime(e.Seconds))
 	}

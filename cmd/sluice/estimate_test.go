@@ -61,8 +61,32 @@ func TestServiceEstimate(t *testing.T) {
 	if want := 5e9 / e.Throughput; e.Seconds < 0.99*want || e.Seconds > 1.01*want {
 		t.Errorf("seconds %.1f, want size/throughput = %.1f", e.Seconds, want)
 	}
-	if e.FromHistory || e.Cost <= 0 || e.CostBytes != int64(len(e.Samples))*(4<<20) {
-		t.Errorf("cost %.2f s %d B from_history %v: want what the %d samples moved", e.Cost, e.CostBytes, e.FromHistory, len(e.Samples))
+	// The answer never lies above every sample by more than the fit's
+	// uncertainty, and says when the curve did.
+	best := 0.0
+	for _, s := range e.Samples {
+		best = max(best, s.Throughput)
+	}
+	switch {
+	case e.Uncertainty < 0.05:
+		t.Errorf("uncertainty %g, want at least the sample noise 0.05", e.Uncertainty)
+	case e.Throughput > best*(1+e.Uncertainty)*(1+1e-9):
+		t.Errorf("predicted %.1f MB/s, above the best sample %.1f MB/s by more than ±%.0f%%", e.Throughput/1e6, best/1e6, 100*e.Uncertainty)
+	case e.Clamped != (e.Fitted > e.Throughput) || (e.Clamped && e.Note == "") || e.Fitted <= 0:
+		t.Errorf("fitted %.1f MB/s, answer %.1f MB/s, clamped %v, note %q: inconsistent", e.Fitted/1e6, e.Throughput/1e6, e.Clamped, e.Note)
+	}
+	// The cost: the samples (4 MiB, or more where one was too short
+	// against a request's set-up and was taken again, larger), those
+	// taken again, and the 64 KiB pull that measured the set-up.
+	moved := int64(64 << 10)
+	for _, s := range e.Samples {
+		if s.Bytes < 4<<20 {
+			t.Errorf("sample %+v: want at least the 4 MiB asked for", s)
+		}
+		moved += s.Bytes
+	}
+	if e.FromHistory || e.Cost <= 0 || e.CostBytes < moved {
+		t.Errorf("cost %.2f s %d B from_history %v: want at least the %d B the %d samples and the set-up pull moved", e.Cost, e.CostBytes, e.FromHistory, moved, len(e.Samples))
 	}
 	// The samples leave nothing behind: no file, and no directory of
 	// the destination's path ("in" did not exist; they went to its
@@ -83,7 +107,8 @@ func TestServiceEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !h.FromHistory || h.Streams != e.Streams || h.Throughput != e.Throughput || h.Cost != 0 || len(h.Samples) != len(e.Samples) {
+	if !h.FromHistory || h.Streams != e.Streams || h.Throughput != e.Throughput || h.Cost != 0 || len(h.Samples) != len(e.Samples) ||
+		h.Fitted != e.Fitted || h.Uncertainty != e.Uncertainty || h.Clamped != e.Clamped || h.Note != e.Note {
 		t.Errorf("history answer %+v, want the stored one (%d streams) at no cost", h, e.Streams)
 	}
 	if want := 1e9 / e.Throughput; h.Seconds < 0.99*want || h.Seconds > 1.01*want {

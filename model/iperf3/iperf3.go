@@ -127,12 +127,20 @@ type Sample struct {
 // Result is Estimate's answer. The fields it shares with the estimation
 // service's answer (api.EstimateOut) have the same JSON names and units.
 type Result struct {
-	Server     string   `json:"server"`     // host:port of the iperf3 server
-	Streams    int      `json:"streams"`    // optimal parallel streams
-	Throughput float64  `json:"throughput"` // predicted bytes/s at Streams
-	Seconds    float64  `json:"seconds"`    // predicted time for Size bytes (0 without Size)
-	Size       int64    `json:"size"`
-	Samples    []Sample `json:"samples"`
+	Server     string  `json:"server"`     // host:port of the iperf3 server
+	Streams    int     `json:"streams"`    // optimal parallel streams
+	Throughput float64 `json:"throughput"` // predicted bytes/s at Streams
+	// Fitted, Uncertainty, Clamped and Note are model.Bounded's: the
+	// curve's value at Streams, its relative uncertainty, and whether
+	// (and why) Throughput was held below the curve to what the samples
+	// support.
+	Fitted      float64  `json:"throughput_fitted"`
+	Uncertainty float64  `json:"uncertainty"`
+	Clamped     bool     `json:"clamped"`
+	Note        string   `json:"note,omitempty"`
+	Seconds     float64  `json:"seconds"` // predicted time for Size bytes (0 without Size)
+	Size        int64    `json:"size"`
+	Samples     []Sample `json:"samples"`
 	// Model says how Streams was chosen (the fitted model, or why it fell
 	// back to the best sample) and why sampling stopped.
 	Model string `json:"model"`
@@ -292,7 +300,10 @@ func Estimate(ctx context.Context, o Options) (Result, error) {
 	}
 	e.Prediction = pred
 	e.Streams = pred.Optimum()
-	e.Throughput = pred.At(float64(e.Streams))
+	// A fit of three samples can peak far above all of them: the answer
+	// is held to what they support.
+	b := pred.Bound(e.Streams)
+	e.Throughput, e.Fitted, e.Uncertainty, e.Clamped, e.Note = b.Throughput, b.Fitted, b.Uncertainty, b.Clamped, b.Note
 	e.Model = pred.Reason + "; sampling stopped: " + sp.Stopped()
 	if o.Size > 0 && e.Throughput > 0 {
 		e.Seconds = float64(o.Size) / e.Throughput
