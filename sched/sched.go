@@ -73,6 +73,12 @@ type Endpoint struct {
 	// CC is the total concurrency of the tasks the scheduler runs there
 	// (the paper's "known load").
 	CC int
+	// Probe is the world asking for an upward probe here: MaxThroughput
+	// is only the most observed lately (no capacity is configured), the
+	// endpoint is at it, and it may carry more (see Peaks). seal+ then
+	// gives one running task more connections although saturation test
+	// (a) holds.
+	Probe bool
 }
 
 // Estimator predicts the throughput of one task between src and dst with
@@ -184,7 +190,7 @@ func Names() []string {
 }
 
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
-var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta", "short-first"}
+var PlusChanges = []string{"arrival", "cost", "startup", "retune", "guard", "idle-beta", "short-first", "probe"}
 
 // onlyPlus returns the PlusOptions for a list of seal+ changes, separated
 // by "+" (or ","): "a+b" leaves on just a and b; "-a+-b" is plain seal+
@@ -194,7 +200,7 @@ func onlyPlus(list string) (PlusOptions, error) {
 	fields := map[string]*bool{
 		"arrival": &p.NoArrival, "cost": &p.NoCostPreempt, "startup": &p.NoStartupCC,
 		"retune": &p.NoRetune, "guard": &p.NoErrorGuard, "idle-beta": &p.NoIdleBeta,
-		"short-first": &p.NoShortFirst,
+		"short-first": &p.NoShortFirst, "probe": &p.NoProbe,
 	}
 	items := strings.FieldsFunc(list, func(r rune) bool { return r == '+' || r == ',' })
 	except := len(items) > 0 && strings.HasPrefix(strings.TrimSpace(items[0]), "-")
@@ -231,6 +237,7 @@ type PlusOptions struct {
 	NoErrorGuard  bool // trust the model even where it has been wrong
 	NoIdleBeta    bool // keep Beta fixed however idle the endpoints are
 	NoShortFirst  bool // short tasks get no more connections than long ones
+	NoProbe       bool // ignore Endpoint.Probe: never raise past a learned maximum
 }
 
 // Options tunes the schedulers; the zero value is the paper's settings.

@@ -122,6 +122,8 @@ type epState struct {
 	// noVictimXF: a waiting task with this xfactor or lower finds no
 	// task to preempt here.
 	noVictimXF float64
+	// probeTaken: this cycle's probe (Endpoint.Probe) has been given here.
+	probeTaken bool
 }
 
 type memoKey struct {
@@ -1404,6 +1406,7 @@ func (c *cycle) increaseCC(batch bool) {
 			continue
 		}
 		if c.saturated(e.src, batch, nil) || c.saturated(e.dst, batch, nil) {
+			c.probeRaise(e, batch)
 			continue
 		}
 		room := c.room(e.src, e.dst)
@@ -1429,4 +1432,34 @@ func (c *cycle) increaseCC(batch bool) {
 		e.started = true
 		c.out = append(c.out, Decision{Kind: SetCC, Task: t.ID, CC: cc})
 	}
+}
+
+// probeRaise is seal+'s upward probe (see Peaks): where each saturated
+// endpoint of running task e asks for a probe that no other task has taken
+// in this cycle, e gets half as many connections again (at least one
+// more), within the hard limits. The model is not asked: above the most
+// the endpoint has been seen to carry it knows nothing the probe would
+// not tell better. A task not yet observed (no rate) is left alone: its
+// connections are not counted in the maximum yet.
+func (c *cycle) probeRaise(e *entry, batch bool) {
+	if !c.plusOn(noProbe) || e.t.Rate <= 0 {
+		return
+	}
+	for _, i := range [2]int32{e.src, e.dst} {
+		st := &c.eps[i]
+		if c.saturated(i, batch, nil) && (st.ep == nil || !st.ep.Probe || st.probeTaken) {
+			return
+		}
+	}
+	room := c.room(e.src, e.dst)
+	cc := min(e.cc+max(1, e.cc/2), e.cc+room, c.o.MaxCC)
+	if cc <= e.cc {
+		return
+	}
+	c.eps[e.src].probeTaken, c.eps[e.dst].probeTaken = true, true
+	c.add(e.src, e.dst, cc-e.cc)
+	c.linkAdd(e, cc-e.cc)
+	e.cc = cc
+	e.started = true
+	c.out = append(c.out, Decision{Kind: SetCC, Task: e.t.ID, CC: cc})
 }

@@ -30,6 +30,11 @@ import "math"
 //   - A guard against a wrong model ("guard"). Where the estimator reports
 //     that its predictions on a pair have been far off (ErrorReporter), a
 //     running task's time to finish comes from its observed rate instead.
+//   - Probing above a learned maximum ("probe"). Where the world says an
+//     endpoint's maximum is only the most observed and asks for a probe
+//     (Endpoint.Probe, see Peaks), one running task there gets half as
+//     many connections again although the endpoint looks saturated: the
+//     only way to learn that a path has grown is to use more of it.
 //   - Start-up in the concurrency choice ("startup"; off by default, it did
 //     not pay on the simulator's grid). One more connection must save more
 //     than Beta of the task's predicted time, start-up included, and
@@ -46,6 +51,7 @@ const (
 	noErrorGuard
 	noIdleBeta
 	noShortFirst
+	noProbe
 )
 
 // plusOn reports whether the seal+ change sw is in force in this cycle.
@@ -69,6 +75,8 @@ func (c *cycle) plusOn(sw plusSwitch) bool {
 		return !p.NoIdleBeta
 	case noShortFirst:
 		return !p.NoShortFirst
+	case noProbe:
+		return !p.NoProbe
 	}
 	return false
 }

@@ -96,13 +96,18 @@ type endpoint struct {
 // world is the live service as the scheduler sees it. Only the loop
 // goroutine touches it.
 type world struct {
-	s         *Server
-	ctx       context.Context       // ends at shutdown; transfers derive from it
-	quiet     map[string]*throttled // the loop's repeated messages (logEvery)
-	tasks     taskTable
-	jobs      map[int64]*jobState
-	eps       map[string]*endpoint
-	est       *model.History
+	s     *Server
+	ctx   context.Context       // ends at shutdown; transfers derive from it
+	quiet map[string]*throttled // the loop's repeated messages (logEvery)
+	tasks taskTable
+	jobs  map[int64]*jobState
+	eps   map[string]*endpoint
+	est   *model.History
+	// peaks learns the maximum of endpoints with no configured capacity
+	// from a recent window of what they carry, and says when to probe
+	// above it (sched.Peaks): a path that gains bandwidth while a job
+	// runs is found and used.
+	peaks     sched.Peaks
 	resolving int           // stats in flight
 	lastCycle time.Duration // how long the last scheduler call took
 	// links are each endpoint pair's recent per-stream throughputs, the
@@ -255,6 +260,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 			if e := w.eps[n]; e != nil && o.Throughput > e.peak {
 				e.peak = o.Throughput
 			}
+			w.peaks.Seed(n, o.Throughput)
 		}
 	}
 	// Tasks come in through claims (cluster.go): the coordinator takes
@@ -312,8 +318,8 @@ func (w *world) maxThroughput(name string) float64 {
 	if e.MaxThroughput > 0 {
 		return e.MaxThroughput
 	}
-	if e.peak > 0 {
-		return e.peak
+	if m := w.peaks.Max(name); m > 0 {
+		return m
 	}
 	return DefaultEndpointMax
 }
@@ -422,9 +428,19 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	w.s.ownLoad = own
 	w.s.mu.Unlock()
 	for name, e := range snap.Endpoints {
-		w.eps[name].observed, w.eps[name].cc = e.Observed, e.CC
-		if e.Observed > w.eps[name].peak {
-			w.eps[name].peak = e.Observed
+		ep := w.eps[name]
+		ep.observed, ep.cc = e.Observed, e.CC
+		if e.Observed > ep.peak {
+			ep.peak = e.Observed
+		}
+		if ep.MaxThroughput <= 0 {
+			// No configured capacity: the most carried lately is the
+			// maximum, and the scheduler probes above it now and then.
+			m, probe := w.peaks.Observe(name, t0, e.Observed)
+			if m <= 0 {
+				m = DefaultEndpointMax
+			}
+			e.MaxThroughput, e.Probe = m, probe
 		}
 	}
 	w.running = len(snap.Running)
