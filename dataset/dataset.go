@@ -23,6 +23,11 @@
 //     budget, and the files above the BDP starting their search at the
 //     concurrency measured for those below it.
 //
+// Beside the planners, Hill is a Tuner: the live counterpart that moves the
+// number of streams of a running transfer window by window, instead of
+// sampling chunk by chunk (each sample on a WAN path pays TCP's ramp-up
+// and a drained tail).
+//
 // The planners are pure state machines: no clock, no I/O, no goroutines.
 // A planner proposes the next chunk to transfer (Next), the caller moves it
 // and reports the throughput it measured (Observe). Run is the small driver
