@@ -364,6 +364,55 @@ func ThroughputOverTime(dir, name string, series []Series) error {
 	return f.save(dir, name)
 }
 
+// ThroughputVsStreams draws each series' throughput (MB/s) against the
+// number of streams it ran with (Series.T holds the stream counts), one
+// line and colour per tool, on a log2 axis of streams; a series of one
+// point is a marker (a tool with no setting to sweep). It writes
+// dir/name.svg and dir/name.png.
+func ThroughputVsStreams(dir, name, title string, series []Series) error {
+	if len(series) == 0 {
+		return fmt.Errorf("report: %s: no series: %w", name, ErrEmpty)
+	}
+	f := newFigure(title, ThroughputSize)
+	p := newPlot("", "streams (files or partial transfers at once; log scale)", "throughput (MB/s)")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	for i, s := range series {
+		if s.Name == "" {
+			return fmt.Errorf("report: %s: series %d has no name", name, i)
+		}
+		if len(s.T) == 0 || len(s.T) != len(s.MBps) {
+			return fmt.Errorf("report: %s: series %s: %d stream counts and %d values: %w", name, s.Name, len(s.T), len(s.MBps), ErrEmpty)
+		}
+		xys := make(plotter.XYs, len(s.T))
+		for j := range s.T {
+			if !finite(s.T[j], s.MBps[j]) || s.T[j] <= 0 {
+				return fmt.Errorf("report: %s: series %s: point %d is not a positive stream count with a finite throughput", name, s.Name, j)
+			}
+			xys[j] = plotter.XY{X: s.T[j], Y: s.MBps[j]}
+		}
+		lp, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", name, err)
+		}
+		lp.Color, pts.Color = colour(i), colour(i)
+		lp.Width = 1.5
+		pts.Shape = glyph(i)
+		pts.Radius = vg.Points(3.5)
+		if len(xys) == 1 {
+			p.Add(pts)
+			f.add(s.Name, pts)
+			continue
+		}
+		p.Add(lp, pts)
+		f.add(s.Name, lp, pts)
+	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.08
+	f.panels = []*plot.Plot{p}
+	return f.save(dir, name)
+}
+
 // MedianOf summarises repetitions of one scheduler on one workload (the
 // testbed's --reps, each with its own trace seed) for ChangesFrom: the
 // median over the results of the interactive average turnaround and

@@ -195,6 +195,13 @@ func TestCharts(t *testing.T) {
 				"steal/λ=1", "steal/λ=0.8", "seal1", "basevary", "25", "45"}},
 		{"throughput", func(dir, name string) error { return ThroughputOverTime(dir, name, series) }, ThroughputSize,
 			[]string{"time (s)", "throughput (MB/s)", "Throughput per endpoint over time", "dtn1", "dtn2 <in>", "dtn3 & co"}},
+		{"streams", func(dir, name string) error {
+			return ThroughputVsStreams(dir, name, "big file on wan-untuned", []Series{
+				{Name: "sluice fixed", T: []float64{4, 8, 16, 32}, MBps: []float64{80, 95, 102, 101}},
+				{Name: "sluice (auto)", T: []float64{12}, MBps: []float64{99}},
+			})
+		}, ThroughputSize,
+			[]string{"streams (files or partial transfers at once; log scale)", "throughput (MB/s)", "big file on wan-untuned", "sluice fixed", "sluice (auto)"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -622,6 +622,9 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 	if err == nil && w < n {
 		err = io.EOF
 	}
+	if err == nil && w >= writebackMin {
+		startWriteback(f, off, w)
+	}
 	if err != nil && created && w == 0 {
 		b.undoCreate(name, f, err)
 	}
@@ -634,6 +637,11 @@ func (b *Backend) writeAt(p string, off int64, r io.Reader, n int64, create bool
 	}
 	return b.classify(cerr)
 }
+
+// writebackMin is the smallest write whose writeback starts at once
+// (startWriteback): the sub-writes of large files, not small files,
+// whose batches are synced together.
+const writebackMin = 1 << 20
 
 // openForWrite opens (creating it and its parents) a file to write into,
 // and says whether it created the file.
