@@ -67,12 +67,20 @@ func WindowFor(rtt time.Duration) time.Duration {
 // StartFor is the level live tuning starts at on a path with round trip
 // rtt: 8 streams where there is a round trip to speak of (one TCP stream
 // with a default receive buffer of a few MB fills only ~30 MB/s at 50 ms,
-// and each doubling the tuner needs costs two windows), 4 otherwise.
-func StartFor(rtt time.Duration) int {
+// and each doubling the tuner needs costs two windows: 2 s at 50 ms, 6 s
+// at 150 ms), 4 otherwise. One large file starts at twice that: its
+// partial transfers are all the streams the copy has, and more of them
+// than the path needs cost little (globus-url-copy moved the same at
+// -p 8 and -p 16 on the emulated 1 Gb/s, 50 ms path).
+func StartFor(rtt time.Duration, oneFile bool) int {
+	n := 4
 	if rtt >= 5*time.Millisecond {
-		return 8
+		n = 8
 	}
-	return 4
+	if oneFile {
+		n *= 2
+	}
+	return n
 }
 
 func (lo LiveOptions) withDefaults() (LiveOptions, error) {

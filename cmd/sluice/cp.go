@@ -448,7 +448,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 				return err
 			}
 			rep.Auto = a
-			opt.Tune = &copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt()), OnWindow: verboseWindow(f.verbose, stderr)}
+			opt.Tune = &copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt(), true), OnWindow: verboseWindow(f.verbose, stderr)}
 		}
 		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
 		show.finish()
@@ -584,7 +584,7 @@ func runDatasetCp(ctx context.Context, stderr io.Writer, f cpFlags, srcs []copyj
 			return rep, err
 		}
 		rep.Auto = a
-		rep.Summary, err = copyjob.RunLive(ctx, d, copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt()), OnWindow: verboseWindow(f.verbose, stderr)}, show.update)
+		rep.Summary, err = copyjob.RunLive(ctx, d, copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt(), false), OnWindow: verboseWindow(f.verbose, stderr)}, show.update)
 		show.finish()
 		return rep, err
 	}
