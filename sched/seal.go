@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -111,8 +112,9 @@ type epState struct {
 	sat     [2]bool // test (a)
 	probe   bool    // test (b) on the links in use, valid while probed
 	probed  bool
-	linkVer int    // 0: links not built; 1: built, unsorted; 2: sorted
-	links   []link // busiest first
+	pb      probeBase // the part of test (b) every candidate shares
+	linkVer int       // 0: links not built; 1: built, unsorted; 2: sorted
+	links   []link    // busiest first
 	// run is the running entries here: the n0 running at the cycle's
 	// start, in ascending xfactor once sorted is set (see runAt), then
 	// those this cycle started.
@@ -134,6 +136,86 @@ type memoKey struct {
 type pairKey struct {
 	src, dst int32
 	size     int64
+}
+
+// pairTable maps a pair and size key to the head of its memo list. It
+// is an open-addressing hash table of plain values: findThrCC looks up
+// twice per waiting task, and a cycle over a hundred thousand tasks on
+// as many pairs spent a third of its time in a Go map keyed by the
+// struct (a generic hash of 16 bytes, a probe, and an insert on every
+// miss). Slots of an earlier cycle are told apart by gen, so a cycle
+// starts without clearing the table.
+type pairTable struct {
+	slots []pairSlot
+	n     int    // slots claimed in this generation
+	gen   uint32 // the current generation; slots of others are empty
+}
+
+type pairSlot struct {
+	k    pairKey
+	head int32
+	gen  uint32
+}
+
+// reset empties the table for a new cycle, keeping its memory.
+func (t *pairTable) reset() {
+	t.n = 0
+	t.gen++
+	if t.gen == 0 { // wrapped: old stamps could look current
+		clear(t.slots)
+		t.gen = 1
+	}
+}
+
+// slot returns k's slot, claimed with head 0 if k is new. The pointer is
+// valid until the next call.
+func (t *pairTable) slot(k pairKey) *pairSlot {
+	if t.gen == 0 {
+		t.gen = 1
+	}
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := k.hash() & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			*s = pairSlot{k: k, gen: t.gen}
+			t.n++
+			return s
+		}
+		if s.k == k {
+			return s
+		}
+	}
+}
+
+// grow doubles the table (at least 1024 slots) and re-inserts the
+// current generation's slots.
+func (t *pairTable) grow() {
+	old := t.slots
+	t.slots = make([]pairSlot, max(2*len(old), 1024))
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.gen != t.gen {
+			continue
+		}
+		i := s.k.hash() & mask
+		for t.slots[i].gen == t.gen {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+	}
+}
+
+// hash mixes a pairKey (splitmix64's finalizer over its fields).
+func (k pairKey) hash() uint64 {
+	h := (uint64(uint32(k.src))<<32 | uint64(uint32(k.dst))) ^ uint64(k.size)*0x9e3779b97f4a7c15
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
 }
 
 type loadMemo struct {
@@ -179,7 +261,7 @@ type cycle struct {
 	// list (index+1 into memoNodes; 0 ends it) of the load levels asked
 	// about. The lists live in one array kept from cycle to cycle, so a
 	// cycle over a hundred thousand pairs allocates no list per pair.
-	memo      map[pairKey]int32
+	memo      pairTable
 	memoNodes []memoNode
 	chosen    map[chooseKey]thrCC
 	candSat   map[candKey]bool
@@ -201,6 +283,9 @@ type cycle struct {
 	wsorted    []entry
 	keys       []wkey
 	keyTmp     []wkey
+	recs       []pairRec
+	recTmp     []pairRec
+	wthr       []waitThr
 }
 
 // CurveEstimator may be implemented by an Estimator that predicts a run of
@@ -227,12 +312,12 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}, memo: map[pairKey]int32{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
+		c = &cycle{idx: map[string]int32{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
 	c.recent = [2]recentEP{}
-	clear(c.memo)
+	c.memo.reset()
 	c.memoNodes = c.memoNodes[:0]
 	clear(c.chosen)
 	clear(c.candSat)
@@ -280,15 +365,15 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	n := len(snap.Waiting)
 	w := slices.Grow(c.wbuf[:0], n)
 	keys := slices.Grow(c.keys[:0], n)
-	var wm waitMemo
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
 		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)})
-		e := &w[len(w)-1]
-		e.xf = c.waitingXF(e, &wm)
-		keys = append(keys, wkey{descKey(e.xf), e.id, int32(len(w) - 1)})
+	}
+	c.waitingXFs(w)
+	for i := range w {
+		keys = append(keys, wkey{descKey(w[i].xf), w[i].id, int32(i)})
 	}
 	// W: descending xfactor, ties by ID for determinism.
 	c.wbuf, c.keys = w, keys
@@ -505,15 +590,24 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
-	// One map lookup per pair and size key; the few load levels a cycle
-	// asks about for one pair are then found by a short scan.
-	pk := pairKey{e.src, e.dst, c.sizeKey(e.size)}
-	head := c.memo[pk]
+	// One table lookup per pair and size key; the few load levels a
+	// cycle asks about for one pair are then found by a short scan.
+	slot := c.memo.slot(pairKey{e.src, e.dst, c.sizeKey(e.size)})
+	head := slot.head
 	for i := head; i != 0; i = c.memoNodes[i-1].next {
 		if m := &c.memoNodes[i-1]; m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
 			return m.cc, m.thr
 		}
 	}
+	bestCC, best := c.searchThrCC(e.src, e.dst, e.size, srcLoad, dstLoad, maxCC)
+	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
+	slot.head = int32(len(c.memoNodes)) // the estimator cannot have moved slot: only slot claims slots
+	return bestCC, best
+}
+
+// searchThrCC is findThrCC's search, unremembered, with maxCC and the
+// loads already brought into range.
+func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC int) (int, float64) {
 	// The predictions at rising concurrency, from a CurveEstimator a
 	// few at a time (one lookup of the pair each, not one per level),
 	// into the cycle's buffer: a local one passed to the interface would
@@ -522,11 +616,11 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	have, from := 0, 1 // buf[:have] holds concurrencies from..from+have-1
 	thrAt := func(cc int) float64 {
 		if c.curve == nil {
-			return c.est(e.src, e.dst, e.size, cc, srcLoad, dstLoad)
+			return c.est(src, dst, size, cc, srcLoad, dstLoad)
 		}
 		if cc >= from+have {
 			from, have = cc, min(curveChunk, maxCC-cc+1)
-			c.curve.ThroughputCurve(c.eps[e.src].name, c.eps[e.dst].name, from, srcLoad, dstLoad, e.size, buf[:have])
+			c.curve.ThroughputCurve(c.eps[src].name, c.eps[dst].name, from, srcLoad, dstLoad, size, buf[:have])
 		}
 		return buf[cc-from]
 	}
@@ -538,8 +632,6 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 		}
 		bestCC, best = cc, thr
 	}
-	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
-	c.memo[pk] = int32(len(c.memoNodes))
 	return bestCC, best
 }
 
@@ -548,7 +640,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[pairKey]int32{}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}}
 	c.sizeKey = func(n int64) int64 { return n }
 	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
@@ -644,15 +736,13 @@ func (c *cycle) allRunningXF() {
 
 // waitMemo holds, for the waiting tasks of one pair met in a row, the
 // throughputs their xfactors need: at the pair's current loads and at
-// zero load, per size key. Before the first decision of a cycle these
-// depend on nothing else, and tasks come in jobs of many files on one
-// pair, so the queue's hundred thousand xfactors cost a few thousand
-// lookups in the cycle's memo instead of two each.
+// zero load, per size key and SplitMin side. Before the first decision
+// of a cycle these depend on nothing else.
 type waitMemo struct {
 	src, dst int32
 	n        int
 	k        [8]waitMemoKey
-	v        [8]waitMemoVal
+	v        [8]waitThr
 }
 
 type waitMemoKey struct {
@@ -660,23 +750,78 @@ type waitMemoKey struct {
 	split   bool // at or below SplitMin, which caps FindThrCC at 1
 }
 
-type waitMemoVal struct {
+// waitThr is what a waiting task's xfactor takes from the estimator: its
+// throughput at the current loads and at zero load (FindThrCC's).
+type waitThr struct {
 	thr, ideal float64
 	hasIdeal   bool
 }
 
-// waitingXF is xfactor(e, nil) for a waiting task before any decision of
-// the cycle, with the throughputs looked up in m first. It computes what
-// xfactor does, with the same arithmetic, so the value is the same.
-func (c *cycle) waitingXF(e *entry, m *waitMemo) float64 {
-	if e.t.Running {
-		return c.xfactor(e, nil) // not a waiting task after all
+// pairRec is a waiting task as waitingXFs groups it: its pair (source
+// index × number of endpoints + destination index), its size, whether
+// it needs TT_ideal from the estimator, and its index in W.
+type pairRec struct {
+	pair  uint64
+	size  int64
+	i     int32
+	ideal bool
+}
+
+// waitingXFs sets the xfactor of each waiting entry in w, as xfactor(e,
+// nil) would before any decision of the cycle, with the same arithmetic.
+//
+// The estimator's part depends only on the pair, the size key and the
+// loads at the cycle's start, so it is worked out once per pair and size
+// key: the tasks are grouped by pair (a stable radix sort, linear) and
+// each group asks the estimator directly. Jobs put a pair's tasks next
+// to each other, but nothing guarantees it, and a queue whose tasks are
+// each on their own pair made a memo lookup per task (in a table of a
+// hundred thousand pairs, a cache miss each) most of the cycle's start.
+func (c *cycle) waitingXFs(w []entry) {
+	n := uint64(len(c.eps))
+	recs := slices.Grow(c.recs[:0], len(w))
+	for i := range w {
+		if e := &w[i]; !e.t.Running {
+			recs = append(recs, pairRec{uint64(e.src)*n + uint64(e.dst), e.size, int32(i), e.t.IdealTT <= 0})
+		}
 	}
-	if m.n > 0 && (m.src != e.src || m.dst != e.dst) {
+	c.recTmp = sortRecs(recs, c.recTmp, bits.Len64(max(n*n, 1)-1))
+	c.recs = recs
+	thr := slices.Grow(c.wthr[:0], len(w))[:len(w)]
+	c.wthr = thr
+	var m waitMemo
+	for _, r := range recs {
+		v := c.waitThrs(&m, int32(r.pair/n), int32(r.pair%n), r.size, r.ideal)
+		thr[r.i] = *v
+	}
+	for i := range w {
+		e := &w[i]
+		if e.t.Running {
+			e.xf = c.xfactor(e, nil) // not a waiting task after all
+			continue
+		}
+		ideal := e.t.IdealTT
+		if ideal <= 0 {
+			ideal = IdealTT(e.t.Size, thr[i].ideal, c.snap.StartupCost) // as idealTT
+		}
+		e.xf = c.xfactorAt(e, thr[i].thr, ideal)
+	}
+}
+
+// waitThrs returns the throughputs a waiting task of size between src and
+// dst needs for its xfactor (the zero-load one only if ideal), from m if
+// it has them: FindThrCC at the pair's loads and at zero load.
+func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitThr {
+	if m.n > 0 && (m.src != src || m.dst != dst) {
 		m.n = 0
 	}
-	m.src, m.dst = e.src, e.dst
-	k := waitMemoKey{c.sizeKey(e.size), e.size <= c.o.SplitMin}
+	m.src, m.dst = src, dst
+	k := waitMemoKey{c.sizeKey(size), size <= c.o.SplitMin}
+	maxCC := c.o.MaxCC
+	if k.split {
+		maxCC = 1
+	}
+	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	j := 0
 	for j < m.n && m.k[j] != k {
 		j++
@@ -687,21 +832,51 @@ func (c *cycle) waitingXF(e *entry, m *waitMemo) float64 {
 		} else {
 			m.n++
 		}
-		src, dst := c.loads(e, nil)
-		_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
-		m.k[j], m.v[j] = k, waitMemoVal{thr: thr}
+		_, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc, 0), max(c.eps[dst].cc, 0), maxCC)
+		m.k[j], m.v[j] = k, waitThr{thr: thr}
 	}
 	v := &m.v[j]
-	ideal := e.t.IdealTT
-	if ideal <= 0 {
-		// As idealTT, with the zero-load throughput remembered.
-		if !v.hasIdeal {
-			_, v.ideal = c.findThrCC(e, 0, 0, c.o.MaxCC)
-			v.hasIdeal = true
-		}
-		ideal = IdealTT(e.t.Size, v.ideal, c.snap.StartupCost)
+	if ideal && !v.hasIdeal {
+		_, v.ideal = c.searchThrCC(src, dst, size, 0, 0, maxCC)
+		v.hasIdeal = true
 	}
-	return c.xfactorAt(e, v.thr, ideal)
+	return v
+}
+
+// sortRecs sorts recs by pair, stably, with a least-significant-digit
+// radix sort over the low width bits; tmp is scratch space, returned for
+// reuse.
+func sortRecs(recs, tmp []pairRec, width int) []pairRec {
+	if cap(tmp) < len(recs) {
+		tmp = make([]pairRec, len(recs))
+	}
+	tmp = tmp[:len(recs)]
+	const (
+		bits = 11
+		mask = 1<<bits - 1
+	)
+	src, dst := recs, tmp
+	var count [1 << bits]uint32
+	for shift := 0; shift < width; shift += bits {
+		clear(count[:])
+		for _, r := range src {
+			count[(r.pair>>shift)&mask]++
+		}
+		pos := uint32(0)
+		for i := range count {
+			count[i], pos = pos, pos+count[i]
+		}
+		for _, r := range src {
+			d := (r.pair >> shift) & mask
+			dst[count[d]] = r
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	if len(recs) > 0 && &src[0] != &recs[0] {
+		copy(recs, src)
+	}
+	return tmp
 }
 
 // xfactorAt is eq. 3 for e given its predicted throughput under load and
@@ -805,18 +980,23 @@ func (c *cycle) linksOf(i int32) []link {
 		st.linkVer = 1
 	}
 	if st.linkVer == 1 {
-		slices.SortFunc(st.links, func(a, b link) int {
-			if a.cc != b.cc {
-				return b.cc - a.cc
-			}
-			if a.src != b.src {
-				return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
-			}
-			return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
-		})
+		slices.SortFunc(st.links, c.cmpLink)
 		st.linkVer = 2
 	}
 	return st.links
+}
+
+// cmpLink orders links busiest first, then by source and destination
+// name. No two links at an endpoint have the same pair, so the order is
+// total: however a list is brought into it, the result is the same.
+func (c *cycle) cmpLink(a, b link) int {
+	if a.cc != b.cc {
+		return b.cc - a.cc
+	}
+	if a.src != b.src {
+		return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
+	}
+	return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
 }
 
 // linkAdd records n more connections of e's pair at e's endpoints. Call it
@@ -833,8 +1013,17 @@ func (c *cycle) linkAdd(e *entry, n int) {
 			// leaves stopped tasks out) tells. Preemptions are few.
 			st.links, st.linkVer = st.links[:0], 0
 		default:
-			addLink(&st.links, e, n)
-			st.linkVer = 1
+			j := addLink(&st.links, e, n)
+			if st.linkVer == 2 {
+				// Sorted before: only link j moved, and it only gained
+				// connections (or is new, at the end), so it moves up
+				// into place. A full sort on every start at a busy
+				// endpoint was a tenth of a cycle that started twenty
+				// thousand tasks.
+				for ; j > 0 && c.cmpLink(st.links[j], st.links[j-1]) < 0; j-- {
+					st.links[j], st.links[j-1] = st.links[j-1], st.links[j]
+				}
+			}
 		}
 		if e.dst == e.src {
 			break
@@ -842,7 +1031,9 @@ func (c *cycle) linkAdd(e *entry, n int) {
 	}
 }
 
-func addLink(links *[]link, e *entry, n int) {
+// addLink adds n connections of e's pair to links and returns the index
+// of its link (-1 if there is none).
+func addLink(links *[]link, e *entry, n int) int {
 	for j := range *links {
 		l := &(*links)[j]
 		if l.src == e.src && l.dst == e.dst {
@@ -850,13 +1041,16 @@ func addLink(links *[]link, e *entry, n int) {
 			l.size = max(l.size, e.t.Size)
 			if l.cc <= 0 {
 				*links = slices.Delete(*links, j, j+1)
+				return -1
 			}
-			return
+			return j
 		}
 	}
 	if n > 0 {
 		*links = append(*links, link{e.src, e.dst, n, e.t.Size})
+		return len(*links) - 1
 	}
+	return -1
 }
 
 // probeSaturated is saturation test (b). Like the paper it looks at up to
@@ -877,19 +1071,102 @@ func addLink(links *[]link, e *entry, n int) {
 // endpoint; the paper tests up to three links for this reason. When a
 // waiting task would go elsewhere, whether its link would add throughput
 // is the evidence that settles it.
+//
+// A cycle asks this for many candidates at one endpoint state: in a
+// backlog on random pairs, nearly every waiting task brings a link of its
+// own. The links in use answer the same for all of them, so that part
+// (probeParts) is worked out once per state of the endpoints involved, and
+// a candidate costs one prediction of its own link plus, at most once per
+// way it can meet each link in use, one of that link.
 func (c *cycle) probeSaturated(i int32, cand *link) bool {
-	active := c.linksOf(i)
-	links := make([]link, 0, 4)
-	links = append(links, active[:min(len(active), 3)]...)
-	if cand != nil {
-		links = append(links, *cand)
-	}
-	total := 0
-	for _, l := range links {
-		total += l.cc
-	}
-	if len(links) == 0 {
+	pb := c.probeParts(i)
+	if pb.n == 0 || pb.base <= 0 || pb.gains {
 		return false
+	}
+	if cand == nil {
+		return true
+	}
+	// The links' aggregate with the candidate's one connection: each
+	// link in use at the loads that connection adds at its endpoints,
+	// then the candidate's own link. The sum runs in the order of the
+	// links, the candidate last, as aggregate's does.
+	sum := 0.0
+	for j := range pb.n {
+		l := &pb.links[j]
+		if l.cc <= 0 {
+			continue
+		}
+		meet := 0
+		if l.src == cand.src || l.src == cand.dst {
+			meet |= 1
+		}
+		if l.dst == cand.src || l.dst == cand.dst {
+			meet |= 2
+		}
+		if pb.have[j]&(1<<meet) == 0 {
+			srcLoad, dstLoad := c.eps[l.src].cc-l.cc, c.eps[l.dst].cc-l.cc
+			if meet&1 != 0 {
+				srcLoad++
+			}
+			if meet&2 != 0 {
+				dstLoad++
+			}
+			pb.withCand[j][meet] = c.est(l.src, l.dst, l.size, l.cc, srcLoad, dstLoad)
+			pb.have[j] |= 1 << meet
+		}
+		sum += pb.withCand[j][meet]
+	}
+	sum += c.est(cand.src, cand.dst, cand.size, 1, c.eps[cand.src].cc, c.eps[cand.dst].cc)
+	gain := sum/pb.base - 1
+	return !(gain > 0.25/float64(max(pb.total, 1))) // saturated unless it gains (NaN gains nothing)
+}
+
+// probeBase is the part of saturation test (b) at one endpoint that no
+// candidate link changes: its (up to three) busiest links in use, their
+// aggregate, and whether doubling one of them gains enough. It depends
+// on the loads at the links' endpoints, so it is valid while none of
+// their versions has changed.
+type probeBase struct {
+	valid bool
+	ver   int       // the endpoint's version (its links follow it)
+	vers  [3][2]int // the versions of each link's source and destination
+	links [3]link
+	n     int
+	total int // the links' concurrency
+	base  float64
+	gains bool
+	// withCand[j][m] is link j's prediction with a candidate's one
+	// connection added at its source (m&1) and/or destination (m&2);
+	// have[j] has bit m set once it is computed.
+	withCand [3][4]float64
+	have     [3]uint8
+}
+
+// probeParts returns endpoint i's probeBase, computed afresh if any load
+// it depends on has changed since.
+func (c *cycle) probeParts(i int32) *probeBase {
+	st := &c.eps[i]
+	pb := &st.pb
+	if pb.valid && pb.ver == st.ver {
+		fresh := true
+		for j := range pb.n {
+			l := &pb.links[j]
+			if pb.vers[j] != [2]int{c.eps[l.src].ver, c.eps[l.dst].ver} {
+				fresh = false
+				break
+			}
+		}
+		if fresh {
+			return pb
+		}
+	}
+	active := c.linksOf(i)
+	*pb = probeBase{valid: true, ver: st.ver, n: min(len(active), 3)}
+	links := pb.links[:pb.n]
+	copy(links, active)
+	for j, l := range links {
+		pb.vers[j] = [2]int{c.eps[l.src].ver, c.eps[l.dst].ver}
+		pb.total += l.cc
 	}
 	// aggregate predicts the links' throughput with extra connections on
 	// link k (k < 0: none).
@@ -917,18 +1194,22 @@ func (c *cycle) probeSaturated(i int32, cand *link) bool {
 		}
 		return sum
 	}
-	base := aggregate(-1, 0)
-	if base <= 0 {
-		return false
+	if pb.n == 0 {
+		return pb
+	}
+	pb.base = aggregate(-1, 0)
+	if pb.base <= 0 {
+		return pb
 	}
 	for k := range links {
-		extra := max(links[k].cc, 1) // F = 2 (a new link: one connection)
-		gain := aggregate(k, extra)/base - 1
-		if gain > 0.25*float64(extra)/float64(max(total, 1)) {
-			return false
+		extra := max(links[k].cc, 1) // F = 2
+		gain := aggregate(k, extra)/pb.base - 1
+		if gain > 0.25*float64(extra)/float64(max(pb.total, 1)) {
+			pb.gains = true
+			break
 		}
 	}
-	return true
+	return pb
 }
 
 func (c *cycle) run() {
