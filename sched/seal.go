@@ -82,6 +82,7 @@ type entry struct {
 	// load0 holds them, xfOK says xf is set.
 	load0   [2]int
 	xfOK    bool
+	running bool // the task's Running (copied: the hot paths read no Task)
 	batch   bool // batch for STEAL's purposes (after promotion)
 	stopped bool // preempted in this cycle
 	started bool // started or resized in this cycle
@@ -112,9 +113,9 @@ type epState struct {
 	sat     [2]bool // test (a)
 	probe   bool    // test (b) on the links in use, valid while probed
 	probed  bool
-	pb      probeBase // the part of test (b) every candidate shares
-	linkVer int       // 0: links not built; 1: built, unsorted; 2: sorted
-	links   []link    // busiest first
+	pb      int32  // index+1 in the cycle's probes of this endpoint's probeBase; 0: none yet
+	linkVer int    // 0: links not built; 1: built, unsorted; 2: sorted
+	links   []link // busiest first
 	// run is the running entries here: the n0 running at the cycle's
 	// start, in ascending xfactor once sorted is set (see runAt), then
 	// those this cycle started.
@@ -126,39 +127,35 @@ type epState struct {
 	noVictimXF float64
 }
 
-type memoKey struct {
-	src, dst         int32
-	size             int64
-	srcLoad, dstLoad int
-	maxCC            int
+// tableKey keys a cycle's memos (see keyTable): for findThrCC's, a pair
+// and size key; for a saturation probe with a candidate link, the
+// endpoint, its version and the link.
+type tableKey struct {
+	ep, src, dst int32
+	size         int64
+	ver          int
 }
 
-type pairKey struct {
-	src, dst int32
-	size     int64
-}
-
-// pairTable maps a pair and size key to the head of its memo list. It
-// is an open-addressing hash table of plain values: findThrCC looks up
-// twice per waiting task, and a cycle over a hundred thousand tasks on
-// as many pairs spent a third of its time in a Go map keyed by the
-// struct (a generic hash of 16 bytes, a probe, and an insert on every
-// miss). Slots of an earlier cycle are told apart by gen, so a cycle
-// starts without clearing the table.
-type pairTable struct {
-	slots []pairSlot
+// keyTable maps tableKeys to int32 values. It is an open-addressing hash
+// table of plain values: a cycle over a hundred thousand tasks on as many
+// pairs asks its memos hundreds of thousands of times, and Go maps keyed
+// by the structs (a generic hash of the key, a probe, and an insert on
+// every miss) were a third of the cycle. Slots of an earlier cycle are
+// told apart by gen, so a cycle starts without clearing the table.
+type keyTable struct {
+	slots []keySlot
 	n     int    // slots claimed in this generation
 	gen   uint32 // the current generation; slots of others are empty
 }
 
-type pairSlot struct {
-	k    pairKey
-	head int32
-	gen  uint32
+type keySlot struct {
+	k   tableKey
+	val int32
+	gen uint32
 }
 
 // reset empties the table for a new cycle, keeping its memory.
-func (t *pairTable) reset() {
+func (t *keyTable) reset() {
 	t.n = 0
 	t.gen++
 	if t.gen == 0 { // wrapped: old stamps could look current
@@ -167,9 +164,9 @@ func (t *pairTable) reset() {
 	}
 }
 
-// slot returns k's slot, claimed with head 0 if k is new. The pointer is
+// slot returns k's slot, claimed with val 0 if k is new. The pointer is
 // valid until the next call.
-func (t *pairTable) slot(k pairKey) *pairSlot {
+func (t *keyTable) slot(k tableKey) *keySlot {
 	if t.gen == 0 {
 		t.gen = 1
 	}
@@ -180,7 +177,7 @@ func (t *pairTable) slot(k pairKey) *pairSlot {
 	for i := k.hash() & mask; ; i = (i + 1) & mask {
 		s := &t.slots[i]
 		if s.gen != t.gen {
-			*s = pairSlot{k: k, gen: t.gen}
+			*s = keySlot{k: k, gen: t.gen}
 			t.n++
 			return s
 		}
@@ -192,9 +189,9 @@ func (t *pairTable) slot(k pairKey) *pairSlot {
 
 // grow doubles the table (at least 1024 slots) and re-inserts the
 // current generation's slots.
-func (t *pairTable) grow() {
+func (t *keyTable) grow() {
 	old := t.slots
-	t.slots = make([]pairSlot, max(2*len(old), 1024))
+	t.slots = make([]keySlot, max(2*len(old), 1024))
 	mask := uint64(len(t.slots) - 1)
 	for _, s := range old {
 		if s.gen != t.gen {
@@ -208,9 +205,10 @@ func (t *pairTable) grow() {
 	}
 }
 
-// hash mixes a pairKey (splitmix64's finalizer over its fields).
-func (k pairKey) hash() uint64 {
+// hash mixes a tableKey (splitmix64's finalizer over its fields).
+func (k tableKey) hash() uint64 {
 	h := (uint64(uint32(k.src))<<32 | uint64(uint32(k.dst))) ^ uint64(k.size)*0x9e3779b97f4a7c15
+	h ^= (uint64(uint32(k.ep))<<32 | uint64(uint32(k.ver))) * 0xc2b2ae3d27d4eb4f
 	h ^= h >> 30
 	h *= 0xbf58476d1ce4e5b9
 	h ^= h >> 27
@@ -226,11 +224,6 @@ type loadMemo struct {
 type memoNode struct {
 	loadMemo
 	next int32
-}
-
-type chooseKey struct {
-	memoKey
-	verSrc, verDst int
 }
 
 // wkey is a waiting entry's sort key: k is descKey(xfactor).
@@ -261,10 +254,10 @@ type cycle struct {
 	// list (index+1 into memoNodes; 0 ends it) of the load levels asked
 	// about. The lists live in one array kept from cycle to cycle, so a
 	// cycle over a hundred thousand pairs allocates no list per pair.
-	memo      pairTable
+	memo      keyTable
 	memoNodes []memoNode
-	chosen    map[chooseKey]thrCC
-	candSat   map[candKey]bool
+	candSat   keyTable    // saturated's answers with a candidate link: 1 false, 2 true
+	probes    []probeBase // see probeParts
 	admit     []admitMemo // see admission
 	// gen numbers the cycles this working memory has served; an
 	// admission memo entry is valid only in the cycle of its gen, which
@@ -280,6 +273,7 @@ type cycle struct {
 	recent     [2]recentEP
 	recentNext int
 	wbuf       []entry
+	rbuf       []entry
 	wsorted    []entry
 	keys       []wkey
 	keyTmp     []wkey
@@ -312,15 +306,15 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
+		c = &cycle{idx: map[string]int32{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
 	c.recent = [2]recentEP{}
 	c.memo.reset()
 	c.memoNodes = c.memoNodes[:0]
-	clear(c.chosen)
-	clear(c.candSat)
+	c.candSat.reset()
+	c.probes = c.probes[:0]
 	c.gen++
 	c.eps = c.eps[:0]
 	c.running = c.running[:0]
@@ -332,8 +326,15 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	// Endpoints are indexed as tasks name them. Indexes only key caches;
 	// every order that reaches a decision is by name or task ID, so they
 	// never leak into the result.
+	// The running entries live in one array (not one allocation each),
+	// sized up front so that pointers to them stay valid.
+	if cap(c.rbuf) < len(snap.Running) {
+		c.rbuf = make([]entry, 0, len(snap.Running))
+	}
+	c.rbuf = c.rbuf[:0]
 	for _, t := range snap.Running {
-		e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
+		c.rbuf = append(c.rbuf, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, running: t.Running, batch: c.isBatch(t)})
+		e := &c.rbuf[len(c.rbuf)-1]
 		c.eps[e.src].cc += t.CC
 		c.eps[e.dst].cc += t.CC
 		c.total += t.CC
@@ -369,7 +370,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		if t.Pending {
 			continue
 		}
-		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)})
+		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running, batch: c.isBatch(t)})
 	}
 	c.waitingXFs(w)
 	for i := range w {
@@ -403,14 +404,18 @@ func descKey(xf float64) uint64 {
 }
 
 // sortKeys sorts keys by (k, id) with a least-significant-digit radix sort
-// on k and a comparison sort within runs of equal k. A comparison sort of
-// a hundred thousand waiting tasks was a quarter of a cycle; this is a few
-// linear passes. tmp is scratch space, returned for reuse.
+// on the high 33 bits of k and a comparison sort within runs of equal
+// high bits. A comparison sort of a hundred thousand waiting tasks was a
+// quarter of a cycle; this is a few linear passes. tmp is scratch space,
+// returned for reuse.
 //
-// Digits are 11 bits: the six histograms are made in one read of the
-// keys and fit in 48 KB of stack (16-bit digits needed 512 KB per pass,
-// which went to the heap, and a 64 Ki-entry prefix sum per pass, more
-// work than the keys themselves).
+// Digits are 11 bits: the histograms are made in one read of the keys and
+// fit in 24 KB of stack (16-bit digits needed 512 KB per pass, which went
+// to the heap, and a 64 Ki-entry prefix sum per pass, more work than the
+// keys themselves). The high 33 bits of an xfactor are its exponent and
+// 21 bits of mantissa, which tell nearly all xfactors of a queue apart:
+// the low digits cost three more passes over every key to order the few
+// that agree there, which the comparison sort does for those alone.
 func sortKeys(keys, tmp []wkey) []wkey {
 	if len(keys) < 256 {
 		slices.SortFunc(keys, cmpKey)
@@ -422,18 +427,19 @@ func sortKeys(keys, tmp []wkey) []wkey {
 	tmp = tmp[:len(keys)]
 	const (
 		bits   = 11
-		digits = (64 + bits - 1) / bits
+		digits = 3
+		low    = 64 - digits*bits // bits left to the comparison sort
 		mask   = 1<<bits - 1
 	)
 	var count [digits][1 << bits]uint32
 	for _, k := range keys {
 		for d := range digits {
-			count[d][(k.k>>(d*bits))&mask]++
+			count[d][(k.k>>(low+d*bits))&mask]++
 		}
 	}
 	src, dst := keys, tmp
 	for d := range digits {
-		shift := uint(d * bits)
+		shift := uint(low + d*bits)
 		c := &count[d]
 		if c[(src[0].k>>shift)&mask] == uint32(len(src)) {
 			continue // every key has the same digit here
@@ -452,10 +458,11 @@ func sortKeys(keys, tmp []wkey) []wkey {
 	if &src[0] != &keys[0] {
 		copy(keys, src)
 	}
-	// Equal xfactors (tasks alike in every way) go by ID.
+	// Within runs of equal high bits, by the rest of k, then (equal
+	// xfactors: tasks alike in every way) by ID.
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && keys[j].k == keys[i].k {
+		for j < len(keys) && keys[j].k>>low == keys[i].k>>low {
 			j++
 		}
 		if j-i > 1 {
@@ -592,8 +599,8 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
 	// One table lookup per pair and size key; the few load levels a
 	// cycle asks about for one pair are then found by a short scan.
-	slot := c.memo.slot(pairKey{e.src, e.dst, c.sizeKey(e.size)})
-	head := slot.head
+	slot := c.memo.slot(tableKey{src: e.src, dst: e.dst, size: c.sizeKey(e.size)})
+	head := slot.val
 	for i := head; i != 0; i = c.memoNodes[i-1].next {
 		if m := &c.memoNodes[i-1]; m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
 			return m.cc, m.thr
@@ -601,7 +608,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	}
 	bestCC, best := c.searchThrCC(e.src, e.dst, e.size, srcLoad, dstLoad, maxCC)
 	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
-	slot.head = int32(len(c.memoNodes)) // the estimator cannot have moved slot: only slot claims slots
+	slot.val = int32(len(c.memoNodes)) // the estimator cannot have moved slot: only slot claims slots
 	return bestCC, best
 }
 
@@ -642,7 +649,7 @@ func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, fl
 	o = o.withDefaults()
 	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}}
 	c.sizeKey = func(n int64) int64 { return n }
-	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
+	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
 }
 
@@ -668,7 +675,7 @@ func IdealTT(size int64, thr, startup float64) float64 {
 // the tasks in without.
 func (c *cycle) loads(e *entry, without []*entry) (int, int) {
 	src, dst := c.eps[e.src].cc, c.eps[e.dst].cc
-	if e.t.Running && !e.stopped {
+	if e.running && !e.stopped {
 		src -= e.cc
 		dst -= e.cc
 	}
@@ -781,7 +788,7 @@ func (c *cycle) waitingXFs(w []entry) {
 	n := uint64(len(c.eps))
 	recs := slices.Grow(c.recs[:0], len(w))
 	for i := range w {
-		if e := &w[i]; !e.t.Running {
+		if e := &w[i]; !e.running {
 			recs = append(recs, pairRec{uint64(e.src)*n + uint64(e.dst), e.size, int32(i), e.t.IdealTT <= 0})
 		}
 	}
@@ -796,7 +803,7 @@ func (c *cycle) waitingXFs(w []entry) {
 	}
 	for i := range w {
 		e := &w[i]
-		if e.t.Running {
+		if e.running {
 			e.xf = c.xfactor(e, nil) // not a waiting task after all
 			continue
 		}
@@ -932,23 +939,20 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 		}
 		return st.probe
 	}
-	k := candKey{i, cand.src, cand.dst, c.sizeKey(cand.size), st.ver}
-	if v, ok := c.candSat[k]; ok {
-		return v
+	// What a probe with a candidate link depends on: the endpoint's
+	// state (its version) and the link, whose size counts through the
+	// estimator's size key. Without the size, tasks of one pair in other
+	// size classes would share the answer of whichever asked first.
+	slot := c.candSat.slot(tableKey{i, cand.src, cand.dst, c.sizeKey(cand.size), st.ver})
+	if slot.val != 0 {
+		return slot.val == 2
 	}
 	v := c.probeSaturated(i, &cand)
-	c.candSat[k] = v
+	slot.val = 1
+	if v {
+		slot.val = 2
+	}
 	return v
-}
-
-// candKey is what a probe with a candidate link depends on: the
-// endpoint's state (its version) and the link, whose size counts through
-// the estimator's size key. Without the size, tasks of one pair in other
-// size classes would share the answer of whichever asked first.
-type candKey struct {
-	ep, src, dst int32
-	size         int64
-	ver          int
 }
 
 // candidate is the link w would open at endpoint i; false if w is nil or
@@ -1009,25 +1013,67 @@ func (c *cycle) linkAdd(e *entry, n int) {
 		case st.linkVer == 0:
 		case n < 0:
 			// A link's size is its largest task's: with a task gone it
-			// may shrink, which only a rebuild from the run list (which
-			// leaves stopped tasks out) tells. Preemptions are few.
-			st.links, st.linkVer = st.links[:0], 0
+			// may shrink, which only the run list (which leaves stopped
+			// tasks out) tells. The pair's link is rebuilt from it; a
+			// rebuild of all the endpoint's links (quadratic in them)
+			// on every preemption was a tenth of a busy cycle.
+			c.relink(st, e.src, e.dst)
 		default:
 			j := addLink(&st.links, e, n)
-			if st.linkVer == 2 {
-				// Sorted before: only link j moved, and it only gained
-				// connections (or is new, at the end), so it moves up
-				// into place. A full sort on every start at a busy
-				// endpoint was a tenth of a cycle that started twenty
-				// thousand tasks.
-				for ; j > 0 && c.cmpLink(st.links[j], st.links[j-1]) < 0; j-- {
-					st.links[j], st.links[j-1] = st.links[j-1], st.links[j]
-				}
+			if st.linkVer == 2 && j >= 0 {
+				// Sorted before: only link j changed. A full sort on
+				// every start at a busy endpoint was a tenth of a cycle
+				// that started twenty thousand tasks.
+				c.reposition(st.links, j)
 			}
 		}
 		if e.dst == e.src {
 			break
 		}
+	}
+}
+
+// reposition moves links[j] to its place in links, sorted but for it
+// (found by binary search: a new link passes dozens of others, and
+// comparing names is what costs).
+func (c *cycle) reposition(links []link, j int) {
+	l := links[j]
+	rest := links[:len(links)-1]
+	copy(rest[j:], links[j+1:])
+	k, _ := slices.BinarySearchFunc(rest, l, c.cmpLink)
+	copy(links[k+1:], rest[k:])
+	links[k] = l
+}
+
+// relink rebuilds the link of pair src-dst at st from st's run list, as
+// a rebuild of all its links would (see linksOf and addLink), after one
+// of the pair's tasks stopped, and moves it to its place.
+func (c *cycle) relink(st *epState, src, dst int32) {
+	j := slices.IndexFunc(st.links, func(l link) bool { return l.src == src && l.dst == dst })
+	if j < 0 {
+		return
+	}
+	var l link
+	have := false
+	for _, r := range st.run {
+		if r.stopped || r.src != src || r.dst != dst {
+			continue
+		}
+		if have {
+			l.cc += r.cc
+			l.size = max(l.size, r.size)
+			have = l.cc > 0
+		} else if r.cc > 0 {
+			l, have = link{src, dst, r.cc, r.size}, true
+		}
+	}
+	if !have {
+		st.links = slices.Delete(st.links, j, j+1)
+		return
+	}
+	st.links[j] = l
+	if st.linkVer == 2 {
+		c.reposition(st.links, j)
 	}
 }
 
@@ -1038,7 +1084,7 @@ func addLink(links *[]link, e *entry, n int) int {
 		l := &(*links)[j]
 		if l.src == e.src && l.dst == e.dst {
 			l.cc += n
-			l.size = max(l.size, e.t.Size)
+			l.size = max(l.size, e.size)
 			if l.cc <= 0 {
 				*links = slices.Delete(*links, j, j+1)
 				return -1
@@ -1047,7 +1093,7 @@ func addLink(links *[]link, e *entry, n int) int {
 		}
 	}
 	if n > 0 {
-		*links = append(*links, link{e.src, e.dst, n, e.t.Size})
+		*links = append(*links, link{e.src, e.dst, n, e.size})
 		return len(*links) - 1
 	}
 	return -1
@@ -1146,7 +1192,13 @@ type probeBase struct {
 // it depends on has changed since.
 func (c *cycle) probeParts(i int32) *probeBase {
 	st := &c.eps[i]
-	pb := &st.pb
+	if st.pb == 0 {
+		// Kept apart from epState: few endpoints probe, and a facility
+		// has thousands of endpoints to set up every cycle.
+		c.probes = append(c.probes, probeBase{})
+		st.pb = int32(len(c.probes))
+	}
+	pb := &c.probes[st.pb-1]
 	if pb.valid && pb.ver == st.ver {
 		fresh := true
 		for j := range pb.n {
@@ -1314,7 +1366,7 @@ func (c *cycle) scheduleSEAL(e *entry) {
 // endpoint's version nor the total concurrency has changed.
 type admitMemo struct {
 	src, dst       int32
-	size           int64 // the estimator's size key (see candKey)
+	size           int64 // the estimator's size key (see saturated)
 	verSrc, verDst int
 	total          int
 	room           int
@@ -1543,7 +1595,7 @@ func (c *cycle) start(e *entry, room int) {
 		c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 	}
 	c.linkAdd(e, cc)
-	c.out = append(c.out, Decision{Kind: Start, Task: e.t.ID, CC: cc})
+	c.out = append(c.out, Decision{Kind: Start, Task: e.id, CC: cc})
 }
 
 // chooseCC is FindThrCC as SEAL uses it to start or resize a task:
@@ -1568,26 +1620,25 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 	if c.o.OwnThroughputCC || c.shortFirst(e) {
 		return c.findThrCC(e, srcLoad, dstLoad, maxCC)
 	}
-	t := e.t
-	if t.Size <= c.o.SplitMin {
+	if e.size <= c.o.SplitMin {
 		maxCC = 1
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
-	k := chooseKey{memoKey{e.src, e.dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}, c.eps[e.src].ver, c.eps[e.dst].ver}
-	if self == nil {
-		if r, ok := c.chosen[k]; ok {
-			return r.cc, r.thr
-		}
-	}
-	bestCC, best := 1, c.est(e.src, e.dst, t.Size, 1, srcLoad, dstLoad)
+	// (No memo here: a start changes the loads at both its endpoints, so
+	// no later start could ask the same question.)
+	q := estQ{e.src, e.dst, e.size, 1, max(srcLoad, 0), max(dstLoad, 0)}
+	bestCC, best := 1, c.estQ(q)
 	if maxCC > 1 {
-		prev := [2]float64{c.aggregateWith(e.src, e, self, 1), c.aggregateWith(e.dst, e, self, 1)}
+		// The links do not change while cc is chosen: read them once.
+		views := [2]aggView{c.aggViewOf(e.src, e), c.aggViewOf(e.dst, e)}
+		prev := c.aggregatesWith(&views, e, self, 1, q, best)
 		for cc := 2; cc <= maxCC; cc++ {
-			thr := c.est(e.src, e.dst, t.Size, cc, srcLoad, dstLoad)
+			q.cc = cc
+			thr := c.estQ(q)
 			if thr <= best {
 				break
 			}
-			agg := [2]float64{c.aggregateWith(e.src, e, self, cc), c.aggregateWith(e.dst, e, self, cc)}
+			agg := c.aggregatesWith(&views, e, self, cc, q, thr)
 			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.beta(e) {
 				break
 			}
@@ -1597,16 +1648,75 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 			bestCC, best, prev = cc, thr, agg
 		}
 	}
-	if self == nil {
-		c.chosen[k] = thrCC{bestCC, best}
-	}
 	return bestCC, best
 }
 
-// aggregateWith predicts the total throughput at endpoint i of e's link and
-// the (up to three) busiest other links there, if e ran with concurrency
-// cc (and self, if not nil, were gone).
-func (c *cycle) aggregateWith(i int32, e *entry, self *entry, cc int) float64 {
+// estQ is one question to the estimator, loads brought into range.
+type estQ struct {
+	src, dst         int32
+	size             int64
+	cc               int
+	srcLoad, dstLoad int
+}
+
+func (c *cycle) estQ(q estQ) float64 {
+	return c.snap.Estimator.Throughput(c.eps[q.src].name, c.eps[q.dst].name, q.cc, q.srcLoad, q.dstLoad, q.size)
+}
+
+// aggregatesWith is aggregateWith at e's source and at its destination.
+// Both end with a prediction of e's own link, which is the same question
+// at both ends, and, where the link is not in use yet, the question
+// chooseCC has just asked (asked, answered thr): each is asked once.
+func (c *cycle) aggregatesWith(views *[2]aggView, e *entry, self *entry, cc int, asked estQ, thr float64) [2]float64 {
+	var out [2]float64
+	var prevQ estQ
+	var prev float64
+	for k := range views {
+		sum, q := c.othersWith(&views[k], e, self, cc)
+		var own float64
+		switch {
+		case k == 1 && q == prevQ:
+			own = prev
+		case q == asked:
+			own = thr
+		default:
+			own = c.estQ(q)
+		}
+		out[k], prevQ, prev = sum+own, q, own
+	}
+	return out
+}
+
+// aggView is what aggregateWith reads of an endpoint's links for a task:
+// the (up to three) busiest links other than the task's, and the task's
+// own link if it is in use.
+type aggView struct {
+	others [3]link
+	n      int
+	own    link
+	inUse  bool
+}
+
+func (c *cycle) aggViewOf(i int32, e *entry) aggView {
+	var v aggView
+	for _, l := range c.linksOf(i) {
+		switch {
+		case l.src == e.src && l.dst == e.dst:
+			v.own, v.inUse = l, true
+		case v.n < len(v.others):
+			v.others[v.n] = l
+			v.n++
+		}
+	}
+	return v
+}
+
+// othersWith predicts the total throughput at an endpoint (seen as v) of
+// the (up to three) busiest links there other than e's, if e ran with
+// concurrency cc (and self, if not nil, were gone), and returns the
+// question that predicts e's own link under the same assumptions: the
+// aggregate of aggregateWith is the sum plus the answer.
+func (c *cycle) othersWith(v *aggView, e *entry, self *entry, cc int) (float64, estQ) {
 	load := func(x int32) int {
 		n := c.eps[x].cc
 		if self != nil && (self.src == x || self.dst == x) {
@@ -1617,24 +1727,19 @@ func (c *cycle) aggregateWith(i int32, e *entry, self *entry, cc int) float64 {
 		}
 		return n
 	}
-	own := link{e.src, e.dst, cc, e.t.Size}
-	others := 0
-	sum := 0.0
-	for _, l := range c.linksOf(i) {
-		if l.src == e.src && l.dst == e.dst {
-			own.cc += l.cc
-			if self != nil {
-				own.cc -= self.cc
-			}
-			own.size = max(own.size, l.size)
-			continue
+	own := link{e.src, e.dst, cc, e.size}
+	if v.inUse {
+		own.cc += v.own.cc
+		if self != nil {
+			own.cc -= self.cc
 		}
-		if others < 3 {
-			sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
-			others++
-		}
+		own.size = max(own.size, v.own.size)
 	}
-	return sum + c.est(own.src, own.dst, own.size, own.cc, load(own.src)-own.cc, load(own.dst)-own.cc)
+	sum := 0.0
+	for _, l := range v.others[:v.n] {
+		sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+	}
+	return sum, estQ{own.src, own.dst, own.size, own.cc, max(load(own.src)-own.cc, 0), max(load(own.dst)-own.cc, 0)}
 }
 
 // preempt decides to preempt the tasks in cl in favour of task id.
