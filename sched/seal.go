@@ -61,8 +61,16 @@ func (s *SEAL) Name() string {
 // Listing 1 with the changes of Listing 3 (STEAL).
 func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 	c := newCycle(s, snap)
+	// The decisions are handed over, so each cycle needs a new slice.
+	// Sized like the last cycle's (never more than one decision per
+	// task): appended from nothing, twenty thousand decisions were
+	// copied through a dozen larger slices, megabytes a cycle.
+	if n := min(c.lastOut+c.lastOut/4, len(snap.Waiting)+len(snap.Running)); n > 0 {
+		c.out = make([]Decision, 0, n)
+	}
 	c.run()
 	out := c.out
+	c.lastOut = len(out)
 	c.out, c.snap, c.byXF = nil, nil, nil
 	s.cycles.Put(c)
 	return out
@@ -82,10 +90,11 @@ type entry struct {
 	// load0 holds them, xfOK says xf is set.
 	load0   [2]int
 	xfOK    bool
-	running bool // the task's Running (copied: the hot paths read no Task)
-	batch   bool // batch for STEAL's purposes (after promotion)
-	stopped bool // preempted in this cycle
-	started bool // started or resized in this cycle
+	running bool  // the task's Running (copied: the hot paths read no Task)
+	grp     int32 // a waiting entry's waitGroup, +1 (0: none)
+	batch   bool  // batch for STEAL's purposes (after promotion)
+	stopped bool  // preempted in this cycle
+	started bool  // started or resized in this cycle
 }
 
 // link is the tasks of one source-destination pair at an endpoint, taken
@@ -99,8 +108,9 @@ type link struct {
 // epState is one endpoint during a cycle. Endpoints are indexed so that
 // the hot paths of a cycle over a hundred thousand tasks hash no strings.
 type epState struct {
-	name string
-	ep   *Endpoint // nil if the snapshot does not describe it
+	name   string
+	prefix uint64    // namePrefix(name), to compare names quickly
+	ep     *Endpoint // nil if the snapshot does not describe it
 	// maxCC is ep.MaxCC (0 without ep: no limit), copied so that the
 	// room test every waiting task makes reads no Endpoint.
 	maxCC int
@@ -266,8 +276,10 @@ type cycle struct {
 	sizeKey func(int64) int64
 	curve   CurveEstimator // the estimator, if it is one; else nil
 	// curveBuf is findThrCC's scratch for a CurveEstimator's answers.
-	curveBuf [curveChunk]float64
-	out      []Decision
+	curveBuf  [2 * curveChunk]float64
+	curveWant int // the first chunk's length: see searchThrCC
+	out       []Decision
+	lastOut   int // the number of decisions of the last cycle this memory served
 	// Buffers kept from one cycle to the next.
 	// recent remembers the last endpoints looked up by name.
 	recent     [2]recentEP
@@ -279,7 +291,8 @@ type cycle struct {
 	keyTmp     []wkey
 	recs       []pairRec
 	recTmp     []pairRec
-	wthr       []waitThr
+	wgrp       []int32
+	groups     []waitGroup
 }
 
 // CurveEstimator may be implemented by an Estimator that predicts a run of
@@ -316,6 +329,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c.candSat.reset()
 	c.probes = c.probes[:0]
 	c.gen++
+	c.curveWant = 0
 	c.eps = c.eps[:0]
 	c.running = c.running[:0]
 	c.sizeKey = func(n int64) int64 { return n }
@@ -514,7 +528,7 @@ func (c *cycle) addEndpoint(name string) int32 {
 	i := int32(len(c.eps))
 	c.idx[name] = i
 	ep := c.snap.Endpoints[name]
-	st := epState{name: name, ep: ep}
+	st := epState{name: name, prefix: namePrefix(name), ep: ep}
 	if ep != nil {
 		st.obs, st.maxCC = ep.Observed, ep.MaxCC
 	}
@@ -597,6 +611,18 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
+	if e.grp > 0 {
+		// A waiting task: its group has answered the two questions most
+		// often asked again.
+		if g := &c.groups[e.grp-1]; maxCC == g.maxCC {
+			if srcLoad == g.srcLoad && dstLoad == g.dstLoad {
+				return g.at.cc, g.at.thr
+			}
+			if srcLoad == 0 && dstLoad == 0 && g.hasIdeal {
+				return g.ideal.cc, g.ideal.thr
+			}
+		}
+	}
 	// One table lookup per pair and size key; the few load levels a
 	// cycle asks about for one pair are then found by a short scan.
 	slot := c.memo.slot(tableKey{src: e.src, dst: e.dst, size: c.sizeKey(e.size)})
@@ -619,25 +645,42 @@ func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC 
 	// few at a time (one lookup of the pair each, not one per level),
 	// into the cycle's buffer: a local one passed to the interface would
 	// be allocated on every call.
-	buf := &c.curveBuf
-	have, from := 0, 1 // buf[:have] holds concurrencies from..from+have-1
-	thrAt := func(cc int) float64 {
-		if c.curve == nil {
-			return c.est(src, dst, size, cc, srcLoad, dstLoad)
+	//
+	// The first chunk is as long as the last search that could go past
+	// curveChunk needed (up to twice that): searches on one cycle tend
+	// to stop at the same depth, and one that stops just past the chunk
+	// would otherwise cost a second call, and a second chunk mostly
+	// unused, every time. Which levels are asked for changes no answer.
+	if c.curve == nil {
+		bestCC, best := 1, c.est(src, dst, size, 1, srcLoad, dstLoad)
+		for cc := 2; cc <= maxCC; cc++ {
+			thr := c.est(src, dst, size, cc, srcLoad, dstLoad)
+			if thr <= best*(1+c.o.Beta) {
+				break
+			}
+			bestCC, best = cc, thr
 		}
+		return bestCC, best
+	}
+	buf := &c.curveBuf
+	srcName, dstName := c.eps[src].name, c.eps[dst].name
+	from, have := 1, min(max(curveChunk, c.curveWant), maxCC) // buf[:have] holds concurrencies from..from+have-1
+	c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
+	bestCC, best := 1, buf[0]
+	cc := 2
+	for ; cc <= maxCC; cc++ {
 		if cc >= from+have {
 			from, have = cc, min(curveChunk, maxCC-cc+1)
-			c.curve.ThroughputCurve(c.eps[src].name, c.eps[dst].name, from, srcLoad, dstLoad, size, buf[:have])
+			c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
 		}
-		return buf[cc-from]
-	}
-	bestCC, best := 1, thrAt(1)
-	for cc := 2; cc <= maxCC; cc++ {
-		thr := thrAt(cc)
+		thr := buf[cc-from]
 		if thr <= best*(1+c.o.Beta) {
 			break
 		}
 		bestCC, best = cc, thr
+	}
+	if maxCC > curveChunk {
+		c.curveWant = min(cc, maxCC, len(buf)) // the deepest concurrency read
 	}
 	return bestCC, best
 }
@@ -749,7 +792,7 @@ type waitMemo struct {
 	src, dst int32
 	n        int
 	k        [8]waitMemoKey
-	v        [8]waitThr
+	v        [8]int32 // index in the cycle's groups
 }
 
 type waitMemoKey struct {
@@ -757,11 +800,16 @@ type waitMemoKey struct {
 	split   bool // at or below SplitMin, which caps FindThrCC at 1
 }
 
-// waitThr is what a waiting task's xfactor takes from the estimator: its
-// throughput at the current loads and at zero load (FindThrCC's).
-type waitThr struct {
-	thr, ideal float64
-	hasIdeal   bool
+// waitGroup is what the waiting tasks of one pair, size key and SplitMin
+// side take from the estimator for their xfactors: FindThrCC at the
+// loads of the cycle's start and at zero load (if one of them needs
+// TT_ideal). The cycle asks FindThrCC these questions again for the same
+// tasks (TT_ideal when looking for victims, for one), and findThrCC
+// answers them from here (see entry.grp).
+type waitGroup struct {
+	srcLoad, dstLoad, maxCC int
+	at, ideal               thrCC
+	hasIdeal                bool
 }
 
 // pairRec is a waiting task as waitingXFs groups it: its pair (source
@@ -794,12 +842,12 @@ func (c *cycle) waitingXFs(w []entry) {
 	}
 	c.recTmp = sortRecs(recs, c.recTmp, bits.Len64(max(n*n, 1)-1))
 	c.recs = recs
-	thr := slices.Grow(c.wthr[:0], len(w))[:len(w)]
-	c.wthr = thr
+	grp := slices.Grow(c.wgrp[:0], len(w))[:len(w)]
+	c.wgrp = grp
+	c.groups = c.groups[:0]
 	var m waitMemo
 	for _, r := range recs {
-		v := c.waitThrs(&m, int32(r.pair/n), int32(r.pair%n), r.size, r.ideal)
-		thr[r.i] = *v
+		grp[r.i] = c.waitThrs(&m, int32(r.pair/n), int32(r.pair%n), r.size, r.ideal)
 	}
 	for i := range w {
 		e := &w[i]
@@ -807,18 +855,20 @@ func (c *cycle) waitingXFs(w []entry) {
 			e.xf = c.xfactor(e, nil) // not a waiting task after all
 			continue
 		}
+		g := &c.groups[grp[i]]
+		e.grp = grp[i] + 1
 		ideal := e.t.IdealTT
 		if ideal <= 0 {
-			ideal = IdealTT(e.t.Size, thr[i].ideal, c.snap.StartupCost) // as idealTT
+			ideal = IdealTT(e.t.Size, g.ideal.thr, c.snap.StartupCost) // as idealTT
 		}
-		e.xf = c.xfactorAt(e, thr[i].thr, ideal)
+		e.xf = c.xfactorAt(e, g.at.thr, ideal)
 	}
 }
 
-// waitThrs returns the throughputs a waiting task of size between src and
-// dst needs for its xfactor (the zero-load one only if ideal), from m if
-// it has them: FindThrCC at the pair's loads and at zero load.
-func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitThr {
+// waitThrs returns the index of the waitGroup of a waiting task of size
+// between src and dst (with the zero-load answer if ideal), from m if it
+// has it.
+func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) int32 {
 	if m.n > 0 && (m.src != src || m.dst != dst) {
 		m.n = 0
 	}
@@ -839,15 +889,17 @@ func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *w
 		} else {
 			m.n++
 		}
-		_, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc, 0), max(c.eps[dst].cc, 0), maxCC)
-		m.k[j], m.v[j] = k, waitThr{thr: thr}
+		g := waitGroup{srcLoad: max(c.eps[src].cc, 0), dstLoad: max(c.eps[dst].cc, 0), maxCC: maxCC}
+		g.at.cc, g.at.thr = c.searchThrCC(src, dst, size, g.srcLoad, g.dstLoad, maxCC)
+		c.groups = append(c.groups, g)
+		m.k[j], m.v[j] = k, int32(len(c.groups)-1)
 	}
-	v := &m.v[j]
-	if ideal && !v.hasIdeal {
-		_, v.ideal = c.searchThrCC(src, dst, size, 0, 0, maxCC)
-		v.hasIdeal = true
+	g := &c.groups[m.v[j]]
+	if ideal && !g.hasIdeal {
+		g.ideal.cc, g.ideal.thr = c.searchThrCC(src, dst, size, 0, 0, maxCC)
+		g.hasIdeal = true
 	}
-	return v
+	return m.v[j]
 }
 
 // sortRecs sorts recs by pair, stably, with a least-significant-digit
@@ -998,9 +1050,36 @@ func (c *cycle) cmpLink(a, b link) int {
 		return b.cc - a.cc
 	}
 	if a.src != b.src {
-		return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
+		return c.cmpName(a.src, b.src)
 	}
-	return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
+	return c.cmpName(a.dst, b.dst)
+}
+
+// cmpName compares the names of endpoints i and j, by their first eight
+// bytes where those differ.
+func (c *cycle) cmpName(i, j int32) int {
+	a, b := &c.eps[i], &c.eps[j]
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// namePrefix is the first eight bytes of name, big-endian, zero-padded:
+// where two names' prefixes differ, they order as the names do (a
+// shorter name padded with zeros is below any longer one it starts).
+func namePrefix(name string) uint64 {
+	var p uint64
+	for k := range 8 {
+		p <<= 8
+		if k < len(name) {
+			p |= uint64(name[k])
+		}
+	}
+	return p
 }
 
 // linkAdd records n more connections of e's pair at e's endpoints. Call it
@@ -1040,7 +1119,14 @@ func (c *cycle) reposition(links []link, j int) {
 	l := links[j]
 	rest := links[:len(links)-1]
 	copy(rest[j:], links[j+1:])
-	k, _ := slices.BinarySearchFunc(rest, l, c.cmpLink)
+	k, hi := 0, len(rest) // the first of rest not before l
+	for k < hi {
+		if m := int(uint(k+hi) >> 1); c.cmpLink(rest[m], l) < 0 {
+			k = m + 1
+		} else {
+			hi = m
+		}
+	}
 	copy(links[k+1:], rest[k:])
 	links[k] = l
 }
