@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"slices"
@@ -115,6 +116,7 @@ type epState struct {
 	// room test every waiting task makes reads no Endpoint.
 	maxCC int
 	cc    int     // known load: concurrency the scheduler runs there
+	cc0   int     // cc at the cycle's start, before any decision
 	obs   float64 // observed throughput, adjusted by this cycle's decisions
 	// ver changes whenever a decision touches the endpoint; the caches
 	// below are valid for the version they were computed at.
@@ -254,7 +256,7 @@ type cycle struct {
 	s       *SEAL
 	o       Options
 	snap    *Snapshot
-	idx     map[string]int32
+	idx     nameTable
 	eps     []epState
 	total   int // total concurrency
 	running []*entry
@@ -291,7 +293,7 @@ type cycle struct {
 	keyTmp     []wkey
 	recs       []pairRec
 	recTmp     []pairRec
-	wgrp       []int32
+	wres       []waitRes
 	groups     []waitGroup
 }
 
@@ -319,10 +321,10 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}}
+		c = &cycle{}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
-	clear(c.idx)
+	c.idx.reset()
 	c.recent = [2]recentEP{}
 	c.memo.reset()
 	c.memoNodes = c.memoNodes[:0]
@@ -372,6 +374,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	for i := range c.eps {
 		c.eps[i].n0 = len(c.eps[i].run)
+		c.eps[i].cc0 = c.eps[i].cc
 	}
 	// W is kept as values in one array and sorted in place: a cycle over
 	// a hundred thousand waiting tasks is dominated by memory access.
@@ -380,13 +383,19 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	n := len(snap.Waiting)
 	w := slices.Grow(c.wbuf[:0], n)
 	keys := slices.Grow(c.keys[:0], n)
+	recs := slices.Grow(c.recs[:0], n)
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
-		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running, batch: c.isBatch(t)})
+		e := entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running, batch: c.isBatch(t)}
+		if !e.running {
+			recs = append(recs, pairRec{e.src, e.dst, e.size, int32(len(w)), t.IdealTT <= 0})
+		}
+		w = append(w, e)
 	}
-	c.waitingXFs(w)
+	c.recs = recs
+	c.waitingXFs(w, recs)
 	for i := range w {
 		keys = append(keys, wkey{descKey(w[i].xf), w[i].id, int32(i)})
 	}
@@ -509,13 +518,89 @@ func (c *cycle) endpoint(name string) int32 {
 			return h.i
 		}
 	}
-	i, ok := c.idx[name]
-	if !ok {
+	h := c.idx.hash(name)
+	i := c.idx.find(h, name, c.eps)
+	if i < 0 {
 		i = c.addEndpoint(name)
+		c.idx.add(h, i)
 	}
 	c.recent[c.recentNext] = recentEP{name, i, true}
 	c.recentNext = (c.recentNext + 1) % len(c.recent)
 	return i
+}
+
+// nameTable finds an endpoint's index by name: an open-addressing table
+// of hashes and indexes, the names themselves in the cycle's endpoints.
+// A cycle looks up two names per task, and a Go map from names was a
+// tenth of a cycle over a hundred thousand tasks each on its own pair.
+type nameTable struct {
+	seed  maphash.Seed
+	slots []nameSlot // a power of two long, at most half full
+	n     int
+	gen   uint32 // slots of other generations are empty
+}
+
+type nameSlot struct {
+	hash uint64
+	i    int32
+	gen  uint32
+}
+
+func (t *nameTable) reset() {
+	t.n = 0
+	t.gen++
+	if t.gen == 0 { // wrapped: old stamps could look current
+		clear(t.slots)
+		t.gen = 1
+	}
+}
+
+func (t *nameTable) hash(name string) uint64 {
+	if t.slots == nil {
+		t.seed = maphash.MakeSeed() // only the table's layout depends on it
+		t.slots = make([]nameSlot, 64)
+		t.gen = max(t.gen, 1)
+	}
+	return maphash.String(t.seed, name)
+}
+
+// find returns the index of the endpoint named name (hash h) in eps, or
+// -1.
+func (t *nameTable) find(h uint64, name string, eps []epState) int32 {
+	mask := uint64(len(t.slots) - 1)
+	for k := h & mask; ; k = (k + 1) & mask {
+		s := &t.slots[k]
+		if s.gen != t.gen {
+			return -1
+		}
+		if s.hash == h && eps[s.i].name == name {
+			return s.i
+		}
+	}
+}
+
+// add records that the endpoint named with hash h has index i.
+func (t *nameTable) add(h uint64, i int32) {
+	if 2*(t.n+1) > len(t.slots) {
+		old := t.slots
+		t.slots = make([]nameSlot, 2*len(old))
+		for _, s := range old {
+			if s.gen == t.gen {
+				t.put(s)
+			}
+		}
+	}
+	t.put(nameSlot{h, i, t.gen})
+	t.n++
+}
+
+func (t *nameTable) put(s nameSlot) {
+	mask := uint64(len(t.slots) - 1)
+	k := s.hash & mask
+	for t.slots[k].gen == t.gen {
+		k = (k + 1) & mask
+	}
+	t.slots[k] = s
 }
 
 type recentEP struct {
@@ -526,7 +611,6 @@ type recentEP struct {
 
 func (c *cycle) addEndpoint(name string) int32 {
 	i := int32(len(c.eps))
-	c.idx[name] = i
 	ep := c.snap.Endpoints[name]
 	st := epState{name: name, prefix: namePrefix(name), ep: ep}
 	if ep != nil {
@@ -614,12 +698,12 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	if e.grp > 0 {
 		// A waiting task: its group has answered the two questions most
 		// often asked again.
-		if g := &c.groups[e.grp-1]; maxCC == g.maxCC {
-			if srcLoad == g.srcLoad && dstLoad == g.dstLoad {
-				return g.at.cc, g.at.thr
+		if g := &c.groups[e.grp-1]; maxCC == int(g.maxCC) {
+			if srcLoad == max(c.eps[e.src].cc0, 0) && dstLoad == max(c.eps[e.dst].cc0, 0) {
+				return int(g.atCC), g.at
 			}
 			if srcLoad == 0 && dstLoad == 0 && g.hasIdeal {
-				return g.ideal.cc, g.ideal.thr
+				return int(g.idealCC), g.ideal
 			}
 		}
 	}
@@ -690,7 +774,7 @@ func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}}
 	c.sizeKey = func(n int64) int64 { return n }
 	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
@@ -801,25 +885,30 @@ type waitMemoKey struct {
 }
 
 // waitGroup is what the waiting tasks of one pair, size key and SplitMin
-// side take from the estimator for their xfactors: FindThrCC at the
-// loads of the cycle's start and at zero load (if one of them needs
-// TT_ideal). The cycle asks FindThrCC these questions again for the same
-// tasks (TT_ideal when looking for victims, for one), and findThrCC
-// answers them from here (see entry.grp).
+// side take from the estimator for their xfactors: FindThrCC (capped at
+// maxCC) at the loads of the cycle's start and at zero load (if one of
+// them needs TT_ideal). The cycle asks FindThrCC these questions again
+// for the same tasks (TT_ideal when looking for victims, for one), and
+// findThrCC answers them from here (see entry.grp).
 type waitGroup struct {
-	srcLoad, dstLoad, maxCC int
-	at, ideal               thrCC
-	hasIdeal                bool
+	at, ideal            float64
+	atCC, idealCC, maxCC int32
+	hasIdeal             bool
 }
 
-// pairRec is a waiting task as waitingXFs groups it: its pair (source
-// index × number of endpoints + destination index), its size, whether
-// it needs TT_ideal from the estimator, and its index in W.
+// waitRes is what waitingXFs found for one waiting entry, by its index.
+type waitRes struct {
+	at, ideal float64
+	grp       int32
+}
+
+// pairRec is a waiting task as waitingXFs groups it: its pair, its size,
+// its index in W, and whether it needs TT_ideal from the estimator.
 type pairRec struct {
-	pair  uint64
-	size  int64
-	i     int32
-	ideal bool
+	src, dst int32
+	size     int64
+	i        int32
+	ideal    bool
 }
 
 // waitingXFs sets the xfactor of each waiting entry in w, as xfactor(e,
@@ -832,22 +921,19 @@ type pairRec struct {
 // to each other, but nothing guarantees it, and a queue whose tasks are
 // each on their own pair made a memo lookup per task (in a table of a
 // hundred thousand pairs, a cache miss each) most of the cycle's start.
-func (c *cycle) waitingXFs(w []entry) {
-	n := uint64(len(c.eps))
-	recs := slices.Grow(c.recs[:0], len(w))
-	for i := range w {
-		if e := &w[i]; !e.running {
-			recs = append(recs, pairRec{uint64(e.src)*n + uint64(e.dst), e.size, int32(i), e.t.IdealTT <= 0})
-		}
-	}
-	c.recTmp = sortRecs(recs, c.recTmp, bits.Len64(max(n*n, 1)-1))
-	c.recs = recs
-	grp := slices.Grow(c.wgrp[:0], len(w))[:len(w)]
-	c.wgrp = grp
+//
+// recs are the waiting entries not running, in W's order.
+func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
+	c.recTmp = sortRecs(recs, c.recTmp, uint64(len(c.eps)))
+	// The answers go to an array in W's order, so that the pass over W
+	// below reads them in sequence.
+	res := slices.Grow(c.wres[:0], len(w))[:len(w)]
+	c.wres = res
 	c.groups = c.groups[:0]
 	var m waitMemo
 	for _, r := range recs {
-		grp[r.i] = c.waitThrs(&m, int32(r.pair/n), int32(r.pair%n), r.size, r.ideal)
+		g := c.waitThrs(&m, r.src, r.dst, r.size, r.ideal)
+		res[r.i] = waitRes{c.groups[g].at, c.groups[g].ideal, g}
 	}
 	for i := range w {
 		e := &w[i]
@@ -855,13 +941,13 @@ func (c *cycle) waitingXFs(w []entry) {
 			e.xf = c.xfactor(e, nil) // not a waiting task after all
 			continue
 		}
-		g := &c.groups[grp[i]]
-		e.grp = grp[i] + 1
+		r := &res[i]
+		e.grp = r.grp + 1
 		ideal := e.t.IdealTT
 		if ideal <= 0 {
-			ideal = IdealTT(e.t.Size, g.ideal.thr, c.snap.StartupCost) // as idealTT
+			ideal = IdealTT(e.t.Size, r.ideal, c.snap.StartupCost) // as idealTT
 		}
-		e.xf = c.xfactorAt(e, g.at.thr, ideal)
+		e.xf = c.xfactorAt(e, r.at, ideal)
 	}
 }
 
@@ -889,44 +975,44 @@ func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) in
 		} else {
 			m.n++
 		}
-		g := waitGroup{srcLoad: max(c.eps[src].cc, 0), dstLoad: max(c.eps[dst].cc, 0), maxCC: maxCC}
-		g.at.cc, g.at.thr = c.searchThrCC(src, dst, size, g.srcLoad, g.dstLoad, maxCC)
-		c.groups = append(c.groups, g)
+		cc, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc0, 0), max(c.eps[dst].cc0, 0), maxCC)
+		c.groups = append(c.groups, waitGroup{at: thr, atCC: int32(cc), maxCC: int32(maxCC)})
 		m.k[j], m.v[j] = k, int32(len(c.groups)-1)
 	}
 	g := &c.groups[m.v[j]]
 	if ideal && !g.hasIdeal {
-		g.ideal.cc, g.ideal.thr = c.searchThrCC(src, dst, size, 0, 0, maxCC)
-		g.hasIdeal = true
+		cc, thr := c.searchThrCC(src, dst, size, 0, 0, maxCC)
+		g.ideal, g.idealCC, g.hasIdeal = thr, int32(cc), true
 	}
 	return m.v[j]
 }
 
-// sortRecs sorts recs by pair, stably, with a least-significant-digit
-// radix sort over the low width bits; tmp is scratch space, returned for
-// reuse.
-func sortRecs(recs, tmp []pairRec, width int) []pairRec {
+// sortRecs sorts recs by pair (source index × n + destination index,
+// n the number of endpoints), stably, with a least-significant-digit
+// radix sort; tmp is scratch space, returned for reuse.
+func sortRecs(recs, tmp []pairRec, n uint64) []pairRec {
 	if cap(tmp) < len(recs) {
 		tmp = make([]pairRec, len(recs))
 	}
 	tmp = tmp[:len(recs)]
 	const (
-		bits = 11
-		mask = 1<<bits - 1
+		digit = 11
+		mask  = 1<<digit - 1
 	)
+	width := bits.Len64(max(n*n, 1) - 1)
 	src, dst := recs, tmp
-	var count [1 << bits]uint32
-	for shift := 0; shift < width; shift += bits {
+	var count [1 << digit]uint32
+	for shift := 0; shift < width; shift += digit {
 		clear(count[:])
 		for _, r := range src {
-			count[(r.pair>>shift)&mask]++
+			count[(uint64(r.src)*n+uint64(r.dst))>>shift&mask]++
 		}
 		pos := uint32(0)
 		for i := range count {
 			count[i], pos = pos, pos+count[i]
 		}
 		for _, r := range src {
-			d := (r.pair >> shift) & mask
+			d := (uint64(r.src)*n + uint64(r.dst)) >> shift & mask
 			dst[count[d]] = r
 			count[d]++
 		}
