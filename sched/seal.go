@@ -999,22 +999,28 @@ func sortRecs(recs, tmp []pairRec, n uint64) []pairRec {
 		digit = 11
 		mask  = 1<<digit - 1
 	)
-	width := bits.Len64(max(n*n, 1) - 1)
+	const maxDigits = 6 // 64 bits
+	digits := (bits.Len64(max(n*n, 1)-1) + digit - 1) / digit
+	// All the digits' histograms in one read of the records.
+	var count [maxDigits][1 << digit]uint32
+	for _, r := range recs {
+		key := uint64(r.src)*n + uint64(r.dst)
+		for d := range digits {
+			count[d][key>>(d*digit)&mask]++
+		}
+	}
 	src, dst := recs, tmp
-	var count [1 << digit]uint32
-	for shift := 0; shift < width; shift += digit {
-		clear(count[:])
-		for _, r := range src {
-			count[(uint64(r.src)*n+uint64(r.dst))>>shift&mask]++
-		}
+	for d := range digits {
+		c := &count[d]
 		pos := uint32(0)
-		for i := range count {
-			count[i], pos = pos, pos+count[i]
+		for i := range c {
+			c[i], pos = pos, pos+c[i]
 		}
+		shift := d * digit
 		for _, r := range src {
-			d := (uint64(r.src)*n + uint64(r.dst)) >> shift & mask
-			dst[count[d]] = r
-			count[d]++
+			k := (uint64(r.src)*n + uint64(r.dst)) >> shift & mask
+			dst[c[k]] = r
+			c[k]++
 		}
 		src, dst = dst, src
 	}
