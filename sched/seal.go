@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"hash/maphash"
 	"math"
 	"math/bits"
 	"slices"
@@ -92,7 +91,7 @@ type entry struct {
 	load0   [2]int
 	xfOK    bool
 	running bool  // the task's Running (copied: the hot paths read no Task)
-	grp     int32 // a waiting entry's waitGroup, +1 (0: none)
+	wres    int32 // a waiting entry's index in the cycle's wres, +1 (0: none)
 	batch   bool  // batch for STEAL's purposes (after promotion)
 	stopped bool  // preempted in this cycle
 	started bool  // started or resized in this cycle
@@ -256,7 +255,7 @@ type cycle struct {
 	s       *SEAL
 	o       Options
 	snap    *Snapshot
-	idx     nameTable
+	idx     map[string]int32
 	eps     []epState
 	total   int // total concurrency
 	running []*entry
@@ -294,7 +293,6 @@ type cycle struct {
 	recs       []pairRec
 	recTmp     []pairRec
 	wres       []waitRes
-	groups     []waitGroup
 }
 
 // CurveEstimator may be implemented by an Estimator that predicts a run of
@@ -321,10 +319,10 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{}
+		c = &cycle{idx: map[string]int32{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
-	c.idx.reset()
+	clear(c.idx)
 	c.recent = [2]recentEP{}
 	c.memo.reset()
 	c.memoNodes = c.memoNodes[:0]
@@ -518,89 +516,14 @@ func (c *cycle) endpoint(name string) int32 {
 			return h.i
 		}
 	}
-	h := c.idx.hash(name)
-	i := c.idx.find(h, name, c.eps)
-	if i < 0 {
+	i, ok := c.idx[name]
+	if !ok {
 		i = c.addEndpoint(name)
-		c.idx.add(h, i)
+		c.idx[name] = i
 	}
 	c.recent[c.recentNext] = recentEP{name, i, true}
 	c.recentNext = (c.recentNext + 1) % len(c.recent)
 	return i
-}
-
-// nameTable finds an endpoint's index by name: an open-addressing table
-// of hashes and indexes, the names themselves in the cycle's endpoints.
-// A cycle looks up two names per task, and a Go map from names was a
-// tenth of a cycle over a hundred thousand tasks each on its own pair.
-type nameTable struct {
-	seed  maphash.Seed
-	slots []nameSlot // a power of two long, at most half full
-	n     int
-	gen   uint32 // slots of other generations are empty
-}
-
-type nameSlot struct {
-	hash uint64
-	i    int32
-	gen  uint32
-}
-
-func (t *nameTable) reset() {
-	t.n = 0
-	t.gen++
-	if t.gen == 0 { // wrapped: old stamps could look current
-		clear(t.slots)
-		t.gen = 1
-	}
-}
-
-func (t *nameTable) hash(name string) uint64 {
-	if t.slots == nil {
-		t.seed = maphash.MakeSeed() // only the table's layout depends on it
-		t.slots = make([]nameSlot, 64)
-		t.gen = max(t.gen, 1)
-	}
-	return maphash.String(t.seed, name)
-}
-
-// find returns the index of the endpoint named name (hash h) in eps, or
-// -1.
-func (t *nameTable) find(h uint64, name string, eps []epState) int32 {
-	mask := uint64(len(t.slots) - 1)
-	for k := h & mask; ; k = (k + 1) & mask {
-		s := &t.slots[k]
-		if s.gen != t.gen {
-			return -1
-		}
-		if s.hash == h && eps[s.i].name == name {
-			return s.i
-		}
-	}
-}
-
-// add records that the endpoint named with hash h has index i.
-func (t *nameTable) add(h uint64, i int32) {
-	if 2*(t.n+1) > len(t.slots) {
-		old := t.slots
-		t.slots = make([]nameSlot, 2*len(old))
-		for _, s := range old {
-			if s.gen == t.gen {
-				t.put(s)
-			}
-		}
-	}
-	t.put(nameSlot{h, i, t.gen})
-	t.n++
-}
-
-func (t *nameTable) put(s nameSlot) {
-	mask := uint64(len(t.slots) - 1)
-	k := s.hash & mask
-	for t.slots[k].gen == t.gen {
-		k = (k + 1) & mask
-	}
-	t.slots[k] = s
 }
 
 type recentEP struct {
@@ -695,10 +618,10 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
-	if e.grp > 0 {
-		// A waiting task: its group has answered the two questions most
-		// often asked again.
-		if g := &c.groups[e.grp-1]; maxCC == int(g.maxCC) {
+	if e.wres > 0 {
+		// A waiting task: waitingXFs has answered the two questions
+		// most often asked again.
+		if g := &c.wres[e.wres-1]; maxCC == int(g.maxCC) {
 			if srcLoad == max(c.eps[e.src].cc0, 0) && dstLoad == max(c.eps[e.dst].cc0, 0) {
 				return int(g.atCC), g.at
 			}
@@ -774,7 +697,7 @@ func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}}
 	c.sizeKey = func(n int64) int64 { return n }
 	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
@@ -876,7 +799,7 @@ type waitMemo struct {
 	src, dst int32
 	n        int
 	k        [8]waitMemoKey
-	v        [8]int32 // index in the cycle's groups
+	v        [8]waitRes
 }
 
 type waitMemoKey struct {
@@ -884,22 +807,16 @@ type waitMemoKey struct {
 	split   bool // at or below SplitMin, which caps FindThrCC at 1
 }
 
-// waitGroup is what the waiting tasks of one pair, size key and SplitMin
-// side take from the estimator for their xfactors: FindThrCC (capped at
-// maxCC) at the loads of the cycle's start and at zero load (if one of
-// them needs TT_ideal). The cycle asks FindThrCC these questions again
-// for the same tasks (TT_ideal when looking for victims, for one), and
-// findThrCC answers them from here (see entry.grp).
-type waitGroup struct {
+// waitRes is what a waiting task's xfactor takes from the estimator, the
+// same for all the tasks of one pair, size key and SplitMin side:
+// FindThrCC (capped at maxCC) at the loads of the cycle's start and at
+// zero load (if the task needs TT_ideal). The cycle asks FindThrCC these
+// questions again for the same task (TT_ideal when looking for victims,
+// for one), and findThrCC answers them from here (see entry.wres).
+type waitRes struct {
 	at, ideal            float64
 	atCC, idealCC, maxCC int32
 	hasIdeal             bool
-}
-
-// waitRes is what waitingXFs found for one waiting entry, by its index.
-type waitRes struct {
-	at, ideal float64
-	grp       int32
 }
 
 // pairRec is a waiting task as waitingXFs groups it: its pair, its size,
@@ -929,11 +846,9 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 	// below reads them in sequence.
 	res := slices.Grow(c.wres[:0], len(w))[:len(w)]
 	c.wres = res
-	c.groups = c.groups[:0]
 	var m waitMemo
 	for _, r := range recs {
-		g := c.waitThrs(&m, r.src, r.dst, r.size, r.ideal)
-		res[r.i] = waitRes{c.groups[g].at, c.groups[g].ideal, g}
+		res[r.i] = *c.waitThrs(&m, r.src, r.dst, r.size, r.ideal)
 	}
 	for i := range w {
 		e := &w[i]
@@ -942,7 +857,7 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 			continue
 		}
 		r := &res[i]
-		e.grp = r.grp + 1
+		e.wres = int32(i) + 1
 		ideal := e.t.IdealTT
 		if ideal <= 0 {
 			ideal = IdealTT(e.t.Size, r.ideal, c.snap.StartupCost) // as idealTT
@@ -951,10 +866,9 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 	}
 }
 
-// waitThrs returns the index of the waitGroup of a waiting task of size
-// between src and dst (with the zero-load answer if ideal), from m if it
-// has it.
-func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) int32 {
+// waitThrs returns the answers for a waiting task of size between src
+// and dst (with the zero-load one if ideal), from m if it has them.
+func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitRes {
 	if m.n > 0 && (m.src != src || m.dst != dst) {
 		m.n = 0
 	}
@@ -976,15 +890,14 @@ func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) in
 			m.n++
 		}
 		cc, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc0, 0), max(c.eps[dst].cc0, 0), maxCC)
-		c.groups = append(c.groups, waitGroup{at: thr, atCC: int32(cc), maxCC: int32(maxCC)})
-		m.k[j], m.v[j] = k, int32(len(c.groups)-1)
+		m.k[j], m.v[j] = k, waitRes{at: thr, atCC: int32(cc), maxCC: int32(maxCC)}
 	}
-	g := &c.groups[m.v[j]]
+	g := &m.v[j]
 	if ideal && !g.hasIdeal {
 		cc, thr := c.searchThrCC(src, dst, size, 0, 0, maxCC)
 		g.ideal, g.idealCC, g.hasIdeal = thr, int32(cc), true
 	}
-	return m.v[j]
+	return g
 }
 
 // sortRecs sorts recs by pair (source index × n + destination index,
