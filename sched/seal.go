@@ -1754,7 +1754,9 @@ func (c *cycle) estQ(q estQ) float64 {
 	return c.snap.Estimator.Throughput(c.eps[q.src].name, c.eps[q.dst].name, q.cc, q.srcLoad, q.dstLoad, q.size)
 }
 
-// aggregatesWith is aggregateWith at e's source and at its destination.
+// aggregatesWith predicts the total throughput at e's source and at its
+// destination of e's link and the (up to three) busiest other links
+// there, if e ran with concurrency cc (and self, if not nil, were gone).
 // Both end with a prediction of e's own link, which is the same question
 // at both ends, and, where the link is not in use yet, the question
 // chooseCC has just asked (asked, answered thr): each is asked once.
@@ -1778,7 +1780,7 @@ func (c *cycle) aggregatesWith(views *[2]aggView, e *entry, self *entry, cc int,
 	return out
 }
 
-// aggView is what aggregateWith reads of an endpoint's links for a task:
+// aggView is what aggregatesWith reads of an endpoint's links for a task:
 // the (up to three) busiest links other than the task's, and the task's
 // own link if it is in use.
 type aggView struct {
@@ -1806,7 +1808,7 @@ func (c *cycle) aggViewOf(i int32, e *entry) aggView {
 // the (up to three) busiest links there other than e's, if e ran with
 // concurrency cc (and self, if not nil, were gone), and returns the
 // question that predicts e's own link under the same assumptions: the
-// aggregate of aggregateWith is the sum plus the answer.
+// endpoint's aggregate is the sum plus the answer.
 func (c *cycle) othersWith(v *aggView, e *entry, self *entry, cc int) (float64, estQ) {
 	load := func(x int32) int {
 		n := c.eps[x].cc
