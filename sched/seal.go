@@ -2,6 +2,7 @@ package sched
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -60,8 +61,16 @@ func (s *SEAL) Name() string {
 // Listing 1 with the changes of Listing 3 (STEAL).
 func (s *SEAL) Schedule(snap *Snapshot) []Decision {
 	c := newCycle(s, snap)
+	// The decisions are handed over, so each cycle needs a new slice.
+	// Sized like the last cycle's (never more than one decision per
+	// task): appended from nothing, twenty thousand decisions were
+	// copied through a dozen larger slices, megabytes a cycle.
+	if n := min(c.lastOut+c.lastOut/4, len(snap.Waiting)+len(snap.Running)); n > 0 {
+		c.out = make([]Decision, 0, n)
+	}
 	c.run()
 	out := c.out
+	c.lastOut = len(out)
 	c.out, c.snap, c.byXF = nil, nil, nil
 	s.cycles.Put(c)
 	return out
@@ -81,9 +90,11 @@ type entry struct {
 	// load0 holds them, xfOK says xf is set.
 	load0   [2]int
 	xfOK    bool
-	batch   bool // batch for STEAL's purposes (after promotion)
-	stopped bool // preempted in this cycle
-	started bool // started or resized in this cycle
+	running bool  // the task's Running (copied: the hot paths read no Task)
+	wres    int32 // a waiting entry's index in the cycle's wres, +1 (0: none)
+	batch   bool  // batch for STEAL's purposes (after promotion)
+	stopped bool  // preempted in this cycle
+	started bool  // started or resized in this cycle
 }
 
 // link is the tasks of one source-destination pair at an endpoint, taken
@@ -97,12 +108,14 @@ type link struct {
 // epState is one endpoint during a cycle. Endpoints are indexed so that
 // the hot paths of a cycle over a hundred thousand tasks hash no strings.
 type epState struct {
-	name string
-	ep   *Endpoint // nil if the snapshot does not describe it
+	name   string
+	prefix uint64    // namePrefix(name), to compare names quickly
+	ep     *Endpoint // nil if the snapshot does not describe it
 	// maxCC is ep.MaxCC (0 without ep: no limit), copied so that the
 	// room test every waiting task makes reads no Endpoint.
 	maxCC int
 	cc    int     // known load: concurrency the scheduler runs there
+	cc0   int     // cc at the cycle's start, before any decision
 	obs   float64 // observed throughput, adjusted by this cycle's decisions
 	// ver changes whenever a decision touches the endpoint; the caches
 	// below are valid for the version they were computed at.
@@ -111,6 +124,7 @@ type epState struct {
 	sat     [2]bool // test (a)
 	probe   bool    // test (b) on the links in use, valid while probed
 	probed  bool
+	pb      int32  // index+1 in the cycle's probes of this endpoint's probeBase; 0: none yet
 	linkVer int    // 0: links not built; 1: built, unsorted; 2: sorted
 	links   []link // busiest first
 	// run is the running entries here: the n0 running at the cycle's
@@ -126,16 +140,93 @@ type epState struct {
 	probeTaken bool
 }
 
-type memoKey struct {
-	src, dst         int32
-	size             int64
-	srcLoad, dstLoad int
-	maxCC            int
+// tableKey keys a cycle's memos (see keyTable): for findThrCC's, a pair
+// and size key; for a saturation probe with a candidate link, the
+// endpoint, its version and the link.
+type tableKey struct {
+	ep, src, dst int32
+	size         int64
+	ver          int
 }
 
-type pairKey struct {
-	src, dst int32
-	size     int64
+// keyTable maps tableKeys to int32 values. It is an open-addressing hash
+// table of plain values: a cycle over a hundred thousand tasks on as many
+// pairs asks its memos hundreds of thousands of times, and Go maps keyed
+// by the structs (a generic hash of the key, a probe, and an insert on
+// every miss) were a third of the cycle. Slots of an earlier cycle are
+// told apart by gen, so a cycle starts without clearing the table.
+type keyTable struct {
+	slots []keySlot
+	n     int    // slots claimed in this generation
+	gen   uint32 // the current generation; slots of others are empty
+}
+
+type keySlot struct {
+	k   tableKey
+	val int32
+	gen uint32
+}
+
+// reset empties the table for a new cycle, keeping its memory.
+func (t *keyTable) reset() {
+	t.n = 0
+	t.gen++
+	if t.gen == 0 { // wrapped: old stamps could look current
+		clear(t.slots)
+		t.gen = 1
+	}
+}
+
+// slot returns k's slot, claimed with val 0 if k is new. The pointer is
+// valid until the next call.
+func (t *keyTable) slot(k tableKey) *keySlot {
+	if t.gen == 0 {
+		t.gen = 1
+	}
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := k.hash() & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.gen != t.gen {
+			*s = keySlot{k: k, gen: t.gen}
+			t.n++
+			return s
+		}
+		if s.k == k {
+			return s
+		}
+	}
+}
+
+// grow doubles the table (at least 1024 slots) and re-inserts the
+// current generation's slots.
+func (t *keyTable) grow() {
+	old := t.slots
+	t.slots = make([]keySlot, max(2*len(old), 1024))
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.gen != t.gen {
+			continue
+		}
+		i := s.k.hash() & mask
+		for t.slots[i].gen == t.gen {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+	}
+}
+
+// hash mixes a tableKey (splitmix64's finalizer over its fields).
+func (k tableKey) hash() uint64 {
+	h := (uint64(uint32(k.src))<<32 | uint64(uint32(k.dst))) ^ uint64(k.size)*0x9e3779b97f4a7c15
+	h ^= (uint64(uint32(k.ep))<<32 | uint64(uint32(k.ver))) * 0xc2b2ae3d27d4eb4f
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
 }
 
 type loadMemo struct {
@@ -146,11 +237,6 @@ type loadMemo struct {
 type memoNode struct {
 	loadMemo
 	next int32
-}
-
-type chooseKey struct {
-	memoKey
-	verSrc, verDst int
 }
 
 // wkey is a waiting entry's sort key: k is descKey(xfactor).
@@ -181,10 +267,10 @@ type cycle struct {
 	// list (index+1 into memoNodes; 0 ends it) of the load levels asked
 	// about. The lists live in one array kept from cycle to cycle, so a
 	// cycle over a hundred thousand pairs allocates no list per pair.
-	memo      map[pairKey]int32
+	memo      keyTable
 	memoNodes []memoNode
-	chosen    map[chooseKey]thrCC
-	candSat   map[candKey]bool
+	candSat   keyTable    // saturated's answers with a candidate link: 1 false, 2 true
+	probes    []probeBase // see probeParts
 	admit     []admitMemo // see admission
 	// gen numbers the cycles this working memory has served; an
 	// admission memo entry is valid only in the cycle of its gen, which
@@ -193,16 +279,22 @@ type cycle struct {
 	sizeKey func(int64) int64
 	curve   CurveEstimator // the estimator, if it is one; else nil
 	// curveBuf is findThrCC's scratch for a CurveEstimator's answers.
-	curveBuf [curveChunk]float64
-	out      []Decision
+	curveBuf  [2 * curveChunk]float64
+	curveWant int // the first chunk's length: see searchThrCC
+	out       []Decision
+	lastOut   int // the number of decisions of the last cycle this memory served
 	// Buffers kept from one cycle to the next.
 	// recent remembers the last endpoints looked up by name.
 	recent     [2]recentEP
 	recentNext int
 	wbuf       []entry
+	rbuf       []entry
 	wsorted    []entry
 	keys       []wkey
 	keyTmp     []wkey
+	recs       []pairRec
+	recTmp     []pairRec
+	wres       []waitRes
 }
 
 // CurveEstimator may be implemented by an Estimator that predicts a run of
@@ -229,16 +321,17 @@ type SizeKeyer interface {
 func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	c, _ := s.cycles.Get().(*cycle)
 	if c == nil {
-		c = &cycle{idx: map[string]int32{}, memo: map[pairKey]int32{}, chosen: map[chooseKey]thrCC{}, candSat: map[candKey]bool{}}
+		c = &cycle{idx: map[string]int32{}}
 	}
 	c.s, c.o, c.snap, c.total = s, s.opt, snap, 0
 	clear(c.idx)
 	c.recent = [2]recentEP{}
-	clear(c.memo)
+	c.memo.reset()
 	c.memoNodes = c.memoNodes[:0]
-	clear(c.chosen)
-	clear(c.candSat)
+	c.candSat.reset()
+	c.probes = c.probes[:0]
 	c.gen++
+	c.curveWant = 0
 	c.eps = c.eps[:0]
 	c.running = c.running[:0]
 	c.sizeKey = func(n int64) int64 { return n }
@@ -249,8 +342,15 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	// Endpoints are indexed as tasks name them. Indexes only key caches;
 	// every order that reaches a decision is by name or task ID, so they
 	// never leak into the result.
+	// The running entries live in one array (not one allocation each),
+	// sized up front so that pointers to them stay valid.
+	if cap(c.rbuf) < len(snap.Running) {
+		c.rbuf = make([]entry, 0, len(snap.Running))
+	}
+	c.rbuf = c.rbuf[:0]
 	for _, t := range snap.Running {
-		e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, batch: c.isBatch(t)}
+		c.rbuf = append(c.rbuf, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), cc: t.CC, running: t.Running, batch: c.isBatch(t)})
+		e := &c.rbuf[len(c.rbuf)-1]
 		c.eps[e.src].cc += t.CC
 		c.eps[e.dst].cc += t.CC
 		c.total += t.CC
@@ -274,6 +374,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	}
 	for i := range c.eps {
 		c.eps[i].n0 = len(c.eps[i].run)
+		c.eps[i].cc0 = c.eps[i].cc
 	}
 	// W is kept as values in one array and sorted in place: a cycle over
 	// a hundred thousand waiting tasks is dominated by memory access.
@@ -282,15 +383,21 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 	n := len(snap.Waiting)
 	w := slices.Grow(c.wbuf[:0], n)
 	keys := slices.Grow(c.keys[:0], n)
-	var wm waitMemo
+	recs := slices.Grow(c.recs[:0], n)
 	for _, t := range snap.Waiting {
 		if t.Pending {
 			continue
 		}
-		w = append(w, entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), batch: c.isBatch(t)})
-		e := &w[len(w)-1]
-		e.xf = c.waitingXF(e, &wm)
-		keys = append(keys, wkey{descKey(e.xf), e.id, int32(len(w) - 1)})
+		e := entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running, batch: c.isBatch(t)}
+		if !e.running {
+			recs = append(recs, pairRec{e.src, e.dst, e.size, int32(len(w)), t.IdealTT <= 0})
+		}
+		w = append(w, e)
+	}
+	c.recs = recs
+	c.waitingXFs(w, recs)
+	for i := range w {
+		keys = append(keys, wkey{descKey(w[i].xf), w[i].id, int32(i)})
 	}
 	// W: descending xfactor, ties by ID for determinism.
 	c.wbuf, c.keys = w, keys
@@ -320,14 +427,18 @@ func descKey(xf float64) uint64 {
 }
 
 // sortKeys sorts keys by (k, id) with a least-significant-digit radix sort
-// on k and a comparison sort within runs of equal k. A comparison sort of
-// a hundred thousand waiting tasks was a quarter of a cycle; this is a few
-// linear passes. tmp is scratch space, returned for reuse.
+// on the high 33 bits of k and a comparison sort within runs of equal
+// high bits. A comparison sort of a hundred thousand waiting tasks was a
+// quarter of a cycle; this is a few linear passes. tmp is scratch space,
+// returned for reuse.
 //
-// Digits are 11 bits: the six histograms are made in one read of the
-// keys and fit in 48 KB of stack (16-bit digits needed 512 KB per pass,
-// which went to the heap, and a 64 Ki-entry prefix sum per pass, more
-// work than the keys themselves).
+// Digits are 11 bits: the histograms are made in one read of the keys and
+// fit in 24 KB of stack (16-bit digits needed 512 KB per pass, which went
+// to the heap, and a 64 Ki-entry prefix sum per pass, more work than the
+// keys themselves). The high 33 bits of an xfactor are its exponent and
+// 21 bits of mantissa, which tell nearly all xfactors of a queue apart:
+// the low digits cost three more passes over every key to order the few
+// that agree there, which the comparison sort does for those alone.
 func sortKeys(keys, tmp []wkey) []wkey {
 	if len(keys) < 256 {
 		slices.SortFunc(keys, cmpKey)
@@ -339,18 +450,19 @@ func sortKeys(keys, tmp []wkey) []wkey {
 	tmp = tmp[:len(keys)]
 	const (
 		bits   = 11
-		digits = (64 + bits - 1) / bits
+		digits = 3
+		low    = 64 - digits*bits // bits left to the comparison sort
 		mask   = 1<<bits - 1
 	)
 	var count [digits][1 << bits]uint32
 	for _, k := range keys {
 		for d := range digits {
-			count[d][(k.k>>(d*bits))&mask]++
+			count[d][(k.k>>(low+d*bits))&mask]++
 		}
 	}
 	src, dst := keys, tmp
 	for d := range digits {
-		shift := uint(d * bits)
+		shift := uint(low + d*bits)
 		c := &count[d]
 		if c[(src[0].k>>shift)&mask] == uint32(len(src)) {
 			continue // every key has the same digit here
@@ -369,10 +481,11 @@ func sortKeys(keys, tmp []wkey) []wkey {
 	if &src[0] != &keys[0] {
 		copy(keys, src)
 	}
-	// Equal xfactors (tasks alike in every way) go by ID.
+	// Within runs of equal high bits, by the rest of k, then (equal
+	// xfactors: tasks alike in every way) by ID.
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && keys[j].k == keys[i].k {
+		for j < len(keys) && keys[j].k>>low == keys[i].k>>low {
 			j++
 		}
 		if j-i > 1 {
@@ -408,6 +521,7 @@ func (c *cycle) endpoint(name string) int32 {
 	i, ok := c.idx[name]
 	if !ok {
 		i = c.addEndpoint(name)
+		c.idx[name] = i
 	}
 	c.recent[c.recentNext] = recentEP{name, i, true}
 	c.recentNext = (c.recentNext + 1) % len(c.recent)
@@ -422,9 +536,8 @@ type recentEP struct {
 
 func (c *cycle) addEndpoint(name string) int32 {
 	i := int32(len(c.eps))
-	c.idx[name] = i
 	ep := c.snap.Endpoints[name]
-	st := epState{name: name, ep: ep}
+	st := epState{name: name, prefix: namePrefix(name), ep: ep}
 	if ep != nil {
 		st.obs, st.maxCC = ep.Observed, ep.MaxCC
 	}
@@ -507,41 +620,77 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	srcLoad, dstLoad = max(srcLoad, 0), max(dstLoad, 0)
-	// One map lookup per pair and size key; the few load levels a cycle
-	// asks about for one pair are then found by a short scan.
-	pk := pairKey{e.src, e.dst, c.sizeKey(e.size)}
-	head := c.memo[pk]
+	if e.wres > 0 {
+		// A waiting task: waitingXFs has answered the two questions
+		// most often asked again.
+		if g := &c.wres[e.wres-1]; maxCC == int(g.maxCC) {
+			if srcLoad == max(c.eps[e.src].cc0, 0) && dstLoad == max(c.eps[e.dst].cc0, 0) {
+				return int(g.atCC), g.at
+			}
+			if srcLoad == 0 && dstLoad == 0 && g.hasIdeal {
+				return int(g.idealCC), g.ideal
+			}
+		}
+	}
+	// One table lookup per pair and size key; the few load levels a
+	// cycle asks about for one pair are then found by a short scan.
+	slot := c.memo.slot(tableKey{src: e.src, dst: e.dst, size: c.sizeKey(e.size)})
+	head := slot.val
 	for i := head; i != 0; i = c.memoNodes[i-1].next {
 		if m := &c.memoNodes[i-1]; m.srcLoad == srcLoad && m.dstLoad == dstLoad && m.maxCC == maxCC {
 			return m.cc, m.thr
 		}
 	}
+	bestCC, best := c.searchThrCC(e.src, e.dst, e.size, srcLoad, dstLoad, maxCC)
+	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
+	slot.val = int32(len(c.memoNodes)) // the estimator cannot have moved slot: only slot claims slots
+	return bestCC, best
+}
+
+// searchThrCC is findThrCC's search, unremembered, with maxCC and the
+// loads already brought into range.
+func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC int) (int, float64) {
 	// The predictions at rising concurrency, from a CurveEstimator a
 	// few at a time (one lookup of the pair each, not one per level),
 	// into the cycle's buffer: a local one passed to the interface would
 	// be allocated on every call.
-	buf := &c.curveBuf
-	have, from := 0, 1 // buf[:have] holds concurrencies from..from+have-1
-	thrAt := func(cc int) float64 {
-		if c.curve == nil {
-			return c.est(e.src, e.dst, e.size, cc, srcLoad, dstLoad)
+	//
+	// The first chunk is as long as the last search that could go past
+	// curveChunk needed (up to twice that): searches on one cycle tend
+	// to stop at the same depth, and one that stops just past the chunk
+	// would otherwise cost a second call, and a second chunk mostly
+	// unused, every time. Which levels are asked for changes no answer.
+	if c.curve == nil {
+		bestCC, best := 1, c.est(src, dst, size, 1, srcLoad, dstLoad)
+		for cc := 2; cc <= maxCC; cc++ {
+			thr := c.est(src, dst, size, cc, srcLoad, dstLoad)
+			if thr <= best*(1+c.o.Beta) {
+				break
+			}
+			bestCC, best = cc, thr
 		}
+		return bestCC, best
+	}
+	buf := &c.curveBuf
+	srcName, dstName := c.eps[src].name, c.eps[dst].name
+	from, have := 1, min(max(curveChunk, c.curveWant), maxCC) // buf[:have] holds concurrencies from..from+have-1
+	c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
+	bestCC, best := 1, buf[0]
+	cc := 2
+	for ; cc <= maxCC; cc++ {
 		if cc >= from+have {
 			from, have = cc, min(curveChunk, maxCC-cc+1)
-			c.curve.ThroughputCurve(c.eps[e.src].name, c.eps[e.dst].name, from, srcLoad, dstLoad, e.size, buf[:have])
+			c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
 		}
-		return buf[cc-from]
-	}
-	bestCC, best := 1, thrAt(1)
-	for cc := 2; cc <= maxCC; cc++ {
-		thr := thrAt(cc)
+		thr := buf[cc-from]
 		if thr <= best*(1+c.o.Beta) {
 			break
 		}
 		bestCC, best = cc, thr
 	}
-	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
-	c.memo[pk] = int32(len(c.memoNodes))
+	if maxCC > curveChunk {
+		c.curveWant = min(cc, maxCC, len(buf)) // the deepest concurrency read
+	}
 	return bestCC, best
 }
 
@@ -550,9 +699,9 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 // predicted throughput, and that throughput.
 func FindThrCC(est Estimator, o Options, t *Task, srcLoad, dstLoad int) (int, float64) {
 	o = o.withDefaults()
-	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}, memo: map[pairKey]int32{}}
+	c := &cycle{s: &SEAL{opt: o}, o: o, snap: &Snapshot{Estimator: est}, idx: map[string]int32{}}
 	c.sizeKey = func(n int64) int64 { return n }
-	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst)}
+	e := &entry{t: t, id: t.ID, size: t.Size, src: c.endpoint(t.Src), dst: c.endpoint(t.Dst), running: t.Running}
 	return c.findThrCC(e, srcLoad, dstLoad, o.MaxCC)
 }
 
@@ -578,7 +727,7 @@ func IdealTT(size int64, thr, startup float64) float64 {
 // the tasks in without.
 func (c *cycle) loads(e *entry, without []*entry) (int, int) {
 	src, dst := c.eps[e.src].cc, c.eps[e.dst].cc
-	if e.t.Running && !e.stopped {
+	if e.running && !e.stopped {
 		src -= e.cc
 		dst -= e.cc
 	}
@@ -646,15 +795,13 @@ func (c *cycle) allRunningXF() {
 
 // waitMemo holds, for the waiting tasks of one pair met in a row, the
 // throughputs their xfactors need: at the pair's current loads and at
-// zero load, per size key. Before the first decision of a cycle these
-// depend on nothing else, and tasks come in jobs of many files on one
-// pair, so the queue's hundred thousand xfactors cost a few thousand
-// lookups in the cycle's memo instead of two each.
+// zero load, per size key and SplitMin side. Before the first decision
+// of a cycle these depend on nothing else.
 type waitMemo struct {
 	src, dst int32
 	n        int
 	k        [8]waitMemoKey
-	v        [8]waitMemoVal
+	v        [8]waitRes
 }
 
 type waitMemoKey struct {
@@ -662,23 +809,78 @@ type waitMemoKey struct {
 	split   bool // at or below SplitMin, which caps FindThrCC at 1
 }
 
-type waitMemoVal struct {
-	thr, ideal float64
-	hasIdeal   bool
+// waitRes is what a waiting task's xfactor takes from the estimator, the
+// same for all the tasks of one pair, size key and SplitMin side:
+// FindThrCC (capped at maxCC) at the loads of the cycle's start and at
+// zero load (if the task needs TT_ideal). The cycle asks FindThrCC these
+// questions again for the same task (TT_ideal when looking for victims,
+// for one), and findThrCC answers them from here (see entry.wres).
+type waitRes struct {
+	at, ideal            float64
+	atCC, idealCC, maxCC int32
+	hasIdeal             bool
 }
 
-// waitingXF is xfactor(e, nil) for a waiting task before any decision of
-// the cycle, with the throughputs looked up in m first. It computes what
-// xfactor does, with the same arithmetic, so the value is the same.
-func (c *cycle) waitingXF(e *entry, m *waitMemo) float64 {
-	if e.t.Running {
-		return c.xfactor(e, nil) // not a waiting task after all
+// pairRec is a waiting task as waitingXFs groups it: its pair, its size,
+// its index in W, and whether it needs TT_ideal from the estimator.
+type pairRec struct {
+	src, dst int32
+	size     int64
+	i        int32
+	ideal    bool
+}
+
+// waitingXFs sets the xfactor of each waiting entry in w, as xfactor(e,
+// nil) would before any decision of the cycle, with the same arithmetic.
+//
+// The estimator's part depends only on the pair, the size key and the
+// loads at the cycle's start, so it is worked out once per pair and size
+// key: the tasks are grouped by pair (a stable radix sort, linear) and
+// each group asks the estimator directly. Jobs put a pair's tasks next
+// to each other, but nothing guarantees it, and a queue whose tasks are
+// each on their own pair made a memo lookup per task (in a table of a
+// hundred thousand pairs, a cache miss each) most of the cycle's start.
+//
+// recs are the waiting entries not running, in W's order.
+func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
+	c.recTmp = sortRecs(recs, c.recTmp, uint64(len(c.eps)))
+	// The answers go to an array in W's order, so that the pass over W
+	// below reads them in sequence.
+	res := slices.Grow(c.wres[:0], len(w))[:len(w)]
+	c.wres = res
+	var m waitMemo
+	for _, r := range recs {
+		res[r.i] = *c.waitThrs(&m, r.src, r.dst, r.size, r.ideal)
 	}
-	if m.n > 0 && (m.src != e.src || m.dst != e.dst) {
+	for i := range w {
+		e := &w[i]
+		if e.running {
+			e.xf = c.xfactor(e, nil) // not a waiting task after all
+			continue
+		}
+		r := &res[i]
+		e.wres = int32(i) + 1
+		ideal := e.t.IdealTT
+		if ideal <= 0 {
+			ideal = IdealTT(e.t.Size, r.ideal, c.snap.StartupCost) // as idealTT
+		}
+		e.xf = c.xfactorAt(e, r.at, ideal)
+	}
+}
+
+// waitThrs returns the answers for a waiting task of size between src
+// and dst (with the zero-load one if ideal), from m if it has them.
+func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitRes {
+	if m.n > 0 && (m.src != src || m.dst != dst) {
 		m.n = 0
 	}
-	m.src, m.dst = e.src, e.dst
-	k := waitMemoKey{c.sizeKey(e.size), e.size <= c.o.SplitMin}
+	m.src, m.dst = src, dst
+	k := waitMemoKey{c.sizeKey(size), size <= c.o.SplitMin}
+	maxCC := c.o.MaxCC
+	if k.split {
+		maxCC = 1
+	}
+	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	j := 0
 	for j < m.n && m.k[j] != k {
 		j++
@@ -689,21 +891,58 @@ func (c *cycle) waitingXF(e *entry, m *waitMemo) float64 {
 		} else {
 			m.n++
 		}
-		src, dst := c.loads(e, nil)
-		_, thr := c.findThrCC(e, src, dst, c.o.MaxCC)
-		m.k[j], m.v[j] = k, waitMemoVal{thr: thr}
+		cc, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc0, 0), max(c.eps[dst].cc0, 0), maxCC)
+		m.k[j], m.v[j] = k, waitRes{at: thr, atCC: int32(cc), maxCC: int32(maxCC)}
 	}
-	v := &m.v[j]
-	ideal := e.t.IdealTT
-	if ideal <= 0 {
-		// As idealTT, with the zero-load throughput remembered.
-		if !v.hasIdeal {
-			_, v.ideal = c.findThrCC(e, 0, 0, c.o.MaxCC)
-			v.hasIdeal = true
+	g := &m.v[j]
+	if ideal && !g.hasIdeal {
+		cc, thr := c.searchThrCC(src, dst, size, 0, 0, maxCC)
+		g.ideal, g.idealCC, g.hasIdeal = thr, int32(cc), true
+	}
+	return g
+}
+
+// sortRecs sorts recs by pair (source index × n + destination index,
+// n the number of endpoints), stably, with a least-significant-digit
+// radix sort; tmp is scratch space, returned for reuse.
+func sortRecs(recs, tmp []pairRec, n uint64) []pairRec {
+	if cap(tmp) < len(recs) {
+		tmp = make([]pairRec, len(recs))
+	}
+	tmp = tmp[:len(recs)]
+	const (
+		digit = 11
+		mask  = 1<<digit - 1
+	)
+	const maxDigits = 6 // 64 bits
+	digits := (bits.Len64(max(n*n, 1)-1) + digit - 1) / digit
+	// All the digits' histograms in one read of the records.
+	var count [maxDigits][1 << digit]uint32
+	for _, r := range recs {
+		key := uint64(r.src)*n + uint64(r.dst)
+		for d := range digits {
+			count[d][key>>(d*digit)&mask]++
 		}
-		ideal = IdealTT(e.t.Size, v.ideal, c.snap.StartupCost)
 	}
-	return c.xfactorAt(e, v.thr, ideal)
+	src, dst := recs, tmp
+	for d := range digits {
+		c := &count[d]
+		pos := uint32(0)
+		for i := range c {
+			c[i], pos = pos, pos+c[i]
+		}
+		shift := d * digit
+		for _, r := range src {
+			k := (uint64(r.src)*n + uint64(r.dst)) >> shift & mask
+			dst[c[k]] = r
+			c[k]++
+		}
+		src, dst = dst, src
+	}
+	if len(recs) > 0 && &src[0] != &recs[0] {
+		copy(recs, src)
+	}
+	return tmp
 }
 
 // xfactorAt is eq. 3 for e given its predicted throughput under load and
@@ -759,23 +998,20 @@ func (c *cycle) saturated(i int32, batch bool, w *entry) bool {
 		}
 		return st.probe
 	}
-	k := candKey{i, cand.src, cand.dst, c.sizeKey(cand.size), st.ver}
-	if v, ok := c.candSat[k]; ok {
-		return v
+	// What a probe with a candidate link depends on: the endpoint's
+	// state (its version) and the link, whose size counts through the
+	// estimator's size key. Without the size, tasks of one pair in other
+	// size classes would share the answer of whichever asked first.
+	slot := c.candSat.slot(tableKey{i, cand.src, cand.dst, c.sizeKey(cand.size), st.ver})
+	if slot.val != 0 {
+		return slot.val == 2
 	}
 	v := c.probeSaturated(i, &cand)
-	c.candSat[k] = v
+	slot.val = 1
+	if v {
+		slot.val = 2
+	}
 	return v
-}
-
-// candKey is what a probe with a candidate link depends on: the
-// endpoint's state (its version) and the link, whose size counts through
-// the estimator's size key. Without the size, tasks of one pair in other
-// size classes would share the answer of whichever asked first.
-type candKey struct {
-	ep, src, dst int32
-	size         int64
-	ver          int
 }
 
 // candidate is the link w would open at endpoint i; false if w is nil or
@@ -807,18 +1043,50 @@ func (c *cycle) linksOf(i int32) []link {
 		st.linkVer = 1
 	}
 	if st.linkVer == 1 {
-		slices.SortFunc(st.links, func(a, b link) int {
-			if a.cc != b.cc {
-				return b.cc - a.cc
-			}
-			if a.src != b.src {
-				return strings.Compare(c.eps[a.src].name, c.eps[b.src].name)
-			}
-			return strings.Compare(c.eps[a.dst].name, c.eps[b.dst].name)
-		})
+		slices.SortFunc(st.links, c.cmpLink)
 		st.linkVer = 2
 	}
 	return st.links
+}
+
+// cmpLink orders links busiest first, then by source and destination
+// name. No two links at an endpoint have the same pair, so the order is
+// total: however a list is brought into it, the result is the same.
+func (c *cycle) cmpLink(a, b link) int {
+	if a.cc != b.cc {
+		return b.cc - a.cc
+	}
+	if a.src != b.src {
+		return c.cmpName(a.src, b.src)
+	}
+	return c.cmpName(a.dst, b.dst)
+}
+
+// cmpName compares the names of endpoints i and j, by their first eight
+// bytes where those differ.
+func (c *cycle) cmpName(i, j int32) int {
+	a, b := &c.eps[i], &c.eps[j]
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// namePrefix is the first eight bytes of name, big-endian, zero-padded:
+// where two names' prefixes differ, they order as the names do (a
+// shorter name padded with zeros is below any longer one it starts).
+func namePrefix(name string) uint64 {
+	var p uint64
+	for k := range 8 {
+		p <<= 8
+		if k < len(name) {
+			p |= uint64(name[k])
+		}
+	}
+	return p
 }
 
 // linkAdd records n more connections of e's pair at e's endpoints. Call it
@@ -831,12 +1099,19 @@ func (c *cycle) linkAdd(e *entry, n int) {
 		case st.linkVer == 0:
 		case n < 0:
 			// A link's size is its largest task's: with a task gone it
-			// may shrink, which only a rebuild from the run list (which
-			// leaves stopped tasks out) tells. Preemptions are few.
-			st.links, st.linkVer = st.links[:0], 0
+			// may shrink, which only the run list (which leaves stopped
+			// tasks out) tells. The pair's link is rebuilt from it; a
+			// rebuild of all the endpoint's links (quadratic in them)
+			// on every preemption was a tenth of a busy cycle.
+			c.relink(st, e.src, e.dst)
 		default:
-			addLink(&st.links, e, n)
-			st.linkVer = 1
+			j := addLink(&st.links, e, n)
+			if st.linkVer == 2 && j >= 0 {
+				// Sorted before: only link j changed. A full sort on
+				// every start at a busy endpoint was a tenth of a cycle
+				// that started twenty thousand tasks.
+				c.reposition(st.links, j)
+			}
 		}
 		if e.dst == e.src {
 			break
@@ -844,21 +1119,77 @@ func (c *cycle) linkAdd(e *entry, n int) {
 	}
 }
 
-func addLink(links *[]link, e *entry, n int) {
+// reposition moves links[j] to its place in links, sorted but for it
+// (found by binary search: a new link passes dozens of others, and
+// comparing names is what costs).
+func (c *cycle) reposition(links []link, j int) {
+	l := links[j]
+	rest := links[:len(links)-1]
+	copy(rest[j:], links[j+1:])
+	k, hi := 0, len(rest) // the first of rest not before l
+	for k < hi {
+		if m := int(uint(k+hi) >> 1); c.cmpLink(rest[m], l) < 0 {
+			k = m + 1
+		} else {
+			hi = m
+		}
+	}
+	copy(links[k+1:], rest[k:])
+	links[k] = l
+}
+
+// relink rebuilds the link of pair src-dst at st from st's run list, as
+// a rebuild of all its links would (see linksOf and addLink), after one
+// of the pair's tasks stopped, and moves it to its place.
+func (c *cycle) relink(st *epState, src, dst int32) {
+	j := slices.IndexFunc(st.links, func(l link) bool { return l.src == src && l.dst == dst })
+	if j < 0 {
+		return
+	}
+	var l link
+	have := false
+	for _, r := range st.run {
+		if r.stopped || r.src != src || r.dst != dst {
+			continue
+		}
+		if have {
+			l.cc += r.cc
+			l.size = max(l.size, r.size)
+			have = l.cc > 0
+		} else if r.cc > 0 {
+			l, have = link{src, dst, r.cc, r.size}, true
+		}
+	}
+	if !have {
+		st.links = slices.Delete(st.links, j, j+1)
+		return
+	}
+	st.links[j] = l
+	if st.linkVer == 2 {
+		c.reposition(st.links, j)
+	}
+}
+
+// addLink adds n connections of e's pair to links and returns the index
+// of its link (-1 if there is none).
+func addLink(links *[]link, e *entry, n int) int {
 	for j := range *links {
 		l := &(*links)[j]
 		if l.src == e.src && l.dst == e.dst {
 			l.cc += n
-			l.size = max(l.size, e.t.Size)
+			l.size = max(l.size, e.size)
 			if l.cc <= 0 {
 				*links = slices.Delete(*links, j, j+1)
+				return -1
 			}
-			return
+			return j
 		}
 	}
 	if n > 0 {
-		*links = append(*links, link{e.src, e.dst, n, e.t.Size})
+		*links = append(*links, link{e.src, e.dst, n, e.size})
+		return len(*links) - 1
 	}
+	return -1
 }
 
 // probeSaturated is saturation test (b). Like the paper it looks at up to
@@ -879,19 +1210,108 @@ func addLink(links *[]link, e *entry, n int) {
 // endpoint; the paper tests up to three links for this reason. When a
 // waiting task would go elsewhere, whether its link would add throughput
 // is the evidence that settles it.
+//
+// A cycle asks this for many candidates at one endpoint state: in a
+// backlog on random pairs, nearly every waiting task brings a link of its
+// own. The links in use answer the same for all of them, so that part
+// (probeParts) is worked out once per state of the endpoints involved, and
+// a candidate costs one prediction of its own link plus, at most once per
+// way it can meet each link in use, one of that link.
 func (c *cycle) probeSaturated(i int32, cand *link) bool {
-	active := c.linksOf(i)
-	links := make([]link, 0, 4)
-	links = append(links, active[:min(len(active), 3)]...)
-	if cand != nil {
-		links = append(links, *cand)
-	}
-	total := 0
-	for _, l := range links {
-		total += l.cc
-	}
-	if len(links) == 0 {
+	pb := c.probeParts(i)
+	if pb.n == 0 || pb.base <= 0 || pb.gains {
 		return false
+	}
+	if cand == nil {
+		return true
+	}
+	// The links' aggregate with the candidate's one connection: each
+	// link in use at the loads that connection adds at its endpoints,
+	// then the candidate's own link. The sum runs in the order of the
+	// links, the candidate last, as aggregate's does.
+	sum := 0.0
+	for j := range pb.n {
+		l := &pb.links[j]
+		if l.cc <= 0 {
+			continue
+		}
+		meet := 0
+		if l.src == cand.src || l.src == cand.dst {
+			meet |= 1
+		}
+		if l.dst == cand.src || l.dst == cand.dst {
+			meet |= 2
+		}
+		if pb.have[j]&(1<<meet) == 0 {
+			srcLoad, dstLoad := c.eps[l.src].cc-l.cc, c.eps[l.dst].cc-l.cc
+			if meet&1 != 0 {
+				srcLoad++
+			}
+			if meet&2 != 0 {
+				dstLoad++
+			}
+			pb.withCand[j][meet] = c.est(l.src, l.dst, l.size, l.cc, srcLoad, dstLoad)
+			pb.have[j] |= 1 << meet
+		}
+		sum += pb.withCand[j][meet]
+	}
+	sum += c.est(cand.src, cand.dst, cand.size, 1, c.eps[cand.src].cc, c.eps[cand.dst].cc)
+	gain := sum/pb.base - 1
+	return !(gain > 0.25/float64(max(pb.total, 1))) // saturated unless it gains (NaN gains nothing)
+}
+
+// probeBase is the part of saturation test (b) at one endpoint that no
+// candidate link changes: its (up to three) busiest links in use, their
+// aggregate, and whether doubling one of them gains enough. It depends
+// on the loads at the links' endpoints, so it is valid while none of
+// their versions has changed.
+type probeBase struct {
+	valid bool
+	ver   int       // the endpoint's version (its links follow it)
+	vers  [3][2]int // the versions of each link's source and destination
+	links [3]link
+	n     int
+	total int // the links' concurrency
+	base  float64
+	gains bool
+	// withCand[j][m] is link j's prediction with a candidate's one
+	// connection added at its source (m&1) and/or destination (m&2);
+	// have[j] has bit m set once it is computed.
+	withCand [3][4]float64
+	have     [3]uint8
+}
+
+// probeParts returns endpoint i's probeBase, computed afresh if any load
+// it depends on has changed since.
+func (c *cycle) probeParts(i int32) *probeBase {
+	st := &c.eps[i]
+	if st.pb == 0 {
+		// Kept apart from epState: few endpoints probe, and a facility
+		// has thousands of endpoints to set up every cycle.
+		c.probes = append(c.probes, probeBase{})
+		st.pb = int32(len(c.probes))
+	}
+	pb := &c.probes[st.pb-1]
+	if pb.valid && pb.ver == st.ver {
+		fresh := true
+		for j := range pb.n {
+			l := &pb.links[j]
+			if pb.vers[j] != [2]int{c.eps[l.src].ver, c.eps[l.dst].ver} {
+				fresh = false
+				break
+			}
+		}
+		if fresh {
+			return pb
+		}
+	}
+	active := c.linksOf(i)
+	*pb = probeBase{valid: true, ver: st.ver, n: min(len(active), 3)}
+	links := pb.links[:pb.n]
+	copy(links, active)
+	for j, l := range links {
+		pb.vers[j] = [2]int{c.eps[l.src].ver, c.eps[l.dst].ver}
+		pb.total += l.cc
 	}
 	// aggregate predicts the links' throughput with extra connections on
 	// link k (k < 0: none).
@@ -919,18 +1339,22 @@ func (c *cycle) probeSaturated(i int32, cand *link) bool {
 		}
 		return sum
 	}
-	base := aggregate(-1, 0)
-	if base <= 0 {
-		return false
+	if pb.n == 0 {
+		return pb
+	}
+	pb.base = aggregate(-1, 0)
+	if pb.base <= 0 {
+		return pb
 	}
 	for k := range links {
-		extra := max(links[k].cc, 1) // F = 2 (a new link: one connection)
-		gain := aggregate(k, extra)/base - 1
-		if gain > 0.25*float64(extra)/float64(max(total, 1)) {
-			return false
+		extra := max(links[k].cc, 1) // F = 2
+		gain := aggregate(k, extra)/pb.base - 1
+		if gain > 0.25*float64(extra)/float64(max(pb.total, 1)) {
+			pb.gains = true
+			break
 		}
 	}
-	return true
+	return pb
 }
 
 func (c *cycle) run() {
@@ -1035,7 +1459,7 @@ func (c *cycle) scheduleSEAL(e *entry) {
 // endpoint's version nor the total concurrency has changed.
 type admitMemo struct {
 	src, dst       int32
-	size           int64 // the estimator's size key (see candKey)
+	size           int64 // the estimator's size key (see saturated)
 	verSrc, verDst int
 	total          int
 	room           int
@@ -1264,7 +1688,7 @@ func (c *cycle) start(e *entry, room int) {
 		c.eps[e.dst].run = append(c.eps[e.dst].run, e)
 	}
 	c.linkAdd(e, cc)
-	c.out = append(c.out, Decision{Kind: Start, Task: e.t.ID, CC: cc})
+	c.out = append(c.out, Decision{Kind: Start, Task: e.id, CC: cc})
 }
 
 // chooseCC is FindThrCC as SEAL uses it to start or resize a task:
@@ -1289,26 +1713,25 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 	if c.o.OwnThroughputCC || c.shortFirst(e) {
 		return c.findThrCC(e, srcLoad, dstLoad, maxCC)
 	}
-	t := e.t
-	if t.Size <= c.o.SplitMin {
+	if e.size <= c.o.SplitMin {
 		maxCC = 1
 	}
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
-	k := chooseKey{memoKey{e.src, e.dst, c.sizeKey(t.Size), max(srcLoad, 0), max(dstLoad, 0), maxCC}, c.eps[e.src].ver, c.eps[e.dst].ver}
-	if self == nil {
-		if r, ok := c.chosen[k]; ok {
-			return r.cc, r.thr
-		}
-	}
-	bestCC, best := 1, c.est(e.src, e.dst, t.Size, 1, srcLoad, dstLoad)
+	// (No memo here: a start changes the loads at both its endpoints, so
+	// no later start could ask the same question.)
+	q := estQ{e.src, e.dst, e.size, 1, max(srcLoad, 0), max(dstLoad, 0)}
+	bestCC, best := 1, c.estQ(q)
 	if maxCC > 1 {
-		prev := [2]float64{c.aggregateWith(e.src, e, self, 1), c.aggregateWith(e.dst, e, self, 1)}
+		// The links do not change while cc is chosen: read them once.
+		views := [2]aggView{c.aggViewOf(e.src, e), c.aggViewOf(e.dst, e)}
+		prev := c.aggregatesWith(&views, e, self, 1, q, best)
 		for cc := 2; cc <= maxCC; cc++ {
-			thr := c.est(e.src, e.dst, t.Size, cc, srcLoad, dstLoad)
+			q.cc = cc
+			thr := c.estQ(q)
 			if thr <= best {
 				break
 			}
-			agg := [2]float64{c.aggregateWith(e.src, e, self, cc), c.aggregateWith(e.dst, e, self, cc)}
+			agg := c.aggregatesWith(&views, e, self, cc, q, thr)
 			if math.Min(agg[0]-prev[0], agg[1]-prev[1]) <= best*c.beta(e) {
 				break
 			}
@@ -1318,16 +1741,77 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 			bestCC, best, prev = cc, thr, agg
 		}
 	}
-	if self == nil {
-		c.chosen[k] = thrCC{bestCC, best}
-	}
 	return bestCC, best
 }
 
-// aggregateWith predicts the total throughput at endpoint i of e's link and
-// the (up to three) busiest other links there, if e ran with concurrency
-// cc (and self, if not nil, were gone).
-func (c *cycle) aggregateWith(i int32, e *entry, self *entry, cc int) float64 {
+// estQ is one question to the estimator, loads brought into range.
+type estQ struct {
+	src, dst         int32
+	size             int64
+	cc               int
+	srcLoad, dstLoad int
+}
+
+func (c *cycle) estQ(q estQ) float64 {
+	return c.snap.Estimator.Throughput(c.eps[q.src].name, c.eps[q.dst].name, q.cc, q.srcLoad, q.dstLoad, q.size)
+}
+
+// aggregatesWith predicts the total throughput at e's source and at its
+// destination of e's link and the (up to three) busiest other links
+// there, if e ran with concurrency cc (and self, if not nil, were gone).
+// Both end with a prediction of e's own link, which is the same question
+// at both ends, and, where the link is not in use yet, the question
+// chooseCC has just asked (asked, answered thr): each is asked once.
+func (c *cycle) aggregatesWith(views *[2]aggView, e *entry, self *entry, cc int, asked estQ, thr float64) [2]float64 {
+	var out [2]float64
+	var prevQ estQ
+	var prev float64
+	for k := range views {
+		sum, q := c.othersWith(&views[k], e, self, cc)
+		var own float64
+		switch {
+		case k == 1 && q == prevQ:
+			own = prev
+		case q == asked:
+			own = thr
+		default:
+			own = c.estQ(q)
+		}
+		out[k], prevQ, prev = sum+own, q, own
+	}
+	return out
+}
+
+// aggView is what aggregatesWith reads of an endpoint's links for a task:
+// the (up to three) busiest links other than the task's, and the task's
+// own link if it is in use.
+type aggView struct {
+	others [3]link
+	n      int
+	own    link
+	inUse  bool
+}
+
+func (c *cycle) aggViewOf(i int32, e *entry) aggView {
+	var v aggView
+	for _, l := range c.linksOf(i) {
+		switch {
+		case l.src == e.src && l.dst == e.dst:
+			v.own, v.inUse = l, true
+		case v.n < len(v.others):
+			v.others[v.n] = l
+			v.n++
+		}
+	}
+	return v
+}
+
+// othersWith predicts the total throughput at an endpoint (seen as v) of
+// the (up to three) busiest links there other than e's, if e ran with
+// concurrency cc (and self, if not nil, were gone), and returns the
+// question that predicts e's own link under the same assumptions: the
+// endpoint's aggregate is the sum plus the answer.
+func (c *cycle) othersWith(v *aggView, e *entry, self *entry, cc int) (float64, estQ) {
 	load := func(x int32) int {
 		n := c.eps[x].cc
 		if self != nil && (self.src == x || self.dst == x) {
@@ -1338,24 +1822,19 @@ func (c *cycle) aggregateWith(i int32, e *entry, self *entry, cc int) float64 {
 		}
 		return n
 	}
-	own := link{e.src, e.dst, cc, e.t.Size}
-	others := 0
-	sum := 0.0
-	for _, l := range c.linksOf(i) {
-		if l.src == e.src && l.dst == e.dst {
-			own.cc += l.cc
-			if self != nil {
-				own.cc -= self.cc
-			}
-			own.size = max(own.size, l.size)
-			continue
+	own := link{e.src, e.dst, cc, e.size}
+	if v.inUse {
+		own.cc += v.own.cc
+		if self != nil {
+			own.cc -= self.cc
 		}
-		if others < 3 {
-			sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
-			others++
-		}
+		own.size = max(own.size, v.own.size)
 	}
-	return sum + c.est(own.src, own.dst, own.size, own.cc, load(own.src)-own.cc, load(own.dst)-own.cc)
+	sum := 0.0
+	for _, l := range v.others[:v.n] {
+		sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+	}
+	return sum, estQ{own.src, own.dst, own.size, own.cc, max(load(own.src)-own.cc, 0), max(load(own.dst)-own.cc, 0)}
 }
 
 // preempt decides to preempt the tasks in cl in favour of task id.
