@@ -83,6 +83,22 @@ func StartFor(rtt time.Duration, oneFile bool) int {
 	return n
 }
 
+// SubWriteFor is the sub-write (one request, one journal record) for a
+// live-tuned copy to an agent on a path with round trip rtt: 4 MiB per
+// 50 ms of round trip (rounded), within 4-16 MiB. A third-party copy's
+// bytes are seen only as each request ends, so a window (20 round trips)
+// must hold several of a stream's requests: on the emulated 1 Gb/s, 50 ms
+// path 16 MiB sub-writes at 8 streams moved 78 MB/s against 97 with
+// 4 MiB. But each request also leaves its stream idle for a round trip:
+// on the 150 ms path, a live-tuned copy with 4 MiB sub-writes moved
+// 40 MB/s where fixed settings with 16 MiB moved 49; hence a sub-write
+// that grows with the round trip, keeping its idle share the same.
+func SubWriteFor(rtt time.Duration) int64 {
+	const step = 50 * time.Millisecond
+	n := int64((rtt + step/2) / step)
+	return min(16<<20, max(4<<20, n*(4<<20)))
+}
+
 func (lo LiveOptions) withDefaults() (LiveOptions, error) {
 	if lo.Tuner == nil {
 		h, err := dataset.NewHill(dataset.HillParams{Start: min(max(lo.Start, 1), MaxLevel), Max: MaxLevel})

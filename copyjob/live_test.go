@@ -97,3 +97,28 @@ func TestRunLiveCanceled(t *testing.T) {
 		t.Fatalf("RunLive canceled: %v, want the context's error", err)
 	}
 }
+
+func TestLiveDefaults(t *testing.T) {
+	for _, c := range []struct {
+		rtt            time.Duration
+		window         time.Duration
+		start, oneFile int
+		sub            int64
+	}{
+		{0, time.Second, 4, 8, 4 << 20},
+		{2 * time.Millisecond, time.Second, 4, 8, 4 << 20},
+		{51 * time.Millisecond, 1020 * time.Millisecond, 8, 16, 4 << 20},
+		{150 * time.Millisecond, 3 * time.Second, 8, 16, 12 << 20},
+		{600 * time.Millisecond, 3 * time.Second, 8, 16, 16 << 20},
+	} {
+		if w := WindowFor(c.rtt); w != c.window {
+			t.Errorf("WindowFor(%v) = %v, want %v", c.rtt, w, c.window)
+		}
+		if s, one := StartFor(c.rtt, false), StartFor(c.rtt, true); s != c.start || one != c.oneFile {
+			t.Errorf("StartFor(%v) = %d, %d for one file; want %d, %d", c.rtt, s, one, c.start, c.oneFile)
+		}
+		if s := SubWriteFor(c.rtt); s != c.sub {
+			t.Errorf("SubWriteFor(%v) = %d, want %d", c.rtt, s, c.sub)
+		}
+	}
+}

@@ -420,17 +420,21 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		return err
 	}
 	defer done()
+	// Live tuning (the default) starts from the round trip to the
+	// agents: it sets the tuner's windows, where it starts, and the size
+	// of a sub-write to an agent.
+	var live *autoPath
+	if f.auto && !f.sample && f.pol.server == "" {
+		if live, err = measureRTT(ctx, append(slices.Clone(srcs), dst)); err != nil {
+			return err
+		}
+	}
 	sub := f.subWrite
 	if sub == 0 && strings.HasPrefix(dst.URL, "sluice") {
 		// One request per sub-write: fewer, larger writes to an agent.
-		// Tuned live, 4 MiB: the tuner sees a third-party copy's bytes
-		// only as each request ends, and a window of a second must hold
-		// enough of them to measure (at 16 MiB, a few); on a 50 ms path
-		// the extra round trips cost less than that grain does (600 MB:
-		// 97 MB/s at 8 streams, against 78 with 16 MiB).
 		sub = 16 << 20
-		if f.auto && !f.sample {
-			sub = 4 << 20
+		if live != nil {
+			sub = copyjob.SubWriteFor(live.rtt())
 		}
 	}
 	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
@@ -440,15 +444,11 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 	if f.pol.server != "" {
 		rep, err = runPolicyCp(ctx, stderr, f, srcs, dst, opt, show)
 	} else if f.recursive {
-		rep, err = runDatasetCp(ctx, stderr, f, srcs, dst, opt, show)
+		rep, err = runDatasetCp(ctx, stderr, f, srcs, dst, opt, show, live)
 	} else {
-		if f.auto {
-			var a *autoPath
-			if a, err = measureRTT(ctx, append(slices.Clone(srcs), dst)); err != nil {
-				return err
-			}
-			rep.Auto = a
-			opt.Tune = &copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt(), true), OnWindow: verboseWindow(f.verbose, stderr)}
+		if live != nil {
+			rep.Auto = live
+			opt.Tune = &copyjob.LiveOptions{Window: copyjob.WindowFor(live.rtt()), Start: copyjob.StartFor(live.rtt(), true), OnWindow: verboseWindow(f.verbose, stderr)}
 		}
 		rep.Summary, err = copyjob.Run(ctx, srcs, dst, opt, show.update)
 		show.finish()
@@ -572,17 +572,13 @@ const (
 // --auto as dataset.Auto plans it from the measured path, otherwise in
 // one chunk with the given settings.
 func runDatasetCp(ctx context.Context, stderr io.Writer, f cpFlags, srcs []copyjob.Endpoint, dst copyjob.Endpoint,
-	opt copyjob.Options, show *progressView) (cpReport, error) {
+	opt copyjob.Options, show *progressView, live *autoPath) (cpReport, error) {
 	var rep cpReport
 	d, err := copyjob.PrepareDataset(ctx, srcs, dst, opt)
 	if err != nil {
 		return rep, err
 	}
-	if f.auto && !f.sample {
-		a, err := measureRTT(ctx, append(slices.Clone(srcs), dst))
-		if err != nil {
-			return rep, err
-		}
+	if a := live; a != nil {
 		rep.Auto = a
 		rep.Summary, err = copyjob.RunLive(ctx, d, copyjob.LiveOptions{Window: copyjob.WindowFor(a.rtt()), Start: copyjob.StartFor(a.rtt(), false), OnWindow: verboseWindow(f.verbose, stderr)}, show.update)
 		show.finish()
