@@ -651,6 +651,11 @@ func (st *state) runBig(ctx context.Context, items []item) error {
 // journal so that an interrupted copy resumes.
 func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64, tune *LiveOptions) error {
 	src := st.srcs[it.from]
+	if tune != nil {
+		// Tuned, the transfer starts at the tuner's first level, not
+		// at cc: the tuner only moves it once a window has been judged.
+		cc = min(max(cc, tune.Start), MaxLevel)
+	}
 	spec := engine.Spec{
 		Src: src.Backend, SrcPath: it.src, Dst: st.dst.Backend, DstPath: it.dst,
 		Size: it.size, CC: cc, ChunkMin: chunkMin, SubWrite: st.o.SubWrite,

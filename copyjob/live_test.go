@@ -122,3 +122,35 @@ func TestLiveDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestTunedFileStartsAtTunersLevel: a large file tuned live starts with as
+// many partial transfers as the tuner starts at, not with Options.CC: the
+// tuner moves the level only after its first judged window, and a slow
+// path's first windows are seconds long.
+func TestTunedFileStartsAtTunersLevel(t *testing.T) {
+	srcDir, dstDir := t.TempDir(), t.TempDir()
+	want := writeRandom(t, filepath.Join(srcDir, "big"), 8<<20)
+	var inFlight, most atomic.Int64
+	count := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet {
+				n := inFlight.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				defer inFlight.Add(-1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	src := sourceAgent(t, srcDir, "/big", &emul.Config{RTTMs: 20, ConnBps: 8e6}, count)
+	o := opts(t)
+	o.CC, o.ChunkMin, o.SubWrite = 2, 256<<10, 128<<10
+	o.Tune = &LiveOptions{Start: 6, Window: time.Hour}
+	if _, err := Run(context.Background(), []Endpoint{src}, localEP(t, filepath.Join(dstDir, "big")), o, nil); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(dstDir, "big"), want)
+	if m := most.Load(); m != 6 {
+		t.Errorf("at most %d partial transfers at once, want the tuner's start, 6", m)
+	}
+}
