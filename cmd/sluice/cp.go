@@ -163,6 +163,8 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 				return errors.New("--auto chooses --cc, --p and --pp itself: give either --auto or the settings")
 			case f.sample && (!f.recursive || f.fixed || !f.auto):
 				return errors.New("--sample is a way of --auto to plan a directory's copy: use it with -r and without --cc, --p, --pp or --auto=false")
+			case !(f.bandwidth >= 0 && f.bandwidth <= 1e7):
+				return fmt.Errorf("--bandwidth %v: want MB/s from 0 (probe) to 1e7 (10 TB/s)", f.bandwidth)
 			case fl.Changed("bandwidth") && !f.sample:
 				return errors.New("--bandwidth is what --sample plans from: give --sample too (the live tuning measures the path)")
 			}
