@@ -315,7 +315,10 @@ for d in "${sets[@]}"; do
 		# in a branch not taken (no peer measured).
 		rb=$(jq -n --argjson m "$m" --argjson b "$best" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
 		rd=$(jq -n --argjson m "$m" --argjson b "$bestdef" 'if $b > 0 then ($m / $b * 100 | round / 100) else null end')
-		echo "| $name | $m | ${MBS[$d,$t]# } | $frac% | $c | ${rb}x | ${rd}x |"
+		# null: no peer measured to divide by (all failed or timed out).
+		[ "$rb" = null ] && rb=- || rb=${rb}x
+		[ "$rd" = null ] && rd=- || rd=${rd}x
+		echo "| $name | $m | ${MBS[$d,$t]# } | $frac% | $c | $rb | $rd |"
 	done
 done
 # Throughput against streams (files or partial transfers at once) for the

@@ -25,7 +25,7 @@ declare -A PROFILE_ENV=(
 	[wan-untuned]='TOOLS_BIG="sluice sluice-job sluice-p8 sluice-p16 sluice-p32 guc guc-fast-p8 guc-fast-p16 rclone aria2c-x16 curl" TOOLS_TREE="sluice sluice-job sluice-cc8 sluice-cc16 sluice-cc32 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z" SECS_BIG=8 SECS_SMALL=5 SECS_MIXED=6 SECS_TINY=1.5'
 	[wan-tuned]='TOOLS_BIG="sluice sluice-p8 sluice-p32 guc guc-fast-p8 guc-fast-p16 rclone aria2c-x16 curl" TOOLS_TREE="sluice sluice-cc8 sluice-cc32 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z" SECS_BIG=8 SECS_SMALL=5 SECS_MIXED=6 SECS_TINY=1.5'
 	[intercontinental]='TOOLS_BIG="sluice sluice-p8 sluice-p32 guc guc-fast-p8 guc-fast-p16 rclone aria2c-x16 curl" TOOLS_TREE="sluice sluice-cc8 sluice-cc32 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z" SECS_BIG=10 SECS_SMALL=8 SECS_MIXED=8 SECS_TINY=3'
-	[campus]='TOOLS_BIG="sluice sluice-p4 sluice-p16 guc guc-fast-p4 guc-fast-p16 rclone aria2c-x16 curl" TOOLS_TREE="sluice sluice-cc8 sluice-cc32 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z" SECS_BIG=8 SECS_SMALL=5 SECS_MIXED=6 SECS_TINY=1.5'
+	[campus]='DATASETS=big,small TOOLS_BIG="sluice sluice-p4 sluice-p16 guc guc-fast-p4 guc-fast-p16 rclone aria2c-x16 curl" TOOLS_TREE="sluice sluice-cc8 sluice-cc32 guc-cc8 guc-cc16 rclone rclone-t16 curl-Z" SECS_BIG=8 SECS_SMALL=5'
 )
 mkdir -p "$OUT"
 if [ -z "${ASSEMBLE:-}" ]; then
