@@ -258,6 +258,7 @@ func RunLive(ctx context.Context, d *Dataset, lo LiveOptions, progress func(Prog
 			case now := <-t.C:
 				moved := d.st.moved()
 				rate := float64(moved-last) / now.Sub(lastAt).Seconds()
+				began := last > 0 // judged only if bytes were moving when the window began
 				last, lastAt = moved, now
 				mu.Lock()
 				if ended {
@@ -269,10 +270,9 @@ func RunLive(ctx context.Context, d *Dataset, lo LiveOptions, progress func(Prog
 				if lo.OnWindow != nil {
 					lo.OnWindow(pt)
 				}
-				if pt.Rate > 0 && moved > int64(pt.Rate*lo.Window.Seconds()) {
-					// Only windows that began with bytes moving are
-					// judged: before, it measured the start-up (lists,
-					// stats, the first round trips), not the level.
+				if began {
+					// Before bytes moved, a window measures the start-up
+					// (lists, stats, the first round trips), not the level.
 					lo.Tuner.Observe(rate)
 				}
 				level = max(1, lo.Tuner.Level())

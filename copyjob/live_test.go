@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,23 @@ func (l *levelTuner) Observe(float64) { l.observed.Add(1) }
 func (l *levelTuner) Max() int        { return 8 } // workers beyond the level wait
 func (l *levelTuner) windows() int64  { return l.observed.Load() }
 
+// mostAtOnce wraps a handler, keeping in most the most requests of the
+// given methods it served at once.
+func mostAtOnce(most *atomic.Int64, methods ...string) func(http.Handler) http.Handler {
+	var inFlight atomic.Int64
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if slices.Contains(methods, r.Method) {
+				n := inFlight.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				defer inFlight.Add(-1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
 // TestRunLive: a live-tuned copy of a tree (small files in batches, one
 // file large enough for the engine) lands every file, never runs more
 // requests at the source than the tuner's level allows, reports its
@@ -37,18 +55,8 @@ func TestRunLive(t *testing.T) {
 	}
 	sizes = append(sizes, 3<<20)
 	want := tree(t, srcDir, sizes...)
-	var inFlight, most atomic.Int64
-	count := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost || r.Method == http.MethodGet {
-				n := inFlight.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				defer inFlight.Add(-1)
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
+	var most atomic.Int64
+	count := mostAtOnce(&most, http.MethodPost, http.MethodGet)
 	src := sourceAgent(t, srcDir, "/tree", &emul.Config{RTTMs: 20, ConnBps: 20e6}, count)
 	// A different file where one of the source's lands: kept.
 	keep := filepath.Join(dstDir, "tree", "f03")
@@ -130,18 +138,8 @@ func TestLiveDefaults(t *testing.T) {
 func TestTunedFileStartsAtTunersLevel(t *testing.T) {
 	srcDir, dstDir := t.TempDir(), t.TempDir()
 	want := writeRandom(t, filepath.Join(srcDir, "big"), 8<<20)
-	var inFlight, most atomic.Int64
-	count := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet {
-				n := inFlight.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				defer inFlight.Add(-1)
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
+	var most atomic.Int64
+	count := mostAtOnce(&most, http.MethodGet)
 	src := sourceAgent(t, srcDir, "/big", &emul.Config{RTTMs: 20, ConnBps: 8e6}, count)
 	o := opts(t)
 	o.CC, o.ChunkMin, o.SubWrite = 2, 256<<10, 128<<10

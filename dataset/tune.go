@@ -160,12 +160,7 @@ func (h *Hill) Observe(bytesPerSec float64) {
 	switch h.state {
 	case hillRamp:
 		if h.prevThr == 0 || thr > h.prevThr*(1+h.prm.Gain) {
-			if h.level == h.prm.Max {
-				h.hold(thr)
-				return
-			}
-			h.prevLevel, h.prevThr = h.level, thr
-			h.set(h.up(2))
+			h.climb(thr)
 			return
 		}
 		// The doubling did not pay: back to the level before it.
@@ -176,12 +171,7 @@ func (h *Hill) Observe(bytesPerSec float64) {
 			// The path has room for more: climb on from here.
 			h.state = hillRamp
 			h.wait = h.prm.ProbeEvery
-			if h.level == h.prm.Max {
-				h.hold(thr)
-				return
-			}
-			h.prevLevel, h.prevThr = h.level, thr
-			h.set(h.up(2))
+			h.climb(thr)
 			return
 		}
 		h.set(h.prevLevel)
@@ -204,6 +194,16 @@ func (h *Hill) Observe(bytesPerSec float64) {
 			h.set(h.up(1.5))
 		}
 	}
+}
+
+// climb doubles the level from one that gave thr, or holds it at Max.
+func (h *Hill) climb(thr float64) {
+	if h.level == h.prm.Max {
+		h.hold(thr)
+		return
+	}
+	h.prevLevel, h.prevThr = h.level, thr
+	h.set(h.up(2))
 }
 
 // hold settles at the current level with throughput thr.
