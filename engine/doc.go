@@ -44,7 +44,11 @@
 // io.Copy's buffer. An idle worker (the queue is empty, or SetCC added
 // workers) steals the second half of the largest chunk in flight if at least
 // 2·ChunkMin of it is left, so raising concurrency takes effect at once and
-// the tail of a transfer keeps every worker busy.
+// the tail of a transfer keeps every worker busy. With Spec.Pull each
+// sub-write is a request of its own, so a split costs no connection: chunks
+// are split down to halves of 256 KiB, and the sub-writes shrink as the file
+// nears its end (a quarter of what is left per worker), so that the last
+// bytes are not left to one stream pulling a whole sub-write alone.
 //
 // A byte range counts as done only after the WriteAt that carried it
 // returned. Done ranges are kept as merged intervals and written to the

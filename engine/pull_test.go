@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPull: with a Pull hook the engine never reads the source itself;
@@ -35,5 +37,96 @@ func TestPull(t *testing.T) {
 	}
 	if pulled.Load() != int64(len(data)) || res.Bytes != int64(len(data)) {
 		t.Errorf("pulled %d, result %d bytes, want %d", pulled.Load(), res.Bytes, len(data))
+	}
+}
+
+// TestPullTailSplits: pulled pieces are split by an idle worker down to a
+// sub-write, not only above 2·ChunkMin: each pull is its own request, and
+// on a WAN path the end of a copy otherwise runs on the few streams still
+// finishing whole chunks. Two chunks at CC 2; the first pull of the second
+// chunk is held until a pull from that chunk's second half arrives, which
+// only a worker that stole it can send.
+func TestPullTailSplits(t *testing.T) {
+	e := newEnv(t)
+	const size = 128 << 10 // two chunks of ChunkMin (64 KiB), sub-writes of 16 KiB
+	data := e.put(t, "p.bin", size, 11)
+	s := e.spec("p.bin", size)
+	stolen := make(chan struct{})
+	var once sync.Once
+	var waited atomic.Bool
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+		switch {
+		case off == 64<<10:
+			select {
+			case <-stolen:
+			case <-time.After(5 * time.Second):
+				waited.Store(true)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case off >= 96<<10:
+			once.Do(func() { close(stolen) })
+		}
+		rc, err := e.src.OpenRange(ctx, srcPath, off, n)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return e.dst.WriteAt(ctx, dstPath, off, rc, n)
+	}
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if waited.Load() {
+		t.Error("no worker took the second half of the held chunk: the copy waited for the held pull")
+	}
+}
+
+// TestPullTailSteps: pulls shrink as the file nears its end, so that no
+// stream is left pulling a whole sub-write alone (one that lost a packet
+// on a WAN path moves a tenth of its share for seconds). Once three
+// quarters of the file are pulled or in flight, each pull is at most
+// half a sub-write; before that, whole sub-writes.
+func TestPullTailSteps(t *testing.T) {
+	e := newEnv(t)
+	const size = 16 << 20
+	data := e.put(t, "p.bin", size, 12)
+	s := e.spec("p.bin", size)
+	s.ChunkMin, s.SubWrite, s.CC = 4<<20, 1<<20, 2
+	var mu sync.Mutex
+	var issued int64 // bytes of the pulls started so far
+	var early, late []int64
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+		mu.Lock()
+		if issued >= size*3/4 {
+			late = append(late, n)
+		} else {
+			early = append(early, n)
+		}
+		issued += n
+		mu.Unlock()
+		rc, err := e.src.OpenRange(ctx, srcPath, off, n)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		return e.dst.WriteAt(ctx, dstPath, off, rc, n)
+	}
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if len(late) == 0 || len(early) == 0 {
+		t.Fatalf("pulls before the last quarter %v, after %v", early, late)
+	}
+	if early[0] != s.SubWrite {
+		t.Errorf("first pull %d bytes, want a whole sub-write (%d)", early[0], s.SubWrite)
+	}
+	for _, n := range late {
+		if n > s.SubWrite/2 {
+			t.Errorf("a pull of %d bytes in the last quarter (all there: %v)", n, late)
+			break
+		}
 	}
 }

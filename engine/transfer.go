@@ -78,6 +78,7 @@ type Transfer struct {
 	inflight     []*piece
 	done         ranges
 	doneN        int64 // done.total()
+	pulling      int64 // bytes of the pulls in flight (subWrites with tail)
 	base         int64 // doneN when the current pass started
 	dirty        bool  // done changed since the last journal write
 	journaled    int64
@@ -762,7 +763,7 @@ func (t *Transfer) nextLocked(i int) *piece {
 				best, rem = q, r
 			}
 		}
-		if best == nil || rem < 2*t.spec.ChunkMin {
+		if best == nil || rem < t.stealMin(src) {
 			return nil
 		}
 		mid := max(best.cur, best.off) + rem/2
@@ -772,6 +773,23 @@ func (t *Transfer) nextLocked(i int) *piece {
 	p.src = i
 	t.inflight = append(t.inflight, p)
 	return p
+}
+
+// stealMin is the least a piece in flight must have left for an idle
+// worker to take half of it. A piece streamed from one OpenRange is split
+// only if each half is worth a partial transfer of its own (ChunkMin): the
+// victim's range request then ends early, and closing it unread costs its
+// connection. A piece pulled by the destination is one request per
+// sub-write anyway (shrinking at the end, subWrites), so a split costs the
+// stealer one round trip and no connection: down to halves of the least
+// step it pays. Without it the end of a copy over a WAN path ran on a few
+// streams, each finishing a chunk of up to 2·ChunkMin alone (0.3-0.5 s of
+// a 6 s copy at 1 Gb/s and 50 ms).
+func (t *Transfer) stealMin(src *source) int64 {
+	if src.Pull != nil {
+		return min(2*t.spec.ChunkMin, 2*min(t.spec.SubWrite, tailStep))
+	}
+	return 2 * t.spec.ChunkMin
 }
 
 func (t *Transfer) dropInflightLocked(p *piece) {
