@@ -70,34 +70,47 @@ func (d *Dataset) MeasureRTT(ctx context.Context, n int) (time.Duration, error) 
 	return MeasureRTT(ctx, append(slices.Clone(d.st.srcs), d.st.dst), n)
 }
 
-// MeasureRTT is Dataset.MeasureRTT for any endpoints.
+// MeasureRTT is Dataset.MeasureRTT for any endpoints. The agents are asked
+// at once: their round trips are independent, and each one measured is time
+// the copy has not started.
 func MeasureRTT(ctx context.Context, eps []Endpoint, n int) (time.Duration, error) {
 	n = max(n, 1)
-	var worst time.Duration
-	for _, e := range eps {
+	rtts := make([]time.Duration, len(eps))
+	errs := make([]error, len(eps))
+	var wg sync.WaitGroup
+	for i, e := range eps {
 		if !strings.HasPrefix(e.URL, "sluice") {
 			continue
 		}
-		best := time.Duration(-1)
-		var last error
-		for range n {
-			start := time.Now()
-			_, err := e.Backend.Stat(ctx, e.Path)
-			el := time.Since(start)
-			if err != nil && !errors.Is(err, backend.ErrNotFound) {
-				last = err // a 404 is an answer too; anything else is not
-				continue
-			}
-			if best < 0 || el < best {
-				best = el
-			}
-		}
-		if best < 0 {
-			return 0, fmt.Errorf("copyjob: measuring the round trip to %s: %w", e.URL, last)
-		}
-		worst = max(worst, best)
+		wg.Go(func() { rtts[i], errs[i] = measureOne(ctx, e, n) })
 	}
-	return worst, nil
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return slices.Max(append(rtts, 0)), nil
+}
+
+// measureOne is the fastest of n stats of e's path.
+func measureOne(ctx context.Context, e Endpoint, n int) (time.Duration, error) {
+	best := time.Duration(-1)
+	var last error
+	for range n {
+		start := time.Now()
+		_, err := e.Backend.Stat(ctx, e.Path)
+		el := time.Since(start)
+		if err != nil && !errors.Is(err, backend.ErrNotFound) {
+			last = err // a 404 is an answer too; anything else is not
+			continue
+		}
+		if best < 0 || el < best {
+			best = el
+		}
+	}
+	if best < 0 {
+		return 0, fmt.Errorf("copyjob: measuring the round trip to %s: %w", e.URL, last)
+	}
+	return best, nil
 }
 
 // ProbeBandwidth estimates the bandwidth of the path from the agent that

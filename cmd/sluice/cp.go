@@ -558,12 +558,13 @@ func verboseWindow(on bool, w io.Writer) func(copyjob.TunePoint) {
 	}
 }
 
-// Measuring the path for --auto: a few stats for the round trip, and a
-// probe of parallel reads for the bandwidth, kept short (it moves bytes
-// that are dropped) but with enough streams to see past one connection's
-// window.
+// Measuring the path for --auto: two stats for the round trip (the first
+// also opens the connection, the second is one round trip; each more would
+// delay the copy by one), and a probe of parallel reads for the bandwidth,
+// kept short (it moves bytes that are dropped) but with enough streams to
+// see past one connection's window.
 const (
-	rttRequests      = 3
+	rttRequests      = 2
 	probeStreams     = 8
 	probeTime        = 300 * time.Millisecond
 	probeShare       = 20    // the probe reads at most 1/probeShare of the dataset's bytes
