@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
 func TestNewRefuses(t *testing.T) {
@@ -606,5 +608,44 @@ func TestServeShutsDown(t *testing.T) {
 	}
 	if err := s.Serve(context.Background(), ln, filepath.Join(dir, "nope"), filepath.Join(dir, "nope")); err == nil {
 		t.Error("Serve with missing TLS files did not fail")
+	}
+}
+
+// TestPullProgress: a pull that asks for progress reports the bytes
+// written as they land (a line per MiB), increasing, and its bytes are
+// the source's; a refusal before any byte is the usual error answer.
+func TestPullProgress(t *testing.T) {
+	src, dst, data, dstTok, srcTok := pullSetup(t, 3<<20+17)
+	source := "sluice://" + src.addr() + "/data/big"
+	dst.write("in/copy", "")
+	c, err := sluice.New("http://"+dst.addr(), dstTok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Truncate(ctx, "/in/copy", int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	var seen []int64
+	n := int64(len(data))
+	if err := c.PullProgress(ctx, source, srcTok, "/in/copy", 0, n, func(w int64) {
+		if len(seen) > 0 && w <= seen[len(seen)-1] {
+			t.Errorf("progress went from %d to %d", seen[len(seen)-1], w)
+		}
+		seen = append(seen, w)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 3 || seen[len(seen)-1] != n {
+		t.Errorf("progress reported %v for %d bytes: want a line per MiB and the whole at the end", seen, n)
+	}
+	got, err := os.ReadFile(filepath.Join(dst.root, "in", "copy"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("copy differs from the source (%v)", err)
+	}
+	err = c.PullProgress(ctx, source, srcTok, "/in/copy", n-2, 5, func(int64) { t.Error("progress for a refused range") })
+	var se *sluice.StatusError
+	if !errors.As(err, &se) || se.Status != 400 || !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("range running past the source: %v, want a 400 invalid", err)
 	}
 }

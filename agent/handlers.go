@@ -681,13 +681,7 @@ func changedWhileRead(f *os.File, before os.FileInfo, p string) error {
 }
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request, c *call) error {
-	var in struct {
-		Source string `json:"source"`
-		Token  string `json:"token"`
-		Dst    string `json:"dst"`
-		Offset int64  `json:"offset"`
-		Length int64  `json:"length"`
-	}
+	var in sluice.PullRequest
 	if err := decodeJSON(w, r, &in); err != nil {
 		return err
 	}
@@ -726,6 +720,10 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c *call) error {
 		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	start := time.Now()
+	var rep *pullReport
+	if in.Progress {
+		rep = &pullReport{w: w}
+	}
 	// The source is asked inside the fenced write, so a stale fence is
 	// refused before anything is fetched.
 	err = s.fencedWrite(r.Context(), c.fs, dst, fc, func(ctx context.Context) error {
@@ -746,18 +744,78 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request, c *call) error {
 			defer sr.Close()
 			data = sr
 		}
+		if rep != nil {
+			rep.r = data
+			data = rep
+		}
 		if err := c.fs.WriteAtExisting(ctx, dst, in.Offset, fencedReader{ctx, data}, in.Length); err != nil {
 			return fmt.Errorf("pull from %s to %s: %w", in.Source, dst, err)
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && (rep == nil || !rep.started) {
 		return err
+	}
+	if err != nil {
+		// The answer has begun: the error is its last line.
+		s.log.Warn("pull failed", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,
+			"offset", in.Offset, "bytes", in.Length, "written", rep.reported, "err", err)
+		_, kind := classify(err)
+		rep.line(sluice.PullProgressLine{Written: rep.reported, Error: s.fs.Rel(err).Error(), Kind: kind})
+		return nil
 	}
 	s.log.Info("pulled", "remote", r.RemoteAddr, "sub", c.Sub, "source", in.Source, "dst", dst,
 		"offset", in.Offset, "bytes", in.Length, slog.Duration("took", time.Since(start)))
+	if rep != nil && rep.started {
+		rep.line(sluice.PullProgressLine{Written: in.Length, Done: true})
+		return nil
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// pullReportEvery is how many bytes a pull writes between two lines of
+// its progress report: a line per MiB is a few hundred bytes a second
+// per stream, and lets the caller measure a window of a second or two
+// to a few percent.
+const pullReportEvery = 1 << 20
+
+// pullReport is the reader a reported pull writes from: it counts the
+// bytes the destination has taken and reports them every
+// pullReportEvery. The file is written by a read-then-write loop
+// (io.CopyBuffer into the file), so when Read is called again every byte
+// handed out before has been written: what a line reports is in the
+// file.
+type pullReport struct {
+	r        io.Reader
+	w        http.ResponseWriter
+	handed   int64 // bytes handed to the writer
+	reported int64 // bytes in the last line sent
+	started  bool  // the answer (200, a report) has begun
+}
+
+func (p *pullReport) Read(b []byte) (int, error) {
+	if p.handed-p.reported >= pullReportEvery {
+		p.line(sluice.PullProgressLine{Written: p.handed})
+	}
+	n, err := p.r.Read(b)
+	p.handed += int64(n)
+	return n, err
+}
+
+// line sends one line of the report, beginning the answer if needed. A
+// caller that has gone away is not an error here: the write loop sees its
+// context canceled.
+func (p *pullReport) line(l sluice.PullProgressLine) {
+	if !p.started {
+		p.started = true
+		p.w.Header().Set("Content-Type", sluice.PullProgressType)
+		p.w.WriteHeader(http.StatusOK)
+	}
+	js, _ := json.Marshal(l)
+	p.w.Write(append(js, '\n'))
+	http.NewResponseController(p.w).Flush()
+	p.reported = l.Written
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -71,9 +71,10 @@ func (e Endpoint) pullToken() (string, error) {
 }
 
 // Puller is implemented by backends that can copy a range from a remote
-// source themselves (backend/sluice).
+// source themselves (backend/sluice), reporting the bytes written as they
+// land if progress is not nil.
 type Puller interface {
-	Pull(ctx context.Context, source, sourceToken, dst string, off, n int64) error
+	PullProgress(ctx context.Context, source, sourceToken, dst string, off, n int64, progress func(written int64)) error
 }
 
 // Options tunes a copy.
@@ -714,7 +715,7 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64, t
 
 // puller returns the engine's third-party hook, or nil when data must
 // pass through this process.
-func (st *state) puller(src Endpoint) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+func (st *state) puller(src Endpoint) engine.PullFunc {
 	if st.o.NoThirdParty {
 		return nil
 	}
@@ -723,17 +724,17 @@ func (st *state) puller(src Endpoint) func(ctx context.Context, srcPath, dstPath
 
 // pullerFor is the engine's third-party hook for a copy from src to dst:
 // dst's agent fetches the ranges from src's; nil unless both are agents.
-func pullerFor(src, dst Endpoint) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+func pullerFor(src, dst Endpoint) engine.PullFunc {
 	if dst.Puller == nil || !strings.HasPrefix(src.URL, "sluice") {
 		return nil
 	}
 	base := sourceBase(src)
-	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	return func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
 		tok, err := src.pullToken()
 		if err != nil {
 			return err
 		}
-		return dst.Puller.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
+		return dst.Puller.PullProgress(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n, progress)
 	}
 }
 
@@ -1039,7 +1040,7 @@ func (st *state) sendSmall(ctx context.Context, it item, tmp string) (string, er
 			return "", err
 		}
 		if it.size > 0 {
-			if err := pull(ctx, it.src, tmp, 0, it.size); err != nil {
+			if err := pull(ctx, it.src, tmp, 0, it.size, nil); err != nil {
 				return "", err
 			}
 		}

@@ -950,7 +950,7 @@ func (d *Dataset) splitOnce(ctx context.Context, it item, parts int) error {
 		n := min(part, it.size-off)
 		g.Go(func() error {
 			if pull != nil {
-				return pull(gctx, it.src, tmp, off, n)
+				return pull(gctx, it.src, tmp, off, n, nil)
 			}
 			rc, err := src.Backend.OpenRange(gctx, it.src, off, n)
 			if err != nil {

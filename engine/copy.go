@@ -211,13 +211,22 @@ func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader, srcPath s
 }
 
 // pullStream is stream for third-party copies: each sub-write is one Pull
-// by the destination, recorded once it returned.
+// by the destination, recorded as the destination reports its bytes
+// written, and in full once it returned.
 func (t *Transfer) pullStream(ctx context.Context, p *piece, src Source) (bool, error) {
 	return t.subWrites(ctx, p, len(t.srcs) == 1, func(off, n int64) error {
-		if err := src.Pull(ctx, src.Path, t.tmp, off, n); err != nil {
+		var got int64
+		err := src.Pull(ctx, src.Path, t.tmp, off, n, func(w int64) {
+			if w > got && w <= n {
+				t.moved.Add(w - got)
+				t.recordPart(p, off+got, w-got)
+				got = w
+			}
+		})
+		if err != nil {
 			return fmt.Errorf("pulling [%d,%d) of %s into %s: %w", off, off+n, src.Path, t.tmp, err)
 		}
-		t.moved.Add(n)
+		t.moved.Add(n - got)
 		return nil
 	})
 }
@@ -254,20 +263,41 @@ func (t *Transfer) subWrites(ctx context.Context, p *piece, tail bool, move func
 		p.cur = off + n
 		t.mu.Unlock()
 		err := move(off, n)
+		t.mu.Lock()
+		// Bytes a pull reported as they landed are recorded already
+		// (recordPart moved p.off): the rest of the step is not.
+		from := p.off
 		if tail {
-			t.mu.Lock()
-			t.pulling -= n
-			t.mu.Unlock()
+			t.pulling -= off + n - from
 		}
 		if err != nil {
-			t.mu.Lock()
 			p.cur = p.off
 			t.mu.Unlock()
-			return progressed, err
+			return progressed || from > off, err
 		}
-		t.record(p, off, n)
+		t.mu.Unlock()
+		t.record(p, from, off+n-from)
 		progressed = true
 	}
+}
+
+// recordPart marks [off, off+n) done as a pull in flight reports it: p.off
+// moves on, p.cur stays at the end of the step (a steal cuts only above
+// it), and the bytes leave the pulls in flight.
+func (t *Transfer) recordPart(p *piece, off, n int64) {
+	now := time.Now()
+	t.mu.Lock()
+	t.done = t.done.add(off, off+n)
+	t.doneN += n
+	t.srcs[p.src].delivered(off, n)
+	p.off = off + n
+	if len(t.srcs) == 1 {
+		t.pulling -= n
+	}
+	t.dirty = true
+	t.meter.add(now, n)
+	t.mu.Unlock()
+	t.movingOnce.Do(func() { close(t.moving) })
 }
 
 // tailStep is the least a shrunken pull asks for: below it a pull is

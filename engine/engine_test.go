@@ -555,7 +555,7 @@ func TestSourceTruncatedBeforeRange(t *testing.T) {
 			src := pastEOF{e.src}
 			s.Src = src
 			if pull {
-				s.Pull = func(ctx context.Context, sp, dp string, off, n int64) error {
+				s.Pull = func(ctx context.Context, sp, dp string, off, n int64, _ func(int64)) error {
 					rc, err := src.OpenRange(ctx, sp, off, n)
 					if err != nil {
 						return err

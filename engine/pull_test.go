@@ -18,7 +18,7 @@ func TestPull(t *testing.T) {
 	s := e.spec("p.bin", int64(len(data)))
 	s.Src = src
 	var pulled atomic.Int64
-	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, _ func(int64)) error {
 		rc, err := e.src.OpenRange(ctx, srcPath, off, n) // the "remote" agent reading its own file
 		if err != nil {
 			return err
@@ -54,7 +54,7 @@ func TestPullTailSplits(t *testing.T) {
 	stolen := make(chan struct{})
 	var once sync.Once
 	var waited atomic.Bool
-	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, _ func(int64)) error {
 		switch {
 		case off == 64<<10:
 			select {
@@ -97,7 +97,7 @@ func TestPullTailSteps(t *testing.T) {
 	var mu sync.Mutex
 	var issued int64 // bytes of the pulls started so far
 	var early, late []int64
-	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, _ func(int64)) error {
 		mu.Lock()
 		if issued >= size*3/4 {
 			late = append(late, n)
@@ -128,5 +128,58 @@ func TestPullTailSteps(t *testing.T) {
 			t.Errorf("a pull of %d bytes in the last quarter (all there: %v)", n, late)
 			break
 		}
+	}
+}
+
+// TestPullProgressRecorded: bytes a pull reports as landed count as done
+// while the pull is still in flight (progress, the tuner's windows, the
+// journal), and the rest once it returns. One pull of the whole file
+// reports its first half, then waits until the transfer shows it.
+func TestPullProgressRecorded(t *testing.T) {
+	e := newEnv(t)
+	const size = 1 << 20
+	data := e.put(t, "p.bin", size, 13)
+	s := e.spec("p.bin", size)
+	s.CC, s.SubWrite, s.ChunkMin = 1, size, size
+	var tr *Transfer
+	started := make(chan struct{})
+	var shown bool
+	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
+		<-started
+		half := n / 2
+		write := func(o, k int64) error {
+			rc, err := e.src.OpenRange(ctx, srcPath, o, k)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			return e.dst.WriteAt(ctx, dstPath, o, rc, k)
+		}
+		if err := write(off, half); err != nil {
+			return err
+		}
+		progress(half)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && !shown {
+			shown = tr.Progress().Done == half
+			time.Sleep(time.Millisecond)
+		}
+		return write(off+half, n-half)
+	}
+	var err error
+	if tr, err = Start(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	close(started)
+	res, err := tr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if !shown {
+		t.Error("the half a pull reported was not counted done while it ran")
+	}
+	if res.Bytes != size || res.Resent != 0 {
+		t.Errorf("result %d bytes, %d re-sent; want %d, 0", res.Bytes, res.Resent, size)
 	}
 }

@@ -57,6 +57,15 @@ type destinationExists struct{}
 func (destinationExists) Error() string        { return "destination exists" }
 func (destinationExists) Is(target error) bool { return target == backend.ErrExist }
 
+// PullFunc has the destination fetch [off, off+n) of srcPath from the
+// source and write it at the same offset of dstPath (Spec.Pull). If the
+// destination reports its progress, progress is called with the bytes
+// written so far from off, increasing, from the calling goroutine before
+// PullFunc returns: the engine records them as they land, so that a
+// request can be long (a round trip per request is a stream's idle time)
+// while what the transfer has moved is still seen as it moves.
+type PullFunc func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(written int64)) error
+
 // Source is one replica of the file in a multi-source transfer
 // (Spec.Sources): where it is, how its bytes reach the destination, and
 // the part of the file it is planned to send.
@@ -66,7 +75,7 @@ type Source struct {
 	Backend backend.Backend
 	Path    string
 	// Pull, if set, is Spec.Pull for this replica.
-	Pull func(ctx context.Context, srcPath, dstPath string, off, n int64) error
+	Pull PullFunc
 	// Share is the replica's part of the bytes still to copy, as a
 	// multisrc policy planned it; shares are normalised, and all zero
 	// means equal parts. A replica with Share 0 among others sends
@@ -100,7 +109,7 @@ type Spec struct {
 	// srcPath from the source and writes it at the same offset of
 	// dstPath (third-party copy, as HTTP-TPC and GridFTP do). Src is then
 	// used only for Stat and Checksum.
-	Pull func(ctx context.Context, srcPath, dstPath string, off, n int64) error
+	Pull PullFunc
 	// SubWrite is the most bytes one WriteAt carries (default
 	// DefaultSubWrite): the unit of progress the journal can record.
 	SubWrite int64

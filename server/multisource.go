@@ -250,13 +250,13 @@ func allPermanent(errs []error) bool {
 // multiSources turns spec into a multi-source transfer: every source with
 // its planned share, the destination agent pulling from each.
 func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, srcTok sluice.TokenSource, dst *sluice.Backend) error {
-	pull := func(base string, toks sluice.TokenSource) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-		return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	pull := func(base string, toks sluice.TokenSource) engine.PullFunc {
+		return func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
 			tok, err := toks()
 			if err != nil {
 				return err
 			}
-			return dst.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
+			return dst.PullProgress(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n, progress)
 		}
 	}
 	spec.Sources = []engine.Source{{Name: p.task.Src, Backend: src, Path: p.srcPath, Pull: pull(pullBase(p.srcURL), srcTok), Share: p.shares[0], Rate: p.rateOf(0)}}

@@ -301,12 +301,12 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		NoReplace: p.overwrite != store.OverwriteReplace,
 	}
 	base := pullBase(p.srcURL)
-	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
 		tok, err := srcTok()
 		if err != nil {
 			return err
 		}
-		return dst.Pull(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n)
+		return dst.PullProgress(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n, progress)
 	}
 	if len(p.replicas) > 0 {
 		if err := s.multiSources(&spec, p, src, srcTok, dst); err != nil {

@@ -105,9 +105,10 @@ func fileURL(local string) string {
 // -off -len src-URL dst-URL, in which the bytes go from server to server
 // (they must reach each other) and land at the same offset of the
 // destination, which is not truncated. Options (parallelism, binary,
-// environment) are b's.
-func (b *Backend) PullFrom(src *Backend) func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
-	return func(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+// environment) are b's. globus-url-copy says nothing of its progress, so
+// progress is never called.
+func (b *Backend) PullFrom(src *Backend) func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
+	return func(ctx context.Context, srcPath, dstPath string, off, n int64, _ func(int64)) error {
 		what := src.scheme + "://" + src.host + " " + srcPath + " -> " + dstPath
 		ssp, err := src.serverPath(srcPath)
 		if err != nil {

@@ -685,17 +685,97 @@ func (b *Backend) Info(ctx context.Context) (Info, error) {
 // bytes go from agent to agent, never through the caller. It returns when
 // the range is written.
 func (b *Backend) Pull(ctx context.Context, source, sourceToken, dst string, off, n int64) error {
+	return b.PullProgress(ctx, source, sourceToken, dst, off, n, nil)
+}
+
+// PullRequest is the body of POST /v1/pull.
+type PullRequest struct {
+	Source string `json:"source"`
+	Token  string `json:"token"`
+	Dst    string `json:"dst"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
+	// Progress asks the agent to report the bytes written as they land
+	// (PullProgressLine, one JSON value per line): a third-party copy's
+	// caller then sees its bytes move, not only each request's end. An
+	// agent that does not know the field answers 204 at the end, as
+	// before.
+	Progress bool `json:"progress,omitempty"`
+}
+
+// PullProgressLine is one line of a pull's progress report: Written bytes
+// from the offset are in the destination file (their writes returned);
+// the last line has Done, or an error (Error, Kind as in an error
+// document) that came after bytes were reported.
+type PullProgressLine struct {
+	Written int64  `json:"written"`
+	Done    bool   `json:"done,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+}
+
+// PullProgressType is the content type of a progress report.
+const PullProgressType = "application/x-ndjson"
+
+// PullProgress is Pull, calling progress (if not nil) with the bytes
+// written so far, from off, as the agent reports them; the calls come
+// from this goroutine, before PullProgress returns.
+func (b *Backend) PullProgress(ctx context.Context, source, sourceToken, dst string, off, n int64, progress func(written int64)) error {
 	if _, _, err := ParseURL(source); err != nil {
 		return wrap("pull", dst, fmt.Errorf("%w: %w", backend.ErrInvalid, err))
 	}
-	in := struct {
-		Source string `json:"source"`
-		Token  string `json:"token"`
-		Dst    string `json:"dst"`
-		Offset int64  `json:"offset"`
-		Length int64  `json:"length"`
-	}{source, sourceToken, dst, off, n}
-	return wrap("pull", source+" -> "+dst, b.call(ctx, http.MethodPost, "/v1/pull", nil, in, nil))
+	in := PullRequest{Source: source, Token: sourceToken, Dst: dst, Offset: off, Length: n, Progress: progress != nil}
+	if progress == nil {
+		return wrap("pull", source+" -> "+dst, b.call(ctx, http.MethodPost, "/v1/pull", nil, in, nil))
+	}
+	js, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	resp, err := b.do(ctx, http.MethodPost, "/v1/pull", nil, bytes.NewReader(js), int64(len(js)), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return wrap("pull", source+" -> "+dst, err)
+	}
+	defer resp.Body.Close()
+	return wrap("pull", source+" -> "+dst, readPullProgress(resp, n, progress))
+}
+
+// readPullProgress follows a pull's answer: 204 (done, nothing reported)
+// or a progress report, which must end with a line that says done with
+// all n bytes, or why not.
+func readPullProgress(resp *http.Response, n int64, progress func(int64)) error {
+	if resp.StatusCode == http.StatusNoContent || resp.Header.Get("Content-Type") != PullProgressType {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	dec := json.NewDecoder(resp.Body)
+	var last int64
+	for {
+		var l PullProgressLine
+		if err := dec.Decode(&l); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("reading the agent's progress after %d of %d bytes: %w", last, n, err)
+		}
+		if l.Error != "" || l.Kind != "" {
+			kind := l.Kind
+			if kindError(kind) == nil {
+				kind = "internal"
+			}
+			return &StatusError{Status: resp.StatusCode, Kind: kind, Message: sanitize(l.Error)}
+		}
+		if l.Written < last || l.Written > n || (l.Done && l.Written != n) {
+			return fmt.Errorf("agent reported %d bytes written (done %v) after %d, of %d", l.Written, l.Done, last, n)
+		}
+		if l.Written > last {
+			last = l.Written
+			progress(last)
+		}
+		if l.Done {
+			return nil
+		}
+	}
 }
 
 // ChecksumRange implements backend.RangeChecksummer: the agent sums the
