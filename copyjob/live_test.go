@@ -115,9 +115,9 @@ func TestLiveDefaults(t *testing.T) {
 	}{
 		{0, time.Second, 4, 8, 4 << 20},
 		{2 * time.Millisecond, time.Second, 4, 8, 4 << 20},
-		{51 * time.Millisecond, 1020 * time.Millisecond, 8, 16, 4 << 20},
-		{150 * time.Millisecond, 3 * time.Second, 8, 16, 12 << 20},
-		{600 * time.Millisecond, 3 * time.Second, 8, 16, 16 << 20},
+		{51 * time.Millisecond, 1020 * time.Millisecond, 16, 16, 4 << 20},
+		{150 * time.Millisecond, 3 * time.Second, 16, 16, 12 << 20},
+		{600 * time.Millisecond, 3 * time.Second, 16, 16, 16 << 20},
 	} {
 		if w := WindowFor(c.rtt); w != c.window {
 			t.Errorf("WindowFor(%v) = %v, want %v", c.rtt, w, c.window)
