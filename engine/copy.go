@@ -304,8 +304,8 @@ func (t *Transfer) recordPart(p *piece, off, n int64) {
 // mostly its round trip.
 const tailStep = 256 << 10
 
-// tailStepLocked is the largest step a worker should take now: half of
-// what is neither done nor in flight, per worker, so that the steps in
+// tailStepLocked is the largest step a worker should take now: a quarter
+// of what is neither done nor in flight, per worker, so that the steps in
 // flight at the end are small.
 func (t *Transfer) tailStepLocked() int64 {
 	left := t.size - t.doneN - t.pulling
