@@ -74,7 +74,8 @@ through this process), --p partial transfers of one large file at once.
 runs: it measures the round-trip time to the agents and, every twenty round trips
 (1-3 s), the throughput, and moves the number of streams (the
 partial transfers of a large file; files or batches in flight with -r) as a TCP
-sender moves its window: doubling while that pays by 10%, then holding, and
+sender moves its window: doubling while that pays by 10%, then holding (at the
+last doubling unless it cost 5%: fewer streams regrow their windows slowly), and
 trying half as many again every few windows, so that it keeps up when the path's
 bandwidth changes. Small files go in batches of up to 8 MiB (one round trip
 each). -v prints each window; --json has them as "tuning". With -r, --sample plans
