@@ -164,6 +164,16 @@ func (c *cluster) addAgent(name string, extra ...string) {
 	c.agents[name] = startProc(c.t, args...)
 	c.roots[name] = root
 	waitListening(c.t, addr, c.agents[name])
+	// The agent listens and joins before it opens its root (the key
+	// comes with the join): a test that touches the root must wait
+	// until it serves.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(c.agents[name].output(), " serving ") {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("agent %s does not serve:\n%s", name, c.agents[name].output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (c *cluster) waitEndpoints(n int) {
