@@ -219,7 +219,7 @@ func (t *Transfer) pullStream(ctx context.Context, p *piece, src Source) (bool, 
 		err := src.Pull(ctx, src.Path, t.tmp, off, n, func(w int64) {
 			if w > got && w <= n {
 				t.moved.Add(w - got)
-				t.recordPart(p, off+got, w-got)
+				t.record(p, off+got, w-got, true)
 				got = w
 			}
 		})
@@ -265,7 +265,7 @@ func (t *Transfer) subWrites(ctx context.Context, p *piece, tail bool, move func
 		err := move(off, n)
 		t.mu.Lock()
 		// Bytes a pull reported as they landed are recorded already
-		// (recordPart moved p.off): the rest of the step is not.
+		// (a partial record moved p.off): the rest of the step is not.
 		from := p.off
 		if tail {
 			t.pulling -= off + n - from
@@ -276,28 +276,9 @@ func (t *Transfer) subWrites(ctx context.Context, p *piece, tail bool, move func
 			return progressed || from > off, err
 		}
 		t.mu.Unlock()
-		t.record(p, from, off+n-from)
+		t.record(p, from, off+n-from, false)
 		progressed = true
 	}
-}
-
-// recordPart marks [off, off+n) done as a pull in flight reports it: p.off
-// moves on, p.cur stays at the end of the step (a steal cuts only above
-// it), and the bytes leave the pulls in flight.
-func (t *Transfer) recordPart(p *piece, off, n int64) {
-	now := time.Now()
-	t.mu.Lock()
-	t.done = t.done.add(off, off+n)
-	t.doneN += n
-	t.srcs[p.src].delivered(off, n)
-	p.off = off + n
-	if len(t.srcs) == 1 {
-		t.pulling -= n
-	}
-	t.dirty = true
-	t.meter.add(now, n)
-	t.mu.Unlock()
-	t.movingOnce.Do(func() { close(t.moving) })
 }
 
 // tailStep is the least a shrunken pull asks for: below it a pull is
@@ -312,15 +293,23 @@ func (t *Transfer) tailStepLocked() int64 {
 	return max(min(t.spec.SubWrite, tailStep), left/int64(4*max(1, t.running)))
 }
 
-// record marks [off, off+n) done after its WriteAt returned.
-func (t *Transfer) record(p *piece, off, n int64) {
+// record marks [off, off+n) done after its WriteAt returned, or, with
+// partial, as a pull in flight reports it: then p.cur stays at the end of
+// the step (a steal cuts only above it) and the bytes leave the pulls in
+// flight.
+func (t *Transfer) record(p *piece, off, n int64, partial bool) {
 	now := time.Now()
 	t.mu.Lock()
 	t.done = t.done.add(off, off+n)
 	t.doneN += n
 	t.srcs[p.src].delivered(off, n)
 	p.off = off + n
-	p.cur = p.off
+	switch {
+	case !partial:
+		p.cur = p.off
+	case len(t.srcs) == 1:
+		t.pulling -= n
+	}
 	t.dirty = true
 	t.meter.add(now, n)
 	t.mu.Unlock()

@@ -67,12 +67,7 @@ func TestPullTailSplits(t *testing.T) {
 		case off >= 96<<10:
 			once.Do(func() { close(stolen) })
 		}
-		rc, err := e.src.OpenRange(ctx, srcPath, off, n)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		return e.dst.WriteAt(ctx, dstPath, off, rc, n)
+		return e.pullRange(ctx, srcPath, dstPath, off, n)
 	}
 	if _, err := Run(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -106,12 +101,7 @@ func TestPullTailSteps(t *testing.T) {
 		}
 		issued += n
 		mu.Unlock()
-		rc, err := e.src.OpenRange(ctx, srcPath, off, n)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		return e.dst.WriteAt(ctx, dstPath, off, rc, n)
+		return e.pullRange(ctx, srcPath, dstPath, off, n)
 	}
 	if _, err := Run(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -147,15 +137,7 @@ func TestPullProgressRecorded(t *testing.T) {
 	s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
 		<-started
 		half := n / 2
-		write := func(o, k int64) error {
-			rc, err := e.src.OpenRange(ctx, srcPath, o, k)
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			return e.dst.WriteAt(ctx, dstPath, o, rc, k)
-		}
-		if err := write(off, half); err != nil {
+		if err := e.pullRange(ctx, srcPath, dstPath, off, half); err != nil {
 			return err
 		}
 		progress(half)
@@ -164,7 +146,7 @@ func TestPullProgressRecorded(t *testing.T) {
 			shown = tr.Progress().Done == half
 			time.Sleep(time.Millisecond)
 		}
-		return write(off+half, n-half)
+		return e.pullRange(ctx, srcPath, dstPath, off+half, n-half)
 	}
 	var err error
 	if tr, err = Start(context.Background(), s); err != nil {
@@ -182,4 +164,16 @@ func TestPullProgressRecorded(t *testing.T) {
 	if res.Bytes != size || res.Resent != 0 {
 		t.Errorf("result %d bytes, %d re-sent; want %d, 0", res.Bytes, res.Resent, size)
 	}
+}
+
+// pullRange is what a destination agent does for a pull: it reads the
+// range from the source (here its own file) and writes it at the same
+// offset.
+func (e *env) pullRange(ctx context.Context, srcPath, dstPath string, off, n int64) error {
+	rc, err := e.src.OpenRange(ctx, srcPath, off, n)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return e.dst.WriteAt(ctx, dstPath, off, rc, n)
 }
