@@ -30,6 +30,7 @@ func (s *Server) Handler() http.Handler {
 		"PUT /v1/files/{path...}":     s.putFile,
 		"DELETE /v1/files/{path...}":  s.deleteFile,
 		"GET /v1/stat/{path...}":      s.stat,
+		"POST /v1/stats":              s.stats,
 		"GET /v1/list/{path...}":      s.list,
 		"GET /v1/checksum/{path...}":  s.checksum,
 		"POST /v1/truncate/{path...}": s.truncate,
@@ -386,6 +387,48 @@ func (s *Server) stat(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	return writeJSON(w, fi)
+}
+
+// stats answers the stat of many files at once: a service that learns
+// the sizes of a job's files one request each pays a round trip per file
+// before the first of them can be scheduled.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in sluice.StatsRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	if len(in.Paths) == 0 || len(in.Paths) > maxBatchFiles {
+		return fmt.Errorf("%w: %d paths in a stat batch (1 to %d)", backend.ErrInvalid, len(in.Paths), maxBatchFiles)
+	}
+	// As a batch: a read-less token is refused whole, paths outside its
+	// prefix one by one.
+	if err := c.Allows(auth.Read, c.Prefix); err != nil {
+		return err
+	}
+	out := sluice.StatsResponse{Files: make([]sluice.StatResult, len(in.Paths))}
+	for i, name := range in.Paths {
+		if err := r.Context().Err(); err != nil {
+			return err
+		}
+		p, err := bodyPath("paths", name)
+		if err == nil {
+			err = c.Allows(auth.Read, p)
+		}
+		var fi backend.FileInfo
+		if err == nil {
+			fi, err = c.fs.Stat(r.Context(), p)
+		}
+		if err != nil {
+			status, kind := classify(err)
+			if status == http.StatusForbidden {
+				s.log.Warn("stat refused", "remote", r.RemoteAddr, "path", name, "err", err)
+			}
+			out.Files[i] = sluice.StatResult{Path: name, Error: c.fs.Rel(err).Error(), Kind: kind}
+			continue
+		}
+		out.Files[i] = sluice.StatResult{Path: name, Size: fi.Size, ModTime: fi.ModTime, IsDir: fi.IsDir}
+	}
+	return writeJSON(w, out)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, c *call) error {

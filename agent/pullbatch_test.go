@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
@@ -237,6 +240,104 @@ func TestSyncs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.raw("POST", "/v1/syncs", tc.tok, nil, jsonBody(sluice.SyncsRequest{Paths: tc.paths}))
+			if r.status != tc.want {
+				t.Errorf("%v, want %d", r, tc.want)
+			}
+		})
+	}
+}
+
+// TestStats: POST /v1/stats answers the stat of every path asked, in
+// order, each file's failure its own (a missing file, a directory is
+// said to be one, a path outside the token's prefix or escaping the root
+// is refused), and refuses the request as a whole only for what concerns
+// all of it. StatMany gets the same answers from an agent without the
+// route (a 404 for it), one request per file.
+func TestStats(t *testing.T) {
+	e := newEnv(t, "a", nil)
+	e.write("in/a", "AAA")
+	e.write("in/d/b", "B")
+	if err := os.Symlink("../../outside", filepath.Join(e.root, "in", "out")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.outside, "secret"), []byte("S"), 0o644)
+	paths := []string{"/in/a", "/in/missing", "/in/d", "/in/d/b", "/other/x", "/in/out/secret"}
+	type want struct {
+		size int64
+		dir  bool
+		err  error
+	}
+	wants := []want{{3, false, nil}, {0, false, backend.ErrNotFound}, {0, true, nil}, {1, false, nil},
+		{0, false, backend.ErrPermission}, {0, false, backend.ErrPermission}}
+	check := func(t *testing.T, rs []sluice.StatResult) {
+		t.Helper()
+		if len(rs) != len(paths) {
+			t.Fatalf("%d results for %d paths", len(rs), len(paths))
+		}
+		for i, r := range rs {
+			w := wants[i]
+			if err := r.Err(); (w.err == nil) != (err == nil) || (w.err != nil && !errors.Is(err, w.err)) {
+				t.Errorf("%s: error %v, want %v", paths[i], err, w.err)
+				continue
+			}
+			if w.err == nil && (r.IsDir != w.dir || (!w.dir && r.Size != w.size)) {
+				t.Errorf("%s: size %d dir %v, want %d %v", paths[i], r.Size, r.IsDir, w.size, w.dir)
+			}
+		}
+	}
+	ctx := context.Background()
+	b, err := sluice.New("http://"+e.addr(), e.token("read", "/in"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("one request", func(t *testing.T) {
+		rs, err := b.StatMany(ctx, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, rs)
+	})
+	t.Run("an agent without the route", func(t *testing.T) {
+		old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/stats" {
+				// What an agent's guard and mux answer for a route
+				// they do not have.
+				w.Header().Set(sluice.AgentHeader, Version)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, `{"error": "404 page not found", "kind": "not_found"}`)
+				return
+			}
+			e.s.Handler().ServeHTTP(w, r)
+		}))
+		defer old.Close()
+		ob, err := sluice.New("http://"+old.Listener.Addr().String(), e.token("read", "/in"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ob.StatMany(ctx, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, rs)
+	})
+	many := make([]string, maxBatchFiles+1)
+	for i := range many {
+		many[i] = "/in/a"
+	}
+	for _, tc := range []struct {
+		name  string
+		tok   string
+		paths []string
+		want  int
+	}{
+		{"write-only token", e.tokenFor(auth.Claims{Sub: "test", Scope: "write", Prefix: "/in", Aud: "a", Exp: time.Now().Add(time.Hour).Unix()}), []string{"/in/a"}, 403},
+		{"none", e.token("read", "/in"), nil, 400},
+		{"too many", e.token("read", "/in"), many, 400},
+		{"no token", "", []string{"/in/a"}, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.raw("POST", "/v1/stats", tc.tok, nil, jsonBody(sluice.StatsRequest{Paths: tc.paths}))
 			if r.status != tc.want {
 				t.Errorf("%v, want %d", r, tc.want)
 			}

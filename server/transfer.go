@@ -614,44 +614,163 @@ func backendPermanent(err error) bool {
 	return backend.Permanent(err)
 }
 
-// resolve stats the sources of tasks whose size is unknown, a few at a
-// time, and queues them.
+// resolve stats the sources of tasks whose size is unknown, a few
+// requests at a time, and queues them. Files of one job in one source
+// directory are stat'ed together, up to statGroup in one request (see
+// statGroupable): one stat each, 16 at a time, over a 50 ms path learnt
+// 320 sizes a second, and a job of 64 KiB files could not be scheduled
+// faster than 20 MB/s.
 func (w *world) resolve() {
 	const parallel = 16
 	now := time.Now()
-	// One pass over the queue at most: tasks whose source is down go to
-	// the back and wait for a later call.
-	for n := len(w.toResolve); n > 0 && w.resolving < parallel; n-- {
+	// ready pops the queue's head if it can be stat'ed now; tasks whose
+	// source is down go to the back and wait for a later call.
+	ready := func() *task {
 		t := w.toResolve[0]
 		w.toResolve[0] = nil
 		w.toResolve = w.toResolve[1:]
 		t.resolveQueued = false
 		if w.tasks.get(t.ID) != t || t.State != store.StateResolving || t.pending {
-			continue
+			return nil
 		}
 		if !w.sourceUp(t) { // a file with replicas is stat'ed at those up
 			if note := w.downTooLong(now, w.eps[t.SrcEndpoint]); note != "" {
 				w.gone = append(w.gone, goneTask{t, note})
-				continue
+				return nil
 			}
 			w.waitNote(t, fmt.Sprintf("%ssource endpoint %s is down; its size is not known yet", waitPrefix, t.SrcEndpoint))
 			w.needResolve(t)
-			continue
+			return nil
 		}
 		if now.Before(t.notBefore) {
 			w.needResolve(t) // a failed stat waits before the next
+			return nil
+		}
+		return t
+	}
+	// One pass over the queue at most, while there are requests to send:
+	// each file alone, or in its group (one job, one source directory)
+	// of up to statGroup files.
+	type group struct{ ps []plan }
+	groups := map[statKey]*group{}
+	var sends []*group
+	slots := parallel - w.resolving
+	for n := len(w.toResolve); n > 0; n-- {
+		h := w.toResolve[0]
+		k := statKey{h.JobID, h.SrcEndpoint, path.Dir(urlPath(h.Src))}
+		g := groups[k]
+		if slots == 0 && (g == nil || len(g.ps) >= statGroup) {
+			break // the rest waits for a request to come back
+		}
+		t := ready()
+		if t == nil {
 			continue
 		}
-		t.pending = true
-		w.resolving++
 		p := w.plan(t)
-		id := t.ID
+		if !w.statGroupable(t, p) {
+			if slots == 0 {
+				w.needResolve(t)
+				continue
+			}
+			slots--
+			sends = append(sends, &group{ps: []plan{p}})
+		} else {
+			if g == nil || len(g.ps) >= statGroup {
+				g = &group{}
+				groups[k] = g
+				sends = append(sends, g)
+				slots--
+			}
+			g.ps = append(g.ps, p)
+		}
+		t.pending = true
+	}
+	for _, g := range sends {
+		w.resolving++
+		ps := g.ps
 		go func() {
-			size, err := w.s.statSource(w.ctx, p)
-			w.s.post(func(w *world) { w.resolved(id, size, err) })
+			var sizes []int64
+			var errs []error
+			if len(ps) == 1 {
+				size, err := w.s.statSource(w.ctx, ps[0])
+				sizes, errs = []int64{size}, []error{err}
+			} else {
+				sizes, errs = w.s.statSources(w.ctx, ps)
+			}
+			ids := make([]int64, len(ps))
+			for i, q := range ps {
+				ids[i] = q.task.ID
+			}
+			w.s.post(func(w *world) { w.resolved(ids, sizes, errs) })
 		}()
 	}
 	w.giveUp(now)
+}
+
+// statGroup bounds the files stat'ed in one request.
+const statGroup = 1024
+
+// statKey groups the files whose sources may be stat'ed in one request.
+type statKey struct {
+	job      int64
+	src, dir string
+}
+
+// statGroupable reports whether t's source may be stat'ed with others of
+// its directory: the request's read token covers the directory, so a
+// user held to access rules needs a rule that grants it (as for a pull
+// batch); a file with replicas is stat'ed at each.
+func (w *world) statGroupable(t *task, p plan) bool {
+	if len(t.Replicas) > 0 || p.denied != nil || p.srcURL == "" {
+		return false
+	}
+	acc, err := w.jobAccess(t.job)
+	if err != nil {
+		return false
+	}
+	return acc.admin || acc.linkBase(t.SrcEndpoint, path.Dir(p.srcPath), AccessRead) != ""
+}
+
+// statSources stats the sources of ps, files of one job in one source
+// directory, in one request, with a read token for the directory.
+func (s *Server) statSources(ctx context.Context, ps []plan) ([]int64, []error) {
+	sizes, errs := make([]int64, len(ps)), make([]error, len(ps))
+	fail := func(err error) ([]int64, []error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return sizes, errs
+	}
+	dir := path.Dir(ps[0].srcPath)
+	srcToks, _, err := s.dataTokens(ps[0], fmt.Sprintf("job %d stat of %d files", ps[0].task.JobID, len(ps)), dir)
+	if err != nil {
+		return fail(err)
+	}
+	src, err := sluice.NewWithTokens(ps[0].srcURL, srcToks, s.client)
+	if err != nil {
+		return fail(err)
+	}
+	paths := make([]string, len(ps))
+	for i, p := range ps {
+		paths[i] = p.srcPath
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rs, err := src.StatMany(ctx, paths)
+	if err != nil {
+		return fail(err)
+	}
+	for i, r := range rs {
+		switch {
+		case r.Err() != nil:
+			errs[i] = fmt.Errorf("stat %s: %w", ps[i].srcPath, r.Err())
+		case r.IsDir:
+			errs[i] = fmt.Errorf("%w: %s is a directory", backend.ErrInvalid, ps[i].task.Src)
+		default:
+			sizes[i] = r.Size
+		}
+	}
+	return sizes, errs
 }
 
 // waitPrefix begins the notes of waitNote, which a start clears.
@@ -699,9 +818,18 @@ func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
 	return fi.Size, nil
 }
 
-func (w *world) resolved(id int64, size int64, err error) {
+// resolved takes the answers of one stat request (one file, or a group
+// of statSources) and asks for more.
+func (w *world) resolved(ids, sizes []int64, errs []error) {
 	w.resolving--
 	defer w.resolve() // keep the stats flowing
+	for i, id := range ids {
+		w.sized(id, sizes[i], errs[i])
+	}
+}
+
+// sized records what the stat of task id's source answered.
+func (w *world) sized(id int64, size int64, err error) {
 	t := w.tasks.get(id)
 	if t == nil || t.State != store.StateResolving {
 		return

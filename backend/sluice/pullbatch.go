@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -142,3 +144,99 @@ func (b *Backend) SyncMany(ctx context.Context, paths []string) error {
 
 // maxSyncPaths is the agent's limit on paths in one POST /v1/syncs.
 const maxSyncPaths = 4096
+
+// StatsRequest is the body of POST /v1/stats.
+type StatsRequest struct {
+	Paths []string `json:"paths"`
+}
+
+// StatResult is one file's answer in a stat batch: what GET /v1/stat
+// answers (Path as asked), or why it could not (Error, Kind).
+type StatResult struct {
+	Path    string    `json:"path"`
+	Size    int64     `json:"size,omitempty"`
+	ModTime time.Time `json:"mtime,omitzero"`
+	IsDir   bool      `json:"dir,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Kind    string    `json:"kind,omitempty"`
+}
+
+// Info is the result as a backend.FileInfo.
+func (r StatResult) Info() backend.FileInfo {
+	return backend.FileInfo{Path: r.Path, Size: r.Size, ModTime: r.ModTime, IsDir: r.IsDir}
+}
+
+// Err is the file's failure as an error (errors.Is works with backend's
+// sentinels), nil if it was stat'ed.
+func (r StatResult) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return &StatusError{Kind: r.Kind, Message: sanitize(r.Error)}
+}
+
+// StatsResponse is the answer of POST /v1/stats, one result per path.
+type StatsResponse struct {
+	Files []StatResult `json:"files"`
+}
+
+// statsOneByOne is how many single stats StatMany keeps in flight for an
+// agent from before POST /v1/stats.
+const statsOneByOne = 16
+
+// StatMany stats many files, in requests of at most 4,096 paths; per-file
+// failures are in the results (Err), one per path in order. An agent
+// from before POST /v1/stats answers 404 for the route; the files are
+// then stat'ed one request each, a few at a time.
+func (b *Backend) StatMany(ctx context.Context, paths []string) ([]StatResult, error) {
+	out := make([]StatResult, 0, len(paths))
+	for len(paths) > 0 {
+		n := min(len(paths), maxSyncPaths)
+		var resp StatsResponse
+		err := b.call(ctx, http.MethodPost, "/v1/stats", nil, StatsRequest{paths[:n]}, &resp)
+		switch {
+		case errors.Is(err, backend.ErrNotFound):
+			if resp.Files, err = b.statEach(ctx, paths[:n]); err != nil {
+				return nil, err
+			}
+		case err != nil:
+			return nil, wrap("stats", fmt.Sprintf("(%d files)", n), err)
+		case len(resp.Files) != n:
+			return nil, fmt.Errorf("stats: the agent answered for %d of %d files", len(resp.Files), n)
+		}
+		out = append(out, resp.Files...)
+		paths = paths[n:]
+	}
+	return out, nil
+}
+
+// statEach is StatMany's way with an agent that has no POST /v1/stats. A
+// file's own failure (missing, refused) is its result; any other fails
+// the whole.
+func (b *Backend) statEach(ctx context.Context, paths []string) ([]StatResult, error) {
+	out := make([]StatResult, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, statsOneByOne)
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fi, err := b.Stat(ctx, p)
+			var se *StatusError
+			switch {
+			case err == nil:
+				out[i] = StatResult{Path: p, Size: fi.Size, ModTime: fi.ModTime, IsDir: fi.IsDir}
+			case errors.As(err, &se) && se.Status >= 400 && se.Status < 500:
+				out[i] = StatResult{Path: p, Error: se.Message, Kind: se.Kind}
+			default:
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
