@@ -123,7 +123,7 @@ func usageOf(running []*task) (map[voKey]int, map[adaptKey]int) {
 		if t.State != store.StateRunning {
 			continue
 		}
-		used[keyOf(t)] += t.CC
+		used[keyOf(t)] += t.conns()
 		if t.job.Adaptive != "" {
 			inFlight[adaptKeyOf(t)]++
 		}
@@ -251,7 +251,7 @@ func (w *world) trimVO(k voKey, limit int) {
 			continue
 		}
 		if t.job.Adaptive != "" || t.xfer == nil || t.stop != "" {
-			limit -= t.CC // not ours to trim (yet): counted as it is
+			limit -= t.conns() // not ours to trim (yet): counted as it is
 			continue
 		}
 		runs = append(runs, t)

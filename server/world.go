@@ -59,6 +59,10 @@ type task struct {
 	rate       float64
 	canceling  bool // its job was canceled (in the store) while it ran
 	batched    bool // the current run is in a pull batch (batch.go)
+	// rider: the current run rides in a pull batch on another member's
+	// connection (batch.go): it uses none of its own, so it counts no
+	// streams at its endpoints and the scheduler does not see it.
+	rider bool
 
 	// The loop's endpoints of the task, looked up once: the snapshot
 	// needs them for every queued task every cycle. w.eps entries are
@@ -67,6 +71,15 @@ type task struct {
 
 	listed, removed bool // taskTable's bookkeeping
 	resolveQueued   bool // in world.toResolve
+}
+
+// conns is the connections t's run holds at each of its endpoints' uses:
+// its concurrency, or none for a rider.
+func (t *task) conns() int {
+	if t.rider {
+		return 0
+	}
+	return t.CC
 }
 
 // jobState is what the loop keeps of an active job.
@@ -370,16 +383,19 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		}
 		switch t.State {
 		case store.StateRunning:
-			st := next()
-			w.fillSchedTask(st, t, now)
-			running = append(running, st)
 			w.runTasks = append(w.runTasks, t)
 			t.eachUse(func(name string, streams int, share float64) {
 				if e := snap.Endpoints[name]; e != nil {
 					e.Observed += t.rate * share
-					e.CC += t.CC * streams
+					e.CC += t.conns() * streams
 				}
 			})
+			if t.rider {
+				continue // not the scheduler's: see task.rider
+			}
+			st := next()
+			w.fillSchedTask(st, t, now)
+			running = append(running, st)
 		case store.StateQueued:
 			if !w.taskUp(t) {
 				if note := w.downTooLong(now, t.srcEp, t.dstEp); note != "" {
@@ -670,6 +686,7 @@ func (w *world) cycle(trig sched.Trigger) {
 	// it), or the write failed (it waits for a later cycle). A run begun
 	// anyway would write a temporary file next to a destination another
 	// server may already have put in place.
+	starts, audit = w.fillBatches(starts, audit, snap.Waiting, now)
 	written := w.persistSome(starts, audit)
 	var batch []*task
 	for _, t := range starts {
@@ -813,7 +830,7 @@ func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	if strings.HasPrefix(t.Error, waitPrefix) {
 		t.Error = "" // the wait it noted is over
 	}
-	t.batched = false
+	t.batched, t.rider = false, false
 	t.run++
 	t.runStart, t.runDone, t.rate = now, t.Done, 0
 	if t.Started.IsZero() {
@@ -924,7 +941,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 	}
 	t.eachUse(func(name string, streams int, _ float64) {
 		if e := w.eps[name]; e != nil {
-			e.cc = max(0, e.cc-t.CC*streams)
+			e.cc = max(0, e.cc-t.conns()*streams)
 		}
 	})
 	stop := t.stop

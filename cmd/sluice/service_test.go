@@ -10,6 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,6 +118,7 @@ type cluster struct {
 	server  *proc
 	agents  map[string]*proc
 	roots   map[string]string
+	addrs   map[string]string // each agent's listen address
 	admin   *client.Client
 	db      string
 	adminTo string
@@ -130,7 +134,7 @@ func newCluster(t *testing.T, agents int, serveFlags ...string) *cluster {
 // data directory).
 func newClusterOn(t *testing.T, db string, agents int, serveFlags ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, db: db}
+	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, addrs: map[string]string{}, db: db}
 	c.addr = freeAddr(t)
 	args := append([]string{"serve", "--listen", c.addr, "--data-dir", filepath.Join(c.dir, "data"), "--heartbeat-timeout", "3"}, serveFlags...)
 	if c.db != "" {
@@ -159,6 +163,7 @@ func (c *cluster) addAgent(name string, extra ...string) {
 		c.t.Fatal(err)
 	}
 	addr := freeAddr(c.t)
+	c.addrs[name] = addr
 	args := append([]string{"agent", "--listen", addr, "--root", root, "--name", name,
 		"--server", "http://" + c.addr, "--join-token", "@" + filepath.Join(c.dir, "data", "join.token")}, extra...)
 	c.agents[name] = startProc(c.t, args...)
@@ -1594,6 +1599,102 @@ func TestServiceSmallFilesBatched(t *testing.T) {
 				t.Errorf("batching off, yet %d batches", batches)
 			}
 		})
+	}
+}
+
+// countingProxy stands in front of an agent (which advertises the
+// proxy's URL) and counts the requests it forwards by method and route.
+type countingProxy struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	target *url.URL
+	counts map[string]int
+}
+
+func newCountingProxy(t *testing.T) *countingProxy {
+	p := &countingProxy{counts: map[string]int{}}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		target := p.target
+		route := r.URL.Path
+		if parts := strings.SplitN(route, "/", 4); len(parts) >= 3 {
+			route = "/" + parts[1] + "/" + parts[2]
+		}
+		p.counts[r.Method+" "+route]++
+		p.mu.Unlock()
+		if target == nil {
+			http.Error(w, "no agent yet", http.StatusServiceUnavailable)
+			return
+		}
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *countingProxy) to(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = &url.URL{Scheme: "http", Host: addr}
+}
+
+func (p *countingProxy) count(route string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[route]
+}
+
+// TestServiceSmallFilesFewRequests: a job of many small files in a few
+// directories costs the source agent far fewer requests than files. The
+// sizes are learnt a directory at a time (POST /v1/stats), and each of
+// the few connections the destination's limit allows carries a full
+// batch: when the scheduler starts one file, the queued files of its job
+// and directory ride with it. One request per file, or batches shrunk to
+// the one or two files a cycle starts, fail it.
+func TestServiceSmallFilesFewRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 0)
+	px := newCountingProxy(t)
+	c.addAgent("a1", "--advertise", px.srv.URL)
+	px.to(c.addrs["a1"])
+	c.addAgent("a2", "--max-cc", "2") // two connections at a time
+	c.waitEndpoints(2)
+	const n = 300
+	var job api.JobIn
+	for i := range n {
+		// Interleaved directories: a job's files need not come sorted.
+		rel := fmt.Sprintf("small/d%d/f%03d", i%3, i)
+		c.file("a1", rel, 1000+int64(i), uint64(i))
+		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
+	}
+	ctx := context.Background()
+	j, _, err := c.admin.Submit(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = c.waitJob(c.admin, j.ID, 2*time.Minute)
+	if j.FilesDone != n {
+		t.Fatalf("job ended %s with %d of %d files done", j.State, j.FilesDone, n)
+	}
+	for i := range n {
+		rel := fmt.Sprintf("small/d%d/f%03d", i%3, i)
+		if !sameContent(t, c.path("a1", rel), c.path("a2", rel)) {
+			t.Fatalf("%s differs at the destination", rel)
+		}
+	}
+	stats := px.count("GET /v1/stat") + px.count("POST /v1/stats")
+	batches := px.count("POST /v1/batch")
+	t.Logf("source agent: %d stat requests (%d single), %d batch requests, for %d files", stats, px.count("GET /v1/stat"), batches, n)
+	// Three directories: a few stat requests each at most.
+	if stats > n/20 {
+		t.Errorf("%d stat requests at the source for %d files in 3 directories; want at most %d", stats, n, n/20)
+	}
+	// 1 KB files go 64 to a batch (the default BDP of 256 KiB): 15
+	// batches would do, a few more for each directory's last.
+	if batches > n/10 {
+		t.Errorf("%d batch requests at the source for %d files; want at most %d", batches, n, n/10)
 	}
 }
 
