@@ -308,10 +308,20 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	journals := func(m member) storeJournals {
 		return storeJournals{st: s.st, owner: s.cfg.ServerID, task: m.p.task.ID, term: m.p.task.Term}
 	}
+	// The destination agent's client, with a token for the batch's
+	// destination directory (and a read token for the source's, which
+	// the destination agent pulls with).
+	batchDst, srcTok, err := s.batchBackends(ms[0].p, len(ms))
+	if err != nil {
+		for i := range ms {
+			report(i, engine.Result{}, err)
+		}
+		return
+	}
 	// What is at each destination, looked at for all members at once:
 	// one by one, a batch of small files paid a round trip per file
 	// before its first byte moved.
-	dests := s.checkDestinations(ctx, ms)
+	dests := s.checkDestinations(ctx, ms, batchDst)
 	// live: the members still going, by index.
 	live := make([]int, 0, len(ms))
 	for i, m := range ms {
@@ -352,13 +362,7 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		return
 	}
 	first := ms[live[0]].p
-	dst, srcTok, err := s.batchBackends(first, len(live))
-	if err != nil {
-		for _, i := range live {
-			report(i, engine.Result{}, err)
-		}
-		return
-	}
+	dst := batchDst
 	for _, i := range live {
 		id, run := ms[i].p.task.ID, ms[i].run
 		s.post(func(w *world) { w.moving(id, run) })
@@ -391,9 +395,10 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		return
 	}
 	// Check each file, then the claims (the fence before anything is
-	// put in place), then rename what passed, in one request.
-	var pairs []sluice.RenamePair
-	var pass []int
+	// put in place, with the record that the file may be in place from
+	// now on: one transaction for the batch), then rename what passed,
+	// in one request.
+	var checked []int // indexes into live
 	for j, i := range live {
 		m, r := ms[i], results[j]
 		if err := r.Err(); err != nil {
@@ -412,9 +417,15 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 			report(i, engine.Result{}, err)
 			continue
 		}
-		// The fence before the rename, and the record that the file
-		// may be in place from now on, in one fenced write.
-		if err := engine.SaveComplete(ctx, journals(m), journalKey(m.p.task.ID), m.p.srcPath, m.p.dstPath, m.p.task.Size); err != nil {
+		checked = append(checked, j)
+	}
+	saveErrs := s.saveComplete(ctx, ms, live, checked)
+	var pairs []sluice.RenamePair
+	var pass []int
+	for k, j := range checked {
+		i := live[j]
+		m := ms[i]
+		if err := saveErrs[k]; err != nil {
 			report(i, engine.Result{}, fmt.Errorf("engine: not putting %s in place: %w", m.p.dstPath, err))
 			continue
 		}
@@ -464,6 +475,42 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	}
 }
 
+// saveComplete records, for the members live[j] of each j in checked, a
+// complete checkpoint (engine.SaveComplete's) in one fenced store
+// transaction, and returns each one's error in checked's order: a
+// member whose claim is gone gets engine.ErrFenced, as a single run's
+// save would.
+func (s *Server) saveComplete(ctx context.Context, ms []member, live, checked []int) []error {
+	errs := make([]error, len(checked))
+	puts := make([]store.CheckpointPut, 0, len(checked))
+	at := make([]int, 0, len(checked)) // puts[x] is checked[at[x]]
+	for k, j := range checked {
+		p := ms[live[j]].p
+		b, err := engine.CompleteJournal(p.srcPath, p.dstPath, p.task.Size)
+		if err != nil {
+			errs[k] = err
+			continue
+		}
+		puts = append(puts, store.CheckpointPut{Key: journalKey(p.task.ID), Data: b, Task: p.task.ID, Term: p.task.Term})
+		at = append(at, k)
+	}
+	perPut, err := s.st.PutCheckpointsFenced(ctx, s.cfg.ServerID, puts)
+	for x, k := range at {
+		e := err
+		if e == nil {
+			e = perPut[x]
+		}
+		if errors.Is(e, store.ErrStaleTerm) {
+			e = fmt.Errorf("%w: %w", engine.ErrFenced, e)
+		}
+		if e != nil {
+			e = fmt.Errorf("writing journal %s: %w", puts[x].Key, e)
+		}
+		errs[k] = e
+	}
+	return errs
+}
+
 // destCheck is checkDestination's answer for one member of a batch.
 type destCheck struct {
 	res  engine.Result
@@ -474,13 +521,33 @@ type destCheck struct {
 // destChecksAtOnce bounds the destination look-ups of one batch in flight.
 const destChecksAtOnce = 16
 
-// checkDestinations runs checkDestinationOf for every member of a batch,
-// destChecksAtOnce at a time, and returns the answers in members' order.
-func (s *Server) checkDestinations(ctx context.Context, ms []member) []destCheck {
+// checkDestinations runs checkDestinationOf for every member of a batch
+// and returns the answers in members' order. The destinations are
+// stat'ed in one request (dst's token covers their directory); only
+// those where something is found are looked at one by one (what is
+// there, the overwrite rule, a checksum), destChecksAtOnce at a time.
+func (s *Server) checkDestinations(ctx context.Context, ms []member, dst *sluice.Backend) []destCheck {
 	out := make([]destCheck, len(ms))
+	paths := make([]string, len(ms))
+	for i, m := range ms {
+		paths[i] = m.p.dstPath
+	}
+	todo := make([]bool, len(ms))
+	if rs, err := dst.StatMany(ctx, paths); err != nil {
+		for i := range todo {
+			todo[i] = true // each on its own, which says what failed
+		}
+	} else {
+		for i, r := range rs {
+			todo[i] = !errors.Is(r.Err(), backend.ErrNotFound)
+		}
+	}
 	sem := make(chan struct{}, destChecksAtOnce)
 	var wg sync.WaitGroup
 	for i, m := range ms {
+		if !todo[i] {
+			continue // nothing there: the file goes in place
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()

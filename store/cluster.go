@@ -597,19 +597,81 @@ func (s *sqlStore) CheckClaim(ctx context.Context, owner string, taskID, term in
 	return nil
 }
 
+// putFencedSQL writes a checkpoint if its task is claimed under the term
+// and the owner holds the partition's lease under it. The WHERE clause
+// also keeps SQLite from reading ON CONFLICT as part of a join (its
+// upsert-after-SELECT ambiguity).
+const putFencedSQL = `INSERT INTO checkpoints (key, data, updated)
+		SELECT $1, $2, $3 FROM tasks t JOIN leases l ON l.name = t.src_endpoint AND l.owner = $5 AND l.term = $6
+		WHERE t.id = $4 AND t.claim = $6
+		ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated = excluded.updated`
+
+// CheckpointPut is one checkpoint of PutCheckpointsFenced: Data under
+// Key, for task Task claimed under Term.
+type CheckpointPut struct {
+	Key        string
+	Data       []byte
+	Task, Term int64
+}
+
+// PutCheckpointsFenced implements Store.
+func (s *sqlStore) PutCheckpointsFenced(ctx context.Context, owner string, puts []CheckpointPut) ([]error, error) {
+	errs := make([]error, len(puts))
+	if len(puts) == 0 {
+		return errs, nil
+	}
+	now := toNanos(time.Now())
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, putFencedSQL)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, p := range puts {
+			data := p.Data
+			if data == nil {
+				data = []byte{}
+			}
+			res, err := st.ExecContext(ctx, p.Key, data, now, p.Task, owner, p.Term)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n > 0 {
+				continue
+			}
+			// Stale, or the task is gone: the claim says which.
+			var part string
+			var ok bool
+			err = tx.QueryRowContext(ctx, `SELECT t.src_endpoint, t.claim = $2 AND l.owner IS NOT NULL
+				FROM tasks t LEFT JOIN leases l ON l.name = t.src_endpoint AND l.owner = $3 AND l.term = $2
+				WHERE t.id = $1`, p.Task, p.Term, owner).Scan(&part, &ok)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				errs[i] = fmt.Errorf("store: put checkpoint %q: task %d: %w", p.Key, p.Task, ErrNotFound)
+			case err != nil:
+				return err
+			case !ok:
+				errs[i] = fmt.Errorf("store: put checkpoint %q: %w", p.Key, &StaleTermError{Partitions: []string{part}})
+			default:
+				errs[i] = fmt.Errorf("store: put checkpoint %q: task %d not claimed under term %d", p.Key, p.Task, p.Term)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: put %d checkpoints: %w", len(puts), err)
+	}
+	return errs, nil
+}
+
 // PutCheckpointFenced implements Store.
 func (s *sqlStore) PutCheckpointFenced(ctx context.Context, key string, data []byte, owner string, taskID, term int64) error {
 	if data == nil {
 		data = []byte{} // the column is NOT NULL; nil would bind as NULL
 	}
-	// The WHERE clause also keeps SQLite from reading ON CONFLICT as part
-	// of a join (its upsert-after-SELECT ambiguity).
-	res, err := s.w.ExecContext(ctx,
-		`INSERT INTO checkpoints (key, data, updated)
-		SELECT $1, $2, $3 FROM tasks t JOIN leases l ON l.name = t.src_endpoint AND l.owner = $5 AND l.term = $6
-		WHERE t.id = $4 AND t.claim = $6
-		ON CONFLICT (key) DO UPDATE SET data = excluded.data, updated = excluded.updated`,
-		key, data, toNanos(time.Now()), taskID, owner, term)
+	res, err := s.w.ExecContext(ctx, putFencedSQL, key, data, toNanos(time.Now()), taskID, owner, term)
 	if err != nil {
 		return fmt.Errorf("store: put checkpoint %q: %w", key, err)
 	}

@@ -190,6 +190,25 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		if err := s.PutCheckpointFenced(ctx, "task/a0", []byte("s2's"), "s2", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
 			t.Fatalf("fenced checkpoint by a server without the lease: %v", err)
 		}
+		// Many at once: each under its own claim, in one transaction;
+		// a task of another's partition, or one that does not exist,
+		// fails alone.
+		errs, err := s.PutCheckpointsFenced(ctx, "s1", []CheckpointPut{
+			{Key: "task/a2", Data: []byte("a2"), Task: got[1].ID, Term: 1},
+			{Key: "task/b1", Data: []byte("b1"), Task: tasks[1].ID, Term: 1},
+			{Key: "task/none", Data: []byte("?"), Task: 1 << 40, Term: 1},
+		})
+		if err != nil || len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], ErrStaleTerm) || !errors.Is(errs[2], ErrNotFound) {
+			t.Fatalf("batch of fenced checkpoints: %v %v", errs, err)
+		}
+		if b, err := s.Checkpoint(ctx, "task/a2"); err != nil || string(b) != "a2" {
+			t.Fatalf("checkpoint written in a batch: %q %v", b, err)
+		}
+		for _, k := range []string{"task/b1", "task/none"} {
+			if _, err := s.Checkpoint(ctx, k); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("checkpoint %s refused in a batch was written: %v", k, err)
+			}
+		}
 		// s1 may not write partition b's tasks.
 		bTask := tasks[1]
 		bTask.Term = 1
@@ -209,6 +228,9 @@ func TestClaimAndFencedUpdate(t *testing.T) {
 		}
 		if err := s.PutCheckpointFenced(ctx, "task/a0", []byte("stale"), "s1", got[0].ID, 1); !errors.Is(err, ErrStaleTerm) {
 			t.Fatalf("fenced checkpoint after a take-over: %v", err)
+		}
+		if errs, err := s.PutCheckpointsFenced(ctx, "s1", []CheckpointPut{{Key: "task/a0", Data: []byte("stale"), Task: got[0].ID, Term: 1}}); err != nil || !errors.Is(errs[0], ErrStaleTerm) {
+			t.Fatalf("batch of fenced checkpoints after a take-over: %v %v", errs, err)
 		}
 		if b, err := s.Checkpoint(ctx, "task/a0"); err != nil || string(b) != "s1's journal" {
 			t.Fatalf("checkpoint after refused writes: %q %v", b, err)

@@ -434,6 +434,11 @@ type Store interface {
 	// lost a partition while a run went on cannot overwrite the journal
 	// of the new owner's run.
 	PutCheckpointFenced(ctx context.Context, key string, data []byte, owner string, taskID, term int64) error
+	// PutCheckpointsFenced is PutCheckpointFenced for many checkpoints
+	// in one transaction (the files of a pull batch): errs[i] is puts[i]'s
+	// own refusal (a *StaleTermError, nothing written for it), err the
+	// transaction's (nothing written).
+	PutCheckpointsFenced(ctx context.Context, owner string, puts []CheckpointPut) (errs []error, err error)
 	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
 	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)
 	// FailOutOfRange fails the tasks still to end whose size is not in
