@@ -38,15 +38,16 @@ import (
 //
 // Each file is still a task with its own state, cancellation and
 // retries, and the scheduler decides which jobs get connections and how
-// many: a batch is one connection, and only its first member (the one
+// many: a batch is one connection, and only its first member (a file
 // the scheduler started) counts as one at the endpoints and against the
-// VO's streams. The others ride on it (task.rider): the scheduler does
-// not see them, and they count no streams. A batch short of pp files is
-// topped up with queued files of the same job and directories
-// (fillBatches). Without that, every batch that ends frees one
-// connection, the scheduler starts one file on it, and batches shrink to
-// one file each: a path with a 50 ms round trip then carries 32 files
-// (2 MiB of 64 KiB files) per round trip, 15% of a 1 Gb/s link.
+// VO's streams. The others ride on it (task.rider): queued files of the
+// same job and directories (fillBatches), pp-1 per started file. The
+// scheduler does not see them, and they count no streams. Batches made
+// of the scheduler's starts alone shrink to a file or two each: every
+// batch that ends frees one connection and the scheduler starts one file
+// on it; grouping the files of one cycle instead leaves connections the
+// scheduler gave unused. A path with a 50 ms round trip then carried 32
+// files (2 MiB of 64 KiB files) per round trip, 15% of a 1 Gb/s link.
 
 // maxBatchFiles bounds the files of one batch (the paper's max pp).
 const maxBatchFiles = 64
@@ -134,15 +135,15 @@ func batchPP(bdp, mean int64) int {
 // another directory) must not make a cycle walk the whole job.
 const riderScan = 256
 
-// fillBatches tops up this cycle's short pull batches with riders and
+// fillBatches gives each batchable start of this cycle pp-1 riders and
 // returns starts and audit with the riders' starts added (they are
-// written with the cycle's other starts). A group of n batchable starts
-// of one key goes in ceil(n/pp) batches; the room up to pp files in each
-// is filled with queued files of the same job that would go in the same
-// batch, taken in ID order after the group's last started file (then
-// before it). waiting is the cycle's snapshot of queued tasks, in ID
-// order. Adaptive jobs get no riders: their concurrency of files in
-// flight is the adaptive client's to set.
+// written with the cycle's other starts). Each start the scheduler made
+// is one connection, which leads a batch; the rest of the batch is
+// queued files of the same job that would go in the same batch, taken
+// in ID order after the group's last started file (then before it).
+// waiting is the cycle's snapshot of queued tasks, in ID order.
+// Adaptive jobs get no riders: their concurrency of files in flight is
+// the adaptive client's to set.
 func (w *world) fillBatches(starts []*task, audit []store.AuditEntry, waiting []*sched.Task, now time.Time) ([]*task, []store.AuditEntry) {
 	type group struct {
 		n     int
@@ -174,7 +175,7 @@ func (w *world) fillBatches(starts []*task, audit []store.AuditEntry, waiting []
 	for _, k := range keys {
 		g := groups[k]
 		pp := batchPP(bdp, g.total/int64(g.n))
-		need := (g.n+pp-1)/pp*pp - g.n
+		need := g.n * (pp - 1)
 		if need == 0 {
 			continue
 		}
@@ -199,6 +200,7 @@ func (w *world) fillBatches(starts []*task, audit []store.AuditEntry, waiting []
 				return true
 			}
 			audit = append(audit, w.start(t, 1, now))
+			w.ride(t)
 			starts = append(starts, t)
 			need--
 			return need > 0
@@ -254,24 +256,50 @@ func (w *world) launchBatches(ts []*task) {
 		for _, m := range ms {
 			total += m.p.task.Size
 		}
-		// pp = 1 + BDP / mean, at most maxBatchFiles; the batches get
-		// equal shares.
+		var leads, riders []member
+		for i, m := range ms {
+			if tasks[k][i].rider {
+				riders = append(riders, m)
+			} else {
+				leads = append(leads, m)
+			}
+		}
+		if len(riders) > 0 && len(leads) > 0 {
+			// Each started file leads a batch, the riders share out.
+			for i, m := range leads {
+				lo, hi := i*len(riders)/len(leads), (i+1)*len(riders)/len(leads)
+				go w.s.runBatch(w.ctx, append([]member{m}, riders[lo:hi]...))
+			}
+			continue
+		}
+		// No riders (an adaptive job's files; the last of a job): the
+		// starts share ceil(n/pp) batches of pp = 1 + BDP / mean (at
+		// most maxBatchFiles) in equal shares, and all but the first
+		// of each ride on its connection.
 		pp := batchPP(bdp, total/int64(len(ms)))
 		n := (len(ms) + pp - 1) / pp
 		for i := range n {
 			lo, hi := i*len(ms)/n, (i+1)*len(ms)/n
-			// One connection: the first member's; the others ride.
 			for _, t := range tasks[k][lo+1 : hi] {
-				t.rider = true
-				t.eachUse(func(name string, streams int, _ float64) {
-					if e := w.eps[name]; e != nil {
-						e.cc = max(0, e.cc-t.CC*streams)
-					}
-				})
+				w.ride(t)
 			}
 			go w.s.runBatch(w.ctx, ms[lo:hi])
 		}
 	}
+}
+
+// ride makes t's run a rider (see task.rider): the connection start
+// counted for it at its endpoints is given back.
+func (w *world) ride(t *task) {
+	if t.rider {
+		return
+	}
+	t.rider = true
+	t.eachUse(func(name string, streams int, _ float64) {
+		if e := w.eps[name]; e != nil {
+			e.cc = max(0, e.cc-t.CC*streams)
+		}
+	})
 }
 
 // runBatch moves one batch and reports every member's run to the loop,
