@@ -181,8 +181,10 @@ type StatsResponse struct {
 }
 
 // statsOneByOne is how many single stats StatMany keeps in flight for an
-// agent from before POST /v1/stats.
-const statsOneByOne = 16
+// agent from before POST /v1/stats. Few: a caller may run several
+// StatMany at once (the service, 16), and such an agent was sent 16
+// stats at a time before the route existed.
+const statsOneByOne = 4
 
 // StatMany stats many files, in requests of at most 4,096 paths; per-file
 // failures are in the results (Err), one per path in order. An agent
