@@ -110,29 +110,28 @@ func ReadCheckpoint(ctx context.Context, js Journals, key string) (c Checkpoint,
 // so that a rerun after a crash finds the file may be in place already
 // (Checkpoint.Complete) and checks it instead of copying it again.
 func SaveComplete(ctx context.Context, js Journals, key, src, dst string, size int64) error {
-	b, err := CompleteJournal(src, dst, size)
-	if err != nil {
-		return err
-	}
-	if err := js.Save(ctx, key, b); err != nil {
-		return fmt.Errorf("writing journal %s: %w", key, err)
-	}
-	return nil
+	return saveJournal(ctx, js, key, completeJournal(src, dst, size))
 }
 
-// CompleteJournal is what SaveComplete saves: the journal of a copy of
-// src to dst, size bytes, every one written. A caller that saves many at
-// once (one store transaction for a pull batch) writes these.
+// CompleteJournal is what SaveComplete saves, encoded: a caller that
+// saves many at once (one store transaction for a pull batch) writes
+// these.
 func CompleteJournal(src, dst string, size int64) ([]byte, error) {
-	var done ranges
-	if size > 0 {
-		done = ranges{{0, size}}
-	}
-	b, err := json.Marshal(newJournal(src, dst, size, time.Time{}, done))
+	b, err := json.Marshal(completeJournal(src, dst, size))
 	if err != nil {
 		return nil, fmt.Errorf("encoding journal: %w", err)
 	}
 	return b, nil
+}
+
+// completeJournal is the journal of a copy of src to dst, size bytes,
+// every one written.
+func completeJournal(src, dst string, size int64) journal {
+	var done ranges
+	if size > 0 {
+		done = ranges{{0, size}}
+	}
+	return newJournal(src, dst, size, time.Time{}, done)
 }
 
 // readJournal loads a journal from a local file.

@@ -580,21 +580,44 @@ func (s *sqlStore) UpdateTasksFenced(ctx context.Context, owner string, tasks []
 // in place, so that a server that lost the partition while its transfer
 // ran does not finish the file the new owner is also moving.
 func (s *sqlStore) CheckClaim(ctx context.Context, owner string, taskID, term int64) error {
+	refused, err := checkClaimIn(ctx, s.r, owner, taskID, term)
+	if err != nil {
+		return err
+	}
+	return refused
+}
+
+// checkClaimIn is CheckClaim on q (the store's readers, or a
+// transaction): refused says why the claim does not hold (the task is
+// gone, or a *StaleTermError), err that the store could not be asked.
+func checkClaimIn(ctx context.Context, q queryer, owner string, taskID, term int64) (refused, err error) {
 	var part string
 	var ok bool
-	err := s.r.QueryRowContext(ctx, `SELECT t.src_endpoint, t.claim = $2 AND l.owner IS NOT NULL
+	err = q.QueryRowContext(ctx, `SELECT t.src_endpoint, t.claim = $2 AND l.owner IS NOT NULL
 		FROM tasks t LEFT JOIN leases l ON l.name = t.src_endpoint AND l.owner = $3 AND l.term = $2
 		WHERE t.id = $1`, taskID, term, owner).Scan(&part, &ok)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("store: task %d: %w", taskID, ErrNotFound)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("store: task %d: %w", taskID, ErrNotFound), nil
+	case err != nil:
+		return nil, fmt.Errorf("store: check claim of task %d: %w", taskID, err)
+	case !ok:
+		return &StaleTermError{Partitions: []string{part}}, nil
 	}
-	if err != nil {
-		return fmt.Errorf("store: check claim of task %d: %w", taskID, err)
+	return nil, nil
+}
+
+// unclaimedPut is why a fenced checkpoint write of key for task taskID
+// wrote nothing (err: the store could not be asked).
+func unclaimedPut(ctx context.Context, q queryer, key, owner string, taskID, term int64) (refused, err error) {
+	refused, err = checkClaimIn(ctx, q, owner, taskID, term)
+	switch {
+	case err != nil:
+		return nil, err
+	case refused != nil:
+		return fmt.Errorf("store: put checkpoint %q: %w", key, refused), nil
 	}
-	if !ok {
-		return &StaleTermError{Partitions: []string{part}}
-	}
-	return nil
+	return fmt.Errorf("store: put checkpoint %q: task %d not claimed under term %d", key, taskID, term), nil
 }
 
 // putFencedSQL writes a checkpoint if its task is claimed under the term
@@ -642,20 +665,8 @@ func (s *sqlStore) PutCheckpointsFenced(ctx context.Context, owner string, puts 
 				continue
 			}
 			// Stale, or the task is gone: the claim says which.
-			var part string
-			var ok bool
-			err = tx.QueryRowContext(ctx, `SELECT t.src_endpoint, t.claim = $2 AND l.owner IS NOT NULL
-				FROM tasks t LEFT JOIN leases l ON l.name = t.src_endpoint AND l.owner = $3 AND l.term = $2
-				WHERE t.id = $1`, p.Task, p.Term, owner).Scan(&part, &ok)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				errs[i] = fmt.Errorf("store: put checkpoint %q: task %d: %w", p.Key, p.Task, ErrNotFound)
-			case err != nil:
+			if errs[i], err = unclaimedPut(ctx, tx, p.Key, owner, p.Task, p.Term); err != nil {
 				return err
-			case !ok:
-				errs[i] = fmt.Errorf("store: put checkpoint %q: %w", p.Key, &StaleTermError{Partitions: []string{part}})
-			default:
-				errs[i] = fmt.Errorf("store: put checkpoint %q: task %d not claimed under term %d", p.Key, p.Task, p.Term)
 			}
 		}
 		return nil
@@ -680,11 +691,12 @@ func (s *sqlStore) PutCheckpointFenced(ctx context.Context, key string, data []b
 		return fmt.Errorf("store: put checkpoint %q: %w", key, err)
 	}
 	if n == 0 {
-		// Stale, or the task is gone: CheckClaim says which.
-		if err := s.CheckClaim(ctx, owner, taskID, term); err != nil {
+		// Stale, or the task is gone: the claim says which.
+		refused, err := unclaimedPut(ctx, s.r, key, owner, taskID, term)
+		if err != nil {
 			return fmt.Errorf("store: put checkpoint %q: %w", key, err)
 		}
-		return fmt.Errorf("store: put checkpoint %q: task %d not claimed under term %d", key, taskID, term)
+		return refused
 	}
 	return nil
 }
