@@ -295,11 +295,7 @@ func (w *world) ride(t *task) {
 		return
 	}
 	t.rider = true
-	t.eachUse(func(name string, streams int, _ float64) {
-		if e := w.eps[name]; e != nil {
-			e.cc = max(0, e.cc-t.CC*streams)
-		}
-	})
+	w.addConns(t, -t.CC)
 }
 
 // runBatch moves one batch and reports every member's run to the loop,

@@ -842,12 +842,18 @@ func (w *world) start(t *task, cc int, now time.Time) store.AuditEntry {
 	if e := w.eps[t.DstEndpoint]; e != nil {
 		t.dstLoad = e.cc
 	}
+	w.addConns(t, cc)
+	return a
+}
+
+// addConns adds n connections of t's run at each endpoint it uses (n
+// negative: gives them back), as the loop counts them between cycles.
+func (w *world) addConns(t *task, n int) {
 	t.eachUse(func(name string, streams int, _ float64) {
 		if e := w.eps[name]; e != nil {
-			e.cc += cc * streams
+			e.cc = max(0, e.cc+n*streams)
 		}
 	})
-	return a
 }
 
 // pause preempts t: the engine stops at a sub-write boundary and writes
@@ -939,11 +945,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 			t.Done = p.Journaled
 		}
 	}
-	t.eachUse(func(name string, streams int, _ float64) {
-		if e := w.eps[name]; e != nil {
-			e.cc = max(0, e.cc-t.conns()*streams)
-		}
-	})
+	w.addConns(t, -t.conns())
 	stop := t.stop
 	t.stop, t.preemptFor = "", 0
 	if res.Note != "" {
