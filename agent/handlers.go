@@ -841,6 +841,12 @@ func (p *pullReport) Read(b []byte) (int, error) {
 	if p.handed-p.reported >= pullReportEvery {
 		p.line(sluice.PullProgressLine{Written: p.handed})
 	}
+	// A read never runs past the next line's mark: the copy's buffer
+	// (and a source that hands out several MiB at once) would otherwise
+	// let a whole file pass between two lines.
+	if left := pullReportEvery - (p.handed - p.reported); int64(len(b)) > left {
+		b = b[:left]
+	}
 	n, err := p.r.Read(b)
 	p.handed += int64(n)
 	return n, err

@@ -180,6 +180,9 @@ type flakyAlloc struct {
 	svcAlloc
 	fail     int // calls to fail from now on; < 0: all
 	requests int
+	// timeout is how long a failing call takes to fail: a service that
+	// does not answer is given up on after a while, not at once.
+	timeout time.Duration
 }
 
 var errRefused = errors.New("connection refused")
@@ -189,6 +192,7 @@ func (a *flakyAlloc) down() bool {
 		return false
 	}
 	a.fail--
+	time.Sleep(a.timeout)
 	return true
 }
 
@@ -227,12 +231,16 @@ func TestRunAdaptiveOutages(t *testing.T) {
 		p         int
 		fail      int
 		forget    bool // the service ends the allocation after the first file
+		timeout   time.Duration
 		wantErr   string
 		requests  int
 	}{
 		{name: "updates fail for a while", lease: time.Minute, fail: 3, requests: 1},
 		{name: "allocation gone", lease: time.Minute, forget: true, requests: 2},
-		{name: "lease over, service back", lease: time.Millisecond, fail: 2, requests: 2},
+		// The failing update outlasts the lease (before, five small
+		// files could copy inside the 1 ms lease on a fast machine, and
+		// the client never saw it end).
+		{name: "lease over, service back", lease: time.Millisecond, fail: 2, timeout: 5 * time.Millisecond, requests: 2},
 		{name: "nothing answers", lease: time.Millisecond, fail: -1, wantErr: "no allocation from the policy service"},
 		{name: "p above the client limit", lease: time.Minute, clientMax: 3, p: 4, wantErr: "holds at most 3"},
 	} {
@@ -253,7 +261,7 @@ func TestRunAdaptiveOutages(t *testing.T) {
 			if tc.p > 0 {
 				prm.P = tc.p
 			}
-			al := &flakyAlloc{svcAlloc: svcAlloc{svc: svc, pair: pair, name: "me"}, fail: tc.fail}
+			al := &flakyAlloc{svcAlloc: svcAlloc{svc: svc, pair: pair, name: "me"}, fail: tc.fail, timeout: tc.timeout}
 			o := AdaptiveOptions{Params: prm, Wait: 20 * time.Millisecond, MaxOutage: 300 * time.Millisecond}
 			if tc.forget {
 				var once sync.Once
