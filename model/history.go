@@ -22,6 +22,8 @@ package model
 import (
 	"math"
 	"sort"
+
+	"github.com/sluice-dtn/sluice/sched"
 )
 
 // Obs is one observation of a transfer: its signature and the throughput it
@@ -86,6 +88,7 @@ type recentObs struct {
 }
 
 type pairHist struct {
+	src, dst string // the pair's endpoints, for the fallback
 	// errEWMA is the recent relative error of predictions on the pair.
 	errEWMA float64
 	errSeen bool
@@ -105,7 +108,12 @@ type pairHist struct {
 // History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
 // the world that owns it feeds it between scheduling cycles.
 type History struct {
-	pairs map[[2]string]*pairHist
+	// pairs is keyed by the endpoints' numbers in eps (source in the
+	// high half): a scheduling cycle over a hundred thousand pairs looks
+	// each up, and a key of two strings cost two string hashes and
+	// compares that read the key's bytes from memory, besides the probe.
+	pairs map[uint64]*pairHist
+	eps   map[string]uint32
 	// errSum/errN: relative prediction error over all observations.
 	errSum, errN float64
 	now          float64
@@ -144,7 +152,7 @@ const DefaultMaxRows = 1 << 18
 
 // NewHistory returns an empty estimator.
 func NewHistory() *History {
-	return &History{pairs: map[[2]string]*pairHist{}, RecentWindow: 1800, RecentMax: 32, MaxRows: DefaultMaxRows}
+	return &History{pairs: map[uint64]*pairHist{}, eps: map[string]uint32{}, RecentWindow: 1800, RecentMax: 32, MaxRows: DefaultMaxRows}
 }
 
 // LoadBucket maps a known load (concurrency) to its history bucket: exact up
@@ -203,14 +211,24 @@ func (h *History) pair(src, dst string) *pairHist {
 	if h.last != nil && h.lastSrc == src && h.lastDst == dst {
 		return h.last
 	}
-	k := [2]string{src, dst}
+	k := uint64(h.epID(src))<<32 | uint64(h.epID(dst))
 	p := h.pairs[k]
 	if p == nil {
-		p = &pairHist{corr: 1, h: h} // maps made on first write: most pairs are only asked about
+		p = &pairHist{src: src, dst: dst, corr: 1, h: h} // maps made on first write: most pairs are only asked about
 		h.pairs[k] = p
 	}
 	h.last, h.lastSrc, h.lastDst = p, src, dst
 	return p
+}
+
+// epID numbers endpoint name for the pairs' keys, numbering it if new.
+func (h *History) epID(name string) uint32 {
+	id, ok := h.eps[name]
+	if !ok {
+		id = uint32(len(h.eps))
+		h.eps[name] = id
+	}
+	return id
 }
 
 // SetNow tells the estimator the current time, which decides which
@@ -439,20 +457,57 @@ func (h *History) correction(p *pairHist) float64 {
 
 // Throughput implements sched.Estimator.
 func (h *History) Throughput(src, dst string, cc, srcLoad, dstLoad int, size int64) float64 {
-	p := h.pair(src, dst)
-	b := h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size))
-	return b * h.correction(p)
+	return h.pair(src, dst).Throughput(cc, srcLoad, dstLoad, size)
 }
 
 // ThroughputCurve implements sched.CurveEstimator: thr[i] is
 // Throughput(src, dst, fromCC+i, srcLoad, dstLoad, size), with the pair
 // and its correction looked up once.
 func (h *History) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int, size int64, thr []float64) {
-	p := h.pair(src, dst)
+	h.pair(src, dst).ThroughputCurve(fromCC, srcLoad, dstLoad, size, thr)
+}
+
+// Pair implements sched.PairEstimator: the pair's history, whose
+// answers are the History's for the pair.
+func (h *History) Pair(src, dst string) sched.PairModel { return h.pair(src, dst) }
+
+// Throughput implements sched.PairModel.
+func (p *pairHist) Throughput(cc, srcLoad, dstLoad int, size int64) float64 {
+	return p.h.base(p, p.src, p.dst, sigOf(cc, srcLoad, dstLoad, size)) * p.h.correction(p)
+}
+
+// ThroughputCurve implements sched.PairModel. The levels of a curve
+// share a row (loads and size class), which is looked up once; a cell
+// that answers alone (observations, or a remembered fallback answer) is
+// read from it as base would read it, and any other level goes through
+// base.
+func (p *pairHist) ThroughputCurve(fromCC, srcLoad, dstLoad int, size int64, thr []float64) {
+	h := p.h
 	corr := h.correction(p)
+	s := sigOf(fromCC, srcLoad, dstLoad, size)
+	key, inRows := rowKey(s)
+	var r *row
+	if inRows {
+		r = p.row(key, false)
+	}
 	for i := range thr {
-		cc := fromCC + i
-		thr[i] = h.base(p, src, dst, sigOf(cc, srcLoad, dstLoad, size)) * corr
+		s.cc = fromCC + i
+		if r != nil && s.cc <= len(r.cells) && !(h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt)) {
+			c := &r.cells[s.cc-1]
+			if c.n > 0 {
+				thr[i] = c.sum / c.n * corr
+				continue
+			}
+			if h.Fallback != nil && c.hasPrior && c.prior > 0 {
+				thr[i] = c.prior * corr
+				continue
+			}
+		}
+		thr[i] = h.base(p, p.src, p.dst, s) * corr
+		// base may have made the row, grown it or dropped it.
+		if r = nil; inRows && s.cc < rowMaxCC {
+			r = p.row(key, false)
+		}
 	}
 }
 
@@ -460,7 +515,9 @@ func (h *History) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int,
 // error (exponentially weighted) of this estimator's predictions on the
 // pair, measured as observations arrive; 0 if none yet.
 func (h *History) PredictionError(src, dst string) float64 {
-	if p := h.pairs[[2]string{src, dst}]; p != nil {
+	s, okS := h.eps[src]
+	d, okD := h.eps[dst]
+	if p := h.pairs[uint64(s)<<32|uint64(d)]; okS && okD && p != nil {
 		return p.errEWMA
 	}
 	return 0

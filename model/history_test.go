@@ -373,9 +373,19 @@ func TestSizeClass(t *testing.T) {
 // TestHistoryCurve: ThroughputCurve gives exactly what Throughput gives at
 // each concurrency (the scheduler's decisions must not depend on which it
 // asks): with history, recent corrections, a fallback that has no answer
-// for some levels, loads past the packed rows, and on pairs without data.
+// for some levels, loads past the packed rows, and on pairs without data;
+// asked again (the fallback's answers remembered), through the pair's
+// handle, and with a row bound low enough that remembered answers are
+// dropped in the middle of a curve.
 func TestHistoryCurve(t *testing.T) {
+	for _, maxRows := range []int{model.DefaultMaxRows, 2} {
+		historyCurve(t, maxRows)
+	}
+}
+
+func historyCurve(t *testing.T, maxRows int) {
 	h := model.NewHistory()
+	h.MaxRows = maxRows
 	h.Fallback = func(src, dst string, cc, sl, dl int, size int64) float64 {
 		if cc%5 == 0 || src == "X" {
 			return 0
@@ -393,11 +403,21 @@ func TestHistoryCurve(t *testing.T) {
 		size     int64
 	}{{"S", "D", 2, 300, big}, {"S", "D", 0, 0, 3e6}, {"S", "D", 40, 5, big}, {"X", "D", 0, 0, big}, {"N", "M", 1, 1, big}} {
 		for from := 1; from <= 9; from += 4 {
-			curve := make([]float64, 8)
-			h.ThroughputCurve(q.src, q.dst, from, q.sl, q.dl, q.size, curve)
-			for i, got := range curve {
-				if want := h.Throughput(q.src, q.dst, from+i, q.sl, q.dl, q.size); got != want {
-					t.Errorf("%s->%s loads %d/%d: curve from %d at cc %d = %g, Throughput %g", q.src, q.dst, q.sl, q.dl, from, from+i, got, want)
+			for ask := range 3 {
+				curve := make([]float64, 8)
+				if ask == 2 {
+					h.Pair(q.src, q.dst).ThroughputCurve(from, q.sl, q.dl, q.size, curve)
+				} else {
+					h.ThroughputCurve(q.src, q.dst, from, q.sl, q.dl, q.size, curve)
+				}
+				for i, got := range curve {
+					want := h.Throughput(q.src, q.dst, from+i, q.sl, q.dl, q.size)
+					if ask == 1 {
+						want = h.Pair(q.src, q.dst).Throughput(from+i, q.sl, q.dl, q.size)
+					}
+					if got != want {
+						t.Errorf("rows %d, ask %d: %s->%s loads %d/%d: curve from %d at cc %d = %g, Throughput %g", maxRows, ask, q.src, q.dst, q.sl, q.dl, from, from+i, got, want)
+					}
 				}
 			}
 		}

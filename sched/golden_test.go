@@ -37,6 +37,26 @@ func (e curveEst) ThroughputCurve(src, dst string, fromCC, sl, dl int, size int6
 	}
 }
 
+// pairEst is curveEst with pair handles (sched.PairEstimator), as
+// model.History offers them: a cycle then asks through the handles its
+// entries and links carry, and must decide exactly as it does by name.
+type pairEst struct{ curveEst }
+
+func (e pairEst) Pair(src, dst string) sched.PairModel { return curvePair{e.curveEst, src, dst} }
+
+type curvePair struct {
+	e        curveEst
+	src, dst string
+}
+
+func (p curvePair) Throughput(cc, sl, dl int, size int64) float64 {
+	return p.e.Throughput(p.src, p.dst, cc, sl, dl, size)
+}
+
+func (p curvePair) ThroughputCurve(fromCC, sl, dl int, size int64, thr []float64) {
+	p.e.ThroughputCurve(p.src, p.dst, fromCC, sl, dl, size, thr)
+}
+
 // exactEst depends on the exact size and on the pair (a path-specific
 // knee), and offers no shortcuts: every question is asked as is.
 type exactEst struct{ caps map[string]float64 }
@@ -206,7 +226,8 @@ func digest(ds []sched.Decision) string {
 // backlog, a total limit, a facility with a short queue) give exactly the
 // decisions recorded in testdata/decisions.golden, under SEAL, STEAL and
 // seal+, with an estimator that offers size keys and curves and with one
-// that offers neither. The file was written by the code before the
+// that offers neither; the first, offering pair handles as well, decides
+// the same as without them. The file was written by the code before the
 // scheduler's caches and indexes were reworked for speed; making a cycle
 // faster must not change what it decides. A change meant to alter
 // decisions rewrites the file with -update and says why in its commit.
@@ -221,10 +242,11 @@ func TestDecisionsGolden(t *testing.T) {
 		for seed := range 3 {
 			r := rand.New(rand.NewPCG(uint64(si), uint64(seed)))
 			snap, caps := goldenSnapshot(r, g)
+			curveLines := map[string]string{} // the curve estimator's, by scheduler and options
 			for _, est := range []struct {
 				name string
 				e    sched.Estimator
-			}{{"curve", curveEst{caps}}, {"exact", exactEst{caps}}} {
+			}{{"curve", curveEst{caps}}, {"pairs", pairEst{curveEst{caps}}}, {"exact", exactEst{caps}}} {
 				snap.Estimator = est.e
 				for _, name := range []string{"seal", "steal", "seal+"} {
 					for oi, o := range []sched.Options{{}, {PF: 1.1, Lambda: 0.5, PromoteAfter: 300, Beta: 0.05}} {
@@ -233,8 +255,20 @@ func TestDecisionsGolden(t *testing.T) {
 						for _, d := range ds {
 							n[d.Kind]++
 						}
-						lines = append(lines, fmt.Sprintf("%s/%d/%s/%s/%d start=%d preempt=%d setcc=%d %s",
-							g.name, seed, est.name, name, oi, n[sched.Start], n[sched.Preempt], n[sched.SetCC], digest(ds)))
+						line := func(est string) string {
+							return fmt.Sprintf("%s/%d/%s/%s/%d start=%d preempt=%d setcc=%d %s",
+								g.name, seed, est, name, oi, n[sched.Start], n[sched.Preempt], n[sched.SetCC], digest(ds))
+						}
+						if est.name == "pairs" {
+							if got, want := line("curve"), curveLines[fmt.Sprint(name, oi)]; got != want {
+								t.Errorf("decisions with pair handles differ:\n got  %s\n want %s", got, want)
+							}
+							continue
+						}
+						if est.name == "curve" {
+							curveLines[fmt.Sprint(name, oi)] = line(est.name)
+						}
+						lines = append(lines, line(est.name))
 					}
 				}
 			}

@@ -95,6 +95,9 @@ type entry struct {
 	batch   bool  // batch for STEAL's purposes (after promotion)
 	stopped bool  // preempted in this cycle
 	started bool  // started or resized in this cycle
+	// pm is the estimator's handle of the task's pair: index+1 in the
+	// cycle's pms (0: none, the estimator is asked by name).
+	pm int32
 }
 
 // link is the tasks of one source-destination pair at an endpoint, taken
@@ -103,6 +106,7 @@ type link struct {
 	src, dst int32
 	cc       int
 	size     int64
+	pm       int32 // the pair's handle, as entry.pm
 }
 
 // epState is one endpoint during a cycle. Endpoints are indexed so that
@@ -278,6 +282,13 @@ type cycle struct {
 	gen     uint64
 	sizeKey func(int64) int64
 	curve   CurveEstimator // the estimator, if it is one; else nil
+	// pe is the estimator, if it is a PairEstimator (else nil), and pms
+	// the handles of the pairs it was asked for. A handle travels with
+	// the entries and links of its pair (their pm): looking pairs up
+	// again, in a table of a hundred thousand, cost a cache miss each,
+	// more than the estimator's own answer.
+	pe  PairEstimator
+	pms []PairModel
 	// curveBuf is findThrCC's scratch for a CurveEstimator's answers.
 	curveBuf  [2 * curveChunk]float64
 	curveWant int // the first chunk's length: see searchThrCC
@@ -304,6 +315,28 @@ type cycle struct {
 // cycle's decisions are the same with it or without.
 type CurveEstimator interface {
 	ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int, size int64, thr []float64)
+}
+
+// PairEstimator may be implemented by an Estimator that can look a pair
+// up once and then answer questions about it without finding it by name
+// again. A cycle asks about one pair many times (FindThrCC at each
+// concurrency, at the cycle's loads and at none; every link at an
+// endpoint while a start chooses its concurrency), and on a queue whose
+// tasks are each on their own pair, finding the pair by its two names
+// was a third of a History estimator's cost.
+type PairEstimator interface {
+	Estimator
+	Pair(src, dst string) PairModel
+}
+
+// PairModel answers an Estimator's questions about one pair: Throughput
+// and ThroughputCurve must be exactly the Estimator's (and
+// CurveEstimator's) answers for that pair, so that a cycle decides the
+// same with handles or without. A handle stays valid while the
+// estimator does not change (a cycle).
+type PairModel interface {
+	Throughput(cc, srcLoad, dstLoad int, size int64) float64
+	ThroughputCurve(fromCC, srcLoad, dstLoad int, size int64, thr []float64)
 }
 
 // curveChunk is how many concurrencies findThrCC asks a CurveEstimator
@@ -339,6 +372,9 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 		c.sizeKey = k.SizeKey
 	}
 	c.curve, _ = snap.Estimator.(CurveEstimator)
+	c.pe, _ = snap.Estimator.(PairEstimator)
+	clear(c.pms) // an old cycle's handles are not kept alive
+	c.pms = c.pms[:0]
 	// Endpoints are indexed as tasks name them. Indexes only key caches;
 	// every order that reaches a decision is by name or task ID, so they
 	// never leak into the result.
@@ -361,7 +397,7 @@ func newCycle(s *SEAL, snap *Snapshot) *cycle {
 			// Still starting: its throughput is not observed yet, but it
 			// will take its share; count the model's prediction so one
 			// cycle's starts are not repeated by the next.
-			thr := c.est(e.src, e.dst, e.t.Size, e.cc, c.eps[e.src].cc-e.cc, c.eps[e.dst].cc-e.cc)
+			thr := c.est(c.pmOf(e), e.src, e.dst, e.t.Size, e.cc, c.eps[e.src].cc-e.cc, c.eps[e.dst].cc-e.cc)
 			c.eps[e.src].obs += thr
 			c.eps[e.dst].obs += thr
 		}
@@ -582,8 +618,34 @@ func (c *cycle) isBatch(t *Task) bool {
 	return true
 }
 
-func (c *cycle) est(src, dst int32, size int64, cc, srcLoad, dstLoad int) float64 {
+// est asks the estimator about the pair src-dst, through its handle pm
+// if there is one (index+1 in pms).
+func (c *cycle) est(pm, src, dst int32, size int64, cc, srcLoad, dstLoad int) float64 {
+	if pm > 0 {
+		return c.pms[pm-1].Throughput(cc, max(srcLoad, 0), max(dstLoad, 0), size)
+	}
 	return c.snap.Estimator.Throughput(c.eps[src].name, c.eps[dst].name, cc, max(srcLoad, 0), max(dstLoad, 0), size)
+}
+
+// pmOf returns e's pm, asking the estimator for the handle on first use:
+// the running tasks' pairs are asked for only if the cycle asks about
+// them (most endpoints of a large facility have no waiting task, so
+// nothing there is predicted).
+func (c *cycle) pmOf(e *entry) int32 {
+	if e.pm == 0 && c.pe != nil {
+		e.pm = c.newPair(e.src, e.dst)
+	}
+	return e.pm
+}
+
+// newPair asks a PairEstimator for the handle of the pair src-dst and
+// returns its pm (0 if the estimator gives none).
+func (c *cycle) newPair(src, dst int32) int32 {
+	if c.pe == nil {
+		return 0
+	}
+	c.pms = append(c.pms, c.pe.Pair(c.eps[src].name, c.eps[dst].name))
+	return int32(len(c.pms))
 }
 
 // room is the largest concurrency a new task between src and dst may get
@@ -627,7 +689,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 			if srcLoad == max(c.eps[e.src].cc0, 0) && dstLoad == max(c.eps[e.dst].cc0, 0) {
 				return int(g.atCC), g.at
 			}
-			if srcLoad == 0 && dstLoad == 0 && g.hasIdeal {
+			if srcLoad == 0 && dstLoad == 0 && g.idealCC > 0 {
 				return int(g.idealCC), g.ideal
 			}
 		}
@@ -641,7 +703,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 			return m.cc, m.thr
 		}
 	}
-	bestCC, best := c.searchThrCC(e.src, e.dst, e.size, srcLoad, dstLoad, maxCC)
+	bestCC, best := c.searchThrCC(c.pmOf(e), e.src, e.dst, e.size, srcLoad, dstLoad, maxCC)
 	c.memoNodes = append(c.memoNodes, memoNode{loadMemo{srcLoad, dstLoad, maxCC, thrCC{bestCC, best}}, head})
 	slot.val = int32(len(c.memoNodes)) // the estimator cannot have moved slot: only slot claims slots
 	return bestCC, best
@@ -649,7 +711,7 @@ func (c *cycle) findThrCC(e *entry, srcLoad, dstLoad, maxCC int) (int, float64) 
 
 // searchThrCC is findThrCC's search, unremembered, with maxCC and the
 // loads already brought into range.
-func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC int) (int, float64) {
+func (c *cycle) searchThrCC(pm, src, dst int32, size int64, srcLoad, dstLoad, maxCC int) (int, float64) {
 	// The predictions at rising concurrency, from a CurveEstimator a
 	// few at a time (one lookup of the pair each, not one per level),
 	// into the cycle's buffer: a local one passed to the interface would
@@ -660,10 +722,10 @@ func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC 
 	// to stop at the same depth, and one that stops just past the chunk
 	// would otherwise cost a second call, and a second chunk mostly
 	// unused, every time. Which levels are asked for changes no answer.
-	if c.curve == nil {
-		bestCC, best := 1, c.est(src, dst, size, 1, srcLoad, dstLoad)
+	if c.curve == nil && pm == 0 {
+		bestCC, best := 1, c.est(0, src, dst, size, 1, srcLoad, dstLoad)
 		for cc := 2; cc <= maxCC; cc++ {
-			thr := c.est(src, dst, size, cc, srcLoad, dstLoad)
+			thr := c.est(0, src, dst, size, cc, srcLoad, dstLoad)
 			if thr <= best*(1+c.o.Beta) {
 				break
 			}
@@ -672,15 +734,21 @@ func (c *cycle) searchThrCC(src, dst int32, size int64, srcLoad, dstLoad, maxCC 
 		return bestCC, best
 	}
 	buf := &c.curveBuf
-	srcName, dstName := c.eps[src].name, c.eps[dst].name
+	curve := func(from int, thr []float64) {
+		if pm > 0 {
+			c.pms[pm-1].ThroughputCurve(from, srcLoad, dstLoad, size, thr)
+			return
+		}
+		c.curve.ThroughputCurve(c.eps[src].name, c.eps[dst].name, from, srcLoad, dstLoad, size, thr)
+	}
 	from, have := 1, min(max(curveChunk, c.curveWant), maxCC) // buf[:have] holds concurrencies from..from+have-1
-	c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
+	curve(from, buf[:have])
 	bestCC, best := 1, buf[0]
 	cc := 2
 	for ; cc <= maxCC; cc++ {
 		if cc >= from+have {
 			from, have = cc, min(curveChunk, maxCC-cc+1)
-			c.curve.ThroughputCurve(srcName, dstName, from, srcLoad, dstLoad, size, buf[:have])
+			curve(from, buf[:have])
 		}
 		thr := buf[cc-from]
 		if thr <= best*(1+c.o.Beta) {
@@ -799,6 +867,7 @@ func (c *cycle) allRunningXF() {
 // of a cycle these depend on nothing else.
 type waitMemo struct {
 	src, dst int32
+	pm       int32 // the pair's handle
 	n        int
 	k        [8]waitMemoKey
 	v        [8]waitRes
@@ -817,8 +886,8 @@ type waitMemoKey struct {
 // for one), and findThrCC answers them from here (see entry.wres).
 type waitRes struct {
 	at, ideal            float64
-	atCC, idealCC, maxCC int32
-	hasIdeal             bool
+	atCC, idealCC, maxCC int32 // idealCC 0: no ideal asked for
+	pm                   int32 // the pair's handle
 }
 
 // pairRec is a waiting task as waitingXFs groups it: its pair, its size,
@@ -860,6 +929,7 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 		}
 		r := &res[i]
 		e.wres = int32(i) + 1
+		e.pm = r.pm
 		ideal := e.t.IdealTT
 		if ideal <= 0 {
 			ideal = IdealTT(e.t.Size, r.ideal, c.snap.StartupCost) // as idealTT
@@ -871,8 +941,8 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 // waitThrs returns the answers for a waiting task of size between src
 // and dst (with the zero-load one if ideal), from m if it has them.
 func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitRes {
-	if m.n > 0 && (m.src != src || m.dst != dst) {
-		m.n = 0
+	if m.pm == 0 || m.src != src || m.dst != dst {
+		m.n, m.pm = 0, c.newPair(src, dst)
 	}
 	m.src, m.dst = src, dst
 	k := waitMemoKey{c.sizeKey(size), size <= c.o.SplitMin}
@@ -891,13 +961,13 @@ func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *w
 		} else {
 			m.n++
 		}
-		cc, thr := c.searchThrCC(src, dst, size, max(c.eps[src].cc0, 0), max(c.eps[dst].cc0, 0), maxCC)
-		m.k[j], m.v[j] = k, waitRes{at: thr, atCC: int32(cc), maxCC: int32(maxCC)}
+		cc, thr := c.searchThrCC(m.pm, src, dst, size, max(c.eps[src].cc0, 0), max(c.eps[dst].cc0, 0), maxCC)
+		m.k[j], m.v[j] = k, waitRes{at: thr, atCC: int32(cc), maxCC: int32(maxCC), pm: m.pm}
 	}
 	g := &m.v[j]
-	if ideal && !g.hasIdeal {
-		cc, thr := c.searchThrCC(src, dst, size, 0, 0, maxCC)
-		g.ideal, g.idealCC, g.hasIdeal = thr, int32(cc), true
+	if ideal && g.idealCC == 0 {
+		cc, thr := c.searchThrCC(m.pm, src, dst, size, 0, 0, maxCC)
+		g.ideal, g.idealCC = thr, int32(cc)
 	}
 	return g
 }
@@ -1026,7 +1096,7 @@ func (c *cycle) candidate(i int32, w *entry) (link, bool) {
 			return link{}, false
 		}
 	}
-	return link{src: w.src, dst: w.dst, size: w.size}, true
+	return link{src: w.src, dst: w.dst, size: w.size, pm: c.pmOf(w)}, true
 }
 
 // linksOf returns endpoint i's links (tasks running there grouped by
@@ -1037,6 +1107,7 @@ func (c *cycle) linksOf(i int32) []link {
 	if st.linkVer == 0 {
 		for _, e := range st.run {
 			if !e.stopped {
+				c.pmOf(e)
 				addLink(&st.links, e, e.cc)
 			}
 		}
@@ -1093,6 +1164,7 @@ func namePrefix(name string) uint64 {
 // after the change is visible in e (cc, stopped) and the run lists: links
 // not built yet will be built from those.
 func (c *cycle) linkAdd(e *entry, n int) {
+	c.pmOf(e)
 	for _, i := range [2]int32{e.src, e.dst} {
 		st := &c.eps[i]
 		switch {
@@ -1157,7 +1229,7 @@ func (c *cycle) relink(st *epState, src, dst int32) {
 			l.size = max(l.size, r.size)
 			have = l.cc > 0
 		} else if r.cc > 0 {
-			l, have = link{src, dst, r.cc, r.size}, true
+			l, have = link{src, dst, r.cc, r.size, c.pmOf(r)}, true
 		}
 	}
 	if !have {
@@ -1171,7 +1243,8 @@ func (c *cycle) relink(st *epState, src, dst int32) {
 }
 
 // addLink adds n connections of e's pair to links and returns the index
-// of its link (-1 if there is none).
+// of its link (-1 if there is none). A new link takes e's pm, which the
+// caller has set (pmOf).
 func addLink(links *[]link, e *entry, n int) int {
 	for j := range *links {
 		l := &(*links)[j]
@@ -1186,7 +1259,7 @@ func addLink(links *[]link, e *entry, n int) int {
 		}
 	}
 	if n > 0 {
-		*links = append(*links, link{e.src, e.dst, n, e.size})
+		*links = append(*links, link{e.src, e.dst, n, e.size, e.pm})
 		return len(*links) - 1
 	}
 	return -1
@@ -1250,12 +1323,12 @@ func (c *cycle) probeSaturated(i int32, cand *link) bool {
 			if meet&2 != 0 {
 				dstLoad++
 			}
-			pb.withCand[j][meet] = c.est(l.src, l.dst, l.size, l.cc, srcLoad, dstLoad)
+			pb.withCand[j][meet] = c.est(l.pm, l.src, l.dst, l.size, l.cc, srcLoad, dstLoad)
 			pb.have[j] |= 1 << meet
 		}
 		sum += pb.withCand[j][meet]
 	}
-	sum += c.est(cand.src, cand.dst, cand.size, 1, c.eps[cand.src].cc, c.eps[cand.dst].cc)
+	sum += c.est(cand.pm, cand.src, cand.dst, cand.size, 1, c.eps[cand.src].cc, c.eps[cand.dst].cc)
 	gain := sum/pb.base - 1
 	return !(gain > 0.25/float64(max(pb.total, 1))) // saturated unless it gains (NaN gains nothing)
 }
@@ -1334,7 +1407,7 @@ func (c *cycle) probeParts(i int32) *probeBase {
 				}
 			}
 			if cc > 0 {
-				sum += c.est(l.src, l.dst, l.size, cc, srcLoad, dstLoad)
+				sum += c.est(l.pm, l.src, l.dst, l.size, cc, srcLoad, dstLoad)
 			}
 		}
 		return sum
@@ -1719,7 +1792,7 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 	maxCC = max(min(maxCC, c.o.MaxCC), 1)
 	// (No memo here: a start changes the loads at both its endpoints, so
 	// no later start could ask the same question.)
-	q := estQ{e.src, e.dst, e.size, 1, max(srcLoad, 0), max(dstLoad, 0)}
+	q := estQ{c.pmOf(e), e.src, e.dst, e.size, 1, max(srcLoad, 0), max(dstLoad, 0)}
 	bestCC, best := 1, c.estQ(q)
 	if maxCC > 1 {
 		// The links do not change while cc is chosen: read them once.
@@ -1746,13 +1819,16 @@ func (c *cycle) chooseCC(e *entry, self *entry, srcLoad, dstLoad, maxCC int) (in
 
 // estQ is one question to the estimator, loads brought into range.
 type estQ struct {
-	src, dst         int32
+	pm, src, dst     int32
 	size             int64
 	cc               int
 	srcLoad, dstLoad int
 }
 
 func (c *cycle) estQ(q estQ) float64 {
+	if q.pm > 0 {
+		return c.pms[q.pm-1].Throughput(q.cc, q.srcLoad, q.dstLoad, q.size)
+	}
 	return c.snap.Estimator.Throughput(c.eps[q.src].name, c.eps[q.dst].name, q.cc, q.srcLoad, q.dstLoad, q.size)
 }
 
@@ -1822,7 +1898,7 @@ func (c *cycle) othersWith(v *aggView, e *entry, self *entry, cc int) (float64, 
 		}
 		return n
 	}
-	own := link{e.src, e.dst, cc, e.size}
+	own := link{e.src, e.dst, cc, e.size, c.pmOf(e)}
 	if v.inUse {
 		own.cc += v.own.cc
 		if self != nil {
@@ -1832,9 +1908,9 @@ func (c *cycle) othersWith(v *aggView, e *entry, self *entry, cc int) (float64, 
 	}
 	sum := 0.0
 	for _, l := range v.others[:v.n] {
-		sum += c.est(l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
+		sum += c.est(l.pm, l.src, l.dst, l.size, l.cc, load(l.src)-l.cc, load(l.dst)-l.cc)
 	}
-	return sum, estQ{own.src, own.dst, own.size, own.cc, max(load(own.src)-own.cc, 0), max(load(own.dst)-own.cc, 0)}
+	return sum, estQ{own.pm, own.src, own.dst, own.size, own.cc, max(load(own.src)-own.cc, 0), max(load(own.dst)-own.cc, 0)}
 }
 
 // preempt decides to preempt the tasks in cl in favour of task id.

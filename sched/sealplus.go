@@ -124,7 +124,7 @@ func (c *cycle) rateOf(r *entry) float64 {
 		return r.t.Rate
 	}
 	src, dst := c.loads(r, nil)
-	return c.est(r.src, r.dst, r.size, max(r.cc, 1), src, dst)
+	return c.est(c.pmOf(r), r.src, r.dst, r.size, max(r.cc, 1), src, dst)
 }
 
 // findByCost chooses victims at host (-1: anywhere) for waiting task w by

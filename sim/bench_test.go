@@ -40,6 +40,25 @@ func (e keyedEst) ThroughputCurve(src, dst string, fromCC, srcLoad, dstLoad int,
 	}
 }
 
+// Pair implements sched.PairEstimator, as a real estimator would: the
+// pair's capacity looked up once for all the cycle's questions about it.
+func (e keyedEst) Pair(src, dst string) sched.PairModel {
+	return keyedPair(math.Min(e.caps[src], e.caps[dst]))
+}
+
+// keyedPair is keyedEst's model of one pair: its capacity.
+type keyedPair float64
+
+func (c keyedPair) Throughput(cc, srcLoad, dstLoad int, _ int64) float64 {
+	return math.Min(float64(c)*float64(cc)/8, float64(c)) / (1 + float64(srcLoad+dstLoad)/16)
+}
+
+func (c keyedPair) ThroughputCurve(fromCC, srcLoad, dstLoad int, _ int64, thr []float64) {
+	for i := range thr {
+		thr[i] = c.Throughput(fromCC+i, srcLoad, dstLoad, 0)
+	}
+}
+
 // classMix is SC'15 Table 2's 45% row: files per size class.
 var classMix = [5]float64{907, 168, 334, 209, 232}
 
