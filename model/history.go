@@ -92,8 +92,12 @@ type pairHist struct {
 	// errEWMA is the recent relative error of predictions on the pair.
 	errEWMA float64
 	errSeen bool
-	rows    map[uint64]*row
-	far     map[sig]*cell // signatures rowKey cannot pack
+	// The pair's rows: the first fewRows in a list searched in order
+	// (most pairs have a row or two, and a short list is a cache line
+	// where a map is several), the rest in a map.
+	few  []rowRef
+	many map[uint64]*row
+	far  map[sig]*cell // signatures rowKey cannot pack
 	// The row asked about last: predictions for one signature at rising
 	// concurrency come in a row.
 	lastRow    *row
@@ -108,11 +112,14 @@ type pairHist struct {
 // History is the SC'15 §4.2 estimator. It is not safe for concurrent use:
 // the world that owns it feeds it between scheduling cycles.
 type History struct {
-	// pairs is keyed by the endpoints' numbers in eps (source in the
-	// high half): a scheduling cycle over a hundred thousand pairs looks
-	// each up, and a key of two strings cost two string hashes and
-	// compares that read the key's bytes from memory, besides the probe.
-	pairs map[uint64]*pairHist
+	// pairs holds the pairs by source, indexed by the endpoints'
+	// numbers in eps: a scheduling cycle over a hundred thousand pairs
+	// looks each up, grouped by source. A map keyed by both names cost
+	// two string hashes and compares that read the names from memory;
+	// one map of every pair, a few cache misses per lookup in a map of
+	// hundreds of thousands; a source's own map stays in cache while its
+	// pairs are asked about.
+	pairs []map[uint32]*pairHist // pairs[source][destination]
 	eps   map[string]uint32
 	// errSum/errN: relative prediction error over all observations.
 	errSum, errN float64
@@ -121,6 +128,7 @@ type History struct {
 	// in a row.
 	last             *pairHist
 	lastSrc, lastDst string
+	lastSrcID        uint32
 	// RecentWindow is how far back "recent" transfers reach (seconds;
 	// default 1800, the 30 minutes over which the paper finds load stable).
 	RecentWindow float64
@@ -152,7 +160,7 @@ const DefaultMaxRows = 1 << 18
 
 // NewHistory returns an empty estimator.
 func NewHistory() *History {
-	return &History{pairs: map[uint64]*pairHist{}, eps: map[string]uint32{}, RecentWindow: 1800, RecentMax: 32, MaxRows: DefaultMaxRows}
+	return &History{eps: map[string]uint32{}, RecentWindow: 1800, RecentMax: 32, MaxRows: DefaultMaxRows}
 }
 
 // LoadBucket maps a known load (concurrency) to its history bucket: exact up
@@ -211,13 +219,29 @@ func (h *History) pair(src, dst string) *pairHist {
 	if h.last != nil && h.lastSrc == src && h.lastDst == dst {
 		return h.last
 	}
-	k := uint64(h.epID(src))<<32 | uint64(h.epID(dst))
-	p := h.pairs[k]
+	// Pairs are asked about grouped by source, often: the last pair's
+	// source number serves again without a lookup.
+	var sid uint32
+	if h.last != nil && h.lastSrc == src {
+		sid = h.lastSrcID
+	} else {
+		sid = h.epID(src)
+	}
+	did := h.epID(dst)
+	for int(sid) >= len(h.pairs) {
+		h.pairs = append(h.pairs, nil)
+	}
+	m := h.pairs[sid]
+	if m == nil {
+		m = map[uint32]*pairHist{}
+		h.pairs[sid] = m
+	}
+	p := m[did]
 	if p == nil {
 		p = &pairHist{src: src, dst: dst, corr: 1, h: h} // maps made on first write: most pairs are only asked about
-		h.pairs[k] = p
+		m[did] = p
 	}
-	h.last, h.lastSrc, h.lastDst = p, src, dst
+	h.last, h.lastSrc, h.lastDst, h.lastSrcID = p, src, dst, sid
 	return p
 }
 
@@ -319,11 +343,11 @@ func (h *History) base(p *pairHist, src, dst string, s sig) float64 {
 			best, bestD = v, d
 		}
 	}
-	for key, r := range p.rows {
+	p.eachRow(func(key uint64, r *row) {
 		for i := range r.cells {
 			near(unpackRowKey(key, i+1), &r.cells[i])
 		}
-	}
+	})
 	for k, c := range p.far {
 		near(k, c)
 	}
@@ -338,24 +362,43 @@ func (h *History) base(p *pairHist, src, dst string, s sig) float64 {
 // simulator stays deterministic.
 func (h *History) dropPriors() {
 	h.rows = 0
-	for _, p := range h.pairs {
-		for key, r := range p.rows {
-			if r.observed() {
-				h.rows++
-			} else {
-				delete(p.rows, key)
-			}
+	for _, m := range h.pairs {
+		for _, p := range m {
+			p.dropPriors()
 		}
-		for k, c := range p.far {
-			if c.n > 0 {
-				h.rows++
-			} else {
-				delete(p.far, k)
-			}
-		}
-		p.lastRow = nil
 	}
 	h.dropAt = 2 * h.rows
+}
+
+// dropPriors drops the pair's rows and far cells that hold no
+// observation (see History.dropPriors), counting the rest in the
+// History's rows.
+func (p *pairHist) dropPriors() {
+	h := p.h
+	few := p.few[:0]
+	for _, f := range p.few {
+		if f.r.observed() {
+			few = append(few, f)
+		}
+	}
+	clear(p.few[len(few):])
+	p.few = few
+	h.rows += len(few)
+	for key, r := range p.many {
+		if r.observed() {
+			h.rows++
+		} else {
+			delete(p.many, key)
+		}
+	}
+	for k, c := range p.far {
+		if c.n > 0 {
+			h.rows++
+		} else {
+			delete(p.far, k)
+		}
+	}
+	p.lastRow = nil
 }
 
 // Rows is how many rows (signature groups) the history holds now; see
@@ -372,22 +415,54 @@ func (r *row) observed() bool {
 	return false
 }
 
+// fewRows is how many of a pair's rows are kept in its list.
+const fewRows = 8
+
+// rowRef is a row in a pair's list, with its key.
+type rowRef struct {
+	key uint64
+	r   *row
+}
+
+// eachRow calls f for each of the pair's rows, in no set order.
+func (p *pairHist) eachRow(f func(key uint64, r *row)) {
+	for _, x := range p.few {
+		f(x.key, x.r)
+	}
+	for key, r := range p.many {
+		f(key, r)
+	}
+}
+
 // row returns the pair's row for key, making it if create is set (else
 // nil if there is none).
 func (p *pairHist) row(key uint64, create bool) *row {
 	if p.lastRow != nil && p.lastRowKey == key {
 		return p.lastRow
 	}
-	r := p.rows[key]
+	var r *row
+	for _, f := range p.few {
+		if f.key == key {
+			r = f.r
+			break
+		}
+	}
+	if r == nil && p.many != nil {
+		r = p.many[key]
+	}
 	if r == nil {
 		if !create {
 			return nil
 		}
-		if p.rows == nil {
-			p.rows = map[uint64]*row{}
-		}
 		r = &row{}
-		p.rows[key] = r
+		if len(p.few) < fewRows {
+			p.few = append(p.few, rowRef{key, r})
+		} else {
+			if p.many == nil {
+				p.many = map[uint64]*row{}
+			}
+			p.many[key] = r
+		}
 		p.h.rows++
 	}
 	p.lastRow, p.lastRowKey = r, key
@@ -517,8 +592,10 @@ func (p *pairHist) ThroughputCurve(fromCC, srcLoad, dstLoad int, size int64, thr
 func (h *History) PredictionError(src, dst string) float64 {
 	s, okS := h.eps[src]
 	d, okD := h.eps[dst]
-	if p := h.pairs[uint64(s)<<32|uint64(d)]; okS && okD && p != nil {
-		return p.errEWMA
+	if okS && okD && int(s) < len(h.pairs) {
+		if p := h.pairs[s][d]; p != nil {
+			return p.errEWMA
+		}
 	}
 	return 0
 }
