@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/web"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Version is the API's version in the OpenAPI document.
@@ -271,37 +272,8 @@ type JobIn struct {
 	Overwrite      *bool                `json:"overwrite,omitempty" doc:"Replace files already at their destinations. Default false: nothing is replaced; a file already in place (same size and checksum as the source) is recorded done without being copied (note \"already in place\"), any other fails. An FTS3 job (one with params) follows FTS3's params.overwrite instead: false fails every file whose destination exists."`
 }
 
-// JobOut is a job's status.
-type JobOut struct {
-	ID             int64      `json:"id"`
-	Owner          string     `json:"owner"`
-	VO             string     `json:"vo"`
-	Label          string     `json:"label,omitempty"`
-	Class          string     `json:"class"`
-	Priority       int        `json:"priority,omitempty"`
-	State          string     `json:"state" enum:"active,done,failed,canceled"`
-	SubmissionID   string     `json:"submission_id,omitempty"`
-	Created        time.Time  `json:"created"`
-	Finished       *time.Time `json:"finished,omitempty"`
-	Deadline       *time.Time `json:"deadline,omitempty"`
-	VerifyChecksum bool       `json:"verify_checksum"`
-	Checksum       string     `json:"checksum_algorithm"`
-	Optimization   bool       `json:"optimization,omitempty"`
-	Streams        int        `json:"streams,omitempty"`
-	Adaptive       bool       `json:"adaptive,omitempty"`
-	Selection      string     `json:"selection,omitempty"`
-	Overwrite      bool       `json:"overwrite" doc:"Files at their destinations are replaced."`
-	IfExists       string     `json:"if_exists" enum:"skip_identical,fail,replace" doc:"What the job does with a file already at its destination: skip_identical (Sluice's default: one identical to the source is done without copying, any other fails), fail (FTS3's overwrite false) or replace."`
-	Files          int        `json:"files"`
-	FilesDone      int        `json:"files_done"`
-	FilesInPlace   int        `json:"files_in_place,omitempty" doc:"Of files_done, those found already at their destinations (same size and checksum) and not copied."`
-	FilesFailed    int        `json:"files_failed"`
-	FilesCanceled  int        `json:"files_canceled"`
-	Bytes          int64      `json:"bytes"`
-	BytesDone      int64      `json:"bytes_done"`
-	Throughput     float64    `json:"throughput" doc:"Bytes per second now."`
-	ETA            float64    `json:"eta_seconds,omitempty" doc:"Estimated seconds to completion at the current throughput."`
-}
+// JobOut is wire.JobOut: the API documents live in package wire.
+type JobOut = wire.JobOut
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -331,28 +303,8 @@ func ifExists(overwrite string) string {
 	return "skip_identical"
 }
 
-// FileOut is one file's status.
-type FileOut struct {
-	Index       int        `json:"index"`
-	Source      string     `json:"source"`
-	Destination string     `json:"destination"`
-	Size        int64      `json:"size" doc:"-1 while not yet stat'ed."`
-	State       string     `json:"state" enum:"resolving,queued,running,done,failed,canceled"`
-	CC          int        `json:"cc,omitempty" doc:"Concurrency of the current or last run."`
-	BytesDone   int64      `json:"bytes_done"`
-	Attempts    int        `json:"attempts,omitempty"`
-	Preemptions int        `json:"preemptions,omitempty"`
-	Checksum    string     `json:"checksum,omitempty" doc:"Verified checksum, ALGO:HEX."`
-	Expected    string     `json:"expected_checksum,omitempty"`
-	Throughput  float64    `json:"throughput,omitempty" doc:"Average bytes per second of the final run."`
-	Wait        float64    `json:"wait_seconds"`
-	Transfer    float64    `json:"transfer_seconds"`
-	Slowdown    float64    `json:"slowdown,omitempty" doc:"Turnaround over transfer time, for finished files."`
-	Started     *time.Time `json:"started,omitempty"`
-	Finished    *time.Time `json:"finished,omitempty"`
-	Error       string     `json:"error,omitempty"`
-	Note        string     `json:"note,omitempty" doc:"How a done file ended, when not by a copy: \"already in place\" (found at its destination, identical to the source, and not copied)."`
-}
+// FileOut is wire.FileOut: the API documents live in package wire.
+type FileOut = wire.FileOut
 
 func fileOut(t store.Task) FileOut {
 	f := FileOut{
@@ -372,24 +324,8 @@ func fileOut(t store.Task) FileOut {
 	return f
 }
 
-// EndpointOut is an endpoint's status.
-type EndpointOut struct {
-	Name          string    `json:"name"`
-	URL           string    `json:"url"`
-	Up            bool      `json:"up"`
-	MaxThroughput float64   `json:"max_throughput,omitempty" doc:"Configured maximum, bytes/s."`
-	MaxCC         int       `json:"max_cc,omitempty"`
-	Throughput    float64   `json:"throughput" doc:"Observed aggregate bytes/s now."`
-	Peak          float64   `json:"peak_throughput,omitempty" doc:"Highest aggregate observed, bytes/s."`
-	CC            int       `json:"cc" doc:"Concurrent partial transfers now."`
-	Registered    time.Time `json:"registered"`
-	LastSeen      time.Time `json:"last_seen"`
-}
+// EndpointOut is wire.EndpointOut: the API documents live in package wire.
+type EndpointOut = wire.EndpointOut
 
-// AgentIn is what an agent reports.
-type AgentIn struct {
-	Name          string  `json:"name" minLength:"1" maxLength:"64"`
-	URL           string  `json:"url" minLength:"1" maxLength:"2048" doc:"Where the agent serves: http(s)://host:port."`
-	MaxThroughput float64 `json:"max_throughput,omitempty" minimum:"0" doc:"Bytes/s."`
-	MaxCC         int     `json:"max_cc,omitempty" minimum:"0"`
-}
+// AgentIn is wire.AgentIn: the API documents live in package wire.
+type AgentIn = wire.AgentIn

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 type jobIDIn struct {
@@ -112,12 +113,8 @@ type submitOut struct {
 	Body   SubmitOut
 }
 
-// SubmitOut answers a submission: the job, and what of the submission
-// Sluice accepted without honouring it.
-type SubmitOut struct {
-	JobOut
-	Warnings []string `json:"warnings,omitempty" doc:"Fields of the submission accepted but not honoured (FTS3 parameters and file fields Sluice does not use), each with what that means; none when every field is honoured. Fields Sluice cannot honour and will not ignore (params.bring_online, params.multihop, ...) are refused with 422 instead."`
-}
+// SubmitOut is wire.SubmitOut: the API documents live in package wire.
+type SubmitOut = wire.SubmitOut
 
 // spec converts a submission, in either shape, to the server's form,
 // with the warnings of its answer.
@@ -330,16 +327,8 @@ func (h *handlers) listFiles(ctx context.Context, in *listFilesIn) (*listFilesOu
 	return out, nil
 }
 
-// AuditOut is one state change.
-type AuditOut struct {
-	At     time.Time `json:"at"`
-	Task   int64     `json:"task,omitempty"`
-	Actor  string    `json:"actor"`
-	From   string    `json:"from,omitempty"`
-	To     string    `json:"to"`
-	Detail string    `json:"detail,omitempty"`
-	Term   int64     `json:"term,omitempty" doc:"Lease term of the file's partition under which the scheduler made the change (several servers: per partition, terms never go down)."`
-}
+// AuditOut is wire.AuditOut: the API documents live in package wire.
+type AuditOut = wire.AuditOut
 
 type auditOut struct {
 	Body []AuditOut
@@ -418,23 +407,11 @@ func (h *handlers) status(ctx context.Context, _ *struct{}) (*statusOut, error) 
 		Server: st.Server, Partitions: nonNil(st.Partitions)}}, nil
 }
 
-// TokenIn asks for an API token.
-type TokenIn struct {
-	User       string `json:"user,omitempty" maxLength:"64" doc:"Whose token (default: the caller)."`
-	VO         string `json:"vo,omitempty" maxLength:"64" doc:"The user's VO if the user is new (default: default)."`
-	Admin      bool   `json:"admin,omitempty" doc:"Make a new user an admin (admins only)."`
-	TTLSeconds int64  `json:"ttl_seconds,omitempty" minimum:"0" maximum:"315360000" doc:"Lifetime, at most ten years; 0: no expiry."`
-	Label      string `json:"label,omitempty" maxLength:"256"`
-}
+// TokenIn is wire.TokenIn: the API documents live in package wire.
+type TokenIn = wire.TokenIn
 
-// TokenOut is a new token, shown once.
-type TokenOut struct {
-	Token   string     `json:"token"`
-	User    string     `json:"user"`
-	VO      string     `json:"vo"`
-	Admin   bool       `json:"admin"`
-	Expires *time.Time `json:"expires,omitempty"`
-}
+// TokenOut is wire.TokenOut: the API documents live in package wire.
+type TokenOut = wire.TokenOut
 
 type tokenIn struct {
 	Body TokenIn
@@ -498,12 +475,8 @@ func (h *handlers) createToken(ctx context.Context, in *tokenIn) (*tokenOut, err
 	return out, nil
 }
 
-// UserOut is a user.
-type UserOut struct {
-	Name  string `json:"name"`
-	VO    string `json:"vo"`
-	Admin bool   `json:"admin"`
-}
+// UserOut is wire.UserOut: the API documents live in package wire.
+type UserOut = wire.UserOut
 
 type whoamiOut struct {
 	Body UserOut
@@ -521,23 +494,20 @@ type agentIn struct {
 	Body AgentIn
 }
 
-// JoinedOut answers a registration.
-type JoinedOut struct {
-	Key              []byte  `json:"key" doc:"The data-token key (base64): accept tokens signed with it."`
-	HeartbeatSeconds float64 `json:"heartbeat_seconds"`
-	Scheduler        string  `json:"scheduler"`
-}
+// JoinedOut is wire.JoinedOut: the API documents live in package wire.
+type JoinedOut = wire.JoinedOut
 
 type joinedOut struct {
 	Body JoinedOut
 }
 
-func (in AgentIn) info() server.AgentInfo {
+// agentInfo is what the server takes of an agent's report.
+func agentInfo(in AgentIn) server.AgentInfo {
 	return server.AgentInfo{Name: in.Name, URL: in.URL, MaxThroughput: in.MaxThroughput, MaxCC: in.MaxCC}
 }
 
 func (h *handlers) registerAgent(ctx context.Context, in *agentIn) (*joinedOut, error) {
-	j, err := h.s.Register(ctx, bearerOf(ctx), in.Body.info())
+	j, err := h.s.Register(ctx, bearerOf(ctx), agentInfo(in.Body))
 	if err != nil {
 		return nil, problem(err)
 	}
@@ -545,7 +515,7 @@ func (h *handlers) registerAgent(ctx context.Context, in *agentIn) (*joinedOut, 
 }
 
 func (h *handlers) heartbeat(ctx context.Context, in *agentIn) (*struct{}, error) {
-	return nil, problem(h.s.Heartbeat(ctx, bearerOf(ctx), in.Body.info()))
+	return nil, problem(h.s.Heartbeat(ctx, bearerOf(ctx), agentInfo(in.Body)))
 }
 
 type eventsIn struct {
@@ -607,38 +577,11 @@ func (h *handlers) events(ctx context.Context, in *eventsIn, send sse.Sender) {
 	}
 }
 
-// EstimateIn is an estimation request.
-type EstimateIn struct {
-	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`
-	Destination string `json:"destination" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path; samples are written beside it (in it, if it ends in /) under a hidden temporary name and removed."`
-	Size        int64  `json:"size" doc:"Bytes of the transfer to predict (> 0)."`
-	SampleSize  int64  `json:"sample_size,omitempty" doc:"Bytes per sample transfer to start with (default 20 MiB, 64 KiB to 1 GiB). A sample shorter than 20 times a request's set-up on the path (measured with a 64 KiB pull: two or three round trips) mostly measures TCP connection set-up and slow start, so it is taken again, larger, up to 1 GiB or the source's size."`
-	Buffer      int64  `json:"buffer,omitempty" minimum:"0" doc:"TCP buffer size (accepted for Stork compatibility; agents use the kernel's autotuning)."`
-	MaxStreams  int    `json:"max_streams,omitempty" doc:"Largest stream count to consider (default: the endpoints' limits, at most 32). An answer under a lower limit than that is not kept as the pair's history."`
-	Growth      int    `json:"growth,omitempty" doc:"Factor from one sampled stream count to the next (default 4: 1, 4, 16, ...; 2 is the paper's doubling; 2 to 16)."`
-	UseHistory  bool   `json:"use_history,omitempty" doc:"Answer from the pair's stored optimisation when fresh, without sampling."`
-}
+// EstimateIn is wire.EstimateIn: the API documents live in package wire.
+type EstimateIn = wire.EstimateIn
 
-// EstimateOut is the answer.
-type EstimateOut struct {
-	Source      string                  `json:"source" doc:"Source endpoint."`
-	Destination string                  `json:"destination" doc:"Destination endpoint."`
-	Streams     int                     `json:"streams" doc:"Optimal number of streams (concurrent partial transfers)."`
-	Throughput  float64                 `json:"throughput" doc:"Predicted bytes per second with that many streams: the fitted curve's value (throughput_fitted), or, when that lies above every sample by more than the fit's uncertainty, the best sample raised by the uncertainty (clamped)."`
-	Fitted      float64                 `json:"throughput_fitted" doc:"The fitted curve's bytes per second at streams, before clamping (0 in answers stored before it was recorded)."`
-	Uncertainty float64                 `json:"uncertainty" doc:"Relative half-width of the fit's interval (0.05: ±5%): twice the relative residual standard error of the samples around the curve, at least the assumed sample noise of 5% (three samples fit the model exactly, so their residuals say nothing)."`
-	Clamped     bool                    `json:"clamped" doc:"The fitted curve's value at streams lay above every sample by more than the uncertainty, so throughput was lowered to what the samples support; note says by how much."`
-	Note        string                  `json:"note,omitempty" doc:"Why throughput is not simply the fitted curve's value: clamped, or streams outside the sampled stream counts (extrapolated)."`
-	Seconds     float64                 `json:"seconds" doc:"Predicted transfer time of size bytes."`
-	Size        int64                   `json:"size"`
-	SampleSize  int64                   `json:"sample_size" doc:"Bytes per sample transfer."`
-	Samples     []server.EstimateSample `json:"samples" doc:"The sample transfers (streams, bytes moved, bytes/s, seconds)."`
-	Model       string                  `json:"model" doc:"How streams was chosen: the fitted model, or why it fell back to the best sample."`
-	Cost        float64                 `json:"cost_seconds" doc:"Wall-clock seconds spent sampling for this answer (0 from history)."`
-	CostBytes   int64                   `json:"cost_bytes" doc:"Bytes moved by sampling for this answer (0 from history)."`
-	FromHistory bool                    `json:"from_history"`
-	At          time.Time               `json:"measured_at" doc:"When the samples were taken."`
-}
+// EstimateOut is wire.EstimateOut: the API documents live in package wire.
+type EstimateOut = wire.EstimateOut
 
 type estimateIn struct{ Body EstimateIn }
 type estimateOut struct{ Body EstimateOut }

@@ -3,12 +3,12 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // The Policy Service's API keeps the shape of the paper's implementation
@@ -18,36 +18,14 @@ import (
 // destination, get an id and a number of streams; update it to ask for
 // more (or a given number); delete it to release the streams.
 
-// AllocationIn asks for streams between two endpoints.
-type AllocationIn struct {
-	Source      string `json:"source" minLength:"1" maxLength:"256" doc:"Source endpoint name."`
-	Destination string `json:"destination" minLength:"1" maxLength:"256" doc:"Destination endpoint name."`
-	Client      string `json:"client,omitempty" maxLength:"128" doc:"Names your transfer client (several per user); allocations belong to the user and this name."`
-	Streams     int    `json:"streams,omitempty" minimum:"0" maximum:"65536" doc:"Total streams wanted; 0 (default): as many as the policy gives."`
-}
+// AllocationIn is wire.AllocationIn: the API documents live in package wire.
+type AllocationIn = wire.AllocationIn
 
-// AllocationUpdateIn asks for more streams (streams 0), or for a given
-// number, and renews the lease.
-type AllocationUpdateIn struct {
-	Streams int    `json:"streams,omitempty" minimum:"0" maximum:"65536" doc:"Total streams wanted; 0: as many more as the policy gives."`
-	Client  string `json:"client,omitempty" maxLength:"128" doc:"The client name given at the request, if any."`
-}
+// AllocationUpdateIn is wire.AllocationUpdateIn: the API documents live in package wire.
+type AllocationUpdateIn = wire.AllocationUpdateIn
 
-// AllocationOut is an allocation.
-type AllocationOut struct {
-	ID          string    `json:"id"`
-	Source      string    `json:"source"`
-	Destination string    `json:"destination"`
-	Client      string    `json:"client"`
-	VO          string    `json:"vo"`
-	Streams     int       `json:"streams" doc:"Streams the client may run now."`
-	Want        int       `json:"want,omitempty"`
-	Shrunk      int       `json:"shrunk,omitempty" doc:"Streams the service took back since your last update (run fewer)."`
-	Reason      string    `json:"reason,omitempty" doc:"Why streams were taken back."`
-	MaxStreams  int       `json:"max_streams,omitempty" doc:"The most streams this allocation can hold: the pair's per-client limit now."`
-	Created     time.Time `json:"created"`
-	Expires     time.Time `json:"expires" doc:"The lease ends then unless renewed by an update."`
-}
+// AllocationOut is wire.AllocationOut: the API documents live in package wire.
+type AllocationOut = wire.AllocationOut
 
 func allocationOut(a policy.Allocation) AllocationOut {
 	return AllocationOut{ID: a.ID, Source: a.Pair.Src, Destination: a.Pair.Dst, Client: a.Client, VO: a.VO,

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Allocator is one allocation of streams on a pair from the server's
@@ -45,7 +45,7 @@ func (a *Allocator) ID() string {
 // as the policy gives). The answer may be 0 streams when the pair's pool
 // is exhausted; Update asks again.
 func (a *Allocator) Request(ctx context.Context, want int) (int, time.Time, error) {
-	out, err := a.c.RequestAllocation(ctx, api.AllocationIn{Source: a.src, Destination: a.dst, Client: a.name, Streams: want})
+	out, err := a.c.RequestAllocation(ctx, wire.AllocationIn{Source: a.src, Destination: a.dst, Client: a.name, Streams: want})
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -69,7 +69,7 @@ func (a *Allocator) Update(ctx context.Context, want int) (int, time.Time, error
 	if id == "" {
 		return 0, time.Time{}, errors.New("allocator: update before request")
 	}
-	out, err := a.c.UpdateAllocation(ctx, id, api.AllocationUpdateIn{Streams: want, Client: a.name})
+	out, err := a.c.UpdateAllocation(ctx, id, wire.AllocationUpdateIn{Streams: want, Client: a.name})
 	if err != nil {
 		// Gone (the lease ran out in a long outage, or an
 		// administrator ended it): the caller asks for a new one.

@@ -17,8 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dtn/sluice/api"
-	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Client talks to one server.
@@ -111,25 +110,25 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 
 // Submit submits a job; created is false when the server returned an
 // earlier job with the same submission id.
-func (c *Client) Submit(ctx context.Context, job any) (j api.JobOut, created bool, err error) {
+func (c *Client) Submit(ctx context.Context, job any) (j wire.JobOut, created bool, err error) {
 	out, created, err := c.SubmitJob(ctx, job)
 	return out.JobOut, created, err
 }
 
 // SubmitJob is Submit with the whole answer: its Warnings name what of
 // the submission the service accepted without honouring.
-func (c *Client) SubmitJob(ctx context.Context, job any) (j api.SubmitOut, created bool, err error) {
+func (c *Client) SubmitJob(ctx context.Context, job any) (j wire.SubmitOut, created bool, err error) {
 	st, err := c.do(ctx, http.MethodPost, "/v1/jobs", job, &j)
 	return j, st == http.StatusCreated, err
 }
 
 // Audit returns all of a job's state changes, oldest first, page by
 // page.
-func (c *Client) Audit(ctx context.Context, id int64) ([]api.AuditOut, error) {
+func (c *Client) Audit(ctx context.Context, id int64) ([]wire.AuditOut, error) {
 	const page = 10000
-	var all []api.AuditOut
+	var all []wire.AuditOut
 	for {
-		var out []api.AuditOut
+		var out []wire.AuditOut
 		q := url.Values{"from": {strconv.Itoa(len(all))}, "limit": {strconv.Itoa(page)}}
 		if _, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/audit?%s", id, q.Encode()), nil, &out); err != nil {
 			return nil, err
@@ -142,16 +141,16 @@ func (c *Client) Audit(ctx context.Context, id int64) ([]api.AuditOut, error) {
 }
 
 // RequestAllocation asks the Policy Service for streams on a pair.
-func (c *Client) RequestAllocation(ctx context.Context, in api.AllocationIn) (api.AllocationOut, error) {
-	var out api.AllocationOut
+func (c *Client) RequestAllocation(ctx context.Context, in wire.AllocationIn) (wire.AllocationOut, error) {
+	var out wire.AllocationOut
 	_, err := c.do(ctx, http.MethodPost, "/v1/allocations", in, &out)
 	return out, err
 }
 
 // UpdateAllocation renews an allocation and asks for more streams
 // (streams 0) or a given number.
-func (c *Client) UpdateAllocation(ctx context.Context, id string, in api.AllocationUpdateIn) (api.AllocationOut, error) {
-	var out api.AllocationOut
+func (c *Client) UpdateAllocation(ctx context.Context, id string, in wire.AllocationUpdateIn) (wire.AllocationOut, error) {
+	var out wire.AllocationOut
 	_, err := c.do(ctx, http.MethodPut, "/v1/allocations/"+url.PathEscape(id), in, &out)
 	return out, err
 }
@@ -167,36 +166,36 @@ func (c *Client) ReleaseAllocation(ctx context.Context, id, client string) error
 }
 
 // Allocations lists the caller's allocations (admins: all).
-func (c *Client) Allocations(ctx context.Context) ([]api.AllocationOut, error) {
-	var out []api.AllocationOut
+func (c *Client) Allocations(ctx context.Context) ([]wire.AllocationOut, error) {
+	var out []wire.AllocationOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/allocations", nil, &out)
 	return out, err
 }
 
 // Allocation returns one allocation.
-func (c *Client) Allocation(ctx context.Context, id string) (api.AllocationOut, error) {
-	var out api.AllocationOut
+func (c *Client) Allocation(ctx context.Context, id string) (wire.AllocationOut, error) {
+	var out wire.AllocationOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/allocations/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
 
 // Policy returns the Policy Service's configuration.
-func (c *Client) Policy(ctx context.Context) (server.PolicyConfig, error) {
-	var out server.PolicyConfig
+func (c *Client) Policy(ctx context.Context) (wire.PolicyConfig, error) {
+	var out wire.PolicyConfig
 	_, err := c.do(ctx, http.MethodGet, "/v1/policy", nil, &out)
 	return out, err
 }
 
 // SetPolicy changes it (admins).
-func (c *Client) SetPolicy(ctx context.Context, cfg server.PolicyConfig) (server.PolicyConfig, error) {
-	var out server.PolicyConfig
+func (c *Client) SetPolicy(ctx context.Context, cfg wire.PolicyConfig) (wire.PolicyConfig, error) {
+	var out wire.PolicyConfig
 	_, err := c.do(ctx, http.MethodPut, "/v1/policy", cfg, &out)
 	return out, err
 }
 
 // Tokens lists the caller's API tokens (user: another's, for admins).
-func (c *Client) Tokens(ctx context.Context, user string) ([]server.TokenInfo, error) {
-	var out []server.TokenInfo
+func (c *Client) Tokens(ctx context.Context, user string) ([]wire.TokenInfo, error) {
+	var out []wire.TokenInfo
 	p := "/v1/tokens"
 	if user != "" {
 		p += "?user=" + url.QueryEscape(user)
@@ -216,22 +215,22 @@ func (c *Client) RevokeToken(ctx context.Context, user, id string) error {
 }
 
 // Access returns the access rules (all for an admin, one's own otherwise).
-func (c *Client) Access(ctx context.Context) (server.AccessConfig, error) {
-	var out server.AccessConfig
+func (c *Client) Access(ctx context.Context) (wire.AccessConfig, error) {
+	var out wire.AccessConfig
 	_, err := c.do(ctx, http.MethodGet, "/v1/access", nil, &out)
 	return out, err
 }
 
 // SetAccess replaces the access rules (admins).
-func (c *Client) SetAccess(ctx context.Context, a server.AccessConfig) (server.AccessConfig, error) {
-	var out server.AccessConfig
+func (c *Client) SetAccess(ctx context.Context, a wire.AccessConfig) (wire.AccessConfig, error) {
+	var out wire.AccessConfig
 	_, err := c.do(ctx, http.MethodPut, "/v1/access", a, &out)
 	return out, err
 }
 
 // PolicyUsage returns the streams allocated per pair and VO (admins).
-func (c *Client) PolicyUsage(ctx context.Context) ([]server.PairUsage, error) {
-	var out []server.PairUsage
+func (c *Client) PolicyUsage(ctx context.Context) ([]wire.PairUsage, error) {
+	var out []wire.PairUsage
 	_, err := c.do(ctx, http.MethodGet, "/v1/policy/usage", nil, &out)
 	return out, err
 }
@@ -240,8 +239,8 @@ func (c *Client) PolicyUsage(ctx context.Context) ([]server.PairUsage, error) {
 // Sampling takes as long as the path needs (minutes for large samples on
 // a slow path, and the server stops sampling when the caller goes), so
 // the client's per-request timeout does not apply: ctx bounds it.
-func (c *Client) Estimate(ctx context.Context, in api.EstimateIn) (api.EstimateOut, error) {
-	var out api.EstimateOut
+func (c *Client) Estimate(ctx context.Context, in wire.EstimateIn) (wire.EstimateOut, error) {
+	var out wire.EstimateOut
 	hc := *c.http
 	hc.Timeout = 0
 	long := *c
@@ -251,7 +250,7 @@ func (c *Client) Estimate(ctx context.Context, in api.EstimateIn) (api.EstimateO
 }
 
 // Jobs lists jobs (state "" for all).
-func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]api.JobOut, error) {
+func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]wire.JobOut, error) {
 	q := url.Values{}
 	if state != "" {
 		q.Set("state", state)
@@ -259,33 +258,33 @@ func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]api.JobOu
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out []api.JobOut
+	var out []wire.JobOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &out)
 	return out, err
 }
 
 // Job returns one job.
-func (c *Client) Job(ctx context.Context, id int64) (api.JobOut, error) {
-	var out api.JobOut
+func (c *Client) Job(ctx context.Context, id int64) (wire.JobOut, error) {
+	var out wire.JobOut
 	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d", id), nil, &out)
 	return out, err
 }
 
 // Files lists a job's files from index from (limit 0: the server's
 // default page).
-func (c *Client) Files(ctx context.Context, id int64, from, limit int) ([]api.FileOut, error) {
+func (c *Client) Files(ctx context.Context, id int64, from, limit int) ([]wire.FileOut, error) {
 	q := url.Values{"from": {strconv.Itoa(from)}}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out []api.FileOut
+	var out []wire.FileOut
 	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/jobs/%d/files?%s", id, q.Encode()), nil, &out)
 	return out, err
 }
 
 // AllFiles lists every file of a job, page by page.
-func (c *Client) AllFiles(ctx context.Context, id int64) ([]api.FileOut, error) {
-	var all []api.FileOut
+func (c *Client) AllFiles(ctx context.Context, id int64) ([]wire.FileOut, error) {
+	var all []wire.FileOut
 	for {
 		page, err := c.Files(ctx, id, len(all), 10000)
 		if err != nil {
@@ -299,49 +298,49 @@ func (c *Client) AllFiles(ctx context.Context, id int64) ([]api.FileOut, error) 
 }
 
 // Cancel cancels a job.
-func (c *Client) Cancel(ctx context.Context, id int64) (api.JobOut, error) {
-	var out api.JobOut
+func (c *Client) Cancel(ctx context.Context, id int64) (wire.JobOut, error) {
+	var out wire.JobOut
 	_, err := c.do(ctx, http.MethodDelete, fmt.Sprintf("/v1/jobs/%d", id), nil, &out)
 	return out, err
 }
 
 // Endpoints lists the endpoints.
-func (c *Client) Endpoints(ctx context.Context) ([]api.EndpointOut, error) {
-	var out []api.EndpointOut
+func (c *Client) Endpoints(ctx context.Context) ([]wire.EndpointOut, error) {
+	var out []wire.EndpointOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/endpoints", nil, &out)
 	return out, err
 }
 
 // CreateToken creates an API token.
-func (c *Client) CreateToken(ctx context.Context, in api.TokenIn) (api.TokenOut, error) {
-	var out api.TokenOut
+func (c *Client) CreateToken(ctx context.Context, in wire.TokenIn) (wire.TokenOut, error) {
+	var out wire.TokenOut
 	_, err := c.do(ctx, http.MethodPost, "/v1/tokens", in, &out)
 	return out, err
 }
 
 // Whoami returns the caller's user.
-func (c *Client) Whoami(ctx context.Context) (api.UserOut, error) {
-	var out api.UserOut
+func (c *Client) Whoami(ctx context.Context) (wire.UserOut, error) {
+	var out wire.UserOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/whoami", nil, &out)
 	return out, err
 }
 
 // Register registers an agent (the client's token is the join token).
-func (c *Client) Register(ctx context.Context, in api.AgentIn) (api.JoinedOut, error) {
-	var out api.JoinedOut
+func (c *Client) Register(ctx context.Context, in wire.AgentIn) (wire.JoinedOut, error) {
+	var out wire.JoinedOut
 	_, err := c.do(ctx, http.MethodPost, "/v1/agents/register", in, &out)
 	return out, err
 }
 
 // Heartbeat tells the server the agent is alive.
-func (c *Client) Heartbeat(ctx context.Context, in api.AgentIn) error {
+func (c *Client) Heartbeat(ctx context.Context, in wire.AgentIn) error {
 	_, err := c.do(ctx, http.MethodPost, "/v1/agents/heartbeat", in, nil)
 	return err
 }
 
 // Events streams events (of one job, or all the caller may see if job is
 // 0) to f until ctx ends, f returns false, or the stream breaks.
-func (c *Client) Events(ctx context.Context, job int64, f func(server.Event) bool) error {
+func (c *Client) Events(ctx context.Context, job int64, f func(wire.Event) bool) error {
 	path := "/v1/events"
 	if job > 0 {
 		path += "?job=" + strconv.FormatInt(job, 10)
@@ -374,7 +373,7 @@ func (c *Client) Events(ctx context.Context, job int64, f func(server.Event) boo
 		if !ok {
 			continue
 		}
-		var e server.Event
+		var e wire.Event
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
 			return fmt.Errorf("client: event %q: %w", data, err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // TestEstimateOutlastsTimeout: an estimate that samples for longer than
@@ -20,21 +20,21 @@ func TestEstimateOutlastsTimeout(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(300 * time.Millisecond) // sampling
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(api.EstimateOut{Source: "a", Destination: "b", Streams: 4})
+		json.NewEncoder(w).Encode(wire.EstimateOut{Source: "a", Destination: "b", Streams: 4})
 	}))
 	defer srv.Close()
 	c, err := New(srv.URL, "tok", &http.Client{Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.Estimate(context.Background(), api.EstimateIn{Source: "sluice://a/f", Destination: "sluice://b/f", Size: 1})
+	out, err := c.Estimate(context.Background(), wire.EstimateIn{Source: "sluice://a/f", Destination: "sluice://b/f", Size: 1})
 	if err != nil || out.Streams != 4 {
 		t.Errorf("estimate that takes longer than the client's timeout: %+v, %v; want its answer", out, err)
 	}
 	// The caller's context still bounds it.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.Estimate(ctx, api.EstimateIn{Source: "sluice://a/f", Destination: "sluice://b/f", Size: 1}); err == nil {
+	if _, err := c.Estimate(ctx, wire.EstimateIn{Source: "sluice://a/f", Destination: "sluice://b/f", Size: 1}); err == nil {
 		t.Error("estimate past its caller's deadline succeeded")
 	}
 }

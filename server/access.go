@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Access rules: which files of which endpoints a user's jobs may read and
@@ -38,19 +39,11 @@ import (
 // The rules live in the store (settings), so every server of a cluster
 // sees the same ones and a restart keeps them.
 
-// AccessRule grants one kind of access to paths under a prefix.
-type AccessRule struct {
-	Endpoint string `json:"endpoint" doc:"endpoint name, or * for every endpoint"`
-	Path     string `json:"path" doc:"path prefix, matched by whole elements; {user} and {vo} stand for the caller's name and VO"`
-	User     string `json:"user,omitempty" doc:"user name, or * for every user"`
-	VO       string `json:"vo,omitempty" doc:"VO name, or * for every VO"`
-	Access   string `json:"access" enum:"read,write" doc:"read, or write (includes read)"`
-}
+// AccessRule is wire.AccessRule: the API documents live in package wire.
+type AccessRule = wire.AccessRule
 
-// AccessConfig is the whole set of rules.
-type AccessConfig struct {
-	Rules []AccessRule `json:"rules" doc:"access rules; a path is allowed if any rule allows it"`
-}
+// AccessConfig is wire.AccessConfig: the API documents live in package wire.
+type AccessConfig = wire.AccessConfig
 
 // accessKey is the settings key of the rules (JSON).
 const accessKey = "access"
@@ -66,7 +59,7 @@ const (
 )
 
 // validate checks the rules and returns them with paths cleaned.
-func (a AccessConfig) validate() (AccessConfig, error) {
+func validateAccess(a AccessConfig) (AccessConfig, error) {
 	if len(a.Rules) > maxAccessRules {
 		return a, fmt.Errorf("%w: %d access rules; at most %d", ErrInvalid, len(a.Rules), maxAccessRules)
 	}
@@ -137,8 +130,8 @@ func (s *Server) Access(ctx context.Context, c Caller) (AccessConfig, error) {
 	}
 	mine := AccessConfig{Rules: []AccessRule{}}
 	for _, r := range a.Rules {
-		if r.appliesTo(c.User) {
-			r.Path = r.prefixFor(c.User)
+		if ruleApplies(r, c.User) {
+			r.Path = rulePrefix(r, c.User)
 			mine.Rules = append(mine.Rules, r)
 		}
 	}
@@ -150,7 +143,7 @@ func (s *Server) SetAccess(ctx context.Context, c Caller, a AccessConfig) (Acces
 	if !c.User.Admin {
 		return AccessConfig{}, fmt.Errorf("%w: only an admin can change access rules", ErrForbidden)
 	}
-	a, err := a.validate()
+	a, err := validateAccess(a)
 	if err != nil {
 		return AccessConfig{}, err
 	}
@@ -168,7 +161,7 @@ func (s *Server) SetAccess(ctx context.Context, c Caller, a AccessConfig) (Acces
 	return a, nil
 }
 
-func (r AccessRule) appliesTo(u store.User) bool {
+func ruleApplies(r AccessRule, u store.User) bool {
 	// A name that is a path element of its own would move the prefix
 	// ("/home/.." is "/"): such a rule does not apply (validName refuses
 	// these names; a store written otherwise is not trusted).
@@ -186,20 +179,20 @@ func (r AccessRule) appliesTo(u store.User) bool {
 	return true
 }
 
-func (r AccessRule) prefixFor(u store.User) string {
+func rulePrefix(r AccessRule, u store.User) string {
 	return path.Clean(strings.NewReplacer("{user}", u.Name, "{vo}", u.VO).Replace(r.Path))
 }
 
 // allows reports whether r lets u have access need to path p on
 // endpoint ep (p clean and absolute, as parseFileURL returns it).
-func (r AccessRule) allows(u store.User, ep, p, need string) bool {
-	if (r.Endpoint != "*" && r.Endpoint != ep) || !r.appliesTo(u) {
+func ruleAllows(r AccessRule, u store.User, ep, p, need string) bool {
+	if (r.Endpoint != "*" && r.Endpoint != ep) || !ruleApplies(r, u) {
 		return false
 	}
 	if need == AccessWrite && r.Access != AccessWrite {
 		return false
 	}
-	return under(p, r.prefixFor(u))
+	return under(p, rulePrefix(r, u))
 }
 
 // under reports whether p is prefix or inside it, by whole elements.
@@ -234,7 +227,7 @@ func (a *accessCheck) check(ep, p, need string) error {
 		return nil
 	}
 	for _, r := range a.rules {
-		if r.allows(a.u, ep, p, need) {
+		if ruleAllows(r, a.u, ep, p, need) {
 			return nil
 		}
 	}
@@ -275,8 +268,8 @@ func (a *accessCheck) linkBase(ep, p, need string) string {
 	}
 	best := ""
 	for _, r := range a.rules {
-		if r.allows(a.u, ep, p, need) {
-			if pre := r.prefixFor(a.u); best == "" || len(pre) < len(best) {
+		if ruleAllows(r, a.u, ep, p, need) {
+			if pre := rulePrefix(r, a.u); best == "" || len(pre) < len(best) {
 				best = pre
 			}
 		}

@@ -18,7 +18,7 @@ func TestAccessCheck(t *testing.T) {
 		{Endpoint: "dtn2", Path: "/incoming/cms/", VO: "cms", Access: AccessWrite},
 		{Endpoint: "dtn2", Path: "/scratch", User: "bob", VO: "atlas", Access: AccessWrite},
 	}}
-	rules, err := rules.validate()
+	rules, err := validateAccess(rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestAccessValidate(t *testing.T) {
 		{"dotdot", AccessRule{Endpoint: "a1", Path: "/x/../y", User: "*", Access: "read"}, "no . or .."},
 		{"placeholder", AccessRule{Endpoint: "a1", Path: "/x/{group}", User: "*", Access: "read"}, "only {user} and {vo}"},
 	} {
-		_, err := AccessConfig{Rules: []AccessRule{tc.r}}.validate()
+		_, err := validateAccess(AccessConfig{Rules: []AccessRule{tc.r}})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -95,12 +95,12 @@ func TestAccessValidate(t *testing.T) {
 // of it); none for an admin, and none when no rule allows the path any
 // more; baseFor drops a base a token's prefix is not below.
 func TestLinkBase(t *testing.T) {
-	rules, err := AccessConfig{Rules: []AccessRule{
+	rules, err := validateAccess(AccessConfig{Rules: []AccessRule{
 		{Endpoint: "*", Path: "/home/{user}", User: "*", Access: AccessWrite},
 		{Endpoint: "*", Path: "/home/{user}/deep", User: "*", Access: AccessWrite},
 		{Endpoint: "dtn1", Path: "/data/{vo}", VO: "*", Access: AccessRead},
 		{Endpoint: "dtn1", Path: "/", User: "root2", Access: AccessRead},
-	}}.validate()
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

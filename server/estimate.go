@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Estimation service defaults (Yin, Yildirim et al., "A Data Throughput
@@ -75,13 +76,8 @@ type EstimateRequest struct {
 	Growth int
 }
 
-// EstimateSample is one sample transfer.
-type EstimateSample struct {
-	Streams    int     `json:"streams"`
-	Bytes      int64   `json:"bytes,omitempty"` // moved by this sample (0 in answers stored before it was recorded)
-	Throughput float64 `json:"throughput"`      // bytes/s
-	Seconds    float64 `json:"seconds"`
-}
+// EstimateSample is wire.EstimateSample: the API documents live in package wire.
+type EstimateSample = wire.EstimateSample
 
 // Estimate is the answer.
 type Estimate struct {

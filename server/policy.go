@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // The Policy Service (Chervenak et al., "Adaptation and Policy-Based Resource
@@ -30,36 +31,14 @@ import (
 // policySetting is the store setting holding the PolicyConfig as JSON.
 const policySetting = "policy.config"
 
-// PolicyConfig is the Policy Service's configuration.
-type PolicyConfig struct {
-	// Policy is "greedy" (the paper's, default) or "weighted-shares";
-	// a Starlark policy ("starlark:PATH") is loaded from the server's
-	// own configuration (`sluice serve --policy`), never through the API.
-	Policy string `json:"policy"`
-	// Defaults apply to pairs without their own Params.
-	Defaults PolicyParams `json:"defaults"`
-	// Pairs override Defaults per endpoint pair.
-	Pairs []PairPolicy `json:"pairs,omitempty"`
-	// Weights are VO weights on every pair (weighted-shares).
-	Weights map[string]float64 `json:"weights,omitempty"`
-}
+// PolicyConfig is wire.PolicyConfig: the API documents live in package wire.
+type PolicyConfig = wire.PolicyConfig
 
-// PolicyParams are the paper's parameters (Table I).
-type PolicyParams struct {
-	Initial      int     `json:"initial" doc:"s_i: streams of a new allocation."`
-	Update       int     `json:"update" doc:"s_u: streams added by an update."`
-	PairMax      int     `json:"pair_max" doc:"s_pmax: most streams between the pair."`
-	ClientMax    int     `json:"client_max" doc:"s_cmax: most streams of one allocation."`
-	LeaseSeconds float64 `json:"lease_seconds" doc:"An allocation not updated for this long is released (1 s to a year)."`
-}
+// PolicyParams is wire.PolicyParams: the API documents live in package wire.
+type PolicyParams = wire.PolicyParams
 
-// PairPolicy is one pair's parameters, and optionally its own VO weights.
-type PairPolicy struct {
-	Source      string             `json:"source"`
-	Destination string             `json:"destination"`
-	Params      PolicyParams       `json:"params"`
-	Weights     map[string]float64 `json:"weights,omitempty"`
-}
+// PairPolicy is wire.PairPolicy: the API documents live in package wire.
+type PairPolicy = wire.PairPolicy
 
 // maxLeaseSeconds bounds a lease: far beyond any sensible one, and well
 // inside what a time.Duration holds.
@@ -441,16 +420,8 @@ func (s *Server) Allocations(ctx context.Context, c Caller) []policy.Allocation 
 	return out
 }
 
-// PairUsage is one pair's allocated streams, in all and per VO.
-type PairUsage struct {
-	Source      string         `json:"source"`
-	Destination string         `json:"destination"`
-	PairMax     int            `json:"pair_max"`
-	Used        int            `json:"used" doc:"Streams allocated (those being taken back included)."`
-	Draining    int            `json:"draining" doc:"Streams taken back that clients have not yet heard of."`
-	Allocations int            `json:"allocations"`
-	PerVO       map[string]int `json:"per_vo" doc:"Streams allocated per VO."`
-}
+// PairUsage is wire.PairUsage: the API documents live in package wire.
+type PairUsage = wire.PairUsage
 
 // PolicyUsage is every pair's allocated streams, per VO (admins).
 func (s *Server) PolicyUsage(ctx context.Context, c Caller) ([]PairUsage, error) {

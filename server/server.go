@@ -41,6 +41,7 @@ import (
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Defaults for Config's zero fields.
@@ -540,15 +541,8 @@ func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, adm
 	return tok, u, t.Expires, nil
 }
 
-// TokenInfo describes an API token without its secret: ID is the start
-// of its hash, which names it for RevokeToken.
-type TokenInfo struct {
-	ID      string    `json:"id" doc:"Names the token for revocation (the start of its hash)."`
-	Label   string    `json:"label,omitempty"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires,omitzero" doc:"Absent: no expiry."`
-	Expired bool      `json:"expired,omitempty"`
-}
+// TokenInfo is wire.TokenInfo: the API documents live in package wire.
+type TokenInfo = wire.TokenInfo
 
 // tokenIDLen is how much of a token's hash its ID shows.
 const tokenIDLen = 12
