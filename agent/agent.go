@@ -4,6 +4,8 @@
 // It decides who may do what (auth tokens, scope and prefix), refuses
 // paths that leave the root before the file system sees them, maps backend
 // errors to statuses, and performs third-party pulls from other agents.
+// It also joins the agent to its servers and keeps it alive there
+// (Joiner), through package client.
 // Storage semantics (what a write or a rename does) belong to backend/file,
 // the wire client to backend/sluice.
 package agent

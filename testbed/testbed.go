@@ -39,6 +39,7 @@ import (
 	"github.com/sluice-dtn/sluice/sim"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/trace"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Load returns a profile: a built-in testbed name (sc15-mini, xsede-sg) or
@@ -490,8 +491,11 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		if err != nil {
 			return fail(err)
 		}
-		info := server.AgentInfo{Name: e.Name, URL: "http://" + aln.Addr().String(), MaxThroughput: sim.Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
-		joined, err := srv.Register(ctx, join, info)
+		// The agent joins as `sluice agent` does: over the API, with
+		// the agent's own join and heartbeat loop.
+		j := &agent.Joiner{Servers: []string{c.URL}, Token: join, Log: log,
+			Info: wire.AgentIn{Name: e.Name, URL: "http://" + aln.Addr().String(), MaxThroughput: sim.Gbps(e.CapacityGbps), MaxCC: e.MaxCC}}
+		joined, err := j.Join(ctx)
 		if err != nil {
 			aln.Close()
 			return fail(err)
@@ -502,21 +506,13 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 			aln.Close()
 			return fail(err)
 		}
-		c.Roots[e.Name], c.Agents[e.Name], c.Keys[e.Name] = root, info.URL, joined.Key
+		j.SetHealth(a.Check)
+		c.Roots[e.Name], c.Agents[e.Name], c.Keys[e.Name] = root, j.Info.URL, joined.Key
 		c.wg.Add(2)
 		go func() { defer c.wg.Done(); defer a.Close(); a.Serve(ctx, aln, "", "") }()
 		go func() {
 			defer c.wg.Done()
-			t := time.NewTicker(joined.HeartbeatEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-					srv.Heartbeat(ctx, join, info)
-				}
-			}
+			j.Heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
 		}()
 	}
 	// Ready when the scheduler sees every endpoint up.

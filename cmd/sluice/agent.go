@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/agent"
-	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -88,32 +88,31 @@ func newAgentCmd() *cobra.Command {
 			defer ln.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			var j *joiner
+			var j *agent.Joiner
 			if serverURL != "" {
-				servers, err := parseServers(serverURL)
+				servers, err := agent.ParseServers(serverURL)
 				if err != nil {
 					return err
 				}
-				j = &joiner{servers: servers, info: api.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
-					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, log: log}
-				if j.token, err = secretArg(joinToken); err != nil {
+				j = &agent.Joiner{Servers: servers, Info: wire.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
+					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, Log: log}
+				if j.Token, err = secretArg(joinToken); err != nil {
 					return fmt.Errorf("agent: --join-token: %w", err)
 				}
-				joined, err := j.join(ctx)
+				joined, err := j.Join(ctx)
 				if err != nil {
 					return err
 				}
 				key = joined.Key
-				go j.heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
-				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, j.server(), joined.Scheduler, j.info.URL)
+				go j.Heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
+				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, j.Server(), joined.Scheduler, j.Info.URL)
 			}
 			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation, PullFrom: pullFrom})
 			if err != nil {
 				return err
 			}
 			if j != nil {
-				check := s.Check
-				j.health.Store(&check)
+				j.SetHealth(s.Check)
 			}
 			defer s.Close()
 			scheme := "sluice"

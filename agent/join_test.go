@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"slices"
@@ -21,7 +21,7 @@ func TestParseServers(t *testing.T) {
 		{"http://s1:8080,http://", nil},
 		{" , ", nil},
 	} {
-		got, err := parseServers(tc.in)
+		got, err := ParseServers(tc.in)
 		if tc.want == nil {
 			if err == nil {
 				t.Errorf("%q: %v, want an error", tc.in, got)
