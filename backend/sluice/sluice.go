@@ -111,7 +111,7 @@ func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastRe
 // token (minted for an hour, say) keeps going with the next: the source
 // mints a fresh one before the last expires. It must be safe for
 // concurrent use.
-type TokenSource func() (string, error)
+type TokenSource = backend.TokenSource
 
 // NewWithTokens is New with a token asked of tokens for each request.
 func NewWithTokens(baseURL string, tokens TokenSource, client *http.Client) (*Backend, error) {

@@ -23,9 +23,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
-	"github.com/sluice-dtn/sluice/backend/file"
-	"github.com/sluice-dtn/sluice/backend/gridftp"
-	"github.com/sluice-dtn/sluice/backend/root"
+	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/dataset"
@@ -215,71 +213,27 @@ func autoChecksum(eps ...copyjob.Endpoint) string {
 	return "crc32c"
 }
 
-// endpoint turns a command-line location into a copyjob endpoint.
+// endpoint turns a command-line location into a copyjob endpoint,
+// through the registry of backends (backend/all).
 func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *http.Client) (copyjob.Endpoint, error) {
-	if strings.HasPrefix(loc, "sluice://") || strings.HasPrefix(loc, "sluices://") {
-		base, p, err := sluice.ParseURL(loc)
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		tokens, err := f.tokensFor(p, write)
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		b, err := sluice.NewWithTokens(base, tokens, client)
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		ep := copyjob.Endpoint{Backend: b, Path: p, URL: loc}
+	op, err := all.Registry().Open(ctx, loc, backend.OpenOptions{Write: write, HTTPClient: client, Tokens: f.tokensFor})
+	if err != nil {
+		return copyjob.Endpoint{}, err
+	}
+	if op.Close != nil {
+		f.closers = append(f.closers, op.Close)
+	}
+	ep := copyjob.Endpoint{Backend: op.Backend, Path: op.Path, URL: op.URL}
+	if a, ok := op.Backend.(*sluice.Backend); ok {
+		// Between agents the destination pulls: it needs the source's
+		// tokens, and the destination is the puller.
 		if write {
-			ep.Puller = b
+			ep.Puller = a
 		} else {
-			ep.Tokens = tokens // shown by a destination agent that pulls from here
+			ep.Tokens = op.Tokens
 		}
-		return ep, nil
 	}
-	if strings.HasPrefix(loc, "ftp://") || strings.HasPrefix(loc, "gsiftp://") {
-		base, p, err := gridftp.ParseURL(loc)
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		// One stream per run: the engine's partial transfers (--p) are
-		// the parallelism, and streams would make OpenRange spool.
-		b, err := gridftp.New(base, gridftp.Options{Parallelism: 1})
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		f.closers = append(f.closers, b.Close)
-		return copyjob.Endpoint{Backend: b, Path: p, URL: loc}, nil
-	}
-	if strings.HasPrefix(loc, "root://") || strings.HasPrefix(loc, "xroot://") {
-		addr, p, err := root.ParseURL(loc)
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		b, err := root.New(ctx, addr, root.Options{})
-		if err != nil {
-			return copyjob.Endpoint{}, err
-		}
-		f.closers = append(f.closers, b.Close)
-		return copyjob.Endpoint{Backend: b, Path: p, URL: loc}, nil
-	}
-	p := strings.TrimPrefix(loc, "file://")
-	if strings.Contains(p, "://") {
-		return copyjob.Endpoint{}, fmt.Errorf("%s: unsupported URL scheme (local paths, file://, sluice://, sluices://, ftp://, gsiftp://, root://)", loc)
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return copyjob.Endpoint{}, err
-	}
-	if strings.HasSuffix(p, "/") {
-		abs += "/"
-	}
-	b, err := file.New("/")
-	if err != nil {
-		return copyjob.Endpoint{}, err
-	}
-	return copyjob.Endpoint{Backend: b, Path: abs, URL: "file://" + abs}, nil
+	return ep, nil
 }
 
 // tokenLife is how long the tokens cp mints last. A copy that runs longer

@@ -1,0 +1,22 @@
+// Package all knows every storage backend Sluice has: Registry returns
+// them registered by URL scheme. Adding a backend is a folder under
+// backend/ with an Open function, and one line here.
+package all
+
+import (
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/file"
+	"github.com/sluice-dtn/sluice/backend/gridftp"
+	"github.com/sluice-dtn/sluice/backend/root"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+)
+
+// Registry returns a registry of every backend.
+func Registry() *backend.Registry {
+	r := backend.NewRegistry()
+	r.Register(file.Open, "file")
+	r.Register(sluice.Open, "sluice", "sluices")
+	r.Register(gridftp.Open, "ftp", "gsiftp")
+	r.Register(root.Open, "root", "xroot")
+	return r
+}

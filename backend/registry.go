@@ -1,0 +1,99 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// TokenSource gives the bearer token to present now (a fresh one before
+// the last expires). It must be safe for concurrent use.
+type TokenSource func() (string, error)
+
+// OpenOptions is what opening a location may need beside its URL.
+type OpenOptions struct {
+	// Write says the location will be written to (a backend that takes
+	// credentials asks for write access, else read).
+	Write bool
+	// HTTPClient is the client of backends that speak HTTP (nil: their
+	// default).
+	HTTPClient *http.Client
+	// Tokens gives the bearer tokens for a path, for backends whose
+	// servers take them (sluice agents); nil where the caller has none.
+	Tokens func(path string, write bool) (TokenSource, error)
+}
+
+// Opened is a location opened by a Registry: the backend, the
+// location's path in it, the location's canonical URL, and how to
+// release the backend.
+type Opened struct {
+	Backend Backend
+	Path    string
+	URL     string
+	// Tokens are the tokens the backend presents, if it takes any (an
+	// agent that pulls from this one needs them too).
+	Tokens TokenSource
+	// Close releases the backend's connections; nil if there is nothing
+	// to release.
+	Close func() error
+}
+
+// OpenFunc opens a location whose URL has one of the schemes it was
+// registered for (for "file", also a plain local path).
+type OpenFunc func(ctx context.Context, loc string, o OpenOptions) (Opened, error)
+
+// Registry maps URL schemes to the backends that serve them. Each
+// backend package offers an Open function; package backend/all registers
+// every backend Sluice has. A Registry is built once, then only read.
+type Registry struct {
+	open    map[string]OpenFunc
+	schemes []string // in registration order, for messages
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{open: map[string]OpenFunc{}} }
+
+// Register makes open serve the given schemes ("file" also serves plain
+// local paths). A scheme registered twice is a programming error.
+func (r *Registry) Register(open OpenFunc, schemes ...string) {
+	for _, s := range schemes {
+		if _, dup := r.open[s]; dup {
+			panic(fmt.Sprintf("backend: scheme %q registered twice", s))
+		}
+		r.open[s] = open
+		r.schemes = append(r.schemes, s)
+	}
+}
+
+// Schemes returns the registered schemes, in registration order.
+func (r *Registry) Schemes() []string { return slices.Clone(r.schemes) }
+
+// Open opens location loc: a URL (scheme://...) of a registered scheme,
+// or a local path, which the "file" backend serves.
+func (r *Registry) Open(ctx context.Context, loc string, o OpenOptions) (Opened, error) {
+	scheme := "file"
+	if s, _, ok := strings.Cut(loc, "://"); ok {
+		scheme = s
+	}
+	open := r.open[scheme]
+	if open == nil {
+		return Opened{}, fmt.Errorf("%s: unsupported URL scheme %q (this build serves local paths and %s)",
+			loc, scheme, strings.Join(r.urlForms(), ", "))
+	}
+	op, err := open(ctx, loc, o)
+	if err != nil {
+		return Opened{}, err
+	}
+	return op, nil
+}
+
+// urlForms is the registered schemes as a reader would write them.
+func (r *Registry) urlForms() []string {
+	out := make([]string, len(r.schemes))
+	for i, s := range r.schemes {
+		out[i] = s + "://"
+	}
+	return out
+}
