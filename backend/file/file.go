@@ -313,9 +313,12 @@ func classify(err error) error {
 		// symbolic link loop (or one swapped in while a path is
 		// followed) is refused like one.
 		return fmt.Errorf("%w: %w", backend.ErrPermission, err)
-	case tooLarge(err), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EINVAL):
-		// A name, offset or size the file system cannot take: the
-		// request's fault, retrying cannot help.
+	case tooLarge(err), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.EINVAL),
+		errors.Is(err, syscall.EISDIR):
+		// A name, offset or size the file system cannot take, or a
+		// directory written or read as a file: the request's fault,
+		// retrying cannot help (unclassified, EISDIR would be retried
+		// as transient; the other backends call it invalid too).
 		return fmt.Errorf("%w: %w", backend.ErrInvalid, err)
 	}
 	return err
@@ -533,9 +536,15 @@ func reason(err error) string {
 
 // Open opens a file for reading; the agent serves it with sendfile.
 func (b *Backend) Open(p string) (*os.File, error) {
+	f, _, err := b.open(p)
+	return f, err
+}
+
+// open is Open, also giving what it learnt of the file.
+func (b *Backend) open(p string) (*os.File, fs.FileInfo, error) {
 	name, err := b.clean(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Non-blocking, so that a named pipe cannot hang the open; it is
 	// refused below, with devices and sockets. Reads of regular files
@@ -547,18 +556,18 @@ func (b *Backend) Open(p string) (*os.File, error) {
 		}
 	}
 	if err != nil {
-		return nil, b.classify(err)
+		return nil, nil, b.classify(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, b.classify(err)
+		return nil, nil, b.classify(err)
 	}
 	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is %s, which cannot be copied", backend.ErrInvalid, p, kind(m))
+		return nil, nil, fmt.Errorf("%w: %s is %s, which cannot be copied", backend.ErrInvalid, p, kind(m))
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 type rangeReader struct {
@@ -570,9 +579,16 @@ func (r rangeReader) Close() error { return r.f.Close() }
 
 // OpenRange implements backend.Backend.
 func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	f, err := b.Open(p)
+	f, fi, err := b.open(p)
 	if err != nil {
 		return nil, err
+	}
+	if fi.IsDir() {
+		// Refused here: its Reads would fail with EISDIR, unclassified
+		// and naming the root's place on the machine (Rel never sees
+		// them).
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is a directory", backend.ErrInvalid, p)
 	}
 	if off < 0 {
 		f.Close()

@@ -462,7 +462,7 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 		// Nothing to read, but the run still says whether the file
 		// is there.
 		if _, err := r.Read(nil); err != nil && err != io.EOF {
-			return nil, err
+			return nil, b.dirErr(ctx, p, sp, err)
 		}
 		return &peeked{r: r}, nil
 	}
@@ -474,9 +474,30 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 	}
 	if err != nil && err != io.EOF {
 		r.Close()
-		return nil, err
+		return nil, b.dirErr(ctx, p, sp, err)
 	}
 	return &peeked{head: first[:k], r: r}, nil
+}
+
+// dirErr is err, a read's failure in globus-url-copy, unless the path is
+// a directory: the tool fails on one with an unclassified end-of-file,
+// which the engine would retry. openNative asks MLST before it reads; the
+// tool's paths ask only once the tool has failed, so that a range read
+// costs no round trip more.
+func (b *Backend) dirErr(ctx context.Context, p, sp string, err error) error {
+	if backend.Permanent(err) || b.ctl == nil || ctx.Err() != nil {
+		return err
+	}
+	var e entry
+	merr := b.control(ctx, func(c *conn) error {
+		var err error
+		e, err = c.mlst(sp)
+		return err
+	})
+	if merr == nil && isDir(e.typ) {
+		return wrap("read", p, fmt.Errorf("%w: is a directory", backend.ErrInvalid))
+	}
+	return err
 }
 
 // peeked gives back the byte OpenRange read ahead.
@@ -512,7 +533,7 @@ func (b *Backend) openSpooled(ctx context.Context, p, sp string, off, n int64) (
 	spool := filepath.Join(tmp, "range")
 	args := append(append(b.parallel(), partial(off, n)...), b.url(sp), fileURL(spool))
 	if err := b.run(ctx, args...); err != nil {
-		return nil, wrap("read", p, err)
+		return nil, b.dirErr(ctx, p, sp, wrap("read", p, err))
 	}
 	f, err := os.Open(spool)
 	if errors.Is(err, os.ErrNotExist) {

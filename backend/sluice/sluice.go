@@ -481,6 +481,7 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 	if idle <= 0 {
 		idle = DefaultIdle
 	}
+	parent := ctx // for the Stat after a 416: ctx is cancelled by then
 	ctx, cancel := context.WithCancelCause(ctx)
 	silent := fmt.Errorf("%w: the agent sent nothing for %s", errSilent, idle)
 	dog := time.AfterFunc(idle, func() { cancel(silent) })
@@ -493,6 +494,15 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 		cancel(nil)
 		var se *StatusError
 		if errors.As(err, &se) && se.Status == http.StatusRequestedRangeNotSatisfiable {
+			// The agent answers 416 to bytes=SIZE- (HTTP has no
+			// range that starts at the end), but "to the end" from
+			// the end is nothing (backend.Backend: n < 0), as from
+			// a file: empty, not beyond the end.
+			if n < 0 {
+				if fi, serr := b.Stat(parent, p); serr == nil && !fi.IsDir && fi.Size == off {
+					return io.NopCloser(strings.NewReader("")), nil
+				}
+			}
 			err = fmt.Errorf("%w: offset %d is beyond the end of the file", backend.ErrInvalid, off)
 		}
 		return nil, wrap("read", p, err)
