@@ -60,14 +60,15 @@ func fts3Params(p *ParamsIn) ([]string, error) {
 	if p == nil {
 		return nil, nil
 	}
-	names := make([]string, 0, len(p.others))
-	for k := range p.others {
+	others := p.Others()
+	names := make([]string, 0, len(others))
+	for k := range others {
 		names = append(names, k)
 	}
 	slices.Sort(names)
 	var warnings, refused []string
 	for _, k := range names {
-		raw := p.others[k]
+		raw := others[k]
 		if isOff(k, raw) {
 			continue
 		}

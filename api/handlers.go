@@ -116,10 +116,10 @@ type submitOut struct {
 // SubmitOut is wire.SubmitOut: the API documents live in package wire.
 type SubmitOut = wire.SubmitOut
 
-// spec converts a submission, in either shape, to the server's form,
+// jobSpec converts a submission, in either shape, to the server's form,
 // with the warnings of its answer.
-func (in JobIn) spec() (server.JobSpec, []string, error) {
-	s, err := in.serverSpec()
+func jobSpec(in JobIn) (server.JobSpec, []string, error) {
+	s, err := serverSpec(in)
 	if err != nil {
 		return s, nil, err
 	}
@@ -130,8 +130,8 @@ func (in JobIn) spec() (server.JobSpec, []string, error) {
 	return s, append(warnings, fileWarnings(in.Files)...), nil
 }
 
-// serverSpec is spec without the warnings.
-func (in JobIn) serverSpec() (server.JobSpec, error) {
+// serverSpec is jobSpec without the warnings.
+func serverSpec(in JobIn) (server.JobSpec, error) {
 	s := server.JobSpec{
 		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
@@ -231,7 +231,7 @@ func (h *handlers) submit(ctx context.Context, in *submitIn) (*submitOut, error)
 	if err != nil {
 		return nil, err
 	}
-	spec, warnings, err := in.Body.spec()
+	spec, warnings, err := jobSpec(in.Body)
 	if err != nil {
 		return nil, huma.Error422UnprocessableEntity(err.Error())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Adaptive jobs (Chervenak et al., "Adaptation and Policy-Based Resource
@@ -22,16 +23,8 @@ import (
 // scheduler still chooses which waiting files start and when; an adaptive
 // job's files start only while the job is under its concurrency.
 
-// AdaptiveSpec are the adaptive client's parameters (the paper's Table
-// II); zero fields take DefaultAdaptive's.
-type AdaptiveSpec struct {
-	Ci    int     `json:"ci,omitempty" doc:"Initial concurrency (files in flight)."`
-	Cmax  int     `json:"cmax,omitempty" doc:"Largest concurrency."`
-	Delta int     `json:"delta,omitempty" doc:"Concurrency step up or down."`
-	D     int     `json:"d,omitempty" doc:"Files completed between adaptations."`
-	P     int     `json:"p,omitempty" doc:"Parallel streams per file."`
-	T     float64 `json:"t,omitempty" doc:"Rate change (fraction of the last rate) that triggers adaptation."`
-}
+// AdaptiveSpec is wire.AdaptiveSpec: the API documents live in package wire.
+type AdaptiveSpec = wire.AdaptiveSpec
 
 // DefaultAdaptive: start with 4 files of 4 streams (a pair's initial
 // allocation of 16 under the default greedy policy), adapt every 4 files
@@ -39,7 +32,8 @@ type AdaptiveSpec struct {
 // default per-allocation maximum).
 var DefaultAdaptive = AdaptiveSpec{Ci: 4, Cmax: 8, Delta: 2, D: 4, P: 4, T: 0.1}
 
-func (a AdaptiveSpec) withDefaults() AdaptiveSpec {
+// adaptiveDefaults returns a with its zero fields set from DefaultAdaptive.
+func adaptiveDefaults(a AdaptiveSpec) AdaptiveSpec {
 	d := DefaultAdaptive
 	if a.Ci == 0 {
 		a.Ci = min(d.Ci, max(a.Cmax, 1))
@@ -65,7 +59,8 @@ func (a AdaptiveSpec) withDefaults() AdaptiveSpec {
 	return a
 }
 
-func (a AdaptiveSpec) params() policy.AdaptiveParams {
+// adaptiveParams is a as the Policy Service's adaptive client takes it.
+func adaptiveParams(a AdaptiveSpec) policy.AdaptiveParams {
 	return policy.AdaptiveParams{Ci: a.Ci, Cmax: a.Cmax, Delta: a.Delta, D: a.D, P: a.P, T: a.T, Relative: true}
 }
 
@@ -75,8 +70,8 @@ func adaptiveJSON(a *AdaptiveSpec) (string, error) {
 	if a == nil {
 		return "", nil
 	}
-	full := a.withDefaults()
-	if err := full.params().Validate(); err != nil {
+	full := adaptiveDefaults(*a)
+	if err := adaptiveParams(full).Validate(); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalid, err) // it says "adaptive: ..."
 	}
 	b, err := json.Marshal(full)
@@ -141,7 +136,7 @@ func (w *world) adaptiveOf(t *task, now time.Time) *adaptState {
 		w.s.log.Warn("adaptive job with unreadable parameters; runs as a plain job", "job", t.JobID, "err", err)
 		return nil
 	}
-	cl, err := policy.NewAdaptive(spec.withDefaults().params())
+	cl, err := policy.NewAdaptive(adaptiveParams(adaptiveDefaults(spec)))
 	if err != nil {
 		w.s.log.Warn("adaptive job with bad parameters; runs as a plain job", "job", t.JobID, "err", err)
 		return nil

@@ -26,7 +26,9 @@ import (
 // Computing": Stork samples 20 MB by
 // default; Algorithm 2 grows the streams from 1, by model.DefaultGrowth).
 const (
-	DefaultSampleBytes = 20 << 20
+	// DefaultSampleBytes is wire.DefaultSampleBytes: the API's default
+	// lives in package wire.
+	DefaultSampleBytes = wire.DefaultSampleBytes
 	// MaxSampleBytes bounds one sample transfer: sampling is meant to
 	// be a small fraction of the transfer it tunes.
 	MaxSampleBytes = 1 << 30

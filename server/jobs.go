@@ -338,7 +338,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 	}
 	if spec.Adaptive != nil {
-		if err := s.adaptiveFits(spec.Adaptive.withDefaults().P, tasks); err != nil {
+		if err := s.adaptiveFits(adaptiveDefaults(*spec.Adaptive).P, tasks); err != nil {
 			return store.Job{}, false, err
 		}
 	}

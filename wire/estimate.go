@@ -2,6 +2,12 @@ package wire
 
 import "time"
 
+// DefaultSampleBytes is an estimation's sample size when the request
+// gives none (EstimateIn.SampleSize): Stork samples 20 MB by default (Yin,
+// Yildirim et al., "A Data Throughput Prediction and Optimization Service
+// for Widely Distributed Many-Task Computing").
+const DefaultSampleBytes = 20 << 20
+
 // EstimateIn is an estimation request.
 type EstimateIn struct {
 	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`

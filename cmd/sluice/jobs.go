@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/stork"
 )
 
 // clientConfig is where the CLI finds the server: flags, then the
@@ -189,7 +190,7 @@ named on stderr.`,
 				if len(set) > 0 {
 					return fmt.Errorf("submit: %s: %s: not taken with a Stork submit file, whose ads say what each job is (optimization = \"YES\" for --optimize)", file, strings.Join(set, ", "))
 				}
-				ads, err := parseClassAds(br)
+				ads, err := stork.Parse(br)
 				if err != nil {
 					return fmt.Errorf("submit: %s: %w", file, err)
 				}

@@ -1,4 +1,4 @@
-package main
+package stork
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 )
 
 // FuzzStorkSubmit reads a Stork submit file as `sluice submit -f` does
-// (parseClassAds, checkClassAd) and posts each transfer ad's job through
-// the API's real submission path to a temporary store
-// (apitest.CheckSubmit: a clear refusal, or a sane job that lists back).
+// (Parse, Check) and posts each transfer ad's job through the API's real
+// submission path to a temporary store (apitest.CheckSubmit: a clear
+// refusal, or a sane job that lists back).
 // An estimation ad must ask for a positive size and sample. The seeds
 // carry the attack inputs of the JSON targets in ClassAd form.
 func FuzzStorkSubmit(f *testing.F) {
@@ -31,7 +31,7 @@ func FuzzStorkSubmit(f *testing.F) {
 	}
 	svc := apitest.New(f)
 	f.Fuzz(func(t *testing.T, text string) {
-		ads, err := parseClassAds(strings.NewReader(text))
+		ads, err := Parse(strings.NewReader(text))
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("an empty error")
@@ -39,20 +39,20 @@ func FuzzStorkSubmit(f *testing.F) {
 			return
 		}
 		for _, ad := range ads {
-			a, err := checkClassAd(ad)
+			a, err := Check(ad)
 			if err != nil {
 				continue
 			}
 			switch {
-			case a.job != nil:
-				body, err := json.Marshal(a.job)
+			case a.Job != nil:
+				body, err := json.Marshal(a.Job)
 				if err != nil {
 					t.Fatal(err)
 				}
 				svc.CheckSubmit(t, body)
-			case a.est != nil:
-				if a.est.Size <= 0 || a.est.SampleSize < 0 || a.est.Buffer < 0 {
-					t.Fatalf("estimation ad %v: size %d, sample %d, buffer %d", ad, a.est.Size, a.est.SampleSize, a.est.Buffer)
+			case a.Est != nil:
+				if a.Est.Size <= 0 || a.Est.SampleSize < 0 || a.Est.Buffer < 0 {
+					t.Fatalf("estimation ad %v: size %d, sample %d, buffer %d", ad, a.Est.Size, a.Est.SampleSize, a.Est.Buffer)
 				}
 			default:
 				t.Fatalf("ad %v checked as neither a job nor an estimation", ad)
