@@ -111,7 +111,11 @@ func TestEmulationFromProfile(t *testing.T) {
 
 // TestReplaySmall replays a few transfers on real bytes: every file is
 // verified, and what the transfers achieved respects the emulated source
-// capacity (the emulation is on the data path).
+// capacity (the emulation is on the data path). Only the upper bound is
+// checked: a loaded machine moves the bytes more slowly, never faster
+// than the emulation lets them (a lower bound failed a CI run whose
+// machine was running another package's tests; how close a replay comes
+// to the capacity is measured by `sluice testbed compare`, not here).
 func TestReplaySmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves real bytes through emulated agents")
@@ -140,9 +144,6 @@ func TestReplaySmall(t *testing.T) {
 	t.Logf("%.1f MB in %.2f s: %.1f MB/s (source capacity %.1f MB/s)", float64(run.Bytes)/1e6, run.Seconds, rate/1e6, capa/1e6)
 	if rate > 1.1*capa {
 		t.Errorf("moved %.1f MB/s, above the emulated source capacity %.1f", rate/1e6, capa/1e6)
-	}
-	if rate < 0.5*capa {
-		t.Errorf("moved only %.1f MB/s of the source's %.1f", rate/1e6, capa/1e6)
 	}
 	p, err := Predict(tb, tr, "basecc4")
 	if err != nil {
