@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/report"
 	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/testbed"
 )
 
 const plotFlagHelp = "also write the report charts (SVG and PNG) into this directory"
@@ -83,7 +84,7 @@ func plotSteal(log io.Writer, dir string, res *sim.StealResult) error {
 
 // plotTestbedCompare draws the measured medians over repetitions against
 // the best baseline the summary line names (or the first scheduler).
-func plotTestbedCompare(log io.Writer, dir string, c *compareResult, names []string) error {
+func plotTestbedCompare(log io.Writer, dir string, c *testbed.Comparison, names []string) error {
 	baseline := c.Best
 	if baseline == "" {
 		baseline = names[0]

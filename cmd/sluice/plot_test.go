@@ -79,7 +79,7 @@ func TestTestbedComparePlot(t *testing.T) {
 	task := func(id int64, size int64, turnaround, slowdown float64) sim.TaskResult {
 		return sim.TaskResult{ID: id, Size: size, Turnaround: turnaround, Slowdown: slowdown, Finish: turnaround}
 	}
-	c := &compareResult{Profile: "sc15-mini", Trace: "smoke", Reps: 2}
+	c := &testbed.Comparison{Profile: "sc15-mini", Trace: "smoke", Reps: 2}
 	for rep := 0; rep < 2; rep++ {
 		for i, n := range []string{"basecc1", "basecc2", "seal"} {
 			k := float64(3-i) + float64(rep)
@@ -88,11 +88,11 @@ func TestTestbedComparePlot(t *testing.T) {
 				{Name: "stampede", T: []float64{1, 2, 3}, Bps: []float64{3e7, 5e7, 4e7}, CC: []int{2, 4, 3}},
 				{Name: "gordon", T: []float64{1, 2, 3}, Bps: []float64{1e7, 2e7, 1e7}, CC: []int{1, 2, 1}},
 			}
-			c.Runs = append(c.Runs, &runOne{Scheduler: n, Rep: rep, Measured: sim.Summarize("sc15-mini", "smoke", n, tasks, 1), Files: 3, Verified: 3, Endpoints: eps})
+			c.Runs = append(c.Runs, &testbed.ComparedRun{Scheduler: n, Rep: rep, Measured: sim.Summarize("sc15-mini", "smoke", n, tasks, 1), Files: 3, Verified: 3, Endpoints: eps})
 		}
 	}
 	names := []string{"basecc1", "basecc2", "seal"}
-	c.summarise(names)
+	c.Summarise(names)
 	if c.Best != "basecc2" {
 		t.Fatalf("best baseline %q, want basecc2", c.Best)
 	}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -136,24 +134,7 @@ func (f *testbedFlags) load() (*sim.Testbed, error) {
 	return tb, nil
 }
 
-// runOne is one scheduler's measured (and, with --predict, simulated)
-// figures.
-type runOne struct {
-	Scheduler string      `json:"scheduler"`
-	Rep       int         `json:"rep"`
-	Seed      int64       `json:"seed"` // the trace's seed: --seed + rep
-	Measured  *sim.Result `json:"measured"`
-	Verified  int         `json:"verified"`
-	Files     int         `json:"files"`
-	Seconds   float64     `json:"seconds"`
-	// StartupCost is the start-up cost the server told its scheduler.
-	StartupCost float64     `json:"startup_cost_seconds"`
-	Predicted   *sim.Result `json:"predicted,omitempty"`
-	// Endpoints is each endpoint's observed throughput over the run.
-	Endpoints []testbed.EndpointSeries `json:"endpoint_series,omitempty"`
-}
-
-func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler string, rep int, log io.Writer) (*runOne, error) {
+func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler string, rep int, log io.Writer) (*testbed.ComparedRun, error) {
 	tr, err := testbed.Trace(tb, f.trace, f.seed+int64(rep))
 	if err != nil {
 		return nil, err
@@ -162,7 +143,7 @@ func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scheduler, err)
 	}
-	out := &runOne{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost, Endpoints: run.Endpoints}
+	out := &testbed.ComparedRun{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost, Endpoints: run.Endpoints}
 	if f.predict {
 		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
 			return nil, err
@@ -203,7 +184,7 @@ func newTestbedReplay() *cobra.Command {
 	return cmd
 }
 
-func printRun(out io.Writer, r *runOne) {
+func printRun(out io.Writer, r *testbed.ComparedRun) {
 	m := r.Measured
 	fmt.Fprintf(out, "testbed %s, trace %s (%d files, %d verified), scheduler %s, %.1f s\n", m.Testbed, m.Trace, r.Files, r.Verified, r.Scheduler, r.Seconds)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -215,7 +196,7 @@ func printRun(out io.Writer, r *runOne) {
 	row := func(name string, s sim.Stats, p *sim.Stats) {
 		fmt.Fprintf(w, "%s\t%d\t%.3f\t%.2f\t%.2f\t%.1f\t", name, s.N, s.AvgSlowdown, s.AvgTurnaround, s.MaxSlowdown, s.MaxTurnaround)
 		if p != nil {
-			fmt.Fprintf(w, "%.3f\t%+.0f%%\t%.2f\t%+.0f%%\t", p.AvgSlowdown, relErr(p.AvgSlowdown, s.AvgSlowdown), p.AvgTurnaround, relErr(p.AvgTurnaround, s.AvgTurnaround))
+			fmt.Fprintf(w, "%.3f\t%+.0f%%\t%.2f\t%+.0f%%\t", p.AvgSlowdown, testbed.RelErr(p.AvgSlowdown, s.AvgSlowdown), p.AvgTurnaround, testbed.RelErr(p.AvgTurnaround, s.AvgTurnaround))
 		}
 		fmt.Fprintln(w)
 	}
@@ -245,14 +226,6 @@ func printRun(out io.Writer, r *runOne) {
 	fmt.Fprintln(out)
 }
 
-// relErr is the simulator's error relative to the measurement, in percent.
-func relErr(predicted, measured float64) float64 {
-	if measured == 0 {
-		return 0
-	}
-	return 100 * (predicted - measured) / measured
-}
-
 func newTestbedCompare() *cobra.Command {
 	var f testbedFlags
 	var schedulers, plotDir string
@@ -280,14 +253,14 @@ files for several repetitions) it replays nothing: it prints, and with
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(from) > 0 {
-				res, names, err := loadComparisons(from)
+				res, names, err := testbed.LoadComparisons(from)
 				if err != nil {
-					return err
+					return fmt.Errorf("--from: %w", err)
 				}
 				if err := checkPlot(plotDir, names); err != nil {
 					return err
 				}
-				res.print(cmd.OutOrStdout())
+				res.Print(cmd.OutOrStdout())
 				if plotDir != "" {
 					return plotTestbedCompare(cmd.ErrOrStderr(), plotDir, res, names)
 				}
@@ -314,7 +287,7 @@ files for several repetitions) it replays nothing: it prints, and with
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			res := &compareResult{Profile: tb.Name, Trace: f.trace, Reps: reps, Date: time.Now().UTC().Format(time.RFC3339)}
+			res := &testbed.Comparison{Profile: tb.Name, Trace: f.trace, Reps: reps, Date: time.Now().UTC().Format(time.RFC3339)}
 			for rep := 0; rep < reps; rep++ {
 				for _, n := range names {
 					r, err := replayOne(ctx, &f, tb, n, rep, cmd.ErrOrStderr())
@@ -328,13 +301,13 @@ files for several repetitions) it replays nothing: it prints, and with
 					}
 				}
 			}
-			res.summarise(names)
+			res.Summarise(names)
 			if f.jsonOut {
 				if err := printJSON(cmd.OutOrStdout(), res); err != nil {
 					return err
 				}
 			} else {
-				res.print(cmd.OutOrStdout())
+				res.Print(cmd.OutOrStdout())
 			}
 			if plotDir != "" {
 				return plotTestbedCompare(cmd.ErrOrStderr(), plotDir, res, names)
@@ -348,171 +321,4 @@ files for several repetitions) it replays nothing: it prints, and with
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": testbed-compare-TRACE, Figure 3 of the measured medians")
 	cmd.Flags().StringSliceVar(&from, "from", nil, "print (and --plot) saved comparisons (--json output) instead of replaying")
 	return cmd
-}
-
-// loadComparisons reads saved comparisons of one profile and trace (their
-// runs together, as repetitions) and returns them with the schedulers in
-// the order they first appear.
-func loadComparisons(files []string) (*compareResult, []string, error) {
-	var all *compareResult
-	var names []string
-	seen := map[string]bool{}
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		var c compareResult
-		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", name, err)
-		}
-		switch {
-		case all == nil:
-			all = &c
-		case c.Profile != all.Profile || c.Trace != all.Trace:
-			return nil, nil, fmt.Errorf("%s: %s on trace %s, the others are %s on %s: one comparison at a time", name, c.Profile, c.Trace, all.Profile, all.Trace)
-		default:
-			all.Runs = append(all.Runs, c.Runs...)
-		}
-		for _, r := range c.Runs {
-			if r.Measured == nil {
-				return nil, nil, fmt.Errorf("%s: a run of %s has no measured result", name, r.Scheduler)
-			}
-			if !seen[r.Scheduler] {
-				seen[r.Scheduler] = true
-				names = append(names, r.Scheduler)
-			}
-		}
-	}
-	if all == nil || len(all.Runs) == 0 {
-		return nil, nil, errors.New("--from: no runs")
-	}
-	reps := map[string]int{}
-	for _, r := range all.Runs {
-		reps[r.Scheduler]++
-	}
-	all.Reps = 0
-	for _, n := range reps {
-		all.Reps = max(all.Reps, n)
-	}
-	// The saved summaries are of each file alone: summarise them together.
-	all.Median, all.Subject, all.Best, all.SameRanking = nil, "", "", nil
-	all.TurnaroundPct, all.SlowdownPct = 0, 0
-	all.summarise(names)
-	return all, names, nil
-}
-
-// compareResult is a comparison on real bytes: every run, and per
-// scheduler the medians over repetitions.
-type compareResult struct {
-	Profile string            `json:"profile"`
-	Trace   string            `json:"trace"`
-	Reps    int               `json:"reps"`
-	Date    string            `json:"date"`
-	Runs    []*runOne         `json:"runs"`
-	Median  []schedulerMedian `json:"median"`
-	// SubjectVsBest compares the first non-baseline scheduler with the
-	// best baseline (lowest median average turnaround): % change,
-	// negative is better.
-	Subject       string  `json:"subject,omitempty"`
-	Best          string  `json:"best_baseline,omitempty"`
-	TurnaroundPct float64 `json:"turnaround_vs_best_pct,omitempty"`
-	SlowdownPct   float64 `json:"slowdown_vs_best_pct,omitempty"`
-	// SameRanking says whether the simulator ranks the schedulers (by
-	// median average turnaround) as the measurements do.
-	SameRanking *bool `json:"same_ranking,omitempty"`
-}
-
-type schedulerMedian struct {
-	Scheduler     string   `json:"scheduler"`
-	AvgSlowdown   float64  `json:"avg_slowdown"`
-	AvgTurnaround float64  `json:"avg_turnaround"`
-	SimSlowdown   *float64 `json:"sim_avg_slowdown,omitempty"`
-	SimTurnaround *float64 `json:"sim_avg_turnaround,omitempty"`
-	AllVerified   bool     `json:"all_verified"`
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func (c *compareResult) summarise(names []string) {
-	for _, n := range names {
-		var sd, ta, psd, pta []float64
-		m := schedulerMedian{Scheduler: n, AllVerified: true}
-		for _, r := range c.Runs {
-			if r.Scheduler != n {
-				continue
-			}
-			sd = append(sd, r.Measured.Interactive.AvgSlowdown)
-			ta = append(ta, r.Measured.Interactive.AvgTurnaround)
-			m.AllVerified = m.AllVerified && r.Verified == r.Files
-			if r.Predicted != nil {
-				psd = append(psd, r.Predicted.Interactive.AvgSlowdown)
-				pta = append(pta, r.Predicted.Interactive.AvgTurnaround)
-			}
-		}
-		m.AvgSlowdown, m.AvgTurnaround = median(sd), median(ta)
-		if len(psd) > 0 {
-			a, b := median(psd), median(pta)
-			m.SimSlowdown, m.SimTurnaround = &a, &b
-		}
-		c.Median = append(c.Median, m)
-	}
-	best := -1
-	for i, m := range c.Median {
-		if strings.HasPrefix(m.Scheduler, "base") && (best < 0 || m.AvgTurnaround < c.Median[best].AvgTurnaround) {
-			best = i
-		}
-	}
-	for _, m := range c.Median {
-		if !strings.HasPrefix(m.Scheduler, "base") && best >= 0 {
-			b := c.Median[best]
-			c.Subject, c.Best = m.Scheduler, b.Scheduler
-			c.TurnaroundPct = 100 * (m.AvgTurnaround - b.AvgTurnaround) / b.AvgTurnaround
-			c.SlowdownPct = 100 * (m.AvgSlowdown - b.AvgSlowdown) / b.AvgSlowdown
-			break
-		}
-	}
-	if len(c.Median) > 1 && c.Median[0].SimTurnaround != nil {
-		measured := append([]schedulerMedian(nil), c.Median...)
-		simulated := append([]schedulerMedian(nil), c.Median...)
-		sort.SliceStable(measured, func(i, j int) bool { return measured[i].AvgTurnaround < measured[j].AvgTurnaround })
-		sort.SliceStable(simulated, func(i, j int) bool { return *simulated[i].SimTurnaround < *simulated[j].SimTurnaround })
-		same := true
-		for i := range measured {
-			same = same && measured[i].Scheduler == simulated[i].Scheduler
-		}
-		c.SameRanking = &same
-	}
-}
-
-func (c *compareResult) print(out io.Writer) {
-	fmt.Fprintf(out, "testbed %s, trace %s, %d repetition(s): medians of interactive averages\n", c.Profile, c.Trace, c.Reps)
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scheduler\tavg slowdown\tavg turnaround s\tsim slowdown\terr\tsim turnaround s\terr\tverified\t")
-	for _, m := range c.Median {
-		fmt.Fprintf(w, "%s\t%.3f\t%.2f\t", m.Scheduler, m.AvgSlowdown, m.AvgTurnaround)
-		if m.SimSlowdown != nil {
-			fmt.Fprintf(w, "%.3f\t%+.0f%%\t%.2f\t%+.0f%%\t", *m.SimSlowdown, relErr(*m.SimSlowdown, m.AvgSlowdown), *m.SimTurnaround, relErr(*m.SimTurnaround, m.AvgTurnaround))
-		} else {
-			fmt.Fprint(w, "-\t-\t-\t-\t")
-		}
-		fmt.Fprintf(w, "%v\t\n", m.AllVerified)
-	}
-	w.Flush()
-	if c.Subject != "" {
-		fmt.Fprintf(out, "%s vs best baseline (%s): average turnaround %+.1f%%, slowdown %+.1f%%\n", c.Subject, c.Best, c.TurnaroundPct, c.SlowdownPct)
-	}
-	if c.SameRanking != nil {
-		fmt.Fprintf(out, "simulator ranks the schedulers as measured: %v\n", *c.SameRanking)
-	}
 }
