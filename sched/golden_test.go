@@ -306,3 +306,36 @@ func TestDecisionsGolden(t *testing.T) {
 		}
 	}
 }
+
+// countingCurveEst is curveEst counting the curves it is asked for.
+type countingCurveEst struct {
+	curveEst
+	curves *int
+}
+
+func (e countingCurveEst) ThroughputCurve(src, dst string, fromCC, sl, dl int, size int64, thr []float64) {
+	*e.curves++
+	e.curveEst.ThroughputCurve(src, dst, fromCC, sl, dl, size, thr)
+}
+
+// TestWaitingSearchesShared: the waiting tasks of one pair and size key
+// share their throughput searches. When pair handles (PairEstimator) came
+// in, an estimator without them lost the sharing: each task searched
+// again (1,001 curves here; fifteen times the curves on the benchmark's
+// jobs of 100 files), with the same decisions, only slower.
+func TestWaitingSearchesShared(t *testing.T) {
+	caps := map[string]float64{"A": 1e9, "B": 1e9}
+	snap := &sched.Snapshot{Endpoints: map[string]*sched.Endpoint{
+		"A": {Name: "A", MaxThroughput: 1e9, MaxCC: 1},
+		"B": {Name: "B", MaxThroughput: 1e9, MaxCC: 1},
+	}}
+	for i := range 500 {
+		snap.Waiting = append(snap.Waiting, &sched.Task{ID: sched.TaskID(i + 1), Src: "A", Dst: "B", Size: 5e9, Left: 5e9, Wait: float64(i)})
+	}
+	var n int
+	snap.Estimator = countingCurveEst{curveEst{caps}, &n}
+	mustNew(t, "seal", sched.Options{}).Schedule(snap)
+	if n > 20 {
+		t.Errorf("%d curves asked for 500 waiting tasks of one pair and size: the searches are not shared", n)
+	}
+}

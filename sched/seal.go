@@ -941,7 +941,9 @@ func (c *cycle) waitingXFs(w []entry, recs []pairRec) {
 // waitThrs returns the answers for a waiting task of size between src
 // and dst (with the zero-load one if ideal), from m if it has them.
 func (c *cycle) waitThrs(m *waitMemo, src, dst int32, size int64, ideal bool) *waitRes {
-	if m.pm == 0 || m.src != src || m.dst != dst {
+	if m.n == 0 || m.src != src || m.dst != dst {
+		// A new pair (m.n is 0 only before the first): its answers
+		// and its handle (0 for an estimator without handles).
 		m.n, m.pm = 0, c.newPair(src, dst)
 	}
 	m.src, m.dst = src, dst
