@@ -82,11 +82,7 @@ func (r *Registry) Open(ctx context.Context, loc string, o OpenOptions) (Opened,
 		return Opened{}, fmt.Errorf("%s: unsupported URL scheme %q (this build serves local paths and %s)",
 			loc, scheme, strings.Join(r.urlForms(), ", "))
 	}
-	op, err := open(ctx, loc, o)
-	if err != nil {
-		return Opened{}, err
-	}
-	return op, nil
+	return open(ctx, loc, o)
 }
 
 // urlForms is the registered schemes as a reader would write them.

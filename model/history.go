@@ -310,12 +310,14 @@ func (h *History) Observe(o Obs) {
 // fallback (a calibration prior); without one, the nearest signature with
 // data on the pair (same size class, closest concurrency and loads).
 func (h *History) base(p *pairHist, src, dst string, s sig) float64 {
-	if h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt) {
+	if h.overBound() {
 		h.dropPriors()
 	}
 	c := p.find(s)
-	if c != nil && c.n > 0 {
-		return c.sum / c.n
+	if c != nil {
+		if v, ok := h.known(c); ok {
+			return v
+		}
 	}
 	if h.Fallback != nil {
 		if c == nil || !c.hasPrior {
@@ -352,6 +354,22 @@ func (h *History) base(p *pairHist, src, dst string, s sig) float64 {
 		near(k, c)
 	}
 	return best
+}
+
+// overBound reports whether the remembered fallback answers are due to
+// be dropped (see MaxRows and dropPriors).
+func (h *History) overBound() bool { return h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt) }
+
+// known is what cell c answers on its own, as base reads it: the average
+// of its observations, else a remembered fallback answer (if positive).
+func (h *History) known(c *cell) (float64, bool) {
+	if c.n > 0 {
+		return c.sum / c.n, true
+	}
+	if h.Fallback != nil && c.hasPrior && c.prior > 0 {
+		return c.prior, true
+	}
+	return 0, false
 }
 
 // dropPriors removes every row (and far cell) that holds no observation,
@@ -567,14 +585,9 @@ func (p *pairHist) ThroughputCurve(fromCC, srcLoad, dstLoad int, size int64, thr
 	}
 	for i := range thr {
 		s.cc = fromCC + i
-		if r != nil && s.cc <= len(r.cells) && !(h.MaxRows > 0 && h.rows > max(h.MaxRows, h.dropAt)) {
-			c := &r.cells[s.cc-1]
-			if c.n > 0 {
-				thr[i] = c.sum / c.n * corr
-				continue
-			}
-			if h.Fallback != nil && c.hasPrior && c.prior > 0 {
-				thr[i] = c.prior * corr
+		if r != nil && s.cc <= len(r.cells) && !h.overBound() {
+			if v, ok := h.known(&r.cells[s.cc-1]); ok {
+				thr[i] = v * corr
 				continue
 			}
 		}

@@ -1828,10 +1828,7 @@ type estQ struct {
 }
 
 func (c *cycle) estQ(q estQ) float64 {
-	if q.pm > 0 {
-		return c.pms[q.pm-1].Throughput(q.cc, q.srcLoad, q.dstLoad, q.size)
-	}
-	return c.snap.Estimator.Throughput(c.eps[q.src].name, c.eps[q.dst].name, q.cc, q.srcLoad, q.dstLoad, q.size)
+	return c.est(q.pm, q.src, q.dst, q.size, q.cc, q.srcLoad, q.dstLoad)
 }
 
 // aggregatesWith predicts the total throughput at e's source and at its

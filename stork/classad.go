@@ -237,7 +237,7 @@ func storkArgs(s string) (sample, buffer int64, err error) {
 			if f[i-1] == "-p" {
 				continue
 			}
-			n, err := parseSize(f[i-1], f[i])
+			n, err := ParseSize(f[i-1], f[i])
 			if err != nil {
 				return 0, 0, fmt.Errorf("arguments %q: %w", s, err)
 			}
@@ -312,7 +312,7 @@ func Check(ad Ad) (Action, error) {
 		if !ok {
 			return a, errors.New(`an estimation ad needs size = "BYTES" (e.g. "5G"): Sluice predicts the time of a given size`)
 		}
-		if in.Size, err = parseSize("size", sz); err != nil {
+		if in.Size, err = ParseSize("size", sz); err != nil {
 			return a, err
 		}
 		a.Est = &in
@@ -335,10 +335,11 @@ func Check(ad Ad) (Action, error) {
 	return a, nil
 }
 
-// parseSize reads a byte count such as 5G, 20MB, 128K or 1048576, as
-// `sluice estimate` reads its flags; name is the attribute or argument
-// the errors name.
-func parseSize(name, s string) (int64, error) {
+// ParseSize reads a byte count such as 5G, 20MB, 128K or 1048576 (bare
+// unit letters are decimal, as in humanize: 5G = 5e9; GiB and MiB are
+// binary), for submit files and the command line's flags alike; name is
+// the attribute, argument or flag the errors name.
+func ParseSize(name, s string) (int64, error) {
 	n, err := humanize.ParseBytes(strings.TrimSpace(s))
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: want a size such as 5G, 20MB or 1048576", name, s)

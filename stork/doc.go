@@ -23,5 +23,6 @@
 // a transfer job (wire.JobIn) or an estimation (wire.EstimateIn), with
 // notes on what the ad asks for that Sluice does not do. It asks the
 // service nothing; the command submits the jobs and asks for the
-// estimates.
+// estimates. ParseSize, the byte counts of submit files, also reads the
+// command line's size flags.
 package stork

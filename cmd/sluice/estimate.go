@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/model/iperf3"
 	"github.com/sluice-dtn/sluice/server"
+	"github.com/sluice-dtn/sluice/stork"
 )
 
 func newEstimateCmd() *cobra.Command {
@@ -87,11 +88,11 @@ gets; they are still sent and counted in the cost.`,
 		}
 		in := api.EstimateIn{Source: args[0], Destination: args[1], UseHistory: useHistory, MaxStreams: maxStreams, Growth: growth}
 		var err error
-		if in.Size, err = parseSize("--size", size); err != nil {
+		if in.Size, err = stork.ParseSize("--size", size); err != nil {
 			return fmt.Errorf("estimate: %w", err)
 		}
 		if sample != "" {
-			if in.SampleSize, err = parseSize("--sample", sample); err != nil {
+			if in.SampleSize, err = stork.ParseSize("--sample", sample); err != nil {
 				return fmt.Errorf("estimate: %w", err)
 			}
 		}
@@ -144,7 +145,7 @@ func estimateIperf3(cmd *cobra.Command, server, size string, seconds, omit, maxS
 	}
 	o := iperf3.Options{Host: host, Port: port, Seconds: seconds, Omit: omit, MaxStreams: maxStreams, Growth: growth}
 	if size != "" {
-		if o.Size, err = parseSize("--size", size); err != nil {
+		if o.Size, err = stork.ParseSize("--size", size); err != nil {
 			return fmt.Errorf("estimate: %w", err)
 		}
 	}
@@ -176,22 +177,6 @@ func (s *wholeSeconds) Set(v string) error {
 	}
 	*s = wholeSeconds(n)
 	return nil
-}
-
-// parseSize reads a byte count such as 5G, 20MB, 128K or 1048576. Bare
-// unit letters are decimal, as in humanize (5G = 5e9); GiB/MiB are binary.
-func parseSize(flag, s string) (int64, error) {
-	n, err := humanize.ParseBytes(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%s %q: want a size such as 5G, 20MB or 1048576", flag, s)
-	}
-	switch {
-	case n == 0:
-		return 0, fmt.Errorf("%s %q: must be positive", flag, s)
-	case n > 1<<62:
-		return 0, fmt.Errorf("%s %q: too large (at most 4 EiB)", flag, s)
-	}
-	return int64(n), nil
 }
 
 // predictedTime prints a predicted transfer time: as a duration, or in

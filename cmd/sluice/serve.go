@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/stork"
 )
 
 // serveConfig is the --config file of `sluice serve` (JSON); flags given
@@ -197,7 +198,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	case "0":
 		batchMax = -1 // off
 	default:
-		n, err := parseSize("--batch-max", c.BatchMax)
+		n, err := stork.ParseSize("--batch-max", c.BatchMax)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -205,7 +206,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	}
 	var batchBDP int64
 	if c.BatchBDP != "" {
-		n, err := parseSize("--batch-bdp", c.BatchBDP)
+		n, err := stork.ParseSize("--batch-bdp", c.BatchBDP)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
