@@ -127,6 +127,26 @@ type Snapshot struct {
 	// Checkpoint is the interval at which running transfers record their
 	// progress (seconds): a preempted task re-sends on average half of it.
 	Checkpoint float64
+	// Refused lists the decisions of the world's previous cycle that its
+	// admission rules refused or changed (a job's fixed streams, an
+	// adaptive client's files in flight, a VO's allocation on the pair),
+	// so that a scheduler can tell a start it ordered and did not get
+	// from one it never ordered. The schedulers here do not act on it yet:
+	// the snapshot's tasks already show what was carried out.
+	Refused []Refusal
+}
+
+// Refusal is one decision a world's admission rule refused or changed.
+type Refusal struct {
+	Decision Decision
+	// Rule names the rule.
+	Rule string
+	// CC is what the rule granted: 0 for a start it refused, the task's
+	// concurrency then for a change it refused, otherwise the
+	// concurrency it allowed instead of the decision's.
+	CC int
+	// Why says why, in words.
+	Why string
 }
 
 // DecisionKind says what a Decision does.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/sched"
@@ -155,13 +156,13 @@ type world struct {
 	// endpoints, heartbeats other servers recorded, and what fenced
 	// writes found out (applied by settle).
 	running int // runs at the last snapshot (checkpointEvery)
-	// The snapshot's reusable memory (see snapshot).
-	slab                     []sched.Task
-	snapWaiting, snapRunning []*sched.Task
-	pw                       pendingWrites // written at the end of the turn
-	toResolve                []*task       // tasks whose source needs a stat, in order
-	runTasks                 []*task       // the running tasks at the last snapshot
-	idSort                   sched.IDSorter
+	// cyc builds the snapshots (reusing their memory) and applies the
+	// decisions through the admission rules, as the simulator's cycle
+	// does (package dispatch).
+	cyc       dispatch.Cycle
+	pw        pendingWrites // written at the end of the turn
+	toResolve []*task       // tasks whose source needs a stat, in order
+	runTasks  []*task       // the running tasks at the last snapshot
 
 	parts   map[string]int64
 	ext     map[string]extLoad
@@ -350,52 +351,35 @@ func (w *world) arrival() {
 func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	t0 := w.s.since(now)
 	w.est.SetNow(t0)
-	snap := &sched.Snapshot{
-		Trigger: trig, Now: t0, Endpoints: make(map[string]*sched.Endpoint, len(w.eps)),
-		TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
+	b := &w.cyc
+	b.Begin(dispatch.Params{
+		Trigger: trig, Now: t0, TotalMaxCC: w.s.cfg.TotalMaxCC, Estimator: w.est,
 		StartupCost: w.s.cfg.StartupCost.Seconds(), Checkpoint: w.checkpointEvery().Seconds(),
-	}
+		Tasks: w.tasks.len(),
+	})
 	for name, e := range w.eps {
 		e.observed, e.cc = 0, 0
 		maxCC := e.MaxCC
 		if maxCC <= 0 {
 			maxCC = DefaultEndpointMaxCC
 		}
-		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: w.maxThroughput(name), MaxCC: maxCC}
+		b.Endpoint(name, w.maxThroughput(name), maxCC)
 	}
-	// The tasks' snapshot records are reused from cycle to cycle (one
-	// slab, no allocation per task): nothing keeps a snapshot past its
-	// cycle.
-	if n := w.tasks.len(); cap(w.slab) < n || cap(w.slab) > 4*n+1024 {
-		w.slab = make([]sched.Task, 0, n+n/4) // room to grow; shrinks after a backlog drains
-	}
-	slab := w.slab[:0]
-	waiting, running := w.snapWaiting[:0], w.snapRunning[:0]
 	clear(w.runTasks)
 	w.runTasks = w.runTasks[:0]
-	next := func() *sched.Task {
-		slab = slab[:len(slab)+1]
-		return &slab[len(slab)-1]
-	}
 	for t := range w.tasks.all() {
-		if len(slab) == cap(slab) {
-			slab = make([]sched.Task, 0, w.tasks.len()) // added during the walk
-		}
 		switch t.State {
 		case store.StateRunning:
 			w.runTasks = append(w.runTasks, t)
 			t.eachUse(func(name string, streams int, share float64) {
-				if e := snap.Endpoints[name]; e != nil {
-					e.Observed += t.rate * share
-					e.CC += t.conns() * streams
-				}
+				b.Load(name, t.conns()*streams, t.rate*share)
 			})
 			if t.rider {
 				continue // not the scheduler's: see task.rider
 			}
-			st := next()
-			w.fillSchedTask(st, t, now)
-			running = append(running, st)
+			st := b.New()
+			w.fillSchedTask(st, t)
+			b.RunningAt(st, now.Sub(t.since).Seconds())
 		case store.StateQueued:
 			if !w.taskUp(t) {
 				if note := w.downTooLong(now, t.srcEp, t.dstEp); note != "" {
@@ -414,20 +398,13 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			if w.fixedCC(t) < 0 {
 				continue // waits for its pair's estimate
 			}
-			st := next()
-			w.fillSchedTask(st, t, now)
-			waiting = append(waiting, st)
+			st := b.New()
+			w.fillSchedTask(st, t)
+			b.Waiting(st, now.Sub(t.since).Seconds())
 		}
 	}
 	w.giveUp(now)
-	// Decisions must not depend on the table's order: the scheduler gets
-	// its tasks in ID order, as the simulator gives them.
-	w.idSort.Sort(waiting)
-	w.idSort.Sort(running)
-	clear(waiting[len(waiting):cap(waiting)]) // drop last cycle's pointers past the end
-	clear(running[len(running):cap(running)])
-	w.snapWaiting, w.snapRunning = waiting, running
-	snap.Waiting, snap.Running = waiting, running
+	snap := b.Snapshot()
 	// This server's own load is published for the others; theirs is
 	// added as known load (cluster.go).
 	own := make(map[string]extLoad, len(snap.Endpoints))
@@ -463,28 +440,22 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	return snap
 }
 
-// fillSchedTask writes the scheduler's view of t into st.
-func (w *world) fillSchedTask(st *sched.Task, t *task, now time.Time) {
+// fillSchedTask writes the scheduler's view of t into st; the builder
+// adds the time of its current state (dispatch.Builder).
+func (w *world) fillSchedTask(st *sched.Task, t *task) {
 	*st = sched.Task{
 		ID: sched.TaskID(t.ID), Src: t.SrcEndpoint, Dst: t.DstEndpoint,
 		Size: t.Size, Left: t.Size - t.Done, Batch: t.Batch,
 		Arrival: w.s.since(t.Arrival), Wait: t.Wait, Trans: t.Trans,
 	}
-	if st.Left < 0 {
-		st.Left = 0
-	}
-	switch t.State {
-	case store.StateRunning:
-		st.Running, st.CC, st.Rate = true, t.CC, t.rate
-		st.Trans += now.Sub(t.since).Seconds()
+	if t.State == store.StateRunning {
+		st.CC, st.Rate = t.CC, t.rate
 		st.Pending = t.pending || t.stop != "" || t.preemptFor != 0
 		if t.xfer != nil {
 			if p := t.xfer.Progress(); p.Done > t.Done {
-				st.Left = max(t.Size-p.Done, 0)
+				st.Left = t.Size - p.Done
 			}
 		}
-	case store.StateQueued:
-		st.Wait += now.Sub(t.since).Seconds()
 	}
 }
 
@@ -611,71 +582,14 @@ func (w *world) cycle(trig sched.Trigger) {
 	ds := w.s.sch.Schedule(snap)
 	w.lastCycle = time.Since(t0)
 	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
-	var starts []*task
-	var audit []store.AuditEntry
 	used, inFlight := usageOf(w.runTasks)
-	for _, d := range ds {
-		t := w.tasks.get(int64(d.Task))
-		if t == nil {
-			continue
-		}
-		switch d.Kind {
-		case sched.Start:
-			if t.State == store.StateQueued {
-				cc := d.CC
-				if n := w.fixedCC(t); n > 0 {
-					cc = n
-				}
-				if st := w.adaptiveOf(t, now); st != nil {
-					// An adaptive job: p streams per file, at most
-					// its concurrency of files in flight.
-					k := adaptKeyOf(t)
-					if inFlight[k] >= st.cl.Concurrency() {
-						if st.cl.Concurrency() == 0 {
-							w.waitNote(t, st.waiting(k))
-						}
-						continue
-					}
-					inFlight[k]++
-					cc = st.cl.Params().P
-				} else if cc = w.admitStreams(t, cc, used, now); cc == 0 {
-					// Its VO has no streams left on the pair.
-					w.waitNote(t, fmt.Sprintf("%sthe Policy Service gives VO %s no more streams on %s->%s now", waitPrefix, t.job.VO, t.SrcEndpoint, t.DstEndpoint))
-					continue
-				}
-				used[keyOf(t)] += cc
-				audit = append(audit, w.start(t, cc, now))
-				starts = append(starts, t)
-			}
-		case sched.Preempt:
-			if t.State == store.StateRunning && t.stop == "" {
-				t.preemptFor = int64(d.For)
-				if f := w.tasks.get(t.preemptFor); f == nil || f.State != store.StateRunning || !f.pending {
-					w.pause(t)
-				} else {
-					w.victims[t.preemptFor] = append(w.victims[t.preemptFor], t.ID)
-				}
-			}
-		case sched.SetCC:
-			if w.fixedCC(t) > 0 || t.job.Adaptive != "" {
-				continue // runs with the concurrency its job fixed
-			}
-			if t.State == store.StateRunning && t.xfer != nil && d.CC > 0 {
-				cc := d.CC
-				if cc > t.CC {
-					cc = t.CC + w.admitStreams(t, cc-t.CC, used, now)
-				}
-				if cc == t.CC {
-					continue
-				}
-				if err := t.xfer.SetCC(cc); err == nil {
-					used[keyOf(t)] += cc - t.CC
-					t.CC = cc
-					w.pw.tasks = append(w.pw.tasks, t) // the files list shows it
-				}
-			}
-		}
-	}
+	r := &liveRunner{w: w, now: now, used: used, inFlight: inFlight}
+	// The chain a start or a concurrency change passes (admit.go): the
+	// job's fixed streams first, then its adaptive client, then its VO's
+	// allocation on the pair.
+	refused, _ := dispatch.Apply(ds, r, fixedRule{w}, adaptiveRule{r}, voRule{r})
+	w.cyc.Refused(refused)
+	starts, audit := r.starts, r.audit
 	if len(starts) == 0 {
 		return
 	}

@@ -8,13 +8,17 @@ import (
 
 // LiveService describes how the live service (package server driving the
 // transfer engine) presents the world to the scheduler, where that differs
-// from the paper's idealised observer that Options otherwise models. With
-// Options.Live set the simulator mirrors these mechanisms, so that it
-// predicts what the service would do (testbed.Predict); without it, the
-// paper's settings stay (sluice sim). Each field is the service's value at
-// this commit; LiveDefaults returns them.
+// from the paper's idealised observer that Options otherwise models. The
+// snapshot and the application of decisions are the service's own code
+// (package dispatch) in both modes; what differs is what the records say,
+// which here comes from a model of the engine. With Options.Live set the
+// simulator models the engine's meter, sub-writes and pauses below, so that
+// it predicts what the service would do (testbed.Predict); without it, the
+// paper's settings stay (sluice sim). Each field is the service's value
+// (testbed.TestLiveDefaultsMatchEngine checks them against the engine);
+// LiveDefaults returns them.
 //
-// The mechanisms mirrored (file and function of the live side):
+// The mechanisms modelled (file and function of the live side):
 //
 //   - Observed rates (engine/meter.go, server/world.go tick): a task's
 //     rate is the engine's meter, which counts bytes only when a sub-write

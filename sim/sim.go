@@ -14,6 +14,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/trace"
@@ -311,6 +312,10 @@ type World struct {
 	now   float64
 	tasks []*simTask
 	byID  map[sched.TaskID]*simTask
+	// cyc builds the snapshots and applies the decisions, as the live
+	// service's loop does (package dispatch); eps are its endpoint
+	// records, which hold the loads the last snapshot summed.
+	cyc   dispatch.Cycle
 	eps   map[string]*sched.Endpoint
 	epIdx map[string]int
 	alloc allocator
@@ -381,12 +386,13 @@ func Run(tb *Testbed, tr *trace.Trace, s sched.Scheduler, opt Options) (*Result,
 	if tr == nil || len(tr.Transfers) == 0 {
 		return nil, errors.New("sim: empty trace")
 	}
-	w := &World{tb: tb, opt: opt, sch: s, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, pairs: map[[2]string]int{}}
+	w := &World{tb: tb, opt: opt, sch: s, byID: map[sched.TaskID]*simTask{}, epIdx: map[string]int{}, pairs: map[[2]string]int{}}
 	for i, e := range tb.Endpoints {
-		w.eps[e.Name] = &sched.Endpoint{Name: e.Name, MaxThroughput: Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
+		w.cyc.Endpoint(e.Name, Gbps(e.CapacityGbps), e.MaxCC)
 		w.epIdx[e.Name] = i
 		w.capacity = append(w.capacity, 0)
 	}
+	w.eps = w.cyc.Endpoints()
 	if a, ok := s.(sched.ArrivalAdmitter); ok {
 		w.admitsOnArrival = a.AdmitsOnArrival()
 	}
@@ -778,44 +784,38 @@ func (w *World) loadsExcluding(t *simTask) (int, int) {
 // cycle builds a snapshot, runs the scheduler and applies its decisions.
 func (w *World) cycle(trigger sched.Trigger) {
 	w.est.SetNow(w.now)
-	for _, e := range w.eps {
-		e.Observed, e.CC = 0, 0
+	p := dispatch.Params{Trigger: trigger, Now: w.now, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup, Checkpoint: max(w.opt.Checkpoint, 0)}
+	if l := w.opt.Live; l != nil {
+		p.StartupCost, p.Checkpoint = l.StartupCost, l.Checkpoint
 	}
+	w.cyc.Begin(p)
 	if w.opt.Live != nil {
-		w.decide(w.liveSnapshot(trigger))
+		w.liveTasks(trigger)
+		w.decide(w.cyc.Snapshot())
 		return
 	}
-	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: w.opt.Startup, Checkpoint: max(w.opt.Checkpoint, 0)}
 	for _, t := range w.live {
 		st := &t.st
 		st.Left = int64(math.Ceil(t.left))
-		st.Wait = t.wait
-		st.Trans = t.trans
-		switch t.state {
-		case waiting:
-			st.Wait += w.now - t.since
-			st.Running, st.CC, st.Rate, st.Pending = false, 0, 0, false
-			snap.Waiting = append(snap.Waiting, st)
+		st.Wait, st.Trans = t.wait, t.trans
+		if t.state == waiting {
+			w.cyc.Waiting(st, w.now-t.since)
 			continue
-		case starting, running:
-			st.Trans += w.now - t.since
 		}
-		st.Running = true
 		st.CC = t.target
 		st.Rate = w.observedRate(t)
 		st.Pending = t.state == starting || t.readyAt > 0
-		w.eps[st.Src].Observed += st.Rate
-		w.eps[st.Dst].Observed += st.Rate
 		if t.stopAt > 0 {
 			// A preempted task still draining until its replacement
 			// moves data: its bytes count as observed, but its
 			// connections already belong to the replacement, so the
 			// scheduler no longer sees it.
+			st.Running, st.Trans = true, st.Trans+w.now-t.since
+			w.cyc.Load(st.Src, 0, st.Rate)
+			w.cyc.Load(st.Dst, 0, st.Rate)
 			continue
 		}
-		snap.Running = append(snap.Running, st)
-		w.eps[st.Src].CC += st.CC
-		w.eps[st.Dst].CC += st.CC
+		w.cyc.Running(st, w.now-t.since)
 		// Sample for the moving average, and observe every window.
 		if t.state == running {
 			t.samples = append(t.samples, sample{w.now, t.left})
@@ -829,6 +829,7 @@ func (w *World) cycle(trigger sched.Trigger) {
 			}
 		}
 	}
+	snap := w.cyc.Snapshot()
 	for _, t := range w.live {
 		if t.state == running && w.opt.ObsWindow > 0 && w.now-t.lastObs >= w.opt.ObsWindow && w.now-t.runStart >= w.opt.ObsWindow {
 			w.observe(t)
@@ -846,19 +847,16 @@ func (w *World) decide(snap *sched.Snapshot) {
 	}
 }
 
-// liveSnapshot builds the snapshot the live service would build now
-// (server/world.go snapshot and schedTask); see LiveService.
-func (w *World) liveSnapshot(trigger sched.Trigger) *sched.Snapshot {
-	l := w.opt.Live
-	snap := &sched.Snapshot{Trigger: trigger, Now: w.now, Endpoints: w.eps, TotalMaxCC: w.tb.TotalMaxCC, Estimator: w.est, StartupCost: l.StartupCost, Checkpoint: l.Checkpoint}
+// liveTasks adds the tasks as the live service shows them to its
+// scheduler (server/world.go snapshot and fillSchedTask); see
+// LiveService.
+func (w *World) liveTasks(trigger sched.Trigger) {
 	for _, t := range w.live {
 		st := &t.st
 		st.Left = int64(math.Ceil(t.left))
 		st.Wait, st.Trans = t.wait, t.trans
 		if t.state == waiting {
-			st.Wait += w.now - t.since
-			st.Running, st.CC, st.Rate, st.Pending = false, 0, 0, false
-			snap.Waiting = append(snap.Waiting, st)
+			w.cyc.Waiting(st, w.now-t.since)
 			continue
 		}
 		if trigger == sched.Tick && t.state == running {
@@ -866,8 +864,7 @@ func (w *World) liveSnapshot(trigger sched.Trigger) *sched.Snapshot {
 			// the periodic cycle; other cycles see the last reading.
 			t.lv.rate = t.lv.meter.rate(w.now)
 		}
-		st.Trans += w.now - t.since
-		st.Running, st.CC, st.Rate = true, t.target, t.lv.rate
+		st.CC, st.Rate = t.target, t.lv.rate
 		moving := t.state == running && t.lv.credited > 0
 		st.Pending = !moving || t.lv.pausing
 		if t.state == running {
@@ -876,15 +873,13 @@ func (w *World) liveSnapshot(trigger sched.Trigger) *sched.Snapshot {
 		}
 		// A pausing victim keeps its place and its connections until
 		// its run ends, as in the service.
-		snap.Running = append(snap.Running, st)
-		for _, n := range [2]string{st.Src, st.Dst} {
-			w.eps[n].Observed += st.Rate
-			w.eps[n].CC += st.CC
-		}
+		w.cyc.Running(st, w.now-t.since)
 	}
-	return snap
 }
 
+// apply carries out the scheduler's decisions in the fluid model. The
+// simulator has no admission rules of its own (its traces have no fixed
+// streams, adaptive clients or VO allocations), so the chain is empty.
 func (w *World) apply(ds []sched.Decision) {
 	if w.opt.Live != nil {
 		// The service's known loads, as its starts update them
@@ -895,91 +890,118 @@ func (w *World) apply(ds []sched.Decision) {
 			w.liveLoad[w.epIdx[name]] = e.CC
 		}
 	}
-	for _, d := range ds {
-		t := w.byID[d.Task]
-		if t == nil || t.state == done {
-			w.stepErr = fmt.Errorf("sim: %s decided %v for unknown or finished task", w.sch.Name(), d)
-			return
-		}
-		switch d.Kind {
-		case sched.Start:
-			if t.state != waiting || d.CC < 1 {
-				w.stepErr = fmt.Errorf("sim: %s decided %v for a task that is not waiting", w.sch.Name(), d)
-				return
-			}
-			w.setState(t, starting)
-			t.target = d.CC
-			t.readyAt = w.now + w.opt.Startup
-			w.starts++
-			if w.opt.Live != nil {
-				*t.lv = liveTask{startAt: w.now, fromZero: t.left >= float64(t.st.Size)-0.5, srcLoad: w.liveLoad[t.si], dstLoad: w.liveLoad[t.di]}
-				w.liveLoad[t.si] += d.CC
-				w.liveLoad[t.di] += d.CC
-			}
-			if w.opt.Startup == 0 {
-				w.setState(t, running)
-				t.cc, t.readyAt, t.runStart = t.target, 0, w.now
-				t.samples = append(t.samples[:0], sample{w.now, t.left})
-				if w.opt.Live != nil {
-					w.liveBegin(t)
-				}
-				w.ratesDirty = true
-			}
-		case sched.Preempt:
-			if t.state == waiting {
-				continue
-			}
-			w.preemptions++
-			w.preemptLog = append(w.preemptLog, PreemptEvent{Time: w.now, Victim: int64(d.Task), For: int64(d.For)})
-			if t.state == starting {
-				// Nothing moved yet: it simply goes back to the queue.
-				t.cc, t.target, t.readyAt = 0, 0, 0
-				t.preempted++
-				w.setState(t, waiting)
-				continue
-			}
-			if w.opt.Live != nil {
-				// The service pauses the victim at once (the
-				// replacement's Start comes after this decision):
-				// it stops when its sub-writes in flight complete.
-				w.livePause(t)
-				continue
-			}
-			// Keep the victim running until its replacement moves data
-			// (SC'15 §4.5).
-			r := w.byID[d.For]
-			at := w.now
-			if r != nil && r.state == starting {
-				at = r.readyAt
-			}
-			if at <= w.now {
-				w.stop(t)
-			} else {
-				t.stopAt, t.stopFor = at, d.For
-			}
-		case sched.SetCC:
-			if t.state == waiting || d.CC < 1 {
-				w.stepErr = fmt.Errorf("sim: %s decided %v for a task that is not running", w.sch.Name(), d)
-				return
-			}
-			w.resizes++
-			if d.CC < t.target || t.state == starting || w.opt.Startup == 0 {
-				t.target = d.CC
-				if t.state == running {
-					t.cc = d.CC
-					t.readyAt = 0
-				}
-				w.ratesDirty = true
-			} else {
-				// New partial transfers open while the old ones go on.
-				t.target = d.CC
-				t.readyAt = w.now + w.opt.Startup
-			}
-		}
+	refused, err := dispatch.Apply(ds, simRunner{w})
+	w.cyc.Refused(refused)
+	if err != nil {
+		w.stepErr = err
+		return
 	}
 	if w.ratesDirty {
 		w.rates()
 	}
+}
+
+// simRunner carries out decisions in the fluid model. A decision the
+// world cannot carry out is the scheduler's bug, and ends the run.
+type simRunner struct{ w *World }
+
+func (r simRunner) Lookup(d sched.Decision) (*simTask, bool, error) {
+	w := r.w
+	t := w.byID[d.Task]
+	if t == nil || t.state == done {
+		return nil, false, fmt.Errorf("sim: %s decided %v for unknown or finished task", w.sch.Name(), d)
+	}
+	switch d.Kind {
+	case sched.Start:
+		if t.state != waiting || d.CC < 1 {
+			return nil, false, fmt.Errorf("sim: %s decided %v for a task that is not waiting", w.sch.Name(), d)
+		}
+	case sched.Preempt:
+		if t.state == waiting {
+			return nil, false, nil
+		}
+	case sched.SetCC:
+		if t.state == waiting || d.CC < 1 {
+			return nil, false, fmt.Errorf("sim: %s decided %v for a task that is not running", w.sch.Name(), d)
+		}
+	}
+	return t, true, nil
+}
+
+func (r simRunner) CC(t *simTask) int { return t.target }
+
+func (r simRunner) Start(t *simTask, cc int) error {
+	w := r.w
+	w.setState(t, starting)
+	t.target = cc
+	t.readyAt = w.now + w.opt.Startup
+	w.starts++
+	if w.opt.Live != nil {
+		*t.lv = liveTask{startAt: w.now, fromZero: t.left >= float64(t.st.Size)-0.5, srcLoad: w.liveLoad[t.si], dstLoad: w.liveLoad[t.di]}
+		w.liveLoad[t.si] += cc
+		w.liveLoad[t.di] += cc
+	}
+	if w.opt.Startup == 0 {
+		w.setState(t, running)
+		t.cc, t.readyAt, t.runStart = t.target, 0, w.now
+		t.samples = append(t.samples[:0], sample{w.now, t.left})
+		if w.opt.Live != nil {
+			w.liveBegin(t)
+		}
+		w.ratesDirty = true
+	}
+	return nil
+}
+
+func (r simRunner) Preempt(t *simTask, d sched.Decision) error {
+	w := r.w
+	w.preemptions++
+	w.preemptLog = append(w.preemptLog, PreemptEvent{Time: w.now, Victim: int64(d.Task), For: int64(d.For)})
+	if t.state == starting {
+		// Nothing moved yet: it simply goes back to the queue.
+		t.cc, t.target, t.readyAt = 0, 0, 0
+		t.preempted++
+		w.setState(t, waiting)
+		return nil
+	}
+	if w.opt.Live != nil {
+		// The service pauses the victim at once (the replacement's
+		// Start comes after this decision): it stops when its
+		// sub-writes in flight complete.
+		w.livePause(t)
+		return nil
+	}
+	// Keep the victim running until its replacement moves data (SC'15
+	// §4.5).
+	rp := w.byID[d.For]
+	at := w.now
+	if rp != nil && rp.state == starting {
+		at = rp.readyAt
+	}
+	if at <= w.now {
+		w.stop(t)
+	} else {
+		t.stopAt, t.stopFor = at, d.For
+	}
+	return nil
+}
+
+func (r simRunner) SetCC(t *simTask, cc int) error {
+	w := r.w
+	w.resizes++
+	if cc < t.target || t.state == starting || w.opt.Startup == 0 {
+		t.target = cc
+		if t.state == running {
+			t.cc = cc
+			t.readyAt = 0
+		}
+		w.ratesDirty = true
+	} else {
+		// New partial transfers open while the old ones go on.
+		t.target = cc
+		t.readyAt = w.now + w.opt.Startup
+	}
+	return nil
 }
 
 // IdealTT is the ground-truth TT_ideal used by the metrics: start-up plus

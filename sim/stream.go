@@ -391,11 +391,12 @@ func RunStream(tb *Testbed, src ArrivalSource, s sched.Scheduler, so StreamOptio
 		return nil, err
 	}
 	opt := so.Options.withDefaults()
-	w := &World{tb: tb, opt: opt, byID: map[sched.TaskID]*simTask{}, eps: map[string]*sched.Endpoint{}, epIdx: map[string]int{}, deferRates: true}
+	w := &World{tb: tb, opt: opt, byID: map[sched.TaskID]*simTask{}, epIdx: map[string]int{}, deferRates: true}
 	for i, e := range tb.Endpoints {
-		w.eps[e.Name] = &sched.Endpoint{Name: e.Name, MaxThroughput: Gbps(e.CapacityGbps), MaxCC: e.MaxCC}
+		w.cyc.Endpoint(e.Name, Gbps(e.CapacityGbps), e.MaxCC)
 		w.epIdx[e.Name] = i
 	}
+	w.eps = w.cyc.Endpoints()
 	if a, ok := s.(sched.ArrivalAdmitter); ok {
 		w.admitsOnArrival = a.AdmitsOnArrival()
 	}

@@ -22,14 +22,12 @@
 //     the completions that keep the running set at its size, and
 //     RenewLeases of the owner's partitions.
 //
-// The snapshot build is an approximation of server/world.go's snapshot():
-// the same walk over the in-memory tasks in ID order (world.tasks is a
-// taskTable: a map plus an ID-ordered slice), the same per-task
-// sched.Task records in one reused slab, endpoints looked up once per
-// task, and the same endpoint accounting, without the world's other
-// bookkeeping. The live code itself is timed by BenchmarkSnapshot in
-// server/ (bench/store-scale.sh runs it too). A map walk plus a sort,
-// what the live code did before, is timed for comparison.
+// The snapshot is built by the service's own builder (dispatch.Builder:
+// the same records in one reused slab, the same endpoint accounting and
+// ID order) from the bench's in-memory tasks, without the world's other
+// bookkeeping (down endpoints, estimates, riders). The live code itself is
+// timed by BenchmarkSnapshot in server/ (bench/store-scale.sh runs it
+// too).
 //
 // Usage: see bench/store-scale.sh.
 package main
@@ -49,7 +47,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +57,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -560,10 +558,9 @@ type server struct {
 	eps    map[string]*memEndpoint
 	epoch  time.Time
 	series *seriesSet
-	// the snapshot's reused memory, as in world.snapshot
-	slab             []sched.Task
-	waiting, running []*sched.Task
-	idSort           sched.IDSorter
+	// cyc builds the snapshots, as world.snapshot does (the same
+	// dispatch.Builder, its memory reused from cycle to cycle).
+	cyc dispatch.Builder
 }
 
 func (s *server) since(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }
@@ -782,7 +779,7 @@ func (s *server) startupClaim(ctx context.Context, limit int) error {
 	return nil
 }
 
-// --- snapshot build (approximation of server/world.go snapshot()) ---
+// --- snapshot build (server/world.go snapshot() on the bench's tasks) ---
 
 const (
 	defaultEndpointMaxCC = 64
@@ -790,15 +787,11 @@ const (
 	checkpointEvery      = 5.0
 )
 
-// snapshot builds the scheduler's view from s.tasks (a slice in claim
-// order, walked and then put in ID order with sched.IDSorter, as
-// world.snapshot does) or from m (a map, walked and then sorted by a
-// comparison sort, as the live code did before) if m is not nil.
-func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
-	snap := &sched.Snapshot{
-		Trigger: sched.Tick, Now: s.since(now), Endpoints: make(map[string]*sched.Endpoint, len(s.eps)),
-		TotalMaxCC: 0, StartupCost: startupCost, Checkpoint: checkpointEvery,
-	}
+// snapshot builds the scheduler's view from s.tasks (in claim order) with
+// the service's builder, which puts them in ID order.
+func (s *server) snapshot(now time.Time) *sched.Snapshot {
+	b := &s.cyc
+	b.Begin(dispatch.Params{Trigger: sched.Tick, Now: s.since(now), StartupCost: startupCost, Checkpoint: checkpointEvery, Tasks: len(s.tasks)})
 	for name, e := range s.eps {
 		e.observed, e.cc = 0, 0
 		maxCC := e.MaxCC
@@ -809,61 +802,26 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 		if thr <= 0 {
 			thr = e.peak
 		}
-		snap.Endpoints[name] = &sched.Endpoint{Name: name, MaxThroughput: thr, MaxCC: maxCC}
+		b.Endpoint(name, thr, maxCC)
 	}
-	n := len(s.tasks)
-	if m != nil {
-		n = len(m)
-	}
-	if cap(s.slab) < n {
-		s.slab = make([]sched.Task, 0, n+n/4)
-	}
-	slab := s.slab[:0]
-	waiting, running := s.waiting[:0], s.running[:0]
-	add := func(t *memTask) {
+	for _, t := range s.tasks {
 		switch t.State {
 		case store.StateRunning:
-			slab = slab[:len(slab)+1]
-			st := &slab[len(slab)-1]
-			s.fillSchedTask(st, t, now)
-			running = append(running, st)
+			st := b.New()
+			s.fillSchedTask(st, t)
 			// eachUse without replicas: the source (share 1) and the
 			// destination.
-			if e := snap.Endpoints[t.SrcEndpoint]; e != nil {
-				e.Observed += t.rate
-				e.CC += t.CC
-			}
-			if e := snap.Endpoints[t.DstEndpoint]; e != nil {
-				e.Observed += t.rate
-				e.CC += t.CC
-			}
+			b.Running(st, now.Sub(t.since).Seconds())
 		case store.StateQueued:
 			if t.Size < 0 || now.Before(t.notBefore) || !s.up(t) {
-				return
+				continue
 			}
-			slab = slab[:len(slab)+1]
-			st := &slab[len(slab)-1]
-			s.fillSchedTask(st, t, now)
-			waiting = append(waiting, st)
+			st := b.New()
+			s.fillSchedTask(st, t)
+			b.Waiting(st, now.Sub(t.since).Seconds())
 		}
 	}
-	if m != nil {
-		for _, t := range m {
-			add(t)
-		}
-		sort.Slice(waiting, func(i, j int) bool { return waiting[i].ID < waiting[j].ID })
-		sort.Slice(running, func(i, j int) bool { return running[i].ID < running[j].ID })
-	} else {
-		for _, t := range s.tasks {
-			add(t)
-		}
-		s.idSort.Sort(waiting)
-		s.idSort.Sort(running)
-	}
-	clear(waiting[len(waiting):cap(waiting)])
-	clear(running[len(running):cap(running)])
-	s.waiting, s.running = waiting, running
-	snap.Waiting, snap.Running = waiting, running
+	snap := b.Snapshot()
 	for name, e := range snap.Endpoints {
 		me := s.eps[name]
 		me.observed, me.cc = e.Observed, e.CC
@@ -874,22 +832,14 @@ func (s *server) snapshot(now time.Time, m map[int64]*memTask) *sched.Snapshot {
 	return snap
 }
 
-func (s *server) fillSchedTask(st *sched.Task, t *memTask, now time.Time) {
+func (s *server) fillSchedTask(st *sched.Task, t *memTask) {
 	*st = sched.Task{
 		ID: sched.TaskID(t.ID), Src: t.SrcEndpoint, Dst: t.DstEndpoint,
 		Size: t.Size, Left: t.Size - t.Done, Batch: t.Batch,
 		Arrival: s.since(t.Arrival), Wait: t.Wait, Trans: t.Trans,
 	}
-	if st.Left < 0 {
-		st.Left = 0
-	}
-	switch t.State {
-	case store.StateRunning:
-		st.Running, st.CC, st.Rate = true, t.CC, t.rate
-		st.Trans += now.Sub(t.since).Seconds()
-		st.Pending = t.pending
-	case store.StateQueued:
-		st.Wait += now.Sub(t.since).Seconds()
+	if t.State == store.StateRunning {
+		st.CC, st.Rate, st.Pending = t.CC, t.rate, t.pending
 	}
 }
 
@@ -938,28 +888,18 @@ func snapshotOnly(cfg config) error {
 	return nil
 }
 
-// snapshotReport times the snapshot build alone, from the slice and from
-// a map, several times.
+// snapshotReport times the snapshot build alone, several times.
 func (s *server) snapshotReport() {
-	m := make(map[int64]*memTask, len(s.tasks))
-	for _, t := range s.tasks {
-		m[t.ID] = t
+	var d []time.Duration
+	var snap *sched.Snapshot
+	for range 15 {
+		t0 := time.Now()
+		snap = s.snapshot(time.Now())
+		d = append(d, time.Since(t0))
 	}
-	for _, v := range []struct {
-		name string
-		m    map[int64]*memTask
-	}{{"slice", nil}, {"map", m}} {
-		var d []time.Duration
-		var snap *sched.Snapshot
-		for range 15 {
-			t0 := time.Now()
-			snap = s.snapshot(time.Now(), v.m)
-			d = append(d, time.Since(t0))
-		}
-		sum := summarize(d)
-		fmt.Printf("c. snapshot build of %s from a %s (%d waiting, %d running, %d endpoints), 15 builds: median %s p95 %s max %s\n",
-			s.id, v.name, len(snap.Waiting), len(snap.Running), len(snap.Endpoints), ms(sum.med), ms(sum.p95), ms(sum.max))
-	}
+	sum := summarize(d)
+	fmt.Printf("c. snapshot build of %s (%d waiting, %d running, %d endpoints), 15 builds: median %s p95 %s max %s\n",
+		s.id, len(snap.Waiting), len(snap.Running), len(snap.Endpoints), ms(sum.med), ms(sum.p95), ms(sum.max))
 }
 
 // --- cycles ---
@@ -1065,7 +1005,7 @@ func (s *server) cycle(ctx context.Context, cfg config, n int, progress bool, rn
 		return err
 	}
 	if err := timed("snapshot build (in memory)", func() error {
-		snap := s.snapshot(time.Now(), nil)
+		snap := s.snapshot(time.Now())
 		if len(snap.Waiting) == 0 && len(s.queue) > 0 {
 			return errors.New("empty snapshot")
 		}

@@ -1,0 +1,284 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/sluice-dtn/sluice/sched"
+)
+
+func TestBuilderSnapshot(t *testing.T) {
+	var b Builder
+	b.Endpoint("a", 100, 8)
+	b.Endpoint("b", 200, 0)
+	b.Begin(Params{Trigger: sched.Completion, Now: 10, StartupCost: 0.5, Checkpoint: 1, Tasks: 2})
+	// Added out of ID order: the snapshot has them in ID order.
+	w2 := b.New()
+	*w2 = sched.Task{ID: 7, Src: "a", Dst: "b", Size: 10, Left: -3, Wait: 1, CC: 4, Rate: 9, Running: true, Pending: true}
+	b.Waiting(w2, 2)
+	w1 := b.New()
+	*w1 = sched.Task{ID: 3, Src: "a", Dst: "b", Size: 10, Left: 10}
+	b.Waiting(w1, 0.5)
+	r1 := &sched.Task{ID: 5, Src: "a", Dst: "b", CC: 3, Rate: 40, Trans: 1, Left: 4}
+	b.Running(r1, 2)
+	r2 := &sched.Task{ID: 2, Src: "b", Dst: "c", CC: 2, Rate: 10}
+	b.RunningAt(r2, 0)
+	b.Load("b", 2, 10)
+	b.Load("c", 2, 10) // not declared: counts nowhere
+	b.Load("a", 1, 5)  // a run the scheduler does not see
+	snap := b.Snapshot()
+
+	ids := func(ts []*sched.Task) []sched.TaskID {
+		var out []sched.TaskID
+		for _, t := range ts {
+			out = append(out, t.ID)
+		}
+		return out
+	}
+	if got, want := ids(snap.Waiting), []sched.TaskID{3, 7}; !reflect.DeepEqual(got, want) {
+		t.Errorf("waiting %v, want %v", got, want)
+	}
+	if got, want := ids(snap.Running), []sched.TaskID{2, 5}; !reflect.DeepEqual(got, want) {
+		t.Errorf("running %v, want %v", got, want)
+	}
+	// A waiting task's open time counts in Wait, its running fields
+	// are cleared, its Left is not negative.
+	if w2.Wait != 3 || w2.Running || w2.CC != 0 || w2.Rate != 0 || w2.Pending || w2.Left != 0 {
+		t.Errorf("waiting record %+v", *w2)
+	}
+	if r1.Trans != 3 || !r1.Running {
+		t.Errorf("running record %+v", *r1)
+	}
+	a, bb := snap.Endpoints["a"], snap.Endpoints["b"]
+	if a.CC != 4 || a.Observed != 45 || bb.CC != 5 || bb.Observed != 50 {
+		t.Errorf("loads a=%+v b=%+v", *a, *bb)
+	}
+	if _, ok := snap.Endpoints["c"]; ok || len(snap.Endpoints) != 2 {
+		t.Errorf("endpoints %v", snap.Endpoints)
+	}
+	if snap.Now != 10 || snap.Trigger != sched.Completion || snap.StartupCost != 0.5 || snap.Checkpoint != 1 {
+		t.Errorf("params not carried: %+v", snap)
+	}
+
+	// The next cycle starts from zero sums, keeps the endpoints, and
+	// drops the old tasks.
+	b.Begin(Params{Now: 11})
+	b.Forget("b")
+	snap = b.Snapshot()
+	if len(snap.Waiting) != 0 || len(snap.Running) != 0 {
+		t.Errorf("tasks kept across cycles: %d waiting %d running", len(snap.Waiting), len(snap.Running))
+	}
+	if a := snap.Endpoints["a"]; a == nil || a.CC != 0 || a.Observed != 0 || a.MaxCC != 8 || len(snap.Endpoints) != 1 {
+		t.Errorf("endpoints after a cycle: %v", snap.Endpoints)
+	}
+}
+
+// TestBuilderSlabGrows: more tasks than Begin was told keep the records
+// already handed out intact.
+func TestBuilderSlabGrows(t *testing.T) {
+	var b Builder
+	b.Begin(Params{Tasks: 1})
+	var recs []*sched.Task
+	for i := range 200 {
+		st := b.New()
+		st.ID = sched.TaskID(200 - i)
+		b.Waiting(st, 0)
+		recs = append(recs, st)
+	}
+	snap := b.Snapshot()
+	for i, st := range recs {
+		if st.ID != sched.TaskID(200-i) {
+			t.Fatalf("record %d changed to ID %d", i, st.ID)
+		}
+	}
+	for i, st := range snap.Waiting {
+		if st.ID != sched.TaskID(i+1) {
+			t.Fatalf("waiting[%d] is %d", i, st.ID)
+		}
+	}
+}
+
+// world is a runner over a map of tasks, recording what it carried out.
+type world struct {
+	cc   map[sched.TaskID]int // running tasks' concurrency; absent: waiting
+	did  []string
+	fail sched.TaskID // Lookup of this task fails
+}
+
+func (w *world) Lookup(d sched.Decision) (sched.TaskID, bool, error) {
+	if d.Task == w.fail {
+		return 0, false, errors.New("no such task")
+	}
+	_, running := w.cc[d.Task]
+	return d.Task, (d.Kind == sched.Start) != running, nil
+}
+func (w *world) CC(id sched.TaskID) int { return w.cc[id] }
+func (w *world) Start(id sched.TaskID, cc int) error {
+	w.cc[id] = cc
+	w.did = append(w.did, fmt.Sprintf("start %d cc=%d", id, cc))
+	return nil
+}
+func (w *world) Preempt(id sched.TaskID, d sched.Decision) error {
+	delete(w.cc, id)
+	w.did = append(w.did, fmt.Sprintf("preempt %d for %d", id, d.For))
+	return nil
+}
+func (w *world) SetCC(id sched.TaskID, cc int) error {
+	w.cc[id] = cc
+	w.did = append(w.did, fmt.Sprintf("set %d cc=%d", id, cc))
+	return nil
+}
+
+// capRule allows at most max streams per task; fixRule replaces the
+// concurrency of task fix by n.
+type capRule struct{ max int }
+
+func (capRule) Name() string { return "cap" }
+func (c capRule) Admit(_ sched.TaskID, _ sched.Decision, cc, cur int) (int, string) {
+	if cc > c.max {
+		return max(c.max, cur), "capped"
+	}
+	return cc, ""
+}
+
+type fixRule struct {
+	fix sched.TaskID
+	n   int
+}
+
+func (fixRule) Name() string { return "fix" }
+func (f fixRule) Admit(id sched.TaskID, d sched.Decision, cc, cur int) (int, string) {
+	if id != f.fix {
+		return cc, ""
+	}
+	if d.Kind == sched.SetCC {
+		return cur, "fixed"
+	}
+	return f.n, "fixed"
+}
+
+type zeroRule struct{ id sched.TaskID }
+
+func (zeroRule) Name() string { return "zero" }
+func (z zeroRule) Admit(id sched.TaskID, _ sched.Decision, cc, _ int) (int, string) {
+	if id == z.id {
+		return 0, "no room"
+	}
+	return cc, ""
+}
+
+func TestApply(t *testing.T) {
+	start := func(id, cc int) sched.Decision {
+		return sched.Decision{Kind: sched.Start, Task: sched.TaskID(id), CC: cc}
+	}
+	set := func(id, cc int) sched.Decision {
+		return sched.Decision{Kind: sched.SetCC, Task: sched.TaskID(id), CC: cc}
+	}
+	tests := []struct {
+		name    string
+		running map[sched.TaskID]int
+		ds      []sched.Decision
+		rules   []Rule[sched.TaskID]
+		did     []string
+		refused []sched.Refusal
+	}{
+		{
+			name: "no rules: carried out in order",
+			ds:   []sched.Decision{start(1, 2), {Kind: sched.Preempt, Task: 9, For: 1}, set(8, 3)},
+			running: map[sched.TaskID]int{
+				9: 4, 8: 1,
+			},
+			did: []string{"start 1 cc=2", "preempt 9 for 1", "set 8 cc=3"},
+		},
+		{
+			name:    "a decision that does not apply is skipped",
+			ds:      []sched.Decision{start(1, 2), start(1, 3), set(5, 2)},
+			did:     []string{"start 1 cc=2"},
+			running: map[sched.TaskID]int{},
+		},
+		{
+			name:    "a rule trims a start and an increase",
+			ds:      []sched.Decision{start(1, 8), set(2, 6)},
+			running: map[sched.TaskID]int{2: 2},
+			rules:   []Rule[sched.TaskID]{capRule{4}},
+			did:     []string{"start 1 cc=4", "set 2 cc=4"},
+			refused: []sched.Refusal{
+				{Decision: start(1, 8), Rule: "cap", CC: 4, Why: "capped"},
+				{Decision: set(2, 6), Rule: "cap", CC: 4, Why: "capped"},
+			},
+		},
+		{
+			name:    "a rule refusing a change stops it; later rules do not see it",
+			ds:      []sched.Decision{set(2, 6)},
+			running: map[sched.TaskID]int{2: 5},
+			rules:   []Rule[sched.TaskID]{capRule{4}, zeroRule{2}},
+			refused: []sched.Refusal{{Decision: set(2, 6), Rule: "cap", CC: 5, Why: "capped"}},
+		},
+		{
+			name:    "fixed streams replace the scheduler's, and a later rule trims them",
+			ds:      []sched.Decision{start(3, 1)},
+			running: map[sched.TaskID]int{},
+			rules:   []Rule[sched.TaskID]{fixRule{3, 16}, capRule{8}},
+			did:     []string{"start 3 cc=8"},
+			refused: []sched.Refusal{
+				{Decision: start(3, 1), Rule: "fix", CC: 16, Why: "fixed"},
+				{Decision: start(3, 1), Rule: "cap", CC: 8, Why: "capped"},
+			},
+		},
+		{
+			name:    "a refused start waits; the others go on",
+			ds:      []sched.Decision{start(1, 2), start(2, 2)},
+			running: map[sched.TaskID]int{},
+			rules:   []Rule[sched.TaskID]{zeroRule{1}},
+			did:     []string{"start 2 cc=2"},
+			refused: []sched.Refusal{{Decision: start(1, 2), Rule: "zero", CC: 0, Why: "no room"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{cc: tc.running}
+			refused, err := Apply(tc.ds, w, tc.rules...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(w.did, tc.did) {
+				t.Errorf("carried out %q, want %q", w.did, tc.did)
+			}
+			if !reflect.DeepEqual(refused, tc.refused) {
+				t.Errorf("refused %+v, want %+v", refused, tc.refused)
+			}
+		})
+	}
+}
+
+func TestApplyStopsAtError(t *testing.T) {
+	w := &world{cc: map[sched.TaskID]int{}, fail: 2}
+	_, err := Apply([]sched.Decision{
+		{Kind: sched.Start, Task: 1, CC: 1}, {Kind: sched.Start, Task: 2, CC: 1}, {Kind: sched.Start, Task: 3, CC: 1},
+	}, w)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if len(w.did) != 1 {
+		t.Errorf("carried out %q after the error", w.did)
+	}
+}
+
+// TestCycleCarriesRefusals: the next snapshot tells the scheduler what
+// the last apply refused.
+func TestCycleCarriesRefusals(t *testing.T) {
+	var c Cycle
+	c.Begin(Params{})
+	if s := c.Snapshot(); len(s.Refused) != 0 {
+		t.Fatalf("refusals before any apply: %v", s.Refused)
+	}
+	w := &world{cc: map[sched.TaskID]int{}}
+	r, _ := Apply([]sched.Decision{{Kind: sched.Start, Task: 1, CC: 2}}, w, Rule[sched.TaskID](zeroRule{1}))
+	c.Refused(r)
+	c.Begin(Params{})
+	if s := c.Snapshot(); len(s.Refused) != 1 || s.Refused[0].Rule != "zero" {
+		t.Fatalf("refusals %v", s.Refused)
+	}
+}
