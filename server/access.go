@@ -285,7 +285,7 @@ func (a *accessCheck) linkBase(ep, p, need string) string {
 // start without its owner's rules, since tokens minted without them
 // would not bound the links of a user held to rules.
 func (w *world) jobAccess(j *jobState) (*accessCheck, error) {
-	now := time.Now()
+	now := w.now()
 	if now.Sub(w.accessAt) > accessCacheFor {
 		clear(w.access)
 		w.accessAt = now

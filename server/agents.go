@@ -101,7 +101,7 @@ func (s *Server) beat(ctx context.Context, a AgentInfo, register bool) error {
 		return err
 	}
 	u, _ := url.Parse(a.URL)
-	now := time.Now()
+	now := s.now()
 	e := store.Endpoint{Name: a.Name, URL: u.Scheme + "://" + u.Host, MaxThroughput: a.MaxThroughput, MaxCC: a.MaxCC, Registered: now, LastSeen: now, Up: true}
 	s.mu.Lock()
 	known := s.agents[a.Name]

@@ -268,7 +268,8 @@ func (w *world) launchBatches(ts []*task) {
 			// Each started file leads a batch, the riders share out.
 			for i, m := range leads {
 				lo, hi := i*len(riders)/len(leads), (i+1)*len(riders)/len(leads)
-				go w.s.runBatch(w.ctx, append([]member{m}, riders[lo:hi]...))
+				ms := append([]member{m}, riders[lo:hi]...)
+				w.s.async(func() { w.s.runBatch(w.ctx, ms) })
 			}
 			continue
 		}
@@ -283,7 +284,8 @@ func (w *world) launchBatches(ts []*task) {
 			for _, t := range tasks[k][lo+1 : hi] {
 				w.ride(t)
 			}
-			go w.s.runBatch(w.ctx, ms[lo:hi])
+			b := ms[lo:hi]
+			w.s.async(func() { w.s.runBatch(w.ctx, b) })
 		}
 	}
 }

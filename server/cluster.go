@@ -75,8 +75,7 @@ func (s *Server) wakeUp() {
 
 // coordinate runs the coordinator until ctx ends.
 func (s *Server) coordinate(ctx context.Context) {
-	c := &coordinator{s: s, held: map[string]int64{}, renewed: map[string]time.Time{}, others: map[string]bool{}, known: map[string]bool{},
-		canceledCur: time.Now().Add(-time.Minute), seenCancel: map[int64]time.Time{}}
+	c := s.newCoordinator()
 	notes := s.st.Listen(ctx, workChannel)
 	poll := time.NewTicker(s.cfg.PollEvery)
 	defer poll.Stop()
@@ -90,11 +89,22 @@ func (s *Server) coordinate(ctx context.Context) {
 		case <-notes:
 		case <-s.wake:
 		}
-		if time.Since(c.lastLeases) >= s.cfg.LeaseTTL/3 {
-			c.leaseRound(ctx)
-		}
-		c.sync(ctx)
+		c.step(ctx)
 	}
+}
+
+func (s *Server) newCoordinator() *coordinator {
+	return &coordinator{s: s, held: map[string]int64{}, renewed: map[string]time.Time{}, others: map[string]bool{}, known: map[string]bool{},
+		canceledCur: s.now().Add(-time.Minute), seenCancel: map[int64]time.Time{}}
+}
+
+// step is one round of the coordinator: the leases when a third of
+// their TTL has passed, then the claims and cancellations.
+func (c *coordinator) step(ctx context.Context) {
+	if c.now().Sub(c.lastLeases) >= c.s.cfg.LeaseTTL/3 {
+		c.leaseRound(ctx)
+	}
+	c.sync(ctx)
 }
 
 func (c *coordinator) post(ctx context.Context, f func(*world)) bool {
@@ -120,7 +130,7 @@ func ask[T any](ctx context.Context, s *Server, f func(*world) T) (T, bool) {
 // partitions that are free or expired, and gives idle surplus back.
 func (c *coordinator) leaseRound(ctx context.Context) {
 	s := c.s
-	now := time.Now()
+	now := c.now()
 	c.lastLeases = now
 	ttl := s.cfg.LeaseTTL
 	live, err := s.st.ServerBeat(ctx, s.cfg.ServerID, s.cfg.URL, ttl)
@@ -201,7 +211,7 @@ func (c *coordinator) leaseRound(ctx context.Context) {
 		l, ok := byName[e.Name]
 		switch {
 		case c.held[e.Name] != 0:
-		case ok && l.Owner != s.cfg.ServerID && l.Expires.After(time.Now()) && alive[l.Owner]:
+		case ok && l.Owner != s.cfg.ServerID && l.Expires.After(c.now()) && alive[l.Owner]:
 			c.others[e.Name] = true
 		default:
 			free = append(free, e.Name)
@@ -221,7 +231,7 @@ func (c *coordinator) leaseRound(ctx context.Context) {
 			c.others[p] = true
 			continue
 		}
-		c.held[p], c.renewed[p] = l.Term, time.Now()
+		c.held[p], c.renewed[p] = l.Term, c.now()
 		s.log.Info("cluster: scheduling partition", "partition", p, "term", l.Term)
 		term := l.Term
 		c.post(ctx, func(w *world) { w.parts[p] = term })
@@ -282,7 +292,7 @@ func (c *coordinator) sync(ctx context.Context) {
 	}
 	// Cancellations through any server; the window overlaps the last
 	// one (clocks and commit order), and seen jobs are skipped.
-	now := time.Now()
+	now := c.now()
 	if ids, err := s.st.CanceledJobs(ctx, c.canceledCur.Add(-30*time.Second)); err != nil {
 		s.log.Warn("cluster: cancellations", "err", err)
 	} else {
@@ -314,7 +324,7 @@ func (c *coordinator) sync(ctx context.Context) {
 		// An endpoint registered since the last lease round: share it
 		// out now rather than at the next round.
 		for _, e := range eps {
-			if !c.known[e.Name] && time.Since(c.lastLeases) > 100*time.Millisecond {
+			if !c.known[e.Name] && c.now().Sub(c.lastLeases) > 100*time.Millisecond {
 				c.leaseRound(ctx)
 				break
 			}
@@ -366,7 +376,7 @@ type extLoad struct {
 // was running belonged to a server that died or gave up its lease: it
 // waits again and resumes from its checkpoint.
 func (w *world) claimed(ts []store.Task) {
-	now := time.Now()
+	now := w.now()
 	var requeued []*task
 	var audit []store.AuditEntry
 	for _, st := range ts {

@@ -287,7 +287,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 		if err != nil {
 			return o, false, err
 		}
-		return o, time.Since(o.At) < s.cfg.HistoryTTL && o.Streams <= maxStreams, nil
+		return o, s.now().Sub(o.At) < s.cfg.HistoryTTL && o.Streams <= maxStreams, nil
 	}
 	if req.UseHistory {
 		if o, ok, err := fresh(); err != nil || ok {
@@ -341,7 +341,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
 	}
-	exp := time.Now().Add(10 * time.Minute).Unix()
+	exp := s.now().Add(10 * time.Minute).Unix()
 	sub := "estimate by " + c.User.Name
 	// The tokens carry the link base a job's would (auth.Claims.Base):
 	// rules are checked by name, and without it a link the caller made
@@ -474,7 +474,7 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	return store.Optimization{
 		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: b.Throughput,
 		Fitted: b.Fitted, Uncertainty: b.Uncertainty, Clamped: b.Clamped, Note: b.Note,
-		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: time.Now(),
+		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: s.now(),
 	}, nil
 }
 
@@ -639,7 +639,7 @@ func (s *Server) ownerOf(ctx context.Context, owner store.User) Caller {
 // from this task's file when history has no fresh answer.
 func (w *world) optimalFor(t *task) int {
 	pair := [2]string{t.SrcEndpoint, t.DstEndpoint}
-	if o, ok := w.optimal[pair]; ok && (o.streams < 0 || time.Since(o.at) < w.s.cfg.HistoryTTL) {
+	if o, ok := w.optimal[pair]; ok && (o.streams < 0 || w.now().Sub(o.at) < w.s.cfg.HistoryTTL) {
 		return o.streams
 	}
 	if t.Size < minSampleBytes {
@@ -654,7 +654,7 @@ func (w *world) optimalFor(t *task) int {
 	// The task holds names as they are; the request, URLs.
 	req := EstimateRequest{Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: max(t.Size, 1), UseHistory: true}
 	owner := store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}
-	go func() {
+	w.s.async(func() {
 		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)
 		defer cancel()
 		e, err := w.s.Estimate(ctx, w.s.ownerOf(ctx, owner), req)
@@ -664,12 +664,12 @@ func (w *world) optimalFor(t *task) int {
 					"src", pair[0], "dst", pair[1], "err", err)
 				// Try again in a minute rather than after the
 				// whole history TTL: the failure may be passing.
-				w.optimal[pair] = optimum{streams: 0, at: time.Now().Add(time.Minute - w.s.cfg.HistoryTTL)}
+				w.optimal[pair] = optimum{streams: 0, at: w.now().Add(time.Minute - w.s.cfg.HistoryTTL)}
 			} else {
-				w.optimal[pair] = optimum{streams: e.Streams, at: time.Now()}
+				w.optimal[pair] = optimum{streams: e.Streams, at: w.now()}
 			}
 			w.want = true
 		})
-	}()
+	})
 	return -1
 }

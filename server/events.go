@@ -3,9 +3,9 @@ package server
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/clock"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
@@ -18,13 +18,14 @@ type Event = wire.Event
 // up loses events (and is told so by a gap in the sequence) rather than
 // slowing the scheduler down.
 type broker struct {
+	clk    clock.Clock
 	mu     sync.Mutex
 	subs   map[chan Event]func(Event) bool
 	byUser map[int64]int // open subscriptions per user
 }
 
-func newBroker() *broker {
-	return &broker{subs: map[chan Event]func(Event) bool{}, byUser: map[int64]int{}}
+func newBroker(clk clock.Clock) *broker {
+	return &broker{clk: clk, subs: map[chan Event]func(Event) bool{}, byUser: map[int64]int{}}
 }
 
 // MaxStreamsPerUser bounds the event streams one user holds open at once.
@@ -38,7 +39,7 @@ var ErrTooManyStreams = errors.New("too many event streams open for this user")
 
 func (b *broker) publish(e Event) {
 	if e.At.IsZero() {
-		e.At = time.Now()
+		e.At = b.clk.Now()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

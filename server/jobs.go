@@ -216,7 +216,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 		retry = *spec.Retry
 	}
-	now := time.Now()
+	now := s.now()
 	if !spec.Deadline.IsZero() && !spec.Deadline.After(now) {
 		return bad("deadline %s has already passed", spec.Deadline.UTC().Format(time.RFC3339))
 	}
@@ -471,7 +471,7 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	// writes leave a canceled task canceled. The server that schedules a
 	// task stops its run when it hears (here at once, elsewhere by the
 	// hint or at the next poll).
-	ids, err := s.st.CancelJob(ctx, id, time.Now(), c.User.Name)
+	ids, err := s.st.CancelJob(ctx, id, s.now(), c.User.Name)
 	if errors.Is(err, store.ErrConflict) {
 		// The job ended while the cancel ran (PostgreSQL: its last file
 		// was recorded in between): answer as for an ended job.

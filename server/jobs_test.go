@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/clock"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -105,7 +106,7 @@ func TestFilesPageBounded(t *testing.T) {
 // connection lives); closing one makes room, and other users are not
 // counted against it.
 func TestStreamsPerUser(t *testing.T) {
-	s := &Server{events: newBroker()}
+	s := &Server{events: newBroker(clock.System{})}
 	alice := Caller{User: store.User{ID: 1, Name: "alice"}}
 	bob := Caller{User: store.User{ID: 2, Name: "bob"}}
 	var dones []func()

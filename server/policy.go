@@ -291,7 +291,7 @@ func (s *Server) RequestAllocation(ctx context.Context, c Caller, r AllocationRe
 	}
 	svc, done := s.policyService()
 	defer done()
-	now := time.Now()
+	now := s.now()
 	del := s.expiredIDs(svc, now)
 	cl := clientOf(c, r.Client)
 	if !c.User.Admin {
@@ -335,7 +335,7 @@ func (s *Server) UpdateAllocation(ctx context.Context, c Caller, id, client stri
 	// The update's write must not land after a release's delete (which
 	// would bring the allocation back at the next start).
 	defer s.lockKey("id\x00" + id)()
-	now := time.Now()
+	now := s.now()
 	del := s.expiredIDs(svc, now)
 	a, err := svc.Update(now, id, s.ownerFor(svc, now, c, id, client), want)
 	if err != nil {
@@ -350,7 +350,7 @@ func (s *Server) ReleaseAllocation(ctx context.Context, c Caller, id, client str
 	svc, done := s.policyService()
 	defer done()
 	defer s.lockKey("id\x00" + id)()
-	now := time.Now()
+	now := s.now()
 	del := s.expiredIDs(svc, now)
 	if err := svc.Release(now, id, s.ownerFor(svc, now, c, id, client)); err != nil {
 		_ = s.persistAllocations(ctx, nil, del)
@@ -380,7 +380,7 @@ func (s *Server) ownerFor(svc *policy.Service, now time.Time, c Caller, id, clie
 func (s *Server) Allocation(ctx context.Context, c Caller, id string) (policy.Allocation, error) {
 	svc, done := s.policyService()
 	defer done()
-	a, err := svc.Get(time.Now(), id)
+	a, err := svc.Get(s.now(), id)
 	if err != nil {
 		return a, s.policyErr(err)
 	}
@@ -406,7 +406,7 @@ func (s *Server) Allocations(ctx context.Context, c Caller) []policy.Allocation 
 	svc, done := s.policyService()
 	defer done()
 	var out []policy.Allocation
-	for _, a := range svc.List(time.Now(), policy.Filter{}) {
+	for _, a := range svc.List(s.now(), policy.Filter{}) {
 		if c.User.Admin || ownedBy(a, c) {
 			out = append(out, a)
 		}
@@ -430,7 +430,7 @@ func (s *Server) PolicyUsage(ctx context.Context, c Caller) ([]PairUsage, error)
 	}
 	svc, done := s.policyService()
 	defer done()
-	now := time.Now()
+	now := s.now()
 	perVO := map[policy.Pair]map[string]int{}
 	for _, a := range svc.List(now, policy.Filter{}) {
 		if perVO[a.Pair] == nil {
@@ -534,7 +534,7 @@ func (s *Server) SetPolicy(ctx context.Context, c Caller, cfg PolicyConfig) (Pol
 	}
 	// Lowered limits bind now: allocations above them shrink, and their
 	// clients (the scheduler's VOs included) hear at the next update.
-	if shrunk := svc.EnforceLimits(time.Now()); len(shrunk) > 0 {
+	if shrunk := svc.EnforceLimits(s.now()); len(shrunk) > 0 {
 		s.log.Info("policy change shrank allocations over the new limits", "allocations", len(shrunk))
 		if err := s.persistAllocations(ctx, shrunk, nil); err != nil {
 			s.log.Warn("storing allocations", "err", err)

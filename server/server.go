@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/clock"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -132,6 +133,11 @@ type Config struct {
 	BatchBDP int64
 	// Registry receives the service's metrics (nil: a new one).
 	Registry *prometheus.Registry
+	// Clock tells the service the time (nil: the system's). The loop,
+	// the Policy Service, leases, tokens and heartbeats read it; a test
+	// or a deterministic simulation gives a clock.Fake and drives the
+	// loop's steps itself (see Run).
+	Clock clock.Clock
 	// Estimator, if set, is the throughput model to start from (for
 	// example one trained on a calibration campaign, as SC'15 §4.2
 	// assumes); the store's observations are added to it. Nil: an empty
@@ -236,6 +242,12 @@ type Server struct {
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string
+	// spawn runs the loop's asynchronous work (runs, pauses, stats,
+	// removals, sweeps): each in a goroutine in the service; a
+	// deterministic simulation runs them in an order it chooses.
+	spawn func(func())
+	// runs carries out the loop's transfers and stats (runner).
+	runs runner
 }
 
 // New opens the service on cfg.Store: it loads (or, on an empty store,
@@ -297,17 +309,22 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
 	s := &Server{
 		cfg: cfg, st: cfg.Store, log: cfg.Logger, client: cfg.Client, sch: sch,
-		epoch:  time.Now(),
+		epoch:  cfg.Clock.Now(),
 		inbox:  make(chan func(*world), 1024),
-		events: newBroker(),
+		events: newBroker(cfg.Clock),
 		agents: map[string]*agentState{},
 		wake:   make(chan struct{}, 1),
 
 		agentCallTimeout: agentCallTimeout,
 		endpointPoll:     endpointPoll,
 	}
+	s.spawn = func(f func()) { go f() }
+	s.runs = engineRunner{s}
 	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {
 		return nil, err
@@ -361,7 +378,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		return fmt.Errorf("server: admin user: %w", err)
 	}
 	adminTok := newToken("sk_")
-	if err := s.st.AddToken(ctx, store.Token{Hash: hashToken(adminTok), UserID: admin.ID, Label: "bootstrap", Created: time.Now()}); err != nil {
+	if err := s.st.AddToken(ctx, store.Token{Hash: hashToken(adminTok), UserID: admin.ID, Label: "bootstrap", Created: s.now()}); err != nil {
 		return fmt.Errorf("server: admin token: %w", err)
 	}
 	if s.cfg.DataDir == "" {
@@ -493,7 +510,7 @@ func (s *Server) Authenticate(ctx context.Context, bearer string) (Caller, error
 	if bearer == "" {
 		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice token create`)", ErrUnauthorized)
 	}
-	u, exp, err := s.st.TokenUser(ctx, hashToken(bearer), time.Now())
+	u, exp, err := s.st.TokenUser(ctx, hashToken(bearer), s.now())
 	if errors.Is(err, store.ErrNotFound) {
 		return Caller{}, fmt.Errorf("%w: unknown or expired token", ErrUnauthorized)
 	}
@@ -528,7 +545,7 @@ func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, adm
 		return "", store.User{}, time.Time{}, fmt.Errorf("server: %w", err)
 	}
 	tok := newToken("sk_")
-	t := store.Token{Hash: hashToken(tok), UserID: u.ID, Label: label, Created: time.Now()}
+	t := store.Token{Hash: hashToken(tok), UserID: u.ID, Label: label, Created: s.now()}
 	if ttl > 0 {
 		t.Expires = t.Created.Add(ttl)
 	}
@@ -576,7 +593,7 @@ func (s *Server) Tokens(ctx context.Context, c Caller, user string) ([]TokenInfo
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	now := time.Now()
+	now := s.now()
 	out := make([]TokenInfo, len(ts))
 	for i, t := range ts {
 		out[i] = TokenInfo{ID: t.Hash[:min(tokenIDLen, len(t.Hash))], Label: t.Label, Created: t.Created, Expires: t.Expires,
@@ -641,3 +658,18 @@ func (s *Server) post(f func(*world)) { s.inbox <- f }
 // since is a time in the scheduler's clock: seconds since the server
 // started.
 func (s *Server) since(t time.Time) float64 { return t.Sub(s.epoch).Seconds() }
+
+// now is the service's time (Config.Clock; New sets the system's where
+// none is given, and so does this for a Server a test made by hand).
+func (s *Server) now() time.Time {
+	if s.cfg.Clock == nil {
+		return time.Now()
+	}
+	return s.cfg.Clock.Now()
+}
+
+// now is the service's time, as the loop reads it.
+func (w *world) now() time.Time { return w.s.now() }
+
+// now is the service's time, as the coordinator reads it.
+func (c *coordinator) now() time.Time { return c.s.now() }

@@ -422,11 +422,11 @@ func tempTag(t store.Task) string { return "t" + strconv.FormatInt(t.ID, 10) }
 // cleanup removes the partial file and checkpoint of a task that will not
 // run again (canceled, or failed for good), in the background.
 func (s *Server) cleanup(t store.Task) {
-	go func() {
+	s.async(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		s.removePartial(ctx, t, true)
-	}()
+	})
 }
 
 // removePartial removes t's partial file at its destination, then its
@@ -486,7 +486,7 @@ func (s *Server) heardFrom(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.agents[name]
-	return a != nil && time.Since(a.last) < s.cfg.HeartbeatTimeout
+	return a != nil && s.now().Sub(a.last) < s.cfg.HeartbeatTimeout
 }
 
 // ownedMarker is the checkpoint of an ended task whose partial file is
@@ -592,7 +592,7 @@ func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error)
 		return false, err
 	}
 	sum := res.Algo + ":" + res.Checksum
-	moved, err := s.st.DoneAfterCancel(ctx, t.ID, sum, time.Now(), "scheduler@"+s.cfg.ServerID)
+	moved, err := s.st.DoneAfterCancel(ctx, t.ID, sum, s.now(), "scheduler@"+s.cfg.ServerID)
 	if err != nil {
 		return false, err
 	}
@@ -622,7 +622,7 @@ func backendPermanent(err error) bool {
 // faster than 20 MB/s.
 func (w *world) resolve() {
 	const parallel = 16
-	now := time.Now()
+	now := w.now()
 	// ready pops the queue's head if it can be stat'ed now; tasks whose
 	// source is down go to the back and wait for a later call.
 	ready := func() *task {
@@ -688,21 +688,14 @@ func (w *world) resolve() {
 	for _, g := range sends {
 		w.resolving++
 		ps := g.ps
-		go func() {
-			var sizes []int64
-			var errs []error
-			if len(ps) == 1 {
-				size, err := w.s.statSource(w.ctx, ps[0])
-				sizes, errs = []int64{size}, []error{err}
-			} else {
-				sizes, errs = w.s.statSources(w.ctx, ps)
-			}
+		w.s.async(func() {
+			sizes, errs := w.s.runner().stat(w.ctx, ps)
 			ids := make([]int64, len(ps))
 			for i, q := range ps {
 				ids[i] = q.task.ID
 			}
 			w.s.post(func(w *world) { w.resolved(ids, sizes, errs) })
-		}()
+		})
 	}
 	w.giveUp(now)
 }
@@ -835,7 +828,7 @@ func (w *world) sized(id int64, size int64, err error) {
 		return
 	}
 	t.pending = false
-	now := time.Now()
+	now := w.now()
 	switch {
 	case err == nil && (size < 0 || size > store.MaxSize):
 		// No run could write it (the agents' backends take at most

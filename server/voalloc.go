@@ -303,7 +303,7 @@ func (w *world) releaseVOAllocs() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
 	defer cancel()
 	var ids []store.AllocationGone
-	now := time.Now()
+	now := w.now()
 	svc, done := w.s.policyService()
 	for k, a := range w.vallocs {
 		if svc.Release(now, a.id, serviceClient(k.vo)) == nil {

@@ -46,7 +46,7 @@ type task struct {
 	job *jobState
 
 	run        int // generation of the current run: stale reports are ignored
-	xfer       *engine.Transfer
+	xfer       transfer
 	cancel     context.CancelFunc
 	pending    bool      // started but not yet moving bytes
 	stop       string    // why the loop is stopping the run ("" if it is not)
@@ -216,32 +216,50 @@ func (s *Server) Run(ctx context.Context) error {
 				return fmt.Errorf("server: %w", err)
 			}
 		case f := <-s.inbox:
-			f(w)
-			w.settle()
+			w.handle(f)
 			// Drain what else is queued before deciding, so one cycle
 			// sees a burst of arrivals together.
 			for i := 0; i < 256; i++ {
 				select {
 				case f := <-s.inbox:
-					f(w)
-					w.settle()
+					w.handle(f)
 					continue
 				default:
 				}
 				break
 			}
-			w.flush()
-			w.settle()
-			if w.want {
-				w.cycle(w.cycleWant)
-				w.settle()
-			}
-		case now := <-tick.C:
-			w.tick(now)
-			w.cycle(sched.Tick)
-			w.settle()
+			w.endTurn()
+		case <-tick.C:
+			w.periodic(w.now())
 		}
 	}
+}
+
+// The loop's steps, which Run takes as the clock and the inbox say, and
+// a deterministic simulation takes in an order it chooses.
+
+// handle applies one message of the inbox.
+func (w *world) handle(f func(*world)) {
+	f(w)
+	w.settle()
+}
+
+// endTurn ends a turn of the inbox: the turn's writes, then a cycle if
+// one was asked for (a completion, an arrival).
+func (w *world) endTurn() {
+	w.flush()
+	w.settle()
+	if w.want {
+		w.cycle(w.cycleWant)
+		w.settle()
+	}
+}
+
+// periodic is the tick and the periodic cycle.
+func (w *world) periodic(now time.Time) {
+	w.tick(now)
+	w.cycle(sched.Tick)
+	w.settle()
 }
 
 // load rebuilds the loop's state from the store.
@@ -249,7 +267,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	w := &world{
 		s: s, ctx: ctx,
 		tasks: newTaskTable(), jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: s.cfg.Estimator, begun: time.Now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
+		est: s.cfg.Estimator, begun: s.now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
 		parts: map[string]int64{}, ext: map[string]extLoad{}, seen: map[string]time.Time{},
 	}
 	if w.est == nil {
@@ -283,7 +301,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	// no submission could have made (a size or a byte count out of
 	// range) is failed first, saying why, rather than scheduled, and its
 	// job finished below.
-	bad, err := s.st.FailOutOfRange(ctx, time.Now(), w.actor())
+	bad, err := s.st.FailOutOfRange(ctx, s.now(), w.actor())
 	if err != nil {
 		return nil, fmt.Errorf("server: failing stored tasks out of range: %w", err)
 	}
@@ -294,8 +312,8 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	if err := w.finishSettledJobs(ctx); err != nil {
 		return nil, err
 	}
-	w.adoptVOAllocs(time.Now())
-	w.dropStaleJobAllocs(time.Now())
+	w.adoptVOAllocs(s.now())
+	w.dropStaleJobAllocs(s.now())
 	return w, nil
 }
 
@@ -573,7 +591,7 @@ func (w *world) up(name string) bool {
 // cycle runs one scheduling cycle and applies its decisions.
 func (w *world) cycle(trig sched.Trigger) {
 	w.want = false
-	now := time.Now()
+	now := w.now()
 	snap := w.snapshot(now, trig)
 	if len(snap.Waiting) == 0 && trig != sched.Tick {
 		return
@@ -626,7 +644,8 @@ func (w *world) cycle(trig sched.Trigger) {
 				cancel()
 			}
 			w.inflight++
-			go w.s.runTransfer(ctx, w.plan(t), t.run)
+			p, run := w.plan(t), t.run
+			w.s.async(func() { w.s.runner().run(ctx, p, run) })
 		}
 	}
 	w.launchBatches(batch)
@@ -780,7 +799,7 @@ func (w *world) pause(t *task) {
 	}
 	t.stop = stopPreempted
 	x, run, id := t.xfer, t.run, t.ID
-	go func() {
+	w.s.async(func() {
 		ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 		defer cancel()
 		err := x.Pause(ctx)
@@ -796,7 +815,7 @@ func (w *world) pause(t *task) {
 			}
 			t.cancel()
 		})
-	}()
+	})
 }
 
 // stopRun ends t's run for a reason of the loop's own; the run's report
@@ -809,7 +828,7 @@ func (w *world) stopRun(t *task, why string) {
 }
 
 // started records a run's engine transfer.
-func (w *world) started(id int64, run int, x *engine.Transfer) {
+func (w *world) started(id int64, run int, x transfer) {
 	t := w.tasks.get(id)
 	if t == nil || t.run != run {
 		return
@@ -848,7 +867,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 	if t == nil || t.run != run || t.State != store.StateRunning {
 		return
 	}
-	now := time.Now()
+	now := w.now()
 	if t.cancel != nil {
 		t.cancel()
 	}
@@ -1112,7 +1131,7 @@ func (w *world) maybeFinishJob(j *jobState) {
 	// decides whether this was the last one.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 30*time.Second)
 	defer cancel()
-	now := time.Now()
+	now := w.now()
 	state, err := w.s.st.FinishJobIfDone(ctx, j.ID, now, w.actor())
 	if err != nil {
 		w.s.log.Error("finishing job", "job", j.ID, "err", err)
@@ -1139,7 +1158,7 @@ func (w *world) finishSettledJobs(ctx context.Context) error {
 			if j.FilesDone+j.FilesFailed+j.FilesCanceled < j.Files {
 				continue
 			}
-			if _, err := w.s.st.FinishJobIfDone(ctx, j.ID, time.Now(), w.actor()); err != nil {
+			if _, err := w.s.st.FinishJobIfDone(ctx, j.ID, w.now(), w.actor()); err != nil {
 				return fmt.Errorf("server: %w", err)
 			}
 		}
@@ -1219,7 +1238,7 @@ func (w *world) tick(now time.Time) {
 				live[t.ID] = true
 			}
 		}
-		go func() {
+		w.s.async(func() {
 			owed := w.s.sweepPartials(w.ctx, live)
 			w.s.post(func(w *world) {
 				w.sweeping = false
@@ -1228,7 +1247,7 @@ func (w *world) tick(now time.Time) {
 					w.sweepEvery = sweepAgain
 				}
 			})
-		}()
+		})
 	}
 	w.resolve()
 	w.tendVOAllocs(now)
@@ -1394,7 +1413,7 @@ type throttled struct {
 // fills the disk it is written to too. The next message says how many
 // were left out.
 func (w *world) logEvery(level slog.Level, msg string, args ...any) {
-	now := time.Now()
+	now := w.now()
 	if w.quiet == nil {
 		w.quiet = map[string]*throttled{}
 	}
