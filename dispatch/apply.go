@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"fmt"
+
 	"github.com/sluice-dtn/sluice/sched"
 )
 
@@ -41,21 +43,68 @@ type Rule[T any] interface {
 // Apply carries out ds through the rules and r, in the scheduler's
 // order, and returns the decisions a rule refused or changed. It stops at
 // the first error of r, returning it with the refusals so far.
+//
+// A preemption made for a start of the same cycle (Decision.For) is
+// carried out with that start, just before it, and not at all if the
+// start is refused: a victim paused for a replacement that never runs
+// would give its connections to nobody, and the scheduler would pause
+// another the next cycle for the same refused start.
 func Apply[T any](ds []sched.Decision, r Runner[T], rules ...Rule[T]) ([]sched.Refusal, error) {
 	var refused []sched.Refusal
+	// The starts of the cycle, and the preemptions waiting for each.
+	type startState struct {
+		done, refused bool
+		victims       []sched.Decision
+	}
+	var starts map[sched.TaskID]*startState
 	for _, d := range ds {
+		if d.Kind == sched.Start {
+			if starts == nil {
+				starts = map[sched.TaskID]*startState{}
+			}
+			starts[d.Task] = &startState{}
+		}
+	}
+	preempt := func(d sched.Decision) error {
+		t, ok, err := r.Lookup(d)
+		if err != nil || !ok {
+			return err
+		}
+		return r.Preempt(t, d)
+	}
+	drop := func(v sched.Decision) {
+		refused = append(refused, sched.Refusal{Decision: v, Rule: "replacement", Why: fmt.Sprintf("task %d, its replacement, does not start", v.For)})
+	}
+	for _, d := range ds {
+		if d.Kind == sched.Preempt {
+			s := starts[d.For]
+			switch {
+			case s == nil || d.For == 0 || (s.done && !s.refused):
+				if err := preempt(d); err != nil {
+					return refused, err
+				}
+			case s.refused:
+				drop(d)
+			default:
+				s.victims = append(s.victims, d)
+			}
+			continue
+		}
 		t, ok, err := r.Lookup(d)
 		if err != nil {
 			return refused, err
 		}
+		s := starts[d.Task]
 		if !ok {
+			if d.Kind == sched.Start {
+				s.done, s.refused = true, true
+				for _, v := range s.victims {
+					drop(v)
+				}
+			}
 			continue
 		}
 		switch d.Kind {
-		case sched.Preempt:
-			if err := r.Preempt(t, d); err != nil {
-				return refused, err
-			}
 		case sched.Start, sched.SetCC:
 			cur := 0
 			if d.Kind == sched.SetCC {
@@ -76,7 +125,19 @@ func Apply[T any](ds []sched.Decision, r Runner[T], rules ...Rule[T]) ([]sched.R
 			}
 			switch {
 			case !admitted:
+				if d.Kind == sched.Start {
+					s.done, s.refused = true, true
+					for _, v := range s.victims {
+						drop(v)
+					}
+				}
 			case d.Kind == sched.Start:
+				s.done = true
+				for _, v := range s.victims {
+					if err := preempt(v); err != nil {
+						return refused, err
+					}
+				}
 				err = r.Start(t, cc)
 			default:
 				// Carried out even where it asks for what t has: the
@@ -109,3 +170,58 @@ func (c *Cycle) Snapshot() *sched.Snapshot {
 
 // Refused records an apply's refusals for the next snapshot.
 func (c *Cycle) Refused(r []sched.Refusal) { c.refused = r }
+
+// Replan makes snap the snapshot of another round of the same cycle,
+// after an apply whose rules refused some starts: the scheduler then fills
+// what the refusals left, as Nomad's scheduler plans again around what its
+// plan applier rejected. Without it, a scheduler that ranks the same
+// refused tasks first every cycle starts nothing else, and the refusing
+// rule's waiting tasks hold the capacity of every other task for good.
+//
+// applied are the decisions the world carried out, with the concurrency
+// it granted: a start becomes a running task, a concurrency change
+// changes one, and both, like a preempted task (which keeps its
+// connections until it stops), become pending, so that the next round
+// leaves them alone; connections are counted at the tasks' source and
+// destination. The waiting tasks keep rejects go (those refused, and
+// those the world knows its rules would refuse now); refused becomes the
+// snapshot's Refused. snap's slices are replaced, not changed in place.
+func Replan(snap *sched.Snapshot, applied []sched.Decision, keep func(*sched.Task) bool, refused []sched.Refusal) {
+	byID := make(map[sched.TaskID]sched.Decision, len(applied))
+	for _, d := range applied {
+		byID[d.Task] = d
+	}
+	count := func(t *sched.Task, n int) {
+		for _, name := range [2]string{t.Src, t.Dst} {
+			if e := snap.Endpoints[name]; e != nil {
+				e.CC += n
+			}
+		}
+	}
+	waiting := make([]*sched.Task, 0, len(snap.Waiting))
+	running := make([]*sched.Task, 0, len(snap.Running)+len(applied))
+	for _, t := range snap.Running {
+		if d, ok := byID[t.ID]; ok {
+			if d.Kind == sched.SetCC {
+				count(t, d.CC-t.CC)
+				t.CC = d.CC
+			}
+			t.Pending = true
+		}
+		running = append(running, t)
+	}
+	for _, t := range snap.Waiting {
+		if d, ok := byID[t.ID]; ok && d.Kind == sched.Start {
+			t.Running, t.CC, t.Pending, t.Rate = true, d.CC, true, 0
+			count(t, d.CC)
+			running = append(running, t)
+			continue
+		}
+		if keep(t) {
+			waiting = append(waiting, t)
+		}
+	}
+	var ids sched.IDSorter
+	ids.Sort(running)
+	snap.Waiting, snap.Running, snap.Refused = waiting, running, refused
+}

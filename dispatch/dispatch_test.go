@@ -228,6 +228,29 @@ func TestApply(t *testing.T) {
 			},
 		},
 		{
+			name:    "a preemption goes with its replacement's start",
+			ds:      []sched.Decision{{Kind: sched.Preempt, Task: 9, For: 1}, start(2, 1), start(1, 2)},
+			running: map[sched.TaskID]int{9: 4},
+			did:     []string{"start 2 cc=1", "preempt 9 for 1", "start 1 cc=2"},
+		},
+		{
+			name:    "a preemption for a refused start is not carried out",
+			ds:      []sched.Decision{{Kind: sched.Preempt, Task: 9, For: 1}, {Kind: sched.Preempt, Task: 8, For: 2}, start(1, 2), start(2, 2)},
+			running: map[sched.TaskID]int{9: 4, 8: 4},
+			rules:   []Rule[sched.TaskID]{zeroRule{1}},
+			did:     []string{"preempt 8 for 2", "start 2 cc=2"},
+			refused: []sched.Refusal{
+				{Decision: start(1, 2), Rule: "zero", CC: 0, Why: "no room"},
+				{Decision: sched.Decision{Kind: sched.Preempt, Task: 9, For: 1}, Rule: "replacement", Why: "task 1, its replacement, does not start"},
+			},
+		},
+		{
+			name:    "a preemption listed after its start, or for no start of the cycle, is carried out in place",
+			ds:      []sched.Decision{start(1, 2), {Kind: sched.Preempt, Task: 9, For: 1}, {Kind: sched.Preempt, Task: 8, For: 5}},
+			running: map[sched.TaskID]int{9: 4, 8: 4},
+			did:     []string{"start 1 cc=2", "preempt 9 for 1", "preempt 8 for 5"},
+		},
+		{
 			name:    "a refused start waits; the others go on",
 			ds:      []sched.Decision{start(1, 2), start(2, 2)},
 			running: map[sched.TaskID]int{},
@@ -280,5 +303,54 @@ func TestCycleCarriesRefusals(t *testing.T) {
 	c.Begin(Params{})
 	if s := c.Snapshot(); len(s.Refused) != 1 || s.Refused[0].Rule != "zero" {
 		t.Fatalf("refusals %v", s.Refused)
+	}
+}
+
+func TestReplan(t *testing.T) {
+	var b Builder
+	b.Endpoint("a", 100, 8)
+	b.Endpoint("b", 100, 8)
+	b.Begin(Params{})
+	for _, id := range []sched.TaskID{1, 2, 3, 4} {
+		st := b.New()
+		*st = sched.Task{ID: id, Src: "a", Dst: "b", Size: 10, Left: 10}
+		b.Waiting(st, 0)
+	}
+	for _, id := range []sched.TaskID{8, 9} {
+		b.Running(&sched.Task{ID: id, Src: "a", Dst: "b", CC: 2}, 0)
+	}
+	snap := b.Snapshot()
+	waiting := snap.Waiting
+	refusal := []sched.Refusal{{Decision: sched.Decision{Kind: sched.Start, Task: 2, CC: 1}, Rule: "r"}}
+	// Task 3 started with 3 connections, 9 went from 2 to 4, 8 was
+	// preempted; task 2 was refused and task 4 would be (same rule):
+	// only task 1 is left to plan.
+	applied := []sched.Decision{
+		{Kind: sched.Preempt, Task: 8, For: 3},
+		{Kind: sched.Start, Task: 3, CC: 3},
+		{Kind: sched.SetCC, Task: 9, CC: 4},
+	}
+	Replan(snap, applied, func(t *sched.Task) bool { return t.ID == 1 }, refusal)
+	if len(snap.Waiting) != 1 || snap.Waiting[0].ID != 1 {
+		t.Errorf("waiting %v", snap.Waiting)
+	}
+	if len(snap.Running) != 3 || snap.Running[0].ID != 3 || snap.Running[1].ID != 8 || snap.Running[2].ID != 9 {
+		t.Fatalf("running %v", snap.Running)
+	}
+	for i, want := range []int{3, 2, 4} {
+		if r := snap.Running[i]; !r.Running || r.CC != want || !r.Pending {
+			t.Errorf("running %d: %+v, want cc %d and pending", r.ID, *r, want)
+		}
+	}
+	// 2 + 2 before; +3 started, +2 changed; the victim keeps its 2
+	// until it stops.
+	if a := snap.Endpoints["a"]; a.CC != 9 {
+		t.Errorf("connections at a %d, want 9", a.CC)
+	}
+	if len(snap.Refused) != 1 {
+		t.Errorf("refused %v", snap.Refused)
+	}
+	if len(waiting) != 4 {
+		t.Errorf("the builder's slice changed: %d", len(waiting))
 	}
 }

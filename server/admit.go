@@ -21,8 +21,44 @@ type liveRunner struct {
 	// cycle's admitted starts and changes.
 	used     map[voKey]int
 	inFlight map[adaptKey]int
-	starts   []*task
-	audit    []store.AuditEntry
+	// asked: the VOs and pairs whose allocation the cycle asked to grow
+	// and did not get enough (voRule).
+	asked  map[voKey]bool
+	starts []*task
+	audit  []store.AuditEntry
+	// round are the decisions of the current round carried out, with
+	// the concurrency granted (dispatch.Replan).
+	round []sched.Decision
+	// conns are the connections at each endpoint of the runs that keep
+	// them (not being stopped; a preempted victim's belong to its
+	// replacement), this server's and the others' (limitRule).
+	conns map[string]int
+	total int
+}
+
+// newLiveRunner starts a cycle's apply from the running tasks.
+func newLiveRunner(w *world, now time.Time) *liveRunner {
+	used, inFlight := usageOf(w.runTasks)
+	r := &liveRunner{w: w, now: now, used: used, inFlight: inFlight, asked: map[voKey]bool{}, conns: map[string]int{}}
+	for _, t := range w.runTasks {
+		if t.State == store.StateRunning && t.stop == "" && t.preemptFor == 0 {
+			r.hold(t, t.conns())
+		}
+	}
+	for name, x := range w.ext {
+		r.conns[name] += x.cc
+		r.total += x.cc
+	}
+	return r
+}
+
+// hold counts n more connections of t's run at its endpoints (n < 0:
+// gives them back).
+func (r *liveRunner) hold(t *task, n int) {
+	t.eachUse(func(name string, streams int, _ float64) {
+		r.conns[name] += n * streams
+	})
+	r.total += n
 }
 
 // Lookup finds d's task; a decision that no longer applies (its task
@@ -49,17 +85,23 @@ func (r *liveRunner) Lookup(d sched.Decision) (*task, bool, error) {
 func (r *liveRunner) CC(t *task) int { return t.CC }
 
 func (r *liveRunner) Start(t *task, cc int) error {
+	r.hold(t, cc)
 	r.used[keyOf(t)] += cc
 	if t.job.Adaptive != "" {
 		r.inFlight[adaptKeyOf(t)]++
 	}
 	r.audit = append(r.audit, r.w.start(t, cc, r.now))
 	r.starts = append(r.starts, t)
+	r.round = append(r.round, sched.Decision{Kind: sched.Start, Task: sched.TaskID(t.ID), CC: cc})
 	return nil
 }
 
 func (r *liveRunner) Preempt(t *task, d sched.Decision) error {
 	w := r.w
+	r.round = append(r.round, d)
+	if t.stop == "" && t.preemptFor == 0 {
+		r.hold(t, -t.conns()) // its replacement's now
+	}
 	t.preemptFor = int64(d.For)
 	if f := w.tasks.get(t.preemptFor); f == nil || f.State != store.StateRunning || !f.pending {
 		w.pause(t)
@@ -75,7 +117,9 @@ func (r *liveRunner) SetCC(t *task, cc int) error {
 	}
 	if err := t.xfer.SetCC(cc); err == nil {
 		r.used[keyOf(t)] += cc - t.CC
+		r.hold(t, cc-t.CC)
 		t.CC = cc
+		r.round = append(r.round, sched.Decision{Kind: sched.SetCC, Task: sched.TaskID(t.ID), CC: cc})
 		r.w.pw.tasks = append(r.w.pw.tasks, t) // the files list shows it
 	}
 	return nil
@@ -141,22 +185,116 @@ func (v voRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 		return cc, "" // its client's allocation bounds it (adaptiveRule)
 	}
 	why := fmt.Sprintf("%sthe Policy Service gives VO %s no more streams on %s->%s now", waitPrefix, t.job.VO, t.SrcEndpoint, t.DstEndpoint)
+	k := keyOf(t)
 	if d.Kind == sched.SetCC {
 		if cc <= cur {
 			return cc, ""
 		}
-		got := cur + w.admitStreams(t, cc-cur, v.r.used, now)
+		got := cur + w.admitStreams(t, cc-cur, v.r.used, now, !v.r.asked[k])
 		if got == cc {
 			return cc, ""
 		}
+		v.r.asked[k] = true
 		return got, why
 	}
-	got := w.admitStreams(t, cc, v.r.used, now)
+	got := w.admitStreams(t, cc, v.r.used, now, !v.r.asked[k])
 	if got == 0 {
 		w.waitNote(t, why)
 	}
 	if got == cc {
 		return cc, ""
 	}
+	v.r.asked[k] = true
 	return got, why
+}
+
+// maxReplans bounds the rounds of one cycle after the first (each holds
+// back at least one more VO and pair, or adaptive job, or file).
+const maxReplans = 3
+
+// heldBack are the waiting files a cycle's later rounds leave out: those
+// refused, and every file of a VO and pair, or of an adaptive job and
+// pair, that a rule refused a start of (its next start would be refused
+// too, within the cycle).
+type heldBack struct {
+	ids   map[sched.TaskID]bool
+	vo    map[voKey]bool
+	adapt map[adaptKey]bool
+}
+
+// add records the starts refused; it reports whether there were any.
+func (h heldBack) add(w *world, refused []sched.Refusal) bool {
+	any := false
+	for _, r := range refused {
+		if r.Decision.Kind != sched.Start || r.CC > 0 {
+			continue
+		}
+		any = true
+		h.ids[r.Decision.Task] = true
+		t := w.tasks.get(int64(r.Decision.Task))
+		if t == nil {
+			continue
+		}
+		switch r.Rule {
+		case voRule{}.Name():
+			h.vo[keyOf(t)] = true
+		case adaptiveRule{}.Name():
+			h.adapt[adaptKeyOf(t)] = true
+		}
+	}
+	return any
+}
+
+func (h heldBack) keep(w *world, st *sched.Task) bool {
+	if h.ids[st.ID] {
+		return false
+	}
+	t := w.tasks.get(int64(st.ID))
+	if t == nil {
+		return false
+	}
+	if h.vo[keyOf(t)] && t.job.Adaptive == "" {
+		return false
+	}
+	return !h.adapt[adaptKeyOf(t)] || t.job.Adaptive == ""
+}
+
+// limitRule: the connections at an endpoint stay within its limit (its
+// agent's, or DefaultEndpointMaxCC), and all of them within
+// Config.TotalMaxCC. The scheduler plans within them; this rule holds
+// them when the plan is carried out in part (a start refused by another
+// rule keeps its victims running, and their connections are not free for
+// the plan's other starts and increases). A start gets what room is left
+// or waits; a job that fixed its streams (or an adaptive one) waits until they
+// fit.
+type limitRule struct{ r *liveRunner }
+
+func (limitRule) Name() string { return "endpoint limits" }
+
+func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
+	if cc <= cur {
+		return cc, ""
+	}
+	w := l.r.w
+	room := cc - cur
+	var full string
+	t.eachUse(func(name string, streams int, _ float64) {
+		limit := DefaultEndpointMaxCC
+		if e := w.eps[name]; e != nil && e.MaxCC > 0 {
+			limit = e.MaxCC
+		}
+		if n := max(0, limit-l.r.conns[name]) / streams; n < room {
+			room, full = n, fmt.Sprintf("%s has %d of its %d connections in use", name, l.r.conns[name], limit)
+		}
+	})
+	if m := w.s.cfg.TotalMaxCC; m > 0 && m-l.r.total < room {
+		room, full = max(0, m-l.r.total), fmt.Sprintf("%d of the %d connections allowed in all are in use", l.r.total, m)
+	}
+	if room >= cc-cur {
+		return cc, ""
+	}
+	if d.Kind == sched.Start && (w.fixedCC(t) > 0 || t.job.Adaptive != "") {
+		room = 0
+	}
+	return cur + room, full
 }

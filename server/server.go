@@ -248,6 +248,8 @@ type Server struct {
 	spawn func(func())
 	// runs carries out the loop's transfers and stats (runner).
 	runs runner
+	// inline, if set, is the simulation's inbox (see inbox).
+	inline inbox
 }
 
 // New opens the service on cfg.Store: it loads (or, on an empty store,
@@ -643,6 +645,10 @@ func validName(s string) bool {
 
 // do hands f to the loop; it returns false if ctx ends first.
 func (s *Server) do(ctx context.Context, f func(*world)) bool {
+	if s.inline != nil {
+		s.inline.do(f)
+		return true
+	}
 	select {
 	case s.inbox <- f:
 		return true
@@ -653,7 +659,13 @@ func (s *Server) do(ctx context.Context, f func(*world)) bool {
 
 // post hands f to the loop from a transfer goroutine; it never blocks the
 // caller for long, as the loop drains the inbox every cycle.
-func (s *Server) post(f func(*world)) { s.inbox <- f }
+func (s *Server) post(f func(*world)) {
+	if s.inline != nil {
+		s.inline.post(f)
+		return
+	}
+	s.inbox <- f
+}
 
 // since is a time in the scheduler's clock: seconds since the server
 // started.

@@ -133,14 +133,17 @@ func usageOf(running []*task) (map[voKey]int, map[adaptKey]int) {
 
 // admitStreams trims a start (or a concurrency increase) of cc streams
 // for t to what its VO's allocation on the pair leaves, used being what
-// already runs; 0 means t must wait.
-func (w *world) admitStreams(t *task, cc int, used map[voKey]int, now time.Time) int {
+// already runs; 0 means t must wait. grow asks the Policy Service for more
+// first where the allocation is short (a cycle asks once per VO and pair:
+// its answer does not change within the cycle, and each asking writes
+// the allocations).
+func (w *world) admitStreams(t *task, cc int, used map[voKey]int, now time.Time, grow bool) int {
 	k := keyOf(t)
 	a := w.voAlloc(k, now)
 	if a == nil {
 		return cc // no Policy Service answer: do not block transfers on it
 	}
-	if used[k]+cc > a.streams {
+	if grow && used[k]+cc > a.streams {
 		// Ask for more now: the policy grows the allocation by its
 		// update step (s_u under greedy) if the pair has streams left.
 		w.updateVOAlloc(k, a, 0, now)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -150,6 +151,9 @@ type world struct {
 	vallocs map[voKey]*voAlloc
 	// adapts are the adaptive jobs' clients (adaptive.go).
 	adapts map[adaptKey]*adaptState
+	// unfinished are jobs whose every file ended and whose end the
+	// store did not take: tick tries again.
+	unfinished map[int64]*jobState
 
 	// The cluster (cluster.go): the partitions this server holds
 	// (source endpoint -> lease term), other servers' loads on the
@@ -596,17 +600,31 @@ func (w *world) cycle(trig sched.Trigger) {
 	if len(snap.Waiting) == 0 && trig != sched.Tick {
 		return
 	}
-	t0 := time.Now()
-	ds := w.s.sch.Schedule(snap)
-	w.lastCycle = time.Since(t0)
-	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
-	used, inFlight := usageOf(w.runTasks)
-	r := &liveRunner{w: w, now: now, used: used, inFlight: inFlight}
+	r := newLiveRunner(w, now)
 	// The chain a start or a concurrency change passes (admit.go): the
 	// job's fixed streams first, then its adaptive client, then its VO's
-	// allocation on the pair.
-	refused, _ := dispatch.Apply(ds, r, fixedRule{w}, adaptiveRule{r}, voRule{r})
-	w.cyc.Refused(refused)
+	// allocation on the pair, then the endpoints' limits.
+	rules := []dispatch.Rule[*task]{fixedRule{w}, adaptiveRule{r}, voRule{r}, limitRule{r}}
+	var refusedAll []sched.Refusal
+	h := heldBack{ids: map[sched.TaskID]bool{}, vo: map[voKey]bool{}, adapt: map[adaptKey]bool{}}
+	w.lastCycle = 0
+	for round := 0; ; round++ {
+		t0 := time.Now()
+		ds := w.s.sch.Schedule(snap)
+		w.lastCycle += time.Since(t0)
+		r.round = r.round[:0]
+		refused, _ := dispatch.Apply(ds, r, rules...)
+		refusedAll = append(refusedAll, refused...)
+		if round == maxReplans || !h.add(w, refused) {
+			break
+		}
+		// The scheduler plans again around what the rules refused
+		// (dispatch.Replan): otherwise, ranking the same refused
+		// files first every cycle, it would start nothing else.
+		dispatch.Replan(snap, r.round, func(st *sched.Task) bool { return h.keep(w, st) }, refused)
+	}
+	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
+	w.cyc.Refused(refusedAll)
 	starts, audit := r.starts, r.audit
 	if len(starts) == 0 {
 		return
@@ -1134,9 +1152,17 @@ func (w *world) maybeFinishJob(j *jobState) {
 	now := w.now()
 	state, err := w.s.st.FinishJobIfDone(ctx, j.ID, now, w.actor())
 	if err != nil {
-		w.s.log.Error("finishing job", "job", j.ID, "err", err)
+		// Tried again at the next tick: nothing else would finish it
+		// until a restart (finishSettledJobs), and its user would see
+		// it active with every file ended.
+		w.logEvery(slog.LevelError, "finishing a job; will retry", "job", j.ID, "err", err)
+		if w.unfinished == nil {
+			w.unfinished = map[int64]*jobState{}
+		}
+		w.unfinished[j.ID] = j
 		return
 	}
+	delete(w.unfinished, j.ID)
 	delete(w.jobs, j.ID)
 	if state == store.StateDone || state == store.StateFailed {
 		j.State, j.Finished = state, now
@@ -1248,6 +1274,9 @@ func (w *world) tick(now time.Time) {
 				}
 			})
 		})
+	}
+	for _, id := range slices.Sorted(maps.Keys(w.unfinished)) {
+		w.maybeFinishJob(w.unfinished[id])
 	}
 	w.resolve()
 	w.tendVOAllocs(now)
@@ -1381,11 +1410,7 @@ const (
 // shutdown stops every run and waits (briefly) for their reports, so that
 // their last checkpoints are written.
 func (w *world) shutdown() {
-	for t := range w.tasks.all() {
-		if t.State == store.StateRunning {
-			w.stopRun(t, stopShutdown)
-		}
-	}
+	w.stopAll()
 	deadline := time.After(15 * time.Second)
 	for w.inflight > 0 {
 		select {
@@ -1398,6 +1423,15 @@ func (w *world) shutdown() {
 		}
 	}
 	w.releaseVOAllocs()
+}
+
+// stopAll stops every run, for a shutdown.
+func (w *world) stopAll() {
+	for t := range w.tasks.all() {
+		if t.State == store.StateRunning {
+			w.stopRun(t, stopShutdown)
+		}
+	}
 }
 
 // throttled is one repeated message's state: when it was last logged and
