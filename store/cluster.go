@@ -132,7 +132,7 @@ func (s *sqlStore) RenewLeases(ctx context.Context, owner string, terms map[stri
 	// in name order, the order UpdateTasksFenced takes them FOR SHARE,
 	// so a renewal and a fenced write of the same server cannot deadlock.
 	numbered := s.dialect == dialectPostgres
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		for lo := 0; lo < len(names); lo += renewBatch {
 			chunk := names[lo:min(lo+renewBatch, len(names))]
 			var b strings.Builder
@@ -273,7 +273,7 @@ func (s *sqlStore) ClaimTasks(ctx context.Context, owner string, limit int) ([]T
 	UPDATE tasks SET claim = c.cterm FROM c WHERE tasks.id = c.cid RETURNING ` + taskCols
 	}
 	var out []Task
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		if s.dialect == dialectPostgres {
 			// Claiming changes claim, an indexed column, so the claimed
 			// rows' old entries stay in the tasks_claim range until
@@ -321,7 +321,7 @@ func cmpInt64(a, b int64) int {
 // SHARE, so that no take-over commits while the caller writes under them,
 // and returns a StaleTermError naming the partitions stale reports from
 // the terms held.
-func (s *sqlStore) checkLeases(ctx context.Context, tx *sql.Tx, owner string, names []string, stale func(held map[string]int64) []string) error {
+func (s *sqlStore) checkLeases(ctx context.Context, tx *stx, owner string, names []string, stale func(held map[string]int64) []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -385,7 +385,7 @@ func (s *sqlStore) SaveProgress(ctx context.Context, owner string, ps []Progress
 		parts[p.SrcEndpoint] = true
 	}
 	names := slices.Sorted(maps.Keys(parts))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		if err := s.checkLeases(ctx, tx, owner, names, func(held map[string]int64) []string {
 			var stale []string
 			for _, p := range ps {
@@ -491,7 +491,7 @@ func (s *sqlStore) UpdateTasksFenced(ctx context.Context, owner string, tasks []
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *stx) error {
 		skipped = skipped[:0]
 		if err := s.checkLeases(ctx, tx, owner, names, func(held map[string]int64) []string {
 			var stale []string
@@ -644,7 +644,7 @@ func (s *sqlStore) PutCheckpointsFenced(ctx context.Context, owner string, puts 
 		return errs, nil
 	}
 	now := toNanos(time.Now())
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		st, err := tx.PrepareContext(ctx, putFencedSQL)
 		if err != nil {
 			return err
@@ -728,7 +728,7 @@ func (s *sqlStore) CanceledJobs(ctx context.Context, since time.Time) ([]int64, 
 // with the database's clock).
 func (s *sqlStore) PutEndpointLoads(ctx context.Context, server string, loads []EndpointLoad) error {
 	numbered := s.dialect == dialectPostgres
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM endpoint_load WHERE server = $1`, server); err != nil {
 			return err
 		}
@@ -788,7 +788,7 @@ func (s *sqlStore) EndpointLoads(ctx context.Context, except string, maxAge time
 // it, and a race between two is settled by the state-conditional update.
 func (s *sqlStore) FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error) {
 	var out string
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		prev, err := jobState(ctx, tx, id)
 		if err != nil {
 			return err

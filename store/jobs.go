@@ -238,7 +238,7 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 	}
 	ids := make([]int64, len(tasks))
 	created := false
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		err := tx.QueryRowContext(ctx, `SELECT name FROM users WHERE id = $1`, nj.OwnerID).Scan(&nj.Owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("user %d: %w", nj.OwnerID, ErrNotFound)
@@ -382,7 +382,7 @@ func taskInsertSQL(n int, numbered bool) string {
 }
 
 // insertTasks inserts tasks for job j and stores their IDs in ids.
-func (s *sqlStore) insertTasks(ctx context.Context, tx *sql.Tx, j Job, tasks []Task, ids []int64) error {
+func (s *sqlStore) insertTasks(ctx context.Context, tx *stx, j Job, tasks []Task, ids []int64) error {
 	if len(tasks) == 0 {
 		return nil
 	}
@@ -616,7 +616,7 @@ func (s *sqlStore) UpdateTasks(ctx context.Context, tasks []Task, audit []AuditE
 	}
 	tasks = lastPerID(tasks)
 	numbered := s.dialect == dialectPostgres
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		var full *sql.Stmt
 		args := make([]any, 0, min(len(tasks), taskUpdateBatch)*len(taskUpdateTypes))
 		updated := make(map[int64]bool, min(len(tasks), taskUpdateBatch))
@@ -706,7 +706,7 @@ func (s *sqlStore) FinishJob(ctx context.Context, id int64, state string, at tim
 	if !Terminal(state) {
 		return fmt.Errorf("store: finish job %d: %q is not a terminal state", id, state)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		prev, err := jobState(ctx, tx, id)
 		if err != nil {
 			return err
@@ -733,7 +733,7 @@ func (s *sqlStore) FinishJob(ctx context.Context, id int64, state string, at tim
 // canceling a 100,000-task job cheap.
 func (s *sqlStore) CancelJob(ctx context.Context, id int64, at time.Time, actor string) ([]int64, error) {
 	var ids []int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		prev, err := jobState(ctx, tx, id)
 		if err != nil {
 			return err
@@ -777,7 +777,7 @@ func (s *sqlStore) CancelJob(ctx context.Context, id int64, at time.Time, actor 
 // count, computed from the tasks, rises by one.
 func (s *sqlStore) DoneAfterCancel(ctx context.Context, id int64, checksum string, at time.Time, actor string) (bool, error) {
 	var moved bool
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		var jobID int64
 		err := tx.QueryRowContext(ctx, `UPDATE tasks SET state = $2, done = size, checksum = $3, error = ''
 			WHERE id = $1 AND state = $4 RETURNING job_id`, id, StateDone, checksum, StateCanceled).Scan(&jobID)
@@ -820,7 +820,7 @@ func (s *sqlStore) FailOutOfRange(ctx context.Context, at time.Time, actor strin
 	if err != nil || len(bad) == 0 {
 		return nil, err
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *stx) error {
 		var audit []AuditEntry
 		for _, t := range bad {
 			why := "stored row refused: " + OutOfRange(t.Size, t.Done)
@@ -844,7 +844,7 @@ func (s *sqlStore) FailOutOfRange(ctx context.Context, at time.Time, actor strin
 }
 
 // jobState reads a job's state inside a write transaction.
-func jobState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
+func jobState(ctx context.Context, tx *stx, id int64) (string, error) {
 	var state string
 	err := tx.QueryRowContext(ctx, `SELECT state FROM jobs WHERE id = $1`, id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -857,7 +857,7 @@ func jobState(ctx context.Context, tx *sql.Tx, id int64) (string, error) {
 // makes a concurrent change between jobState and here (possible on
 // PostgreSQL, whose transactions here are READ COMMITTED) an ErrConflict
 // rather than a lost update.
-func setJobState(ctx context.Context, tx *sql.Tx, id int64, prev, to string, at time.Time) error {
+func setJobState(ctx context.Context, tx *stx, id int64, prev, to string, at time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET state = $3, finished = $4 WHERE id = $1 AND state = $2`,
 		id, prev, to, toNanos(at))
 	if err != nil {
@@ -877,7 +877,7 @@ func setJobState(ctx context.Context, tx *sql.Tx, id int64, prev, to string, at 
 
 // insertAudit appends entries (a zero At is now) in tx, auditBatch rows
 // per INSERT.
-func (s *sqlStore) insertAudit(ctx context.Context, tx *sql.Tx, entries []AuditEntry) error {
+func (s *sqlStore) insertAudit(ctx context.Context, tx *stx, entries []AuditEntry) error {
 	numbered := s.dialect == dialectPostgres
 	now := time.Now()
 	args := make([]any, 0, min(len(entries), auditBatch)*8)

@@ -192,7 +192,7 @@ func openSQLite(ctx context.Context, path string) (_ Store, err error) {
 	if err := r.PingContext(ctx); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectSQLite, w: w, r: r, taskBatch: sqliteTaskBatch, wal: path + "-wal", file: path, opened: opened}, nil
+	return &sqlStore{dialect: dialectSQLite, w: newCDB(w), r: newCDB(r), taskBatch: sqliteTaskBatch, wal: path + "-wal", file: path, opened: opened}, nil
 }
 
 // openPostgres connects to PostgreSQL. Reads and writes share one pool:
@@ -231,7 +231,8 @@ func openPostgres(ctx context.Context, rawURL string) (_ Store, err error) {
 	if err := migrate(ctx, goose.DialectPostgres, db, "migrations/postgres", goose.WithSessionLocker(locker)); err != nil {
 		return nil, fail(err)
 	}
-	return &sqlStore{dialect: dialectPostgres, w: db, r: db, taskBatch: postgresTaskBatch, pgConfig: cfg}, nil
+	c := newCDB(db)
+	return &sqlStore{dialect: dialectPostgres, w: c, r: c, taskBatch: postgresTaskBatch, pgConfig: cfg}, nil
 }
 
 // migrate applies the embedded migrations under dir to db with a goose

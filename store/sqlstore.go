@@ -29,7 +29,7 @@ type sqlStore struct {
 	// connection: the single writer); r for reads outside a write
 	// transaction (on SQLite read-only connections, on PostgreSQL the same
 	// pool as w).
-	w, r *sql.DB
+	w, r *cdb
 	// taskBatch is the number of rows per multi-row INSERT in CreateJob.
 	taskBatch int
 	// pgConfig is the PostgreSQL connection's configuration, for the
@@ -91,11 +91,13 @@ func (s *sqlStore) Close() error {
 // inTx runs fn in a write transaction, committing if it returns nil and
 // rolling back otherwise. fn must use only tx: on SQLite the writer pool
 // has one connection, which tx holds.
-func (s *sqlStore) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+func (s *sqlStore) inTx(ctx context.Context, fn func(tx *stx) error) error {
+	sqltx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	tx := &stx{Tx: sqltx, db: s.w}
+	defer tx.prepareRest(ctx)
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
@@ -166,7 +168,7 @@ func (s *sqlStore) Setting(ctx context.Context, key string) (string, error) {
 // the read sees the winner's value.
 func (s *sqlStore) InitSetting(ctx context.Context, key, value string) (string, error) {
 	var v string
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`,
 			key, value); err != nil {
@@ -205,7 +207,7 @@ func scanUser(row scanner) (User, error) {
 
 func (s *sqlStore) EnsureUser(ctx context.Context, name, vo string, admin bool) (User, error) {
 	var u User
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO users (name, vo, admin, created) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`,
 			name, vo, admin, toNanos(time.Now())); err != nil {
@@ -227,7 +229,7 @@ func (s *sqlStore) AddToken(ctx context.Context, t Token) error {
 	if t.Created.IsZero() {
 		t.Created = time.Now()
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`, t.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -316,7 +318,7 @@ func (s *sqlStore) DeleteToken(ctx context.Context, userID int64, prefix string)
 	if prefix == "" || strings.ContainsAny(prefix, "%_") {
 		return fmt.Errorf("store: token %q: %w", prefix, ErrNotFound)
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *stx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens WHERE user_id = $1 AND hash LIKE $2`, userID, prefix+"%").Scan(&n); err != nil {
 			return fmt.Errorf("store: token: %w", err)
@@ -470,7 +472,7 @@ func (s *sqlStore) AddObservations(ctx context.Context, obs []Observation) error
 	if len(obs) == 0 {
 		return nil
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO observations (src, dst, cc, src_load, dst_load, size, throughput, at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`)
 		if err != nil {
@@ -584,7 +586,7 @@ func (s *sqlStore) SaveAllocations(ctx context.Context, put []Allocation, del []
 	if len(put) == 0 && len(del) == 0 {
 		return nil
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *stx) error {
 		for _, g := range del {
 			var err error
 			if g.Expires.IsZero() {
