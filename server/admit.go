@@ -34,6 +34,11 @@ type liveRunner struct {
 	// replacement), this server's and the others' (limitRule).
 	conns map[string]int
 	total int
+	// victims are the tasks the round's decisions preempt for each
+	// start: dispatch.Apply preempts them just before the start, once
+	// the rules let it through, so limitRule counts their connections as
+	// the start's.
+	victims map[sched.TaskID][]int64
 }
 
 // newLiveRunner starts a cycle's apply from the running tasks.
@@ -46,10 +51,20 @@ func newLiveRunner(w *world, now time.Time) *liveRunner {
 		}
 	}
 	for name, x := range w.ext {
-		r.conns[name] += x.cc
-		r.total += x.cc
+		r.conns[name] += x.cc // not in total: that bounds this server's
 	}
 	return r
+}
+
+// plan notes the round's preemptions (victims).
+func (r *liveRunner) plan(ds []sched.Decision) {
+	r.round = r.round[:0]
+	r.victims = map[sched.TaskID][]int64{}
+	for _, d := range ds {
+		if d.Kind == sched.Preempt && d.For != 0 {
+			r.victims[d.For] = append(r.victims[d.For], int64(d.Task))
+		}
+	}
 }
 
 // hold counts n more connections of t's run at its endpoints (n < 0:
@@ -278,17 +293,28 @@ func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 	w := l.r.w
 	room := cc - cur
 	var full string
+	// The connections of the tasks preempted for this start are its own.
+	freed, freedAll := map[string]int{}, 0
+	if d.Kind == sched.Start {
+		for _, id := range l.r.victims[d.Task] {
+			if v := w.tasks.get(id); v != nil && v.State == store.StateRunning && v.stop == "" && v.preemptFor == 0 {
+				v.eachUse(func(name string, streams int, _ float64) { freed[name] += v.conns() * streams })
+				freedAll += v.conns()
+			}
+		}
+	}
 	t.eachUse(func(name string, streams int, _ float64) {
 		limit := DefaultEndpointMaxCC
 		if e := w.eps[name]; e != nil && e.MaxCC > 0 {
 			limit = e.MaxCC
 		}
-		if n := max(0, limit-l.r.conns[name]) / streams; n < room {
-			room, full = n, fmt.Sprintf("%s has %d of its %d connections in use", name, l.r.conns[name], limit)
+		inUse := l.r.conns[name] - freed[name]
+		if n := max(0, limit-inUse) / streams; n < room {
+			room, full = n, fmt.Sprintf("%s has %d of its %d connections in use", name, inUse, limit)
 		}
 	})
-	if m := w.s.cfg.TotalMaxCC; m > 0 && m-l.r.total < room {
-		room, full = max(0, m-l.r.total), fmt.Sprintf("%d of the %d connections allowed in all are in use", l.r.total, m)
+	if m := w.s.cfg.TotalMaxCC; m > 0 && m-(l.r.total-freedAll) < room {
+		room, full = max(0, m-(l.r.total-freedAll)), fmt.Sprintf("%d of the %d connections allowed in all are in use", l.r.total-freedAll, m)
 	}
 	if room >= cc-cur {
 		return cc, ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/clock"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -39,14 +40,15 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 			return s
 		}},
 		{"restart", func(s *Server, id string) *Server {
-			s2 := newPolicyTestServer(t, s.st)
+			s2 := newPolicyTestServerAt(t, s.st, s.cfg.Clock)
 			s2.Allocations(ctx, admin)
 			return s2
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st := testStore(t, "a", "b")
-			s := newPolicyTestServer(t, st)
+			clk := clock.NewFake(time.Now())
+			s := newPolicyTestServerAt(t, st, clk)
 			cfg := s.Policy(ctx, admin)
 			cfg.Defaults.LeaseSeconds = 1
 			if _, err := s.SetPolicy(ctx, admin, cfg); err != nil {
@@ -56,7 +58,7 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1100 * time.Millisecond)
+			clk.Advance(1100 * time.Millisecond) // the lease is over
 			s = tt.read(s, a.ID)
 			// Any write after it: another client's request.
 			if _, err := s.RequestAllocation(ctx, admin, AllocationRequest{Source: "b", Destination: "a", Client: "other"}); err != nil {
@@ -75,8 +77,15 @@ func TestExpiredAllocationsLeaveTheStore(t *testing.T) {
 
 func newPolicyTestServer(t *testing.T, st store.Store) *Server {
 	t.Helper()
+	return newPolicyTestServerAt(t, st, nil)
+}
+
+// newPolicyTestServerAt is newPolicyTestServer with a clock (nil: the
+// system's).
+func newPolicyTestServerAt(t *testing.T, st store.Store, clk clock.Clock) *Server {
+	t.Helper()
 	s, err := New(context.Background(), Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

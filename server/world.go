@@ -612,7 +612,7 @@ func (w *world) cycle(trig sched.Trigger) {
 		t0 := time.Now()
 		ds := w.s.sch.Schedule(snap)
 		w.lastCycle += time.Since(t0)
-		r.round = r.round[:0]
+		r.plan(ds)
 		refused, _ := dispatch.Apply(ds, r, rules...)
 		refusedAll = append(refusedAll, refused...)
 		if round == maxReplans || !h.add(w, refused) {

@@ -28,8 +28,9 @@ const maxIdle = 4
 // probeAfter is how long a connection may sit idle before it is checked
 // with a NOOP before reuse. Servers close idle control connections
 // (globus-gridftp-server after 600 s by default); checking first means a
-// command such as RNTO is never sent twice. (A variable for tests.)
-var probeAfter = 15 * time.Second
+// command such as RNTO is never sent twice. (pool.probeAfter, which
+// tests set, overrides it.)
+const probeAfter = 15 * time.Second
 
 // conn is one logged-in control connection.
 type conn struct {
@@ -278,9 +279,12 @@ func verb(line string) string {
 type pool struct {
 	addr  string
 	stall time.Duration // Options.Stall for each connection; 0: none
-	mu    sync.Mutex
-	idle  []*conn
-	dials atomic.Int64 // logins made (for tests)
+	// probeAfter overrides the package's probeAfter where positive;
+	// negative: probe before every reuse.
+	probeAfter time.Duration
+	mu         sync.Mutex
+	idle       []*conn
+	dials      atomic.Int64 // logins made (for tests)
 }
 
 // get returns a logged-in connection bound to ctx.
@@ -296,7 +300,11 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			break
 		}
 		c.bind(ctx)
-		if time.Since(c.idle) < probeAfter {
+		after := probeAfter
+		if p.probeAfter != 0 {
+			after = max(p.probeAfter, 0)
+		}
+		if time.Since(c.idle) < after {
 			return c, nil
 		}
 		_, err := c.expect(200, "NOOP")

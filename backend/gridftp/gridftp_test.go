@@ -893,9 +893,7 @@ func TestPool(t *testing.T) {
 		t.Error("the idle connection was not reused")
 	}
 
-	old := probeAfter
-	probeAfter = 0
-	defer func() { probeAfter = old }()
+	b.ctl.probeAfter = -1                       // probe before every reuse
 	if _, err := b.Stat(ctx, "f"); err != nil { // probed with NOOP
 		t.Fatal(err)
 	}

@@ -285,6 +285,7 @@ func TestSeveralServers(t *testing.T) {
 	kills, stalls := 0, 0
 	var stalled *serverProc
 	var final api.JobOut
+	faults := faultRand(t)
 	timeout := time.After(5 * time.Minute)
 loop:
 	for k := 0; ; k++ {
@@ -295,7 +296,7 @@ loop:
 			close(stop)
 			wg.Wait()
 			t.Fatalf("job not finished after 5 minutes, %d kills\n%s", kills, servers[1].p.output())
-		case <-time.After(time.Duration(1500+rand.IntN(1500)) * time.Millisecond):
+		case <-time.After(time.Duration(1500+faults.IntN(1500)) * time.Millisecond):
 		}
 		if kills+stalls >= 9 {
 			continue

@@ -992,15 +992,16 @@ func testSurvivesCrashes(t *testing.T, db string) {
 		t.Fatalf("server does not answer\n%s", c.server.output())
 		return 0
 	}
+	faults := faultRand(t)
 	for k := 1; k <= 5; k++ {
-		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(400+faults.IntN(600)) * time.Millisecond)
 		before := progress()
 		c.server.restart()
 		waitListening(t, c.addr, c.server)
 		t.Logf("server kill %d at %.0f MB", k, float64(before)/1e6)
 	}
 	for k := 1; k <= 5; k++ {
-		time.Sleep(time.Duration(400+rand.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(400+faults.IntN(600)) * time.Millisecond)
 		before := progress()
 		a := c.agents["a2"]
 		a.kill()
