@@ -31,7 +31,8 @@ import (
 // agent is lost), a real SQLite store that fails some writes, and agents
 // that go silent and come back. Every random choice comes from one seed,
 // so a failing run names its seed and replays exactly from it
-// (SLUICE_LOOPSIM_SEED=N go test ./server -run TestLoopSimulation).
+// (SLUICE_LOOPSIM_SEED=N go test ./server -run TestLoopSimulation), and
+// SLUICE_LOOPSIM_SEEDS=N runs N seeds.
 
 // loopSimConfig is one simulation.
 type loopSimConfig struct {
@@ -117,6 +118,7 @@ type simAgent struct {
 type simFile struct {
 	size      int64
 	done      bool // completed once (a second completion is a violation)
+	doneEpoch int  // the restarts before it completed
 	lastRun   int
 	preempted bool // its last run ended by a pause: it resumes exactly there
 }
@@ -209,8 +211,18 @@ func (h *loopSim) run(ctx context.Context, p plan, run int) {
 		return
 	case h.runs[id] != nil && !h.runs[id].ended:
 		h.violate("task %d run %d started while run %d still runs", id, run, h.runs[id].run)
-	case f.done:
+	case f.done && f.doneEpoch == h.counts["restarts"]:
 		h.violate("task %d run %d started after it completed", id, run)
+	case f.done:
+		// Its end was not recorded before the server stopped: the
+		// complete checkpoint sends the run to check the destination
+		// (Server.alreadyDone), which finds the file in place.
+		h.counts["found complete"]++
+		h.note("found complete %d %d", id, run)
+		h.post(func(w *world) {
+			w.finished(id, run, engine.Result{Size: f.size, Algo: "adler32", Checksum: "00000001", Note: "already complete"}, nil)
+		})
+		return
 	case p.task.Done > h.journal[id]:
 		h.violate("task %d run %d: the world resumes at %d bytes, the checkpoint has %d", id, run, p.task.Done, h.journal[id])
 	case f.preempted && p.task.Done != h.journal[id]:
@@ -661,7 +673,7 @@ func (h *loopSim) move(dt float64) {
 				if f.done {
 					h.violate("task %d completed twice", id)
 				}
-				f.done = true
+				f.done, f.doneEpoch = true, h.counts["restarts"]
 				h.note("done %d %d", id, run)
 				h.post(func(w *world) {
 					w.finished(id, run, engine.Result{Size: r.size, Bytes: r.size, Algo: "adler32", Checksum: "00000001", Sources: 1}, nil)
@@ -850,10 +862,21 @@ func loopSimSeeds(t *testing.T) []uint64 {
 		}
 		return []uint64{n}
 	}
-	if testing.Short() {
-		return []uint64{1}
+	// More seeds: SLUICE_LOOPSIM_SEEDS=N runs seeds 1 to N (a dozen
+	// seconds each here).
+	n := uint64(1)
+	if s := os.Getenv("SLUICE_LOOPSIM_SEEDS"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || v == 0 {
+			t.Fatalf("SLUICE_LOOPSIM_SEEDS=%q: want a count", s)
+		}
+		n = v
 	}
-	return []uint64{1, 2}
+	var seeds []uint64
+	for i := range n {
+		seeds = append(seeds, i+1)
+	}
+	return seeds
 }
 
 // TestLoopSimulation runs the service's loop through 10,000 virtual
