@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -48,11 +49,19 @@ func TestStmtCache(t *testing.T) {
 				})
 			}()
 			<-inTx
+			waits := s.w.Stats().WaitCount
 			go func() {
 				_, err := s.w.ExecContext(ctx, `UPDATE settings SET value = $1 WHERE key = $2 AND 1 = 1`, "v2", "k")
 				done <- err
 			}()
-			time.Sleep(20 * time.Millisecond) // let the second wait for the connection
+			if s.dialect == dialectSQLite {
+				// The second waits for the writer's one connection.
+				for deadline := time.Now().Add(10 * time.Second); s.w.Stats().WaitCount == waits; runtime.Gosched() {
+					if time.Now().After(deadline) {
+						t.Fatal("the write outside the transaction never waited for the connection")
+					}
+				}
+			}
 			close(release)
 			for range 2 {
 				select {
