@@ -44,11 +44,11 @@ func (r engineRunner) stat(ctx context.Context, ps []plan) ([]int64, []error) {
 	return r.s.statSources(ctx, ps)
 }
 
-// inbox replaces the loop's inbox for a deterministic simulation, which
+// loopInbox replaces the loop's inbox for a deterministic simulation, which
 // runs the loop, and everything that talks to it, on one goroutine: do
 // (a caller that may wait for the loop's answer) applies f at once, and
 // post (a report of a run) queues it for a turn the simulation takes.
-type inbox interface {
+type loopInbox interface {
 	do(f func(*world))
 	post(f func(*world))
 }

@@ -248,8 +248,8 @@ type Server struct {
 	spawn func(func())
 	// runs carries out the loop's transfers and stats (runner).
 	runs runner
-	// inline, if set, is the simulation's inbox (see inbox).
-	inline inbox
+	// inline, if set, is the simulation's inbox (see loopInbox).
+	inline loopInbox
 }
 
 // New opens the service on cfg.Store: it loads (or, on an empty store,
