@@ -213,6 +213,13 @@ func (v voRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 		return got, why
 	}
 	got := w.admitStreams(t, cc, v.r.used, now, !v.r.asked[k])
+	if got < cc && w.fixedCC(t) > 0 {
+		// A job that fixed its streams waits until they fit, unless
+		// the allocation can never hold them.
+		if a := w.vallocs[k]; a == nil || a.max <= 0 || cc <= a.max {
+			got = 0
+		}
+	}
 	if got == 0 {
 		w.waitNote(t, why)
 	}
@@ -281,7 +288,7 @@ func (h heldBack) keep(w *world, st *sched.Task) bool {
 // rule keeps its victims running, and their connections are not free for
 // the plan's other starts and increases). A start gets what room is left
 // or waits; a job that fixed its streams (or an adaptive one) waits until they
-// fit.
+// fit, unless they never could.
 type limitRule struct{ r *liveRunner }
 
 func (limitRule) Name() string { return "endpoint limits" }
@@ -319,8 +326,29 @@ func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 	if room >= cc-cur {
 		return cc, ""
 	}
-	if d.Kind == sched.Start && (w.fixedCC(t) > 0 || t.job.Adaptive != "") {
-		room = 0
+	if d.Kind == sched.Start && (w.fixedCC(t) > 0 || t.job.Adaptive != "") && l.fits(t, cc) {
+		room = 0 // waits until its streams fit
 	}
 	return cur + room, full
+}
+
+// fits reports whether cc connections of t could run at all: within each
+// of its endpoints' limits and the total's. A job that fixed more streams
+// than that runs with fewer rather than wait for good.
+func (l limitRule) fits(t *task, cc int) bool {
+	w := l.r.w
+	ok := true
+	t.eachUse(func(name string, streams int, _ float64) {
+		limit := DefaultEndpointMaxCC
+		if e := w.eps[name]; e != nil && e.MaxCC > 0 {
+			limit = e.MaxCC
+		}
+		if cc*streams > limit {
+			ok = false
+		}
+	})
+	if m := w.s.cfg.TotalMaxCC; m > 0 && cc > m {
+		ok = false
+	}
+	return ok
 }

@@ -31,6 +31,7 @@ func TestLimitRule(t *testing.T) {
 		name     string
 		running  map[int64]int // task -> cc, a->b
 		ext      int           // another server's connections at a
+		streams  int           // the job's fixed streams
 		ds       []sched.Decision
 		wantCC   map[int64]int // after: running tasks' cc (0: not running or being stopped)
 		refusals int
@@ -63,6 +64,22 @@ func TestLimitRule(t *testing.T) {
 			refusals: 1,
 		},
 		{
+			name:     "a job's fixed streams wait until they fit",
+			running:  map[int64]int{1: 3},
+			streams:  3,
+			ds:       []sched.Decision{start(2, 3)},
+			wantCC:   map[int64]int{1: 3, 2: 0},
+			refusals: 1,
+		},
+		{
+			name:    "fixed streams that could never fit run with what there is",
+			streams: 6,
+			ds:      []sched.Decision{start(2, 6)},
+			// The limit, not the 6 fixed: waiting would be for good.
+			wantCC:   map[int64]int{2: 4},
+			refusals: 1,
+		},
+		{
 			name:     "another server's connections count",
 			ext:      3,
 			ds:       []sched.Decision{start(2, 2)},
@@ -80,7 +97,7 @@ func TestLimitRule(t *testing.T) {
 			for _, n := range []string{"a", "b"} {
 				w.eps[n] = &endpoint{Endpoint: store.Endpoint{Name: n, MaxCC: 4, Up: true}}
 			}
-			j := &jobState{Job: store.Job{ID: 1}}
+			j := &jobState{Job: store.Job{ID: 1, Streams: tc.streams}}
 			w.jobs[1] = j
 			for id := int64(1); id <= 2; id++ {
 				task := &task{Task: store.Task{ID: id, JobID: 1, Size: 1 << 30, State: store.StateQueued, SrcEndpoint: "a", DstEndpoint: "b"}, job: j}

@@ -93,6 +93,9 @@ type voKey struct{ src, dst, vo string }
 type voAlloc struct {
 	id      string
 	streams int
+	// max is the most streams the allocation can hold (the pair's limit
+	// per client when last heard; 0: not known).
+	max     int
 	renewed time.Time
 }
 
@@ -165,7 +168,7 @@ func (w *world) voAlloc(k voKey, now time.Time) *voAlloc {
 		w.s.log.Warn("policy service refused the scheduler an allocation; not limiting", "pair", k.src+"->"+k.dst, "vo", k.vo, "err", err)
 		return nil
 	}
-	a := &voAlloc{id: pa.ID, streams: pa.Streams, renewed: now}
+	a := &voAlloc{id: pa.ID, streams: pa.Streams, max: pa.Max, renewed: now}
 	w.vallocs[k] = a
 	return a
 }
@@ -193,7 +196,7 @@ func (w *world) updateVOAlloc(k voKey, a *voAlloc, want int, now time.Time) {
 	if pa.Shrunk > 0 {
 		w.s.log.Info("policy service shrank the scheduler's allocation", "pair", k.src+"->"+k.dst, "vo", k.vo, "streams", pa.Streams, "reason", pa.Reason)
 	}
-	a.streams, a.renewed = pa.Streams, now
+	a.streams, a.max, a.renewed = pa.Streams, pa.Max, now
 }
 
 // tendVOAllocs renews the allocations of pairs and VOs with active tasks
@@ -202,9 +205,14 @@ func (w *world) tendVOAllocs(now time.Time) {
 	if len(w.vallocs) == 0 {
 		return
 	}
+	// Active: a VO and pair with files whose starts the allocation
+	// bounds. An adaptive job's files have their own allocation: they
+	// must not keep the scheduler's alive (it would hold the pair's
+	// streams for files that never use them, and the adaptive clients
+	// could wait for those streams for good).
 	active := map[voKey]bool{}
 	for t := range w.tasks.all() {
-		if t.State == store.StateQueued || t.State == store.StateRunning {
+		if (t.State == store.StateQueued || t.State == store.StateRunning) && (t.job.Adaptive == "" || w.adapts[adaptKeyOf(t)] == nil) {
 			active[keyOf(t)] = true
 		}
 	}
@@ -294,7 +302,7 @@ func (w *world) adoptVOAllocs(now time.Time) {
 	defer done()
 	for _, a := range svc.List(now, policy.Filter{}) {
 		if vo, ok := strings.CutPrefix(a.Client, "sluice-scheduler:"); ok && vo == a.VO {
-			w.vallocs[voKey{a.Pair.Src, a.Pair.Dst, vo}] = &voAlloc{id: a.ID, streams: a.Streams, renewed: now}
+			w.vallocs[voKey{a.Pair.Src, a.Pair.Dst, vo}] = &voAlloc{id: a.ID, streams: a.Streams, max: a.Max, renewed: now}
 		}
 	}
 }

@@ -387,6 +387,11 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 		}
 		b.Endpoint(name, w.maxThroughput(name), maxCC)
 	}
+	// The adaptive jobs' files in flight at the last snapshot: a file
+	// whose client allows no more is not offered to the scheduler (its
+	// start would be refused, and a scheduler that ranks it first would
+	// start nothing else in its place).
+	_, inFlight := usageOf(w.runTasks)
 	clear(w.runTasks)
 	w.runTasks = w.runTasks[:0]
 	for t := range w.tasks.all() {
@@ -419,6 +424,15 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 			}
 			if w.fixedCC(t) < 0 {
 				continue // waits for its pair's estimate
+			}
+			if t.job.Adaptive != "" {
+				k := adaptKeyOf(t)
+				if a := w.adapts[k]; a != nil && inFlight[k] >= a.cl.Concurrency() {
+					if a.cl.Concurrency() == 0 {
+						w.waitNote(t, a.waiting(k))
+					}
+					continue
+				}
 			}
 			st := b.New()
 			w.fillSchedTask(st, t)
