@@ -329,6 +329,9 @@ func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 	if d.Kind == sched.Start && (w.fixedCC(t) > 0 || t.job.Adaptive != "") && l.fits(t, cc) {
 		room = 0 // waits until its streams fit
 	}
+	if d.Kind == sched.Start && room == 0 {
+		w.waitNote(t, waitPrefix+full) // the files list says why
+	}
 	return cur + room, full
 }
 

@@ -35,6 +35,7 @@ func TestLimitRule(t *testing.T) {
 		ds       []sched.Decision
 		wantCC   map[int64]int // after: running tasks' cc (0: not running or being stopped)
 		refusals int
+		note     string // task 2's note after
 	}{
 		{
 			name:    "a start gets its victim's connections",
@@ -55,6 +56,7 @@ func TestLimitRule(t *testing.T) {
 			ds:       []sched.Decision{start(2, 2), {Kind: sched.SetCC, Task: 1, CC: 6}},
 			wantCC:   map[int64]int{1: 4},
 			refusals: 2,
+			note:     "waiting: a has 4 of its 4 connections in use",
 		},
 		{
 			name:     "an increase is trimmed to the room",
@@ -70,6 +72,7 @@ func TestLimitRule(t *testing.T) {
 			ds:       []sched.Decision{start(2, 3)},
 			wantCC:   map[int64]int{1: 3, 2: 0},
 			refusals: 1,
+			note:     "waiting: a has 3 of its 4 connections in use",
 		},
 		{
 			name:    "fixed streams that could never fit run with what there is",
@@ -115,6 +118,9 @@ func TestLimitRule(t *testing.T) {
 			}
 			if len(refused) != tc.refusals {
 				t.Errorf("refusals %+v, want %d", refused, tc.refusals)
+			}
+			if got := w.tasks.get(2).Error; got != tc.note {
+				t.Errorf("task 2's note %q, want %q", got, tc.note)
 			}
 			for id, want := range tc.wantCC {
 				task := w.tasks.get(id)
