@@ -39,12 +39,19 @@ type liveRunner struct {
 	// the rules let it through, so limitRule counts their connections as
 	// the start's.
 	victims map[sched.TaskID][]int64
+	// The files the cycle's later rounds leave out (holdRefused): those
+	// refused, and those of the VOs and pairs (voRule) and adaptive jobs
+	// and pairs (adaptiveRule) that had a start refused.
+	held      map[sched.TaskID]bool
+	heldVO    map[voKey]bool
+	heldAdapt map[adaptKey]bool
 }
 
 // newLiveRunner starts a cycle's apply from the running tasks.
 func newLiveRunner(w *world, now time.Time) *liveRunner {
 	used, inFlight := usageOf(w.runTasks)
-	r := &liveRunner{w: w, now: now, used: used, inFlight: inFlight, asked: map[voKey]bool{}, conns: map[string]int{}}
+	r := &liveRunner{w: w, now: now, used: used, inFlight: inFlight, asked: map[voKey]bool{}, conns: map[string]int{},
+		held: map[sched.TaskID]bool{}, heldVO: map[voKey]bool{}, heldAdapt: map[adaptKey]bool{}}
 	for _, t := range w.runTasks {
 		if t.State == store.StateRunning && t.stop == "" && t.preemptFor == 0 {
 			r.hold(t, t.conns())
@@ -180,6 +187,7 @@ func (a adaptiveRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string
 		if n == 0 {
 			a.r.w.waitNote(t, st.waiting(k))
 		}
+		a.r.heldAdapt[k] = true
 		return 0, fmt.Sprintf("job %d's adaptive client allows %d files in flight on %s->%s", t.JobID, n, k.src, k.dst)
 	}
 	return st.cl.Params().P, fmt.Sprintf("job %d's adaptive client runs %d streams per file", t.JobID, st.cl.Params().P)
@@ -222,6 +230,7 @@ func (v voRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 	}
 	if got == 0 {
 		w.waitNote(t, why)
+		v.r.heldVO[k] = true
 	}
 	if got == cc {
 		return cc, ""
@@ -234,51 +243,35 @@ func (v voRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 // back at least one more VO and pair, or adaptive job, or file).
 const maxReplans = 3
 
-// heldBack are the waiting files a cycle's later rounds leave out: those
-// refused, and every file of a VO and pair, or of an adaptive job and
-// pair, that a rule refused a start of (its next start would be refused
-// too, within the cycle).
-type heldBack struct {
-	ids   map[sched.TaskID]bool
-	vo    map[voKey]bool
-	adapt map[adaptKey]bool
-}
-
-// add records the starts refused; it reports whether there were any.
-func (h heldBack) add(w *world, refused []sched.Refusal) bool {
+// holdRefused holds back the files of the starts the rules refused in
+// the round, for the cycle's later rounds (the rules themselves hold
+// back every file of a VO and pair, or of an adaptive job and pair,
+// whose next start they would refuse too); it reports whether any start
+// was refused.
+func (r *liveRunner) holdRefused(refused []sched.Refusal) bool {
 	any := false
-	for _, r := range refused {
-		if r.Decision.Kind != sched.Start || r.CC > 0 {
-			continue
-		}
-		any = true
-		h.ids[r.Decision.Task] = true
-		t := w.tasks.get(int64(r.Decision.Task))
-		if t == nil {
-			continue
-		}
-		switch r.Rule {
-		case voRule{}.Name():
-			h.vo[keyOf(t)] = true
-		case adaptiveRule{}.Name():
-			h.adapt[adaptKeyOf(t)] = true
+	for _, f := range refused {
+		if f.Decision.Kind == sched.Start && f.CC <= 0 {
+			r.held[f.Decision.Task] = true
+			any = true
 		}
 	}
 	return any
 }
 
-func (h heldBack) keep(w *world, st *sched.Task) bool {
-	if h.ids[st.ID] {
+// keep says whether a waiting file is offered to the cycle's next round.
+func (r *liveRunner) keep(st *sched.Task) bool {
+	if r.held[st.ID] {
 		return false
 	}
-	t := w.tasks.get(int64(st.ID))
+	t := r.w.tasks.get(int64(st.ID))
 	if t == nil {
 		return false
 	}
-	if h.vo[keyOf(t)] && t.job.Adaptive == "" {
-		return false
+	if t.job.Adaptive == "" {
+		return !r.heldVO[keyOf(t)]
 	}
-	return !h.adapt[adaptKeyOf(t)] || t.job.Adaptive == ""
+	return !r.heldAdapt[adaptKeyOf(t)]
 }
 
 // limitRule: the connections at an endpoint stay within its limit (its
@@ -301,9 +294,11 @@ func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 	room := cc - cur
 	var full string
 	// The connections of the tasks preempted for this start are its own.
-	freed, freedAll := map[string]int{}, 0
-	if d.Kind == sched.Start {
-		for _, id := range l.r.victims[d.Task] {
+	var freed map[string]int
+	freedAll := 0
+	if vs := l.r.victims[d.Task]; d.Kind == sched.Start && len(vs) > 0 {
+		freed = map[string]int{}
+		for _, id := range vs {
 			if v := w.tasks.get(id); v != nil && v.State == store.StateRunning && v.stop == "" && v.preemptFor == 0 {
 				v.eachUse(func(name string, streams int, _ float64) { freed[name] += v.conns() * streams })
 				freedAll += v.conns()
@@ -311,10 +306,7 @@ func (l limitRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 		}
 	}
 	t.eachUse(func(name string, streams int, _ float64) {
-		limit := DefaultEndpointMaxCC
-		if e := w.eps[name]; e != nil && e.MaxCC > 0 {
-			limit = e.MaxCC
-		}
+		limit := w.maxCC(name)
 		inUse := l.r.conns[name] - freed[name]
 		if n := max(0, limit-inUse) / streams; n < room {
 			room, full = n, fmt.Sprintf("%s has %d of its %d connections in use", name, inUse, limit)
@@ -342,11 +334,7 @@ func (l limitRule) fits(t *task, cc int) bool {
 	w := l.r.w
 	ok := true
 	t.eachUse(func(name string, streams int, _ float64) {
-		limit := DefaultEndpointMaxCC
-		if e := w.eps[name]; e != nil && e.MaxCC > 0 {
-			limit = e.MaxCC
-		}
-		if cc*streams > limit {
+		if cc*streams > w.maxCC(name) {
 			ok = false
 		}
 	})

@@ -346,6 +346,15 @@ func (w *world) prior(src, dst string, cc, srcLoad, dstLoad int, size int64) flo
 	return math.Min(share, capa/4*float64(cc))
 }
 
+// maxCC is an endpoint's connection limit: its agent's, or
+// DefaultEndpointMaxCC.
+func (w *world) maxCC(name string) int {
+	if e := w.eps[name]; e != nil && e.MaxCC > 0 {
+		return e.MaxCC
+	}
+	return DefaultEndpointMaxCC
+}
+
 func (w *world) maxThroughput(name string) float64 {
 	e := w.eps[name]
 	if e == nil {
@@ -381,17 +390,17 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	})
 	for name, e := range w.eps {
 		e.observed, e.cc = 0, 0
-		maxCC := e.MaxCC
-		if maxCC <= 0 {
-			maxCC = DefaultEndpointMaxCC
-		}
-		b.Endpoint(name, w.maxThroughput(name), maxCC)
+		b.Endpoint(name, w.maxThroughput(name), w.maxCC(name))
 	}
 	// The adaptive jobs' files in flight at the last snapshot: a file
 	// whose client allows no more is not offered to the scheduler (its
 	// start would be refused, and a scheduler that ranks it first would
-	// start nothing else in its place).
-	_, inFlight := usageOf(w.runTasks)
+	// start nothing else in its place). Counted only while there are
+	// adaptive clients.
+	var inFlight map[adaptKey]int
+	if len(w.adapts) > 0 {
+		_, inFlight = usageOf(w.runTasks)
+	}
 	clear(w.runTasks)
 	w.runTasks = w.runTasks[:0]
 	for t := range w.tasks.all() {
@@ -620,7 +629,6 @@ func (w *world) cycle(trig sched.Trigger) {
 	// allocation on the pair, then the endpoints' limits.
 	rules := []dispatch.Rule[*task]{fixedRule{w}, adaptiveRule{r}, voRule{r}, limitRule{r}}
 	var refusedAll []sched.Refusal
-	h := heldBack{ids: map[sched.TaskID]bool{}, vo: map[voKey]bool{}, adapt: map[adaptKey]bool{}}
 	w.lastCycle = 0
 	for round := 0; ; round++ {
 		t0 := time.Now()
@@ -629,13 +637,13 @@ func (w *world) cycle(trig sched.Trigger) {
 		r.plan(ds)
 		refused, _ := dispatch.Apply(ds, r, rules...)
 		refusedAll = append(refusedAll, refused...)
-		if round == maxReplans || !h.add(w, refused) {
+		if round == maxReplans || !r.holdRefused(refused) {
 			break
 		}
 		// The scheduler plans again around what the rules refused
 		// (dispatch.Replan): otherwise, ranking the same refused
 		// files first every cycle, it would start nothing else.
-		dispatch.Replan(snap, r.round, func(st *sched.Task) bool { return h.keep(w, st) }, refused)
+		dispatch.Replan(snap, r.round, r.keep, refused)
 	}
 	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
 	w.cyc.Refused(refusedAll)
