@@ -26,9 +26,9 @@
 //
 // How many streams a request gets is decided by a Policy: Greedy (the
 // paper's Fig. 2, the default), WeightedShares (VO shares per pair, as in
-// FTS3) or a user-written Starlark module (LoadStarlark). Load builds one
-// from a configuration string. Whatever a policy answers, the Service
-// enforces the limits: never more than PairMax streams on a pair, never
+// FTS3) or a user-written Starlark module (package starlarkpolicy, whose
+// Load builds any of them from a configuration string). Whatever a policy
+// answers, the Service enforces the limits: never more than PairMax streams on a pair, never
 // more than ClientMax on an allocation, never fewer than zero; a policy
 // that fails, panics or answers garbage changes nothing and its error
 // wraps ErrPolicy.
@@ -36,10 +36,9 @@
 // # Time and state
 //
 // The package reads no clock: every operation takes the current time, so
-// simulations and tests are deterministic. It does no I/O except Load and
-// LoadStarlark reading a policy file. State lives in memory; persistence
-// is the caller's concern, through Service.State and Service.Restore.
-// Service is safe for concurrent use; nothing else in the package is.
+// simulations and tests are deterministic. It does no I/O. State lives in
+// memory; persistence is the caller's concern, through Service.State and
+// Service.Restore. Service is safe for concurrent use; nothing else in the package is.
 //
 // # Adaptive client
 //

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/policy/starlarkpolicy"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
 )
@@ -139,10 +140,10 @@ func (s *Server) loadPolicy(ctx context.Context) error {
 	// as an administrator last set it through the API.
 	var star policy.Policy
 	if s.cfg.Policy != "" {
-		if star, err = policy.Load(s.cfg.Policy, policy.StarlarkOptions{}); err != nil {
+		if star, err = starlarkpolicy.Load(s.cfg.Policy, starlarkpolicy.Options{}); err != nil {
 			return fmt.Errorf("server: --policy: %w", err)
 		}
-		if _, ok := star.(*policy.Starlark); !ok {
+		if _, ok := star.(*starlarkpolicy.Policy); !ok {
 			if saved && cfg.Policy != s.cfg.Policy && cfg.Policy != "" {
 				s.log.Warn("--policy overrides the policy stored through the API", "policy", s.cfg.Policy, "stored", cfg.Policy)
 			}

@@ -1,8 +1,9 @@
-package policy
+package starlarkpolicy
 
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/policy"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -11,18 +12,18 @@ import (
 	"time"
 )
 
-func loadTestdata(t *testing.T, name string) *Starlark {
+func loadTestdata(t *testing.T, name string) *Policy {
 	t.Helper()
-	p, err := Load("starlark:testdata/"+name, StarlarkOptions{})
+	p, err := Load("starlark:testdata/"+name, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.(*Starlark)
+	return p.(*Policy)
 }
 
-func loadSource(t *testing.T, src string, opts StarlarkOptions) *Starlark {
+func loadSource(t *testing.T, src string, opts Options) *Policy {
 	t.Helper()
-	p, err := LoadStarlark("test.star", []byte(src), opts)
+	p, err := New("test.star", []byte(src), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,28 +34,28 @@ func loadSource(t *testing.T, src string, opts StarlarkOptions) *Starlark {
 // running testdata/greedy.star through the same random operations: their
 // states never differ.
 func TestStarlarkGreedyMatchesGo(t *testing.T) {
-	goSvc := newTestService(t, paper(16, 4), Greedy{})
+	goSvc := newTestService(t, paper(16, 4), policy.Greedy{})
 	starSvc := newTestService(t, paper(16, 4), loadTestdata(t, "greedy.star"))
 	rng := rand.New(rand.NewPCG(1, 2))
 	now := t0
 	for i := range 2000 {
 		now = now.Add(time.Duration(rng.IntN(10)) * time.Second)
-		live := goSvc.List(now, Filter{})
-		var op func(s *Service) (any, error)
+		live := goSvc.List(now, policy.Filter{})
+		var op func(s *policy.Service) (any, error)
 		switch k := rng.IntN(10); {
 		case k < 3 || len(live) == 0:
-			r := Request{Pair: pair, Client: fmt.Sprint("c", i), VO: fmt.Sprint("vo", rng.IntN(3)), Want: rng.IntN(2) * rng.IntN(40)}
-			op = func(s *Service) (any, error) { return s.Request(now, r) }
+			r := policy.Request{Pair: pair, Client: fmt.Sprint("c", i), VO: fmt.Sprint("vo", rng.IntN(3)), Want: rng.IntN(2) * rng.IntN(40)}
+			op = func(s *policy.Service) (any, error) { return s.Request(now, r) }
 		case k < 8:
 			a := live[rng.IntN(len(live))]
 			want := rng.IntN(2) * rng.IntN(40)
-			op = func(s *Service) (any, error) { return s.Update(now, a.ID, a.Owner(), want) }
+			op = func(s *policy.Service) (any, error) { return s.Update(now, a.ID, a.Owner(), want) }
 		case k < 9:
 			a := live[rng.IntN(len(live))]
-			op = func(s *Service) (any, error) { return nil, s.Release(now, a.ID, a.Owner()) }
+			op = func(s *policy.Service) (any, error) { return nil, s.Release(now, a.ID, a.Owner()) }
 		default:
 			total := rng.IntN(128)
-			op = func(s *Service) (any, error) { return s.ShrinkPair(now, pair, total, "test") }
+			op = func(s *policy.Service) (any, error) { return s.ShrinkPair(now, pair, total, "test") }
 		}
 		gv, gerr := op(goSvc)
 		sv, serr := op(starSvc)
@@ -70,15 +71,15 @@ func TestStarlarkGreedyMatchesGo(t *testing.T) {
 // TestStarlarkEndlessLoop: a policy that never returns is stopped after
 // its steps, the error says so, and nothing changes.
 func TestStarlarkEndlessLoop(t *testing.T) {
-	s := newTestService(t, paper(16, 4), Greedy{})
+	s := newTestService(t, paper(16, 4), policy.Greedy{})
 	mustRequest(t, s, t0, "before", "vo", 0)
 	s.SetPolicy(loadTestdata(t, "loop.star"))
 	before := s.State()
 
 	start := time.Now()
-	_, err := s.Request(t0, Request{Pair: pair, Client: "c", VO: "vo"})
-	if !errors.Is(err, ErrPolicy) {
-		t.Fatalf("endless add: %v, want ErrPolicy", err)
+	_, err := s.Request(t0, policy.Request{Pair: pair, Client: "c", VO: "vo"})
+	if !errors.Is(err, policy.ErrPolicy) {
+		t.Fatalf("endless add: %v, want policy.ErrPolicy", err)
 	}
 	for _, want := range []string{"testdata/loop.star", "add", "1000000 execution steps"} {
 		if !strings.Contains(err.Error(), want) {
@@ -113,14 +114,14 @@ def update(allocation, request):
 def remove(allocation):
     pass
 `
-	s := newTestService(t, paper(16, 4), Greedy{})
+	s := newTestService(t, paper(16, 4), policy.Greedy{})
 	mustRequest(t, s, t0, "before", "vo", 0)
-	s.SetPolicy(loadSource(t, slow, StarlarkOptions{Timeout: 200 * time.Millisecond}))
+	s.SetPolicy(loadSource(t, slow, Options{Timeout: 200 * time.Millisecond}))
 	before := s.State()
 	start := time.Now()
-	_, err := s.Request(t0, Request{Pair: pair, Client: "c", VO: "vo"})
-	if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "add stopped after 200ms") {
-		t.Fatalf("slow add: %v, want ErrPolicy, stopped after 200ms", err)
+	_, err := s.Request(t0, policy.Request{Pair: pair, Client: "c", VO: "vo"})
+	if !errors.Is(err, policy.ErrPolicy) || !strings.Contains(err.Error(), "add stopped after 200ms") {
+		t.Fatalf("slow add: %v, want policy.ErrPolicy, stopped after 200ms", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("stopping took %v", d)
@@ -128,9 +129,9 @@ def remove(allocation):
 	unchanged(t, s, before)
 
 	start = time.Now()
-	_, err = LoadStarlark("slow.star", []byte("x = [len(sorted(range(100000))) for i in range(100000)]\n"+slow), StarlarkOptions{Timeout: 200 * time.Millisecond})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "loading stopped after 200ms") {
-		t.Fatalf("slow load: %v, want ErrInvalid, stopped after 200ms", err)
+	_, err = New("slow.star", []byte("x = [len(sorted(range(100000))) for i in range(100000)]\n"+slow), Options{Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), "loading stopped after 200ms") {
+		t.Fatalf("slow load: %v, want policy.ErrInvalid, stopped after 200ms", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("stopping the load took %v", d)
@@ -167,9 +168,9 @@ func TestStarlarkLoadErrors(t *testing.T) {
 			[]string{"loading failed", "division by zero", "bad.star:1:7"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadStarlark("bad.star", []byte(c.src), StarlarkOptions{MaxSteps: 1000})
-			if !errors.Is(err, ErrInvalid) {
-				t.Fatalf("got %v, want ErrInvalid", err)
+			_, err := New("bad.star", []byte(c.src), Options{MaxSteps: 1000})
+			if !errors.Is(err, policy.ErrInvalid) {
+				t.Fatalf("got %v, want policy.ErrInvalid", err)
 			}
 			if !strings.HasPrefix(err.Error(), "policy: starlark module bad.star: ") {
 				t.Errorf("error %q does not name the file first", err)
@@ -183,7 +184,7 @@ func TestStarlarkLoadErrors(t *testing.T) {
 	}
 
 	// The syntax error of a file is reported with the file's path.
-	_, err := Load("starlark:testdata/syntax.star", StarlarkOptions{})
+	_, err := Load("starlark:testdata/syntax.star", Options{})
 	if err == nil || !strings.Contains(err.Error(), "testdata/syntax.star:5:1: got newline, want ':'") {
 		t.Errorf("syntax error in a file: %v", err)
 	}
@@ -209,16 +210,16 @@ func TestStarlarkGarbage(t *testing.T) {
 	} {
 		t.Run(c.ret, func(t *testing.T) {
 			src := "def add(request):\n    return " + c.ret + "\n\ndef update(allocation, request):\n    return 0\n\ndef remove(allocation):\n    pass\n"
-			s := newTestService(t, paper(16, 4), loadSource(t, src, StarlarkOptions{}))
-			a, err := s.Request(t0, Request{Pair: pair, Client: "c"})
+			s := newTestService(t, paper(16, 4), loadSource(t, src, Options{}))
+			a, err := s.Request(t0, policy.Request{Pair: pair, Client: "c"})
 			if c.want == "" {
 				if err != nil || a.Streams != 32 {
 					t.Errorf("got %+v, %v, want 32 streams (clamped to the client max)", a, err)
 				}
 				return
 			}
-			if !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got %v, want ErrPolicy with %q", err, c.want)
+			if !errors.Is(err, policy.ErrPolicy) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want policy.ErrPolicy with %q", err, c.want)
 			}
 			if st := s.State(); len(st) != 0 {
 				t.Errorf("state changed: %+v", st)
@@ -245,8 +246,8 @@ def remove(allocation):
     print("remove", allocation.id, allocation.streams)
 `
 	var printed []string
-	s := newTestService(t, paper(16, 4), loadSource(t, src, StarlarkOptions{Print: func(m string) { printed = append(printed, m) }}))
-	if err := s.SetWeights(Pair{}, map[string]float64{"atlas": 2}); err != nil {
+	s := newTestService(t, paper(16, 4), loadSource(t, src, Options{Print: func(m string) { printed = append(printed, m) }}))
+	if err := s.SetWeights(policy.Pair{}, map[string]float64{"atlas": 2}); err != nil {
 		t.Fatal(err)
 	}
 	a := mustRequest(t, s, t0, "alice", "atlas", 0)
@@ -275,9 +276,9 @@ def remove(allocation):
 func TestStarlarkRemoveError(t *testing.T) {
 	src := "def add(request):\n    return 8\n\ndef update(allocation, request):\n    return 8\n\ndef remove(allocation):\n    return 1 // 0\n"
 	var reported []error
-	s, err := New(Config{
-		Pairs:         map[Pair]Params{pair: paper(16, 4)},
-		Policy:        loadSource(t, src, StarlarkOptions{}),
+	s, err := policy.New(policy.Config{
+		Pairs:         map[policy.Pair]policy.Params{pair: paper(16, 4)},
+		Policy:        loadSource(t, src, Options{}),
 		OnPolicyError: func(err error) { reported = append(reported, err) },
 	})
 	if err != nil {
@@ -292,7 +293,7 @@ func TestStarlarkRemoveError(t *testing.T) {
 	if got := used(t, s, t0.Add(time.Hour)); got != 0 {
 		t.Errorf("pair uses %d, want 0", got)
 	}
-	if len(reported) != 2 || !errors.Is(reported[0], ErrPolicy) || !strings.Contains(reported[0].Error(), "remove") {
+	if len(reported) != 2 || !errors.Is(reported[0], policy.ErrPolicy) || !strings.Contains(reported[0].Error(), "remove") {
 		t.Errorf("reported %v, want two remove errors", reported)
 	}
 }
@@ -304,17 +305,17 @@ func TestLoad(t *testing.T) {
 		"weighted-shares":               "weighted-shares",
 		"starlark:testdata/greedy.star": "starlark:testdata/greedy.star",
 	} {
-		p, err := Load(spec, StarlarkOptions{})
+		p, err := Load(spec, Options{})
 		if err != nil || p.Name() != name {
 			t.Errorf("Load(%q) = %v, %v, want %s", spec, p, err, name)
 		}
 	}
 	for _, spec := range []string{"fair", "starlark:", "Greedy"} {
-		if _, err := Load(spec, StarlarkOptions{}); !errors.Is(err, ErrInvalid) {
-			t.Errorf("Load(%q): %v, want ErrInvalid", spec, err)
+		if _, err := Load(spec, Options{}); !errors.Is(err, policy.ErrInvalid) {
+			t.Errorf("Load(%q): %v, want policy.ErrInvalid", spec, err)
 		}
 	}
-	if _, err := Load("starlark:testdata/missing.star", StarlarkOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load("starlark:testdata/missing.star", Options{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 }

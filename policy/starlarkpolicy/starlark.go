@@ -1,8 +1,14 @@
-package policy
+// Package starlarkpolicy holds the Policy Service's policies that an
+// administrator writes in Starlark, and Load, which turns a configuration
+// string (greedy, weighted-shares, starlark:PATH) into a policy.Policy.
+// It is a package of its own so that the clients of the Policy Service
+// (package client, the adaptive copy) do not carry an interpreter.
+package starlarkpolicy
 
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/policy"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -16,25 +22,25 @@ import (
 
 // Load returns the policy a configuration names: "greedy" (or empty),
 // "weighted-shares", or "starlark:PATH", a Starlark module read from PATH
-// and checked by LoadStarlark.
-func Load(spec string, opts StarlarkOptions) (Policy, error) {
+// and checked by New.
+func Load(spec string, opts Options) (policy.Policy, error) {
 	switch {
 	case spec == "" || spec == "greedy":
-		return Greedy{}, nil
+		return policy.Greedy{}, nil
 	case spec == "weighted-shares":
-		return WeightedShares{}, nil
+		return policy.WeightedShares{}, nil
 	case strings.HasPrefix(spec, "starlark:"):
 		path := strings.TrimPrefix(spec, "starlark:")
 		if path == "" {
-			return nil, fmt.Errorf("policy: %q: %w: no file after starlark:", spec, ErrInvalid)
+			return nil, fmt.Errorf("policy: %q: %w: no file after starlark:", spec, policy.ErrInvalid)
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("policy: load %q: %w", spec, err)
 		}
-		return LoadStarlark(path, src, opts)
+		return New(path, src, opts)
 	default:
-		return nil, fmt.Errorf("policy: unknown policy %q: %w: want greedy, weighted-shares or starlark:PATH", spec, ErrInvalid)
+		return nil, fmt.Errorf("policy: unknown policy %q: %w: want greedy, weighted-shares or starlark:PATH", spec, policy.ErrInvalid)
 	}
 }
 
@@ -49,8 +55,8 @@ const DefaultMaxSteps = 1_000_000
 // client of the Service waiting.
 const DefaultTimeout = time.Second
 
-// StarlarkOptions tune a Starlark policy.
-type StarlarkOptions struct {
+// Options tune a Starlark policy.
+type Options struct {
 	// MaxSteps bounds the execution steps of each call, and of loading
 	// the module; 0 means DefaultMaxSteps.
 	MaxSteps uint64
@@ -110,7 +116,7 @@ type StarlarkOptions struct {
 // build a value of up to 1 GiB (Starlark's own cap), so the sandbox
 // protects against mistakes in an administrator's policy, not
 // against a hostile one.
-type Starlark struct {
+type Policy struct {
 	file                string
 	add, update, remove *starlark.Function
 	maxSteps            uint64
@@ -118,12 +124,12 @@ type Starlark struct {
 	print               func(string)
 }
 
-// LoadStarlark compiles and runs the module in src (named filename in
+// New compiles and runs the module in src (named filename in
 // errors) and checks that it defines add, update and remove with the
 // right number of parameters. Its errors wrap ErrInvalid and name the
 // file, and the line where there is one.
-func LoadStarlark(filename string, src []byte, opts StarlarkOptions) (*Starlark, error) {
-	p := &Starlark{file: filename, maxSteps: opts.MaxSteps, timeout: opts.Timeout, print: opts.Print}
+func New(filename string, src []byte, opts Options) (*Policy, error) {
+	p := &Policy{file: filename, maxSteps: opts.MaxSteps, timeout: opts.Timeout, print: opts.Print}
 	if p.maxSteps == 0 {
 		p.maxSteps = DefaultMaxSteps
 	}
@@ -131,7 +137,7 @@ func LoadStarlark(filename string, src []byte, opts StarlarkOptions) (*Starlark,
 		p.timeout = DefaultTimeout
 	}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("policy: starlark module %s: %w: %s", filename, ErrInvalid, fmt.Sprintf(format, args...))
+		return fmt.Errorf("policy: starlark module %s: %w: %s", filename, policy.ErrInvalid, fmt.Sprintf(format, args...))
 	}
 
 	thread, exceeded := p.thread("load")
@@ -208,27 +214,27 @@ func describeParams(fn *starlark.Function) string {
 }
 
 // Name is "starlark:" and the module's file name.
-func (p *Starlark) Name() string { return "starlark:" + p.file }
+func (p *Policy) Name() string { return "starlark:" + p.file }
 
 // Add calls add(request).
-func (p *Starlark) Add(v View, r Request) (int, error) {
+func (p *Policy) Add(v policy.View, r policy.Request) (int, error) {
 	st := stateValue(v)
 	return p.decide(p.add, requestValue(r, st))
 }
 
 // Update calls update(allocation, request).
-func (p *Starlark) Update(v View, a Allocation, r Request) (int, error) {
+func (p *Policy) Update(v policy.View, a policy.Allocation, r policy.Request) (int, error) {
 	st := stateValue(v)
 	return p.decide(p.update, allocationValue(a, st), requestValue(r, st))
 }
 
 // Remove calls remove(allocation) and ignores its result.
-func (p *Starlark) Remove(v View, a Allocation) error {
+func (p *Policy) Remove(v policy.View, a policy.Allocation) error {
 	_, err := p.call(p.remove, allocationValue(a, stateValue(v)))
 	return err
 }
 
-func (p *Starlark) decide(fn *starlark.Function, args ...starlark.Value) (int, error) {
+func (p *Policy) decide(fn *starlark.Function, args ...starlark.Value) (int, error) {
 	res, err := p.call(fn, args...)
 	if err != nil {
 		return 0, err
@@ -240,18 +246,18 @@ func (p *Starlark) decide(fn *starlark.Function, args ...starlark.Value) (int, e
 	if i.Sign() < 0 {
 		return 0, fmt.Errorf("%s: %s returned %s streams, want >= 0", p.file, fn.Name(), shorten(i.String()))
 	}
-	if n, ok := i.Int64(); ok && n <= MaxStreams {
+	if n, ok := i.Int64(); ok && n <= policy.MaxStreams {
 		return int(n), nil
 	}
 	// More than there can be: the Service clamps it like any other
 	// answer above the limits.
-	return MaxStreams, nil
+	return policy.MaxStreams, nil
 }
 
 // deadline cancels t once the timeout has passed. Cancelling is seen at
 // the thread's next step, so a single built-in runs to its end. The
 // returned stop ends the timer and reports whether it fired.
-func (p *Starlark) deadline(t *starlark.Thread) (stop func() bool) {
+func (p *Policy) deadline(t *starlark.Thread) (stop func() bool) {
 	var fired atomic.Bool
 	timer := time.AfterFunc(p.timeout, func() {
 		fired.Store(true)
@@ -264,7 +270,7 @@ func (p *Starlark) deadline(t *starlark.Thread) (stop func() bool) {
 }
 
 // call runs fn on a fresh thread bounded by maxSteps and the timeout.
-func (p *Starlark) call(fn *starlark.Function, args ...starlark.Value) (starlark.Value, error) {
+func (p *Policy) call(fn *starlark.Function, args ...starlark.Value) (starlark.Value, error) {
 	thread, exceeded := p.thread(fn.Name())
 	stop := p.deadline(thread)
 	res, err := starlark.Call(thread, fn, args, nil)
@@ -281,7 +287,7 @@ func (p *Starlark) call(fn *starlark.Function, args ...starlark.Value) (starlark
 	}
 }
 
-func (p *Starlark) thread(name string) (*starlark.Thread, *bool) {
+func (p *Policy) thread(name string) (*starlark.Thread, *bool) {
 	exceeded := new(bool)
 	t := &starlark.Thread{
 		Name: p.file + ":" + name,
@@ -335,7 +341,7 @@ func unix(t time.Time) starlark.Value {
 	return starlark.Float(float64(t.UnixNano()) / 1e9)
 }
 
-func requestValue(r Request, st starlark.Value) starlark.Value {
+func requestValue(r policy.Request, st starlark.Value) starlark.Value {
 	s := starlarkstruct.FromStringDict(structRequest, starlark.StringDict{
 		"src":    starlark.String(r.Pair.Src),
 		"dst":    starlark.String(r.Pair.Dst),
@@ -349,7 +355,7 @@ func requestValue(r Request, st starlark.Value) starlark.Value {
 }
 
 // allocationValue converts a; st is None inside state.allocations.
-func allocationValue(a Allocation, st starlark.Value) starlark.Value {
+func allocationValue(a policy.Allocation, st starlark.Value) starlark.Value {
 	s := starlarkstruct.FromStringDict(structAllocation, starlark.StringDict{
 		"id":       starlark.String(a.ID),
 		"src":      starlark.String(a.Pair.Src),
@@ -367,7 +373,7 @@ func allocationValue(a Allocation, st starlark.Value) starlark.Value {
 	return s
 }
 
-func stateValue(v View) starlark.Value {
+func stateValue(v policy.View) starlark.Value {
 	allocs := make(starlark.Tuple, len(v.Allocations))
 	for i, a := range v.Allocations {
 		allocs[i] = allocationValue(a, starlark.None)
