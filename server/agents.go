@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"github.com/sluice-dtn/sluice/wire"
 	"net/url"
 	"time"
 
@@ -59,7 +60,7 @@ func (s *Server) checkJoin(token string) error {
 }
 
 func (a AgentInfo) check() error {
-	if !validName(a.Name) {
+	if !wire.ValidName(a.Name) {
 		return fmt.Errorf("%w: agent name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, a.Name)
 	}
 	u, err := url.Parse(a.URL)

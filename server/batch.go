@@ -105,7 +105,7 @@ func (w *world) batchable(t *task) bool {
 	if err != nil {
 		return false // it runs alone, which waits for the rules
 	}
-	return acc.admin || acc.linkBase(t.SrcEndpoint, path.Dir(urlPath(t.Src)), AccessRead) != ""
+	return acc.Admin() || acc.LinkBase(t.SrcEndpoint, path.Dir(urlPath(t.Src)), AccessRead) != ""
 }
 
 // batchKey groups runs that may share a batch: one job (one owner, one

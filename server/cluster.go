@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-dtn/sluice/wire"
 	"math"
 	"slices"
 	"time"
@@ -570,7 +571,7 @@ func (w *world) releaseAll() {
 
 // checkServerID refuses IDs that cannot be told apart in the audit log.
 func checkServerID(id string) error {
-	if !validName(id) {
+	if !wire.ValidName(id) {
 		return fmt.Errorf("server: server ID %q (letters, digits, '.', '_', '-', '@')", id)
 	}
 	return nil

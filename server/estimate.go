@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/access"
 	"math"
 	"path"
 	"strings"
@@ -155,7 +156,7 @@ const agentCallTimeout = 30 * time.Second
 const sampleLeaseTTL = 30 * time.Second
 
 // sampleLease names the lease of the sampling of src -> dst. Endpoint
-// names have no ':' (validName), so it never names a scheduling
+// names have no ':' (wire.ValidName), so it never names a scheduling
 // partition.
 func sampleLease(src, dst string) string { return "sample:" + src + ">" + dst }
 
@@ -243,10 +244,10 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	if err != nil {
 		return Estimate{}, err
 	}
-	if err := acc.check(src.Name, srcPath, AccessRead); err != nil {
+	if err := acc.Allow(src.Name, srcPath, AccessRead); err != nil {
 		return Estimate{}, err
 	}
-	if err := acc.check(dst.Name, dstPath, AccessWrite); err != nil {
+	if err := acc.Allow(dst.Name, dstPath, AccessWrite); err != nil {
 		return Estimate{}, err
 	}
 	if src.Name == dst.Name && srcPath == dstPath {
@@ -337,7 +338,7 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 // streams (model.DefaultGrowth; the paper doubles) until throughput stops
 // rising fast enough, then fits the model.
 // The samples are written in dstDir, or its deepest existing ancestor.
-func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams, growth int) (store.Optimization, error) {
+func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams, growth int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
 	}
@@ -348,21 +349,21 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *accessCheck, src sto
 	// in a granted directory (as the source, or as the samples'
 	// directory) would have the agents read or write through it into
 	// another user's files.
-	srcBase := baseFor(acc.linkBase(src.Name, srcPath, AccessRead), srcPath)
+	srcBase := baseFor(acc.LinkBase(src.Name, srcPath, AccessRead), srcPath)
 	srcTok, err := auth.Mint(s.agentKey(src.Name), auth.Claims{Sub: sub, Scope: "read", Prefix: srcPath, Base: srcBase, Aud: src.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	dir, err := s.existingDir(ctx, dst, dstDir, acc.linkBase(dst.Name, dstDir, AccessWrite), sub, exp)
+	dir, err := s.existingDir(ctx, dst, dstDir, acc.LinkBase(dst.Name, dstDir, AccessWrite), sub, exp)
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	if err := acc.checkWriteIn(dst.Name, dir); err != nil {
+	if err := acc.AllowWriteIn(dst.Name, dir); err != nil {
 		// The samples go in the deepest directory that exists, which
 		// may be above what the caller may write.
 		return store.Optimization{}, fmt.Errorf("the samples would be written in %s, the deepest directory of the destination that exists (create the destination's directory first): %w", dir, err)
 	}
-	dstBase := baseFor(acc.linkBase(dst.Name, dir, AccessWrite), dir)
+	dstBase := baseFor(acc.LinkBase(dst.Name, dir, AccessWrite), dir)
 	dstTok, err := auth.Mint(s.agentKey(dst.Name), auth.Claims{Sub: sub, Scope: "rw", Prefix: dir, Base: dstBase, Aud: dst.Name, Exp: exp})
 	if err != nil {
 		return store.Optimization{}, err

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/sluice-dtn/sluice/access"
 	"path"
 	"strings"
 	"testing"
@@ -149,7 +150,7 @@ func TestDataTokensStayInTheGrant(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !under(cl.Prefix, "/home/alice") || cl.Base != "/home/alice" {
+				if !access.Under(cl.Prefix, "/home/alice") || cl.Base != "/home/alice" {
 					t.Errorf("%s: token for %s: prefix %q, base %q; want at or below /home/alice, base /home/alice", name, ts.aud, cl.Prefix, cl.Base)
 				}
 			}

@@ -240,10 +240,10 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if err != nil {
 			return bad("file %d: destination %v", i, err)
 		}
-		if err := acc.check(se.Name, sp, AccessRead); err != nil {
+		if err := acc.Allow(se.Name, sp, AccessRead); err != nil {
 			return store.Job{}, false, fmt.Errorf("file %d: %w", i, err)
 		}
-		if err := acc.checkWriteIn(de.Name, path.Dir(dp)); err != nil {
+		if err := acc.AllowWriteIn(de.Name, path.Dir(dp)); err != nil {
 			return store.Job{}, false, fmt.Errorf("file %d: destination %s: %w", i, f.Destination, err)
 		}
 		if dp == "/" || strings.HasSuffix(f.Destination, "/") {
@@ -293,7 +293,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 				if re.Name == de.Name && rp == dp {
 					return bad("file %d: source %d %q is the file's destination", i, k+2, r)
 				}
-				if err := acc.check(re.Name, rp, AccessRead); err != nil {
+				if err := acc.Allow(re.Name, rp, AccessRead); err != nil {
 					return store.Job{}, false, fmt.Errorf("file %d: source %d: %w", i, k+2, err)
 				}
 				seen[re.Name] = true

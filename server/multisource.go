@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/access"
 	"math"
 	"strings"
 	"sync"
@@ -88,12 +89,12 @@ func (w *world) linkObserve(o store.Observation) {
 
 // planReplicas fills p's replicas and the split of the file across the
 // sources.
-func (w *world) planReplicas(t *task, p *plan, acc *accessCheck) {
+func (w *world) planReplicas(t *task, p *plan, acc *access.Check) {
 	for _, r := range t.Replicas {
 		name := urlHost(r)
 		rp := replicaPlan{name: name, path: urlPath(r)}
-		rp.base = acc.linkBase(name, rp.path, AccessRead)
-		if err := acc.check(name, rp.path, AccessRead); err != nil && p.denied == nil {
+		rp.base = acc.LinkBase(name, rp.path, AccessRead)
+		if err := acc.Allow(name, rp.path, AccessRead); err != nil && p.denied == nil {
 			p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
 		}
 		if e := w.eps[name]; e != nil {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluice-dtn/sluice/access"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestPlanMultiSourceAlwaysVerified(t *testing.T) {
 			s := &Server{cfg: Config{JournalWrites: 500}}
 			w := &world{s: s, eps: map[string]*endpoint{}, accessAt: time.Now()}
 			j := &jobState{Job: store.Job{ID: 1, Owner: "alice", Checksum: tc.algo, VerifyChecksum: tc.verify}}
-			w.access = map[string]*accessCheck{"alice": {admin: true}}
+			w.access = map[string]*access.Check{"alice": access.NewCheck(access.User{Name: "alice", Admin: true}, nil)}
 			tk := &task{Task: store.Task{ID: 1, JobID: 1, Src: "sluice://a/f", Dst: "sluice://c/f", SrcEndpoint: "a", DstEndpoint: "c",
 				Size: 1 << 20, Replicas: tc.replicas}, job: j}
 			if p := w.plan(tk); p.checksum != tc.want {

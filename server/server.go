@@ -71,18 +71,15 @@ const (
 	DefaultJournalWrites = 500
 )
 
-// Errors the API maps to statuses.
+// Errors the API maps to statuses: package wire's, so that the packages
+// behind the server (access, estimation) return the same ones.
 var (
-	ErrUnauthorized = errors.New("unauthorized")
-	ErrForbidden    = errors.New("forbidden")
-	ErrNotFound     = errors.New("not found")
-	ErrInvalid      = errors.New("invalid request")
-	// ErrUnavailable: an endpoint the request needs did not answer
-	// (down, restarting, unreachable); the same request may work later.
-	ErrUnavailable = errors.New("unavailable")
-	// ErrConflict: the request clashes with the current state (an agent
-	// name in use by a live agent elsewhere); it may work later.
-	ErrConflict = errors.New("conflict")
+	ErrUnauthorized = wire.ErrUnauthorized
+	ErrForbidden    = wire.ErrForbidden
+	ErrNotFound     = wire.ErrNotFound
+	ErrInvalid      = wire.ErrInvalid
+	ErrUnavailable  = wire.ErrUnavailable
+	ErrConflict     = wire.ErrConflict
 )
 
 // DefaultScheduler is the live service's scheduler unless configured
@@ -533,13 +530,13 @@ func (s *Server) CreateToken(ctx context.Context, c Caller, user, vo string, adm
 	if !c.User.Admin && (user != c.User.Name || admin) {
 		return "", store.User{}, time.Time{}, fmt.Errorf("%w: only an admin can create tokens for other users or admin tokens", ErrForbidden)
 	}
-	if !validName(user) {
+	if !wire.ValidName(user) {
 		return "", store.User{}, time.Time{}, fmt.Errorf("%w: user name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, user)
 	}
 	if vo == "" {
 		vo = "default"
 	}
-	if !validName(vo) {
+	if !wire.ValidName(vo) {
 		return "", store.User{}, time.Time{}, fmt.Errorf("%w: VO name %q (letters, digits, '.', '_', '-', '@')", ErrInvalid, vo)
 	}
 	u, err := s.st.EnsureUser(ctx, user, vo, admin)
@@ -627,20 +624,6 @@ func (s *Server) RevokeToken(ctx context.Context, c Caller, user, id string) err
 	}
 	s.log.Info("API token revoked", "user", u.Name, "token", id, "by", c.User.Name)
 	return nil
-}
-
-func validName(s string) bool {
-	// "." and ".." are path elements: a name stands in paths too
-	// (access rules' {user} and {vo}).
-	if s == "" || len(s) > 64 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@", r)) {
-			return false
-		}
-	}
-	return true
 }
 
 // do hands f to the loop; it returns false if ctx ends first.

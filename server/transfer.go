@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/access"
 	"io/fs"
 	"path"
 	"strconv"
@@ -109,15 +110,15 @@ func (w *world) plan(t *task) plan {
 	// The destination's token covers the directory the run writes in:
 	// its link base is the rule that grants that directory.
 	dstDir := path.Dir(p.dstPath)
-	p.restricted = !acc.admin
-	p.srcBase = acc.linkBase(t.SrcEndpoint, p.srcPath, AccessRead)
-	p.dstBase = acc.linkBase(t.DstEndpoint, dstDir, AccessWrite)
+	p.restricted = !acc.Admin()
+	p.srcBase = acc.LinkBase(t.SrcEndpoint, p.srcPath, AccessRead)
+	p.dstBase = acc.LinkBase(t.DstEndpoint, dstDir, AccessWrite)
 	// Checked again now, not only at submission: access taken away
 	// from a user stops their queued files too (and a file stored
 	// before the submission checked the destination's directory
 	// stops here). Tokens without a rule to bound their links would
 	// be weaker than the submission's.
-	if err := errors.Join(acc.check(t.SrcEndpoint, p.srcPath, AccessRead), acc.checkWriteIn(t.DstEndpoint, dstDir)); err != nil {
+	if err := errors.Join(acc.Allow(t.SrcEndpoint, p.srcPath, AccessRead), acc.AllowWriteIn(t.DstEndpoint, dstDir)); err != nil {
 		p.denied = fmt.Errorf("%w: access changed since the job was submitted: %w", backend.ErrPermission, err)
 	}
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
@@ -221,7 +222,7 @@ func (s *Server) dataTokenSource(c auth.Claims) (sluice.TokenSource, error) {
 // or below it, else none (the prefix alone bounds the links: a batch's
 // token covers a directory a rule for its files may lie below).
 func baseFor(base, prefix string) string {
-	if base == "" || !under(path.Clean(prefix), base) {
+	if base == "" || !access.Under(path.Clean(prefix), base) {
 		return ""
 	}
 	return base
@@ -721,7 +722,7 @@ func (w *world) statGroupable(t *task, p plan) bool {
 	if err != nil {
 		return false
 	}
-	return acc.admin || acc.linkBase(t.SrcEndpoint, path.Dir(p.srcPath), AccessRead) != ""
+	return acc.Admin() || acc.LinkBase(t.SrcEndpoint, path.Dir(p.srcPath), AccessRead) != ""
 }
 
 // statSources stats the sources of ps, files of one job in one source

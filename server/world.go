@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/access"
 	"log/slog"
 	"maps"
 	"math"
@@ -139,7 +140,7 @@ type world struct {
 	begun      time.Time  // when this loop started
 	gone       []goneTask // files to fail: they waited too long for a down endpoint (giveUp)
 	// access holds job owners' access checks (jobAccess), read at accessAt.
-	access   map[string]*accessCheck
+	access   map[string]*access.Check
 	accessAt time.Time
 	victims  map[int64][]int64 // tasks to pause once the key task moves
 	// optimal holds, per endpoint pair, the streams that optimize jobs
