@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-dtn/sluice/estimate"
 	"net/http"
 	"strings"
 	"time"
@@ -592,7 +593,7 @@ func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, 
 		return nil, err
 	}
 	b := in.Body
-	e, err := h.s.Estimate(ctx, c, server.EstimateRequest{
+	e, err := h.s.Estimate(ctx, c, estimate.Request{
 		Source: b.Source, Destination: b.Destination, Size: b.Size, SampleBytes: b.SampleSize,
 		UseHistory: b.UseHistory, MaxStreams: b.MaxStreams, Growth: b.Growth,
 	})
@@ -600,7 +601,7 @@ func (h *handlers) estimate(ctx context.Context, in *estimateIn) (*estimateOut, 
 		return nil, problem(err)
 	}
 	if e.Samples == nil {
-		e.Samples = []server.EstimateSample{}
+		e.Samples = []estimate.Sample{}
 	}
 	return &estimateOut{Body: EstimateOut{
 		Source: e.Source, Destination: e.Destination, Streams: e.Streams, Throughput: e.Throughput,

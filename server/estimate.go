@@ -2,146 +2,23 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/sluice-dtn/sluice/access"
-	"math"
+	"github.com/sluice-dtn/sluice/estimate"
 	"path"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
-	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/store"
-	"github.com/sluice-dtn/sluice/wire"
 )
 
-// Estimation service defaults (Yin, Yildirim et al., "A Data Throughput
-// Prediction and Optimization Service for Widely Distributed Many-Task
-// Computing": Stork samples 20 MB by
-// default; Algorithm 2 grows the streams from 1, by model.DefaultGrowth).
-const (
-	// DefaultSampleBytes is wire.DefaultSampleBytes: the API's default
-	// lives in package wire.
-	DefaultSampleBytes = wire.DefaultSampleBytes
-	// MaxSampleBytes bounds one sample transfer: sampling is meant to
-	// be a small fraction of the transfer it tunes.
-	MaxSampleBytes = 1 << 30
-	// minSampleBytes is the smallest sample, and the smallest source
-	// that can be sampled.
-	minSampleBytes = 64 << 10
-	// DefaultHistoryTTL is how long a stored optimisation answers
-	// use_history requests for its pair (paths change over hours).
-	DefaultHistoryTTL = time.Hour
-	// DefaultMaxStreams caps the streams sampled and chosen when the
-	// endpoints declare no --max-cc (SGData's largest level).
-	DefaultMaxStreams = 32
-	// MaxStreams bounds any stream count a request or job asks for.
-	MaxStreams = 1024
-	// MaxGrowth bounds a request's Growth: at 16, three samples already
-	// span 1-256 streams, so a larger factor is more likely a typo.
-	MaxGrowth = 16
-)
-
-// EstimateRequest asks how a transfer between two endpoints should run:
-// how many streams (concurrent partial transfers), at what throughput, in
-// how long.
-type EstimateRequest struct {
-	// Source is a sluice://endpoint/path URL of a file to sample from
-	// (its first SampleBytes). Destination is a sluice://endpoint/path
-	// URL whose directory the samples are written to (under a hidden
-	// temporary name, removed afterwards): its parent, or itself if it
-	// ends in "/".
-	Source, Destination string
-	// Size is the transfer to predict, in bytes (> 0).
-	Size int64
-	// SampleBytes is the size of each sample transfer (default
-	// DefaultSampleBytes; at most MaxSampleBytes; a smaller source file
-	// is sampled whole).
-	SampleBytes int64
-	// UseHistory answers from the pair's newest stored optimisation if
-	// it is younger than the history TTL, without sampling. (An answer
-	// sampled under a MaxStreams below the pair's own limit is not
-	// stored.)
-	UseHistory bool
-	// MaxStreams caps the streams (0: the endpoints' limits, or
-	// DefaultMaxStreams).
-	MaxStreams int
-	// Growth is Algorithm 2's factor from one sampled stream count to
-	// the next (0: model.DefaultGrowth; 2 is the paper's doubling; at
-	// most MaxGrowth).
-	Growth int
-}
-
-// EstimateSample is wire.EstimateSample: the API documents live in package wire.
-type EstimateSample = wire.EstimateSample
-
-// Estimate is the answer.
-type Estimate struct {
-	Source, Destination string // endpoint names
-	Streams             int
-	Throughput          float64 // predicted bytes/s at Streams
-	Seconds             float64 // predicted time for the request's Size
-	// Fitted is the fitted curve's bytes/s at Streams and Uncertainty its
-	// relative half-width (model.Bounded): Throughput is Fitted unless the
-	// curve rose above every sample by more than that, when it is
-	// Clamped to what the samples support; Note says why the answer is
-	// not simply the curve's ("" when it is).
-	Fitted      float64
-	Uncertainty float64
-	Clamped     bool
-	Note        string
-	Size        int64
-	SampleBytes int64
-	Samples     []EstimateSample
-	// Model says how Streams was chosen (the fitted model, or why it
-	// fell back to the best sample).
-	Model string
-	// Cost is what sampling took (zero when answered from history):
-	// wall-clock seconds and bytes moved.
-	Cost      float64
-	CostBytes int64
-	// FromHistory is set when a stored optimisation answered; At is when
-	// it (or this) was measured.
-	FromHistory bool
-	At          time.Time
-}
-
-// pairLocks serialises sampling per endpoint pair, so that two requests
-// never sample one path at once (they would measure each other); the
-// second then finds the first's answer in the store.
-type pairLocks struct {
-	mu sync.Mutex
-	m  map[[2]string]chan struct{} // a token in the channel: locked
-}
-
-// lock waits for the pair's lock, or until ctx ends (the request was
-// given up: it must not wait for another's sampling to finish), and
-// returns its release.
-func (p *pairLocks) lock(ctx context.Context, src, dst string) (func(), error) {
-	p.mu.Lock()
-	if p.m == nil {
-		p.m = map[[2]string]chan struct{}{}
-	}
-	l := p.m[[2]string{src, dst}]
-	if l == nil {
-		l = make(chan struct{}, 1)
-		p.m[[2]string{src, dst}] = l
-	}
-	p.mu.Unlock()
-	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
+// Estimation (package estimate samples and answers; the server decides
+// who may sample what, mints the samples' tokens, keeps the answers and
+// takes the cluster's lease on sampling a pair).
 
 // agentCallTimeout bounds each call of an estimate to an agent other than
 // a sample transfer (a stat, making the sample file): a frozen agent keeps
@@ -210,52 +87,40 @@ func (s *Server) lockSampling(ctx context.Context, src, dst string) (func(), err
 // optimisation when use_history allows, else by sampling the path
 // (Algorithm 2 of Yin, Yildirim et al.) and fitting the parallel-stream model.
 // Requests for different pairs run in parallel.
-func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (Estimate, error) {
-	if req.Size <= 0 {
-		return Estimate{}, fmt.Errorf("%w: size must be positive (got %d)", ErrInvalid, req.Size)
-	}
-	if req.SampleBytes == 0 {
-		req.SampleBytes = DefaultSampleBytes
-	}
-	if req.SampleBytes < minSampleBytes || req.SampleBytes > MaxSampleBytes {
-		return Estimate{}, fmt.Errorf("%w: sample size %d bytes is outside [64 KiB, %d MiB]", ErrInvalid, req.SampleBytes, MaxSampleBytes>>20)
-	}
-	if req.MaxStreams < 0 || req.MaxStreams > MaxStreams {
-		return Estimate{}, fmt.Errorf("%w: max streams %d is outside [0, %d]", ErrInvalid, req.MaxStreams, MaxStreams)
-	}
-	if req.Growth != 0 && (req.Growth < 2 || req.Growth > MaxGrowth) {
-		return Estimate{}, fmt.Errorf("%w: growth %d is outside [2, %d] (the factor from one sampled stream count to the next; 0 for the default, %d)", ErrInvalid, req.Growth, MaxGrowth, model.DefaultGrowth)
+func (s *Server) Estimate(ctx context.Context, c Caller, req estimate.Request) (estimate.Estimate, error) {
+	if err := req.Check(); err != nil {
+		return estimate.Estimate{}, err
 	}
 	idx, err := s.endpointIndex(ctx)
 	if err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
 	src, srcPath, err := parseFileURL(idx, req.Source)
 	if err != nil {
-		return Estimate{}, fmt.Errorf("%w: source: %w", ErrInvalid, err)
+		return estimate.Estimate{}, fmt.Errorf("%w: source: %w", ErrInvalid, err)
 	}
 	dst, dstPath, err := parseFileURL(idx, req.Destination)
 	if err != nil {
-		return Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
+		return estimate.Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
 	}
 	// Sampling reads the source and writes beside the destination: the
 	// caller needs the access a job of the same file would.
 	acc, err := s.accessFor(ctx, c)
 	if err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
 	if err := acc.Allow(src.Name, srcPath, AccessRead); err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
 	if err := acc.Allow(dst.Name, dstPath, AccessWrite); err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
 	if src.Name == dst.Name && srcPath == dstPath {
 		// A transfer of it would be refused (Submit): nothing to predict.
-		return Estimate{}, fmt.Errorf("%w: source and destination are the same file %s", ErrInvalid, req.Source)
+		return estimate.Estimate{}, fmt.Errorf("%w: source and destination are the same file %s", ErrInvalid, req.Source)
 	}
 	// pairMax is the pair's own limit; a request may ask for another.
-	pairMax := DefaultMaxStreams
+	pairMax := estimate.DefaultMaxStreams
 	for _, e := range []store.Endpoint{src, dst} {
 		if e.MaxCC > 0 {
 			pairMax = min(pairMax, e.MaxCC)
@@ -264,21 +129,6 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	maxStreams := req.MaxStreams
 	if maxStreams == 0 {
 		maxStreams = pairMax
-	}
-	answer := func(o store.Optimization, fromHistory bool) Estimate {
-		e := Estimate{
-			Source: o.Src, Destination: o.Dst, Streams: o.Streams, Throughput: o.Throughput,
-			Fitted: o.Fitted, Uncertainty: o.Uncertainty, Clamped: o.Clamped, Note: o.Note,
-			Size: req.Size, SampleBytes: o.SampleBytes, Model: o.Model, FromHistory: fromHistory, At: o.At,
-		}
-		if !fromHistory {
-			e.Cost, e.CostBytes = o.Cost, o.CostBytes
-		}
-		_ = json.Unmarshal([]byte(o.Samples), &e.Samples)
-		if o.Throughput > 0 {
-			e.Seconds = float64(req.Size) / o.Throughput
-		}
-		return e
 	}
 	fresh := func() (store.Optimization, bool, error) {
 		o, err := s.st.LatestOptimization(ctx, src.Name, dst.Name)
@@ -292,23 +142,23 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	}
 	if req.UseHistory {
 		if o, ok, err := fresh(); err != nil || ok {
-			return answer(o, true), err
+			return estimate.Answer(o, req.Size, true), err
 		}
 	}
-	unlock, err := s.estimating.lock(ctx, src.Name, dst.Name)
+	unlock, err := s.estimating.Lock(ctx, src.Name, dst.Name)
 	if err != nil {
-		return Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
+		return estimate.Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
 	}
 	defer unlock()
 	release, err := s.lockSampling(ctx, src.Name, dst.Name)
 	if err != nil {
-		return Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
+		return estimate.Estimate{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
 	}
 	defer release()
 	if req.UseHistory {
 		// Someone may have sampled the pair while this request waited.
 		if o, ok, err := fresh(); err != nil || ok {
-			return answer(o, true), err
+			return estimate.Answer(o, req.Size, true), err
 		}
 	}
 	// A destination ending in "/" names the directory the transfer
@@ -320,24 +170,23 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req EstimateRequest) (E
 	}
 	o, err := s.sample(ctx, c, acc, src, srcPath, dst, dstDir, req.SampleBytes, maxStreams, req.Growth)
 	if err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
 	if maxStreams < pairMax {
 		// An answer to "at most maxStreams" is not the pair's: stored,
 		// it would answer use_history requests and optimization jobs
 		// with at most that many streams for the history TTL.
-		return answer(o, false), nil
+		return estimate.Answer(o, req.Size, false), nil
 	}
 	if err := s.st.AddOptimization(ctx, &o); err != nil {
-		return Estimate{}, err
+		return estimate.Estimate{}, err
 	}
-	return answer(o, false), nil
+	return estimate.Answer(o, req.Size, false), nil
 }
 
-// sample runs Algorithm 2 on the path: sample transfers with 1, 4, 16, ...
-// streams (model.DefaultGrowth; the paper doubles) until throughput stops
-// rising fast enough, then fits the model.
-// The samples are written in dstDir, or its deepest existing ancestor.
+// sample mints the tokens of a sampling of src -> dst, finds the
+// directory its samples go in (dstDir, or its deepest existing
+// ancestor), and runs it (estimate.Sampler) while both endpoints are up.
 func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src store.Endpoint, srcPath string, dst store.Endpoint, dstDir string, sampleBytes int64, maxStreams, growth int) (store.Optimization, error) {
 	if !src.Up || !dst.Up {
 		return store.Optimization{}, fmt.Errorf("%w: cannot sample %s -> %s: an endpoint is down", ErrInvalid, src.Name, dst.Name)
@@ -376,26 +225,6 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src st
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, s.agentCallTimeout)
-	fi, err := sb.Stat(sctx, srcPath)
-	cancel()
-	if err != nil && !backend.Permanent(err) {
-		return store.Optimization{}, fmt.Errorf("%w: source %s did not answer: %w", ErrUnavailable, src.Name, err)
-	}
-	if err != nil {
-		return store.Optimization{}, fmt.Errorf("%w: source to sample: %w", ErrInvalid, err)
-	}
-	if fi.IsDir || fi.Size == 0 {
-		return store.Optimization{}, fmt.Errorf("%w: source %s is not a non-empty file to sample", ErrInvalid, srcPath)
-	}
-	if fi.Size < minSampleBytes {
-		// A few bytes move in the time of the round trips alone: the
-		// throughput "measured" would say nothing of the path.
-		return store.Optimization{}, fmt.Errorf("%w: source %s has %d bytes, too few to sample the path (at least %d); name a larger file", ErrInvalid, srcPath, fi.Size, minSampleBytes)
-	}
-	n := min(sampleBytes, fi.Size)
-	tmp := path.Join(dir, fmt.Sprintf(".sluice-sample-%x", randomBytes(6)))
-	base := pullBase(src.URL)
 	// A sample transfer waits for the destination agent, which answers
 	// when its pull is done: one that freezes mid-sample would hold the
 	// estimate (and the pair's sampling lock) for ever. The heartbeats
@@ -403,108 +232,11 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src st
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	go s.watchSampling(ctx, stop, src.Name, dst.Name)
-	start := time.Now()
-	var samples []EstimateSample
-	var moved int64
-	// What one request costs before data flows at speed on this path:
-	// a pull of the smallest sample, which fits in TCP's initial window
-	// (connection, request and reply: two or three round trips). Samples
-	// shorter than sampleSetups of it are grown (grownSample).
-	setup, err := s.sampleOnce(ctx, db, base, srcPath, srcTok, tmp, minSampleBytes, 1)
-	moved += minSampleBytes
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errEndpointDown) {
-		err = cause
-	}
-	if err != nil && !backend.Permanent(err) {
-		return store.Optimization{}, fmt.Errorf("%w: sampling %s -> %s: %w", ErrUnavailable, src.Name, dst.Name, err)
-	}
-	if err != nil {
-		return store.Optimization{}, fmt.Errorf("sampling %s -> %s: %w", src.Name, dst.Name, err)
-	}
-	limit := min(int64(MaxSampleBytes), fi.Size)
-	// Algorithm 2: grow the streams (x4: samples spread over the range, so
-	// the fit interpolates) until the gain per added stream falls below a
-	// tenth of one stream's throughput, or throughput falls.
-	sp := &model.Sampler{Max: maxStreams, Growth: growth}
-	for {
-		streams, ok := sp.Next()
-		if !ok {
-			break
-		}
-		sec, err := s.sampleOnce(ctx, db, base, srcPath, srcTok, tmp, n, streams)
-		moved += n
-		if cause := context.Cause(ctx); err != nil && errors.Is(cause, errEndpointDown) {
-			err = cause
-		}
-		if err != nil && !backend.Permanent(err) {
-			return store.Optimization{}, fmt.Errorf("%w: sampling %s -> %s with %d streams: %w", ErrUnavailable, src.Name, dst.Name, streams, err)
-		}
-		if err != nil {
-			return store.Optimization{}, fmt.Errorf("sampling %s -> %s with %d streams: %w", src.Name, dst.Name, streams, err)
-		}
-		if next, again := grownSample(n, limit, sec, setup); again {
-			// Mostly set-up and slow start: sample this level again,
-			// larger (and the next levels at that size).
-			n = next
-			continue
-		}
-		th := float64(n) / sec
-		samples = append(samples, EstimateSample{Streams: streams, Bytes: n, Throughput: th, Seconds: sec})
-		if err := sp.Add(streams, th); err != nil {
-			return store.Optimization{}, fmt.Errorf("sampling %s -> %s: %w", src.Name, dst.Name, err)
-		}
-	}
-	cost := time.Since(start).Seconds()
-	ns, ths := sp.Samples()
-	pred, err := model.Predict(ns, ths, model.PredictOptions{Lo: 1, Hi: maxStreams})
-	if err != nil {
-		return store.Optimization{}, fmt.Errorf("estimating %s -> %s: %w", src.Name, dst.Name, err)
-	}
-	streams := pred.Optimum()
-	// The curve's value there, held to what the samples support: a fit
-	// of three samples can peak far above all of them.
-	b := pred.Bound(streams)
-	how := pred.Reason + "; sampling stopped: " + sp.Stopped()
-	js, err := json.Marshal(samples)
-	if err != nil {
-		return store.Optimization{}, err
-	}
-	s.log.Info("estimated", "src", src.Name, "dst", dst.Name, "streams", streams, "mbps", b.Throughput/1e6,
-		"fitted_mbps", b.Fitted/1e6, "uncertainty", b.Uncertainty, "clamped", b.Clamped, "note", b.Note,
-		"samples", len(samples), "cost_s", cost, "model", how)
-	return store.Optimization{
-		Src: src.Name, Dst: dst.Name, Streams: streams, Throughput: b.Throughput,
-		Fitted: b.Fitted, Uncertainty: b.Uncertainty, Clamped: b.Clamped, Note: b.Note,
-		SampleBytes: n, Samples: string(js), Model: how, Cost: cost, CostBytes: moved, At: s.now(),
-	}, nil
-}
-
-// sampleSetups is how many times the set-up of one request (the time of
-// a pull that fits in TCP's initial window: two or three round trips) a
-// sample must last. Below that it mostly measures connection set-up and
-// slow start: on a 50 ms path a 20 MiB sample with 16 streams lasts about
-// 0.3 s, six round trips, and read 64 MB/s where the path carries 84-93
-// (bench/estimate-wan.sh). Slow start reaches a 2 MB window from the
-// initial ten segments in about five round trips, and moves about half
-// of what the full window would meanwhile; with set-up that is some four
-// round trips lost per sample, a tenth of a sample of 20 set-ups (40 to 60
-// round trips). Longer costs more sampling for a few percent.
-const sampleSetups = 20
-
-// grownSample says whether a sample of n bytes that took sec seconds, on
-// a path where one request's set-up takes setup seconds, was too short to
-// measure the path (shorter than sampleSetups set-ups) and can grow (n
-// below limit, the largest sample allowed), and the size to sample it
-// with again: four times n, or what the set-up rule asks for from the
-// rate seen (the rate is under-read, so that undershoots, and the rule
-// applies again), at most limit.
-func grownSample(n, limit int64, sec, setup float64) (int64, bool) {
-	want := sampleSetups * setup
-	if sec >= want || n >= limit || !(sec > 0) {
-		return n, false
-	}
-	next := max(4*n, int64(math.Ceil(float64(n)*want/sec)))
-	return min(next, limit), true
+	smp := estimate.Sampler{Now: s.now, CallTimeout: s.agentCallTimeout, Log: s.log}
+	return smp.Run(ctx, estimate.Path{
+		Src: src.Name, Dst: dst.Name, Source: sb, SrcPath: srcPath, Dest: db, Dir: dir,
+		PullFrom: pullBase(src.URL), PullToken: srcTok,
+	}, sampleBytes, maxStreams, growth)
 }
 
 // errEndpointDown ends a sampling whose endpoint the heartbeats marked
@@ -578,36 +310,6 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, base, s
 	}
 }
 
-// sampleOnce moves the first n bytes of srcPath into tmp at the
-// destination with the given number of concurrent partial transfers, the
-// way the engine moves a file (the destination agent pulls each range),
-// and returns the seconds it took. tmp is removed afterwards.
-func (s *Server) sampleOnce(ctx context.Context, dst *sluice.Backend, base, srcPath, srcTok, tmp string, n int64, streams int) (float64, error) {
-	tctx, cancel := context.WithTimeout(ctx, s.agentCallTimeout)
-	err := dst.Truncate(tctx, tmp, n)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		// A fresh context: the sample file must go even if ctx ended.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = dst.Remove(rctx, tmp)
-	}()
-	part := int64(math.Ceil(float64(n) / float64(streams)))
-	start := time.Now()
-	g, gctx := errgroup.WithContext(ctx)
-	for off := int64(0); off < n; off += part {
-		l := min(part, n-off)
-		g.Go(func() error { return dst.Pull(gctx, sluice.FileURL(base, srcPath), srcTok, tmp, off, l) })
-	}
-	if err := g.Wait(); err != nil {
-		return 0, err
-	}
-	return max(time.Since(start).Seconds(), 1e-6), nil
-}
-
 // fixedCC returns the concurrency a task's job imposes: its streams, or
 // its pair's estimate for an optimize job (0: the scheduler's choice; -1:
 // not startable yet, the estimate is being made).
@@ -643,7 +345,7 @@ func (w *world) optimalFor(t *task) int {
 	if o, ok := w.optimal[pair]; ok && (o.streams < 0 || w.now().Sub(o.at) < w.s.cfg.HistoryTTL) {
 		return o.streams
 	}
-	if t.Size < minSampleBytes {
+	if t.Size < estimate.MinSampleBytes {
 		// Too small to sample the path from (Estimate refuses it), and
 		// sent whole on one stream anyway: run it as the scheduler
 		// chooses, and leave the sampling to a larger file of the pair.
@@ -653,7 +355,7 @@ func (w *world) optimalFor(t *task) int {
 	}
 	w.optimal[pair] = optimum{streams: -1}
 	// The task holds names as they are; the request, URLs.
-	req := EstimateRequest{Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: max(t.Size, 1), UseHistory: true}
+	req := estimate.Request{Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: max(t.Size, 1), UseHistory: true}
 	owner := store.User{ID: t.job.OwnerID, Name: t.job.Owner, VO: t.job.VO}
 	w.s.async(func() {
 		ctx, cancel := context.WithTimeout(w.ctx, 10*time.Minute)

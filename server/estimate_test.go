@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sluice-dtn/sluice/estimate"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -117,7 +117,7 @@ func TestEstimateFrozenAgent(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience
 	defer cancel()
 	start := time.Now()
-	_, err = s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
+	_, err = s.Estimate(cctx, admin, estimate.Request{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the estimate waited %s on a frozen agent", took.Round(time.Millisecond))
 	}
@@ -172,7 +172,7 @@ func TestEstimateAgentFreezesMidSample(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the caller's patience
 	defer cancel()
 	start := time.Now()
-	_, err = s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20})
+	_, err = s.Estimate(cctx, admin, estimate.Request{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20})
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the estimate waited %s on an agent frozen mid-sample", took.Round(time.Millisecond))
 	}
@@ -227,7 +227,7 @@ func TestEstimateSampleDirectory(t *testing.T) {
 		{"sluice://dst/archive/sub/", "/archive/sub"},
 	} {
 		t.Run(tt.dst, func(t *testing.T) {
-			_, err := s.Estimate(ctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: tt.dst, Size: 1 << 30, SampleBytes: 1 << 20, MaxStreams: 2})
+			_, err := s.Estimate(ctx, admin, estimate.Request{Source: "sluice://src/d/f", Destination: tt.dst, Size: 1 << 30, SampleBytes: 1 << 20, MaxStreams: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +267,7 @@ func TestEstimateWaitEndsWithRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another request of this server samples the pair.
-	unlock, err := s.estimating.lock(ctx, "src", "dst")
+	unlock, err := s.estimating.Lock(ctx, "src", "dst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestEstimateWaitEndsWithRequest(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	got := make(chan error, 1)
 	go func() {
-		_, err := s.Estimate(cctx, admin, EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
+		_, err := s.Estimate(cctx, admin, estimate.Request{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30})
 		got <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
@@ -324,7 +324,7 @@ func TestEstimateCappedNotHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
-	req := EstimateRequest{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20}
+	req := estimate.Request{Source: "sluice://src/d/f", Destination: "sluice://dst/d/g", Size: 1 << 30, SampleBytes: 1 << 20}
 	capped := req
 	capped.MaxStreams = 1
 	if e, err := s.Estimate(ctx, admin, capped); err != nil || e.Streams != 1 {
@@ -343,9 +343,9 @@ func TestEstimateCappedNotHistory(t *testing.T) {
 		t.Errorf("use_history after the pair's own estimate: %+v, %v; want it from history", e, err)
 	}
 	// And it answers a request capped above its streams.
-	capped.MaxStreams, capped.UseHistory = DefaultMaxStreams, true
+	capped.MaxStreams, capped.UseHistory = estimate.DefaultMaxStreams, true
 	if e, err := s.Estimate(ctx, admin, capped); err != nil || !e.FromHistory {
-		t.Errorf("use_history with max_streams %d: %+v, %v; want it from history", DefaultMaxStreams, e, err)
+		t.Errorf("use_history with max_streams %d: %+v, %v; want it from history", estimate.DefaultMaxStreams, e, err)
 	}
 }
 
@@ -456,7 +456,7 @@ func TestEstimateLinkBase(t *testing.T) {
 		{"below a file of another user's, through a link", "sluice://src/home/alice/big", "sluice://dst/home/alice/outdir/private/x", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Estimate(ctx, alice, EstimateRequest{Source: tc.src, Destination: tc.dst, Size: 1 << 30, SampleBytes: 64 << 10, MaxStreams: 1})
+			_, err := s.Estimate(ctx, alice, estimate.Request{Source: tc.src, Destination: tc.dst, Size: 1 << 30, SampleBytes: 64 << 10, MaxStreams: 1})
 			switch {
 			case tc.refused && err == nil:
 				t.Errorf("estimate %s -> %s sampled through a link out of alice's home", tc.src, tc.dst)
@@ -498,36 +498,5 @@ func TestOptimizeActsAsOwner(t *testing.T) {
 		if got := s.ownerOf(ctx, c.owner); got.User.Admin != c.wantAdmin || got.User.Name != c.owner.Name {
 			t.Errorf("owner %+v acts as %+v, want admin %v", c.owner, got.User, c.wantAdmin)
 		}
-	}
-}
-
-// TestGrownSample: a sample shorter than sampleSetups request set-ups is
-// taken again, larger (to what the rule asks from the rate seen, at least
-// four times, at most the limit); one long enough, or already at the
-// limit, is kept.
-func TestGrownSample(t *testing.T) {
-	const mib = 1 << 20
-	for _, tc := range []struct {
-		name       string
-		n, limit   int64
-		sec, setup float64
-		want       int64
-		again      bool
-	}{
-		// Seen on a 50 ms path: 16 streams moved 20 MiB in 0.33 s; a
-		// 64 KiB pull took 0.11 s.
-		{"50 ms path, 16 streams", 20 * mib, 1 << 30, 0.327, 0.11, int64(math.Ceil(20 * mib * 2.2 / 0.327)), true},
-		{"50 ms path, long enough", 80 * mib, 1 << 30, 2.5, 0.11, 80 * mib, false},
-		{"loopback: four times at least", 20 * mib, 1 << 30, 0.012, 0.001, 80 * mib, true},
-		{"capped by the source", 20 * mib, 50 * mib, 0.327, 0.11, 50 * mib, true},
-		{"at the limit already", 50 * mib, 50 * mib, 0.3, 0.11, 50 * mib, false},
-		{"no time measured", 20 * mib, 1 << 30, 0, 0.11, 20 * mib, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, again := grownSample(tc.n, tc.limit, tc.sec, tc.setup)
-			if got != tc.want || again != tc.again {
-				t.Errorf("grownSample(%d, %d, %g, %g) = %d, %v; want %d, %v", tc.n, tc.limit, tc.sec, tc.setup, got, again, tc.want, tc.again)
-			}
-		})
 	}
 }

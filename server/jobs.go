@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/wire"
 	"net/url"
 	"path"
 	"slices"
@@ -172,8 +173,8 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		return bad("%d files in one job; the limit is %d", len(spec.Files), MaxFilesPerJob)
 	case len(spec.Label) > 256 || len(spec.SubmissionID) > 256:
 		return bad("label and submission_id are limited to 256 bytes")
-	case spec.Streams < 0 || spec.Streams > MaxStreams:
-		return bad("streams %d: want 0 (the service chooses) to %d", spec.Streams, MaxStreams)
+	case spec.Streams < 0 || spec.Streams > wire.MaxStreams:
+		return bad("streams %d: want 0 (the service chooses) to %d", spec.Streams, wire.MaxStreams)
 	case spec.Streams > 0 && spec.Optimize:
 		return bad("give streams or optimization, not both")
 	case spec.Adaptive != nil && (spec.Streams > 0 || spec.Optimize):

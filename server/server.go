@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/estimate"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -209,7 +210,7 @@ type Server struct {
 	epLive  map[string]EndpointStatus // live load of endpoints (under mu)
 	nowStat Status                    // the loop's figures (under mu)
 
-	estimating pairLocks // one sampling per endpoint pair at a time
+	estimating estimate.PairLocks // one sampling per endpoint pair at a time
 	// agentCallTimeout and endpointPoll: see the constants of their
 	// names (estimate.go).
 	agentCallTimeout, endpointPoll time.Duration
@@ -279,7 +280,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg.StartupCost = DefaultStartupCost
 	}
 	if cfg.HistoryTTL <= 0 {
-		cfg.HistoryTTL = DefaultHistoryTTL
+		cfg.HistoryTTL = estimate.DefaultHistoryTTL
 	}
 	if cfg.ServerID == "" {
 		cfg.ServerID = "local"

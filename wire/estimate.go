@@ -8,6 +8,9 @@ import "time"
 // for Widely Distributed Many-Task Computing").
 const DefaultSampleBytes = 20 << 20
 
+// MaxStreams bounds any stream count a request or job asks for.
+const MaxStreams = 1024
+
 // EstimateIn is an estimation request.
 type EstimateIn struct {
 	Source      string `json:"source" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of a file to sample from (its first sample_size bytes)."`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluice-dtn/sluice/estimate"
 	"io"
 	"os"
 	"os/signal"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/model/iperf3"
-	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/stork"
 )
 
@@ -72,8 +72,8 @@ gets; they are still sent and counted in the cost.`,
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if growth != 0 && (growth < 2 || growth > server.MaxGrowth) {
-			return fmt.Errorf("estimate: --growth %d: want 2 to %d (the factor from one sampled stream count to the next; 2 is the paper's doubling)", growth, server.MaxGrowth)
+		if growth != 0 && (growth < 2 || growth > estimate.MaxGrowth) {
+			return fmt.Errorf("estimate: --growth %d: want 2 to %d (the factor from one sampled stream count to the next; 2 is the paper's doubling)", growth, estimate.MaxGrowth)
 		}
 		if cmd.Flags().Changed("iperf3") {
 			return estimateIperf3(cmd, iperfServer, size, int(seconds), omit, maxStreams, growth, asJSON)
