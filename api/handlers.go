@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"github.com/sluice-dtn/sluice/estimate"
 	"net/http"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
 
+	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"

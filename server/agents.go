@@ -6,11 +6,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"github.com/sluice-dtn/sluice/wire"
 	"net/url"
 	"time"
 
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // agentState is the last heartbeat of an agent.

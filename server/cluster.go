@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/sluice-dtn/sluice/wire"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // Several servers on one database (docs/SCALING.md).

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/access"
-	"github.com/sluice-dtn/sluice/estimate"
 	"path"
 	"strings"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/store"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sluice-dtn/sluice/estimate"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/store"
 )
 

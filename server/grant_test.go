@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/sluice-dtn/sluice/access"
 	"path"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/store"

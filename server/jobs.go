@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/wire"
 	"net/url"
 	"path"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/store"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // MaxFilesPerJob bounds one submission.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/access"
 	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"

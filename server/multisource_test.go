@@ -1,10 +1,10 @@
 package server
 
 import (
-	"github.com/sluice-dtn/sluice/access"
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/store"
 )

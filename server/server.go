@@ -24,8 +24,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/clock"
-	"github.com/sluice-dtn/sluice/estimate"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -39,6 +37,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/sched"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/access"
 	"log/slog"
 	"maps"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/engine"

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/estimate"
 	"io"
 	"os"
 	"os/signal"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/model/iperf3"
 	"github.com/sluice-dtn/sluice/stork"
 )

@@ -8,7 +8,6 @@ package starlarkpolicy
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/policy"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -18,6 +17,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"github.com/sluice-dtn/sluice/policy"
 )
 
 // Load returns the policy a configuration names: "greedy" (or empty),

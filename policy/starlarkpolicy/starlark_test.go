@@ -3,13 +3,14 @@ package starlarkpolicy
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/policy"
 	"math/rand/v2"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-dtn/sluice/policy"
 )
 
 func loadTestdata(t *testing.T, name string) *Policy {
