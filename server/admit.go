@@ -58,7 +58,7 @@ func newLiveRunner(w *world, now time.Time) *liveRunner {
 		}
 	}
 	for name, x := range w.ext {
-		r.conns[name] += x.cc // not in total: that bounds this server's
+		r.conns[name] += x.CC // not in total: that bounds this server's
 	}
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/model"
@@ -96,7 +97,7 @@ func TestLimitRule(t *testing.T) {
 			// The pause's report is not needed here: nothing runs.
 			s := &Server{cfg: Config{Clock: clk, ServerID: "s1"}, events: newBroker(clk), epoch: clk.Now(), spawn: func(func()) {}}
 			w := &world{s: s, tasks: newTaskTable(), jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-				est: model.NewHistory(), ext: map[string]extLoad{"a": {cc: tc.ext}}, victims: map[int64][]int64{}}
+				est: model.NewHistory(), ext: map[string]cluster.Load{"a": {CC: tc.ext}}, victims: map[int64][]int64{}}
 			for _, n := range []string{"a", "b"} {
 				w.eps[n] = &endpoint{Endpoint: store.Endpoint{Name: n, MaxCC: 4, Up: true}}
 			}

@@ -3,67 +3,26 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
 )
 
-// Several servers on one database (docs/SCALING.md).
-//
-// Scheduling is partitioned by source endpoint: each endpoint is a
-// partition with a lease in the store (store.Lease), and the server that
-// holds a partition's lease schedules every task whose source is that
-// endpoint. A transfer's source and destination are therefore scheduled
-// by one owner as far as the source goes; the destination's load from
-// transfers other servers run there reaches the owner through the store
-// (each server publishes its per-endpoint concurrency and throughput every
-// poll, and every scheduler adds the others' figures to its snapshot as
-// known load). The destination view is thus up to one poll period old;
-// see docs/SCALING.md for what that costs.
-//
-// One goroutine, the coordinator, talks to the store for the cluster and
-// hands results to the loop in order (through the inbox, FIFO): lease
-// rounds (beat, renew, acquire a fair share, release idle surplus), then
-// claims of new work (store.ClaimTasks), cancellations made through other
-// servers, the endpoints table (heartbeats recorded by any server) and
-// the other servers' endpoint loads. Because gains are posted before the
-// claims that follow them and losses before any later claim, the loop
-// never holds a task of a partition it does not hold. Every scheduler
-// write is fenced (store.UpdateTasksFenced): a server that lost a lease
-// (stalled, partitioned from the database) cannot overwrite what the new
-// owner decided; it stops that partition's runs when it notices.
-//
-// A single server (SQLite) runs the same code and simply holds every
-// partition.
+// Several servers on one database: package cluster's coordinator talks to
+// the store; this file is the loop's side of it (clusterLoop hands its
+// news to the loop through the inbox, FIFO) and what the loop does with
+// claims, losses, releases and cancellations.
 
-// Defaults for the cluster settings.
+// Defaults for the cluster settings (package cluster's).
 const (
-	DefaultLeaseTTL  = 10 * time.Second
-	DefaultPollEvery = time.Second
-	// workChannel is the NOTIFY channel of new work and cancellations.
-	workChannel = "sluice_work"
-	claimBatch  = 5000
+	DefaultLeaseTTL  = cluster.DefaultLeaseTTL
+	DefaultPollEvery = cluster.DefaultPollEvery
 )
-
-// coordinator is the cluster goroutine's state (owned by it alone).
-type coordinator struct {
-	s *Server
-	// held is what this server holds: partition -> term; renewed is
-	// when each was last confirmed, for giving up a lease the store can
-	// no longer confirm before another server may take it.
-	held    map[string]int64
-	renewed map[string]time.Time
-	// others are the partitions live servers other than this one hold,
-	// and known every partition seen, at the last lease round.
-	others      map[string]bool
-	known       map[string]bool
-	lastLeases  time.Time
-	canceledCur time.Time
-	seenCancel  map[int64]time.Time
-}
 
 // wakeUp asks the coordinator for a sync now (new work submitted here,
 // an agent registered): a non-blocking hint.
@@ -76,40 +35,70 @@ func (s *Server) wakeUp() {
 
 // coordinate runs the coordinator until ctx ends.
 func (s *Server) coordinate(ctx context.Context) {
-	c := s.newCoordinator()
-	notes := s.st.Listen(ctx, workChannel)
-	poll := time.NewTicker(s.cfg.PollEvery)
-	defer poll.Stop()
-	c.leaseRound(ctx)
-	c.sync(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-poll.C:
-		case <-notes:
-		case <-s.wake:
+	s.newCoordinator().Run(ctx, s.wake)
+}
+
+func (s *Server) newCoordinator() *cluster.Coordinator {
+	return cluster.New(cluster.Config{ServerID: s.cfg.ServerID, URL: s.cfg.URL, LeaseTTL: s.cfg.LeaseTTL,
+		PollEvery: s.cfg.PollEvery, Clock: clockOf(s), Log: s.log}, s.st, clusterLoop{s})
+}
+
+// clockOf is the server's clock, as a clock.Clock.
+func clockOf(s *Server) clock.Clock {
+	if s.cfg.Clock == nil {
+		return clock.System{}
+	}
+	return s.cfg.Clock
+}
+
+// clusterLoop is the loop as the coordinator sees it (cluster.Loop).
+type clusterLoop struct{ s *Server }
+
+func (l clusterLoop) Gained(ctx context.Context, p string, term int64) bool {
+	return l.s.do(ctx, func(w *world) { w.parts[p] = term })
+}
+
+func (l clusterLoop) Lost(ctx context.Context, p string) bool {
+	return l.s.do(ctx, func(w *world) { w.lostPartition(p) })
+}
+
+func (l clusterLoop) Release(ctx context.Context, p string) bool {
+	ok, _ := ask(ctx, l.s, func(w *world) bool { return w.release(p) })
+	return ok
+}
+
+func (l clusterLoop) Claimed(ctx context.Context, ts []store.Task) bool {
+	return l.s.do(ctx, func(w *world) { w.claimed(ts) })
+}
+
+func (l clusterLoop) Canceled(ctx context.Context, jobs []int64) bool {
+	return l.s.do(ctx, func(w *world) {
+		for _, id := range jobs {
+			w.jobCanceled(id)
 		}
-		c.step(ctx)
-	}
+	})
 }
 
-func (s *Server) newCoordinator() *coordinator {
-	return &coordinator{s: s, held: map[string]int64{}, renewed: map[string]time.Time{}, others: map[string]bool{}, known: map[string]bool{},
-		canceledCur: s.now().Add(-time.Minute), seenCancel: map[int64]time.Time{}}
+func (l clusterLoop) Endpoints(ctx context.Context, eps []store.Endpoint) bool {
+	return l.s.do(ctx, func(w *world) { w.storeEndpoints(eps) })
 }
 
-// step is one round of the coordinator: the leases when a third of
-// their TTL has passed, then the claims and cancellations.
-func (c *coordinator) step(ctx context.Context) {
-	if c.now().Sub(c.lastLeases) >= c.s.cfg.LeaseTTL/3 {
-		c.leaseRound(ctx)
-	}
-	c.sync(ctx)
+func (l clusterLoop) ExternalLoads(ctx context.Context, ext map[string]cluster.Load) bool {
+	return l.s.do(ctx, func(w *world) { w.ext = ext })
 }
 
-func (c *coordinator) post(ctx context.Context, f func(*world)) bool {
-	return c.s.do(ctx, f)
+func (l clusterLoop) GivenUp() map[string]int64 {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	g := l.s.givenUp
+	l.s.givenUp = nil
+	return g
+}
+
+func (l clusterLoop) OwnLoads() map[string]cluster.Load {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	return maps.Clone(l.s.ownLoad)
 }
 
 // ask runs f in the loop and waits for its answer.
@@ -125,250 +114,6 @@ func ask[T any](ctx context.Context, s *Server, f func(*world) T) (T, bool) {
 	case <-ctx.Done():
 		return zero, false
 	}
-}
-
-// leaseRound renews what this server holds, takes its fair share of the
-// partitions that are free or expired, and gives idle surplus back.
-func (c *coordinator) leaseRound(ctx context.Context) {
-	s := c.s
-	now := c.now()
-	c.lastLeases = now
-	ttl := s.cfg.LeaseTTL
-	live, err := s.st.ServerBeat(ctx, s.cfg.ServerID, s.cfg.URL, ttl)
-	if err != nil {
-		s.log.Warn("cluster: server heartbeat", "err", err)
-	}
-	// Partitions the loop gave up after a refused write: release them
-	// (a no-op if another server's term replaced ours), so that they are
-	// taken again, here or elsewhere, under a newer term.
-	s.mu.Lock()
-	givenUp := s.givenUp
-	s.givenUp = nil
-	s.mu.Unlock()
-	for p, term := range givenUp {
-		if c.held[p] != term {
-			continue
-		}
-		if err := s.st.ReleaseLease(ctx, p, s.cfg.ServerID, term); err != nil {
-			s.log.Warn("cluster: releasing a lease", "partition", p, "err", err)
-		}
-		s.log.Info("cluster: released a partition after a refused write", "partition", p, "term", term)
-		delete(c.held, p)
-		delete(c.renewed, p)
-	}
-	// Renew. A lease the store no longer confirms is lost at once if
-	// another term replaced it, and by our own clock a margin before its
-	// expiry if the store cannot be reached (others may take it then).
-	if len(c.held) > 0 {
-		kept, err := s.st.RenewLeases(ctx, s.cfg.ServerID, c.held, ttl)
-		if err != nil {
-			s.log.Warn("cluster: renewing leases", "err", err)
-			for p := range c.held {
-				if now.Sub(c.renewed[p]) > ttl-ttl/5 {
-					c.lose(ctx, p, "renewal failed for too long")
-				}
-			}
-		} else {
-			for p := range c.held {
-				if _, ok := kept[p]; ok {
-					c.renewed[p] = now
-				} else {
-					c.lose(ctx, p, "taken over by another server")
-				}
-			}
-		}
-	}
-	if err != nil || ctx.Err() != nil {
-		return
-	}
-	eps, err := s.st.Endpoints(ctx)
-	if err != nil {
-		s.log.Warn("cluster: endpoints", "err", err)
-		return
-	}
-	leases, err := s.st.Leases(ctx)
-	if err != nil {
-		s.log.Warn("cluster: leases", "err", err)
-		return
-	}
-	// What the live servers hold; leases of dead servers expire and are
-	// free for the taking.
-	alive := map[string]bool{}
-	for _, si := range live {
-		alive[si.ID] = true
-	}
-	if !alive[s.cfg.ServerID] {
-		alive[s.cfg.ServerID] = true
-	}
-	byName := map[string]store.Lease{}
-	for _, l := range leases {
-		byName[l.Partition] = l
-	}
-	clear(c.others)
-	clear(c.known)
-	var free []string
-	for _, e := range eps {
-		c.known[e.Name] = true
-		l, ok := byName[e.Name]
-		switch {
-		case c.held[e.Name] != 0:
-		case ok && l.Owner != s.cfg.ServerID && l.Expires.After(c.now()) && alive[l.Owner]:
-			c.others[e.Name] = true
-		default:
-			free = append(free, e.Name)
-		}
-	}
-	target := int(math.Ceil(float64(len(eps)) / float64(len(alive))))
-	for _, p := range free {
-		if len(c.held) >= target {
-			break
-		}
-		l, ok, err := s.st.AcquireLease(ctx, p, s.cfg.ServerID, ttl)
-		if err != nil {
-			s.log.Warn("cluster: acquiring a lease", "partition", p, "err", err)
-			continue
-		}
-		if !ok {
-			c.others[p] = true
-			continue
-		}
-		c.held[p], c.renewed[p] = l.Term, c.now()
-		s.log.Info("cluster: scheduling partition", "partition", p, "term", l.Term)
-		term := l.Term
-		c.post(ctx, func(w *world) { w.parts[p] = term })
-	}
-	// More than a fair share (servers joined): hand over partitions with
-	// nothing running, one round at a time, so work moves without
-	// interrupting transfers.
-	if extra := len(c.held) - target; extra > 0 {
-		names := make([]string, 0, len(c.held))
-		for p := range c.held {
-			names = append(names, p)
-		}
-		slices.Sort(names)
-		for _, p := range names {
-			if extra == 0 {
-				break
-			}
-			ok, _ := ask(ctx, s, func(w *world) bool { return w.release(p) })
-			if !ok {
-				continue
-			}
-			if err := s.st.ReleaseLease(ctx, p, s.cfg.ServerID, c.held[p]); err != nil {
-				s.log.Warn("cluster: releasing a lease", "partition", p, "err", err)
-			}
-			s.log.Info("cluster: handed partition over", "partition", p)
-			delete(c.held, p)
-			delete(c.renewed, p)
-			extra--
-		}
-	}
-}
-
-func (c *coordinator) lose(ctx context.Context, p, why string) {
-	c.s.log.Warn("cluster: lost partition", "partition", p, "why", why)
-	delete(c.held, p)
-	delete(c.renewed, p)
-	c.post(ctx, func(w *world) { w.lostPartition(p) })
-}
-
-// sync brings the loop the store's news: claimed tasks, cancellations,
-// endpoints and other servers' loads; and publishes this server's loads.
-func (c *coordinator) sync(ctx context.Context) {
-	s := c.s
-	if len(c.held) > 0 {
-		for ctx.Err() == nil {
-			ts, err := s.st.ClaimTasks(ctx, s.cfg.ServerID, claimBatch)
-			if err != nil {
-				s.log.Warn("cluster: claiming tasks", "err", err)
-				break
-			}
-			if len(ts) > 0 {
-				c.post(ctx, func(w *world) { w.claimed(ts) })
-			}
-			if len(ts) < claimBatch {
-				break
-			}
-		}
-	}
-	// Cancellations through any server; the window overlaps the last
-	// one (clocks and commit order), and seen jobs are skipped.
-	now := c.now()
-	if ids, err := s.st.CanceledJobs(ctx, c.canceledCur.Add(-30*time.Second)); err != nil {
-		s.log.Warn("cluster: cancellations", "err", err)
-	} else {
-		var fresh []int64
-		for _, id := range ids {
-			if _, ok := c.seenCancel[id]; !ok {
-				fresh = append(fresh, id)
-			}
-			c.seenCancel[id] = now
-		}
-		for id, at := range c.seenCancel {
-			if now.Sub(at) > 2*time.Minute {
-				delete(c.seenCancel, id)
-			}
-		}
-		c.canceledCur = now
-		if len(fresh) > 0 {
-			c.post(ctx, func(w *world) {
-				for _, id := range fresh {
-					w.jobCanceled(id)
-				}
-			})
-		}
-	}
-	if eps, err := s.st.Endpoints(ctx); err != nil {
-		s.log.Warn("cluster: endpoints", "err", err)
-	} else {
-		c.post(ctx, func(w *world) { w.storeEndpoints(eps) })
-		// An endpoint registered since the last lease round: share it
-		// out now rather than at the next round.
-		for _, e := range eps {
-			if !c.known[e.Name] && c.now().Sub(c.lastLeases) > 100*time.Millisecond {
-				c.leaseRound(ctx)
-				break
-			}
-		}
-	}
-	s.mu.Lock()
-	own := make([]store.EndpointLoad, 0, len(s.ownLoad))
-	for name, l := range s.ownLoad {
-		if l.cc > 0 || l.thr > 0 {
-			own = append(own, store.EndpointLoad{Endpoint: name, CC: l.cc, Throughput: l.thr})
-		}
-	}
-	s.mu.Unlock()
-	slices.SortFunc(own, func(a, b store.EndpointLoad) int {
-		switch {
-		case a.Endpoint < b.Endpoint:
-			return -1
-		case a.Endpoint > b.Endpoint:
-			return 1
-		}
-		return 0
-	})
-	if err := s.st.PutEndpointLoads(ctx, s.cfg.ServerID, own); err != nil {
-		s.log.Warn("cluster: publishing loads", "err", err)
-	}
-	if ls, err := s.st.EndpointLoads(ctx, s.cfg.ServerID, 3*s.cfg.PollEvery+time.Second); err != nil {
-		s.log.Warn("cluster: other servers' loads", "err", err)
-	} else {
-		ext := map[string]extLoad{}
-		for _, l := range ls {
-			e := ext[l.Endpoint]
-			e.cc += l.CC
-			e.thr += l.Throughput
-			ext[l.Endpoint] = e
-		}
-		c.post(ctx, func(w *world) { w.ext = ext })
-	}
-}
-
-// extLoad is what a server runs at an endpoint.
-type extLoad struct {
-	cc  int
-	thr float64
 }
 
 // --- the loop's side ---

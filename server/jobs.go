@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
@@ -360,7 +361,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	// their next poll at the latest.
 	s.met.jobsSubmitted.Inc()
 	s.wakeUp()
-	if err := s.st.Notify(context.WithoutCancel(ctx), workChannel); err != nil {
+	if err := s.st.Notify(context.WithoutCancel(ctx), cluster.WorkChannel); err != nil {
 		s.log.Warn("notifying other servers of a new job", "job", j.ID, "err", err)
 	}
 	s.events.publish(Event{Type: "job", Job: j.ID, Owner: j.OwnerID, State: j.State})
@@ -486,7 +487,7 @@ func (s *Server) Cancel(ctx context.Context, c Caller, id int64) (JobStatus, err
 	}
 	if len(ids) > 0 || j.State == store.StateActive {
 		s.do(context.WithoutCancel(ctx), func(w *world) { w.jobCanceled(id) })
-		if err := s.st.Notify(context.WithoutCancel(ctx), workChannel); err != nil {
+		if err := s.st.Notify(context.WithoutCancel(ctx), cluster.WorkChannel); err != nil {
 			s.log.Warn("notifying other servers of a cancel", "job", id, "err", err)
 		}
 	}

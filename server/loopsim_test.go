@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
@@ -80,7 +81,7 @@ type loopSim struct {
 	st  *simStore
 	s   *Server
 	w   *world
-	co  *coordinator
+	co  *cluster.Coordinator
 	ctx context.Context
 	end context.CancelFunc
 
@@ -371,10 +372,7 @@ func (h *loopSim) start() {
 		h.t.Fatalf("seed %d: loading the loop: %v", h.cfg.seed, err)
 	}
 	h.s, h.w, h.co = s, w, s.newCoordinator()
-	h.inLoop(func() {
-		h.co.leaseRound(h.ctx)
-		h.co.sync(h.ctx)
-	})
+	h.inLoop(func() { h.co.Start(h.ctx) })
 	h.nextPoll = h.clk.Now().Add(simPoll)
 }
 
@@ -578,7 +576,7 @@ func (h *loopSim) step(arrivals bool) {
 	h.drain()
 	if !now.Before(h.nextPoll) {
 		h.nextPoll = now.Add(simPoll)
-		h.inLoop(func() { h.co.step(h.ctx) })
+		h.inLoop(func() { h.co.Step(h.ctx) })
 	}
 	h.w.periodic(now)
 	h.drain()
@@ -902,7 +900,7 @@ func TestLoopSimulation(t *testing.T) {
 			if h.fail != "" {
 				t.Fatalf("%s\nreplay: SLUICE_LOOPSIM_SEED=%d go test ./server -run 'TestLoopSimulation' -v", h.fail, seed)
 			}
-			t.Logf("seed %d: %.0f virtual s in %s: %v, %d events", seed, float64(h.ticks)*simCycle.Seconds(), time.Since(t0).Round(time.Millisecond), h.counts, h.events)
+			t.Logf("seed %d: %.0f virtual s in %s: %v, %d events, digest %x", seed, float64(h.ticks)*simCycle.Seconds(), time.Since(t0).Round(time.Millisecond), h.counts, h.events, h.digest)
 			if h.counts["done"] == 0 || h.counts["runs"] <= h.counts["done"] {
 				t.Errorf("a trace that does not exercise the loop: %v", h.counts)
 			}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/clock"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/policy"
@@ -215,8 +216,8 @@ type Server struct {
 	// names (estimate.go).
 	agentCallTimeout, endpointPoll time.Duration
 
-	wake    chan struct{}      // hints for the coordinator (cluster.go)
-	ownLoad map[string]extLoad // this server's load per endpoint, to publish (under mu)
+	wake    chan struct{}           // hints for the coordinator (cluster.go)
+	ownLoad map[string]cluster.Load // this server's load per endpoint, to publish (under mu)
 	// givenUp: partitions (-> term) the loop dropped after a refused
 	// write, for the coordinator to release (under mu).
 	givenUp map[string]int64
@@ -666,6 +667,3 @@ func (s *Server) now() time.Time {
 
 // now is the service's time, as the loop reads it.
 func (w *world) now() time.Time { return w.s.now() }
-
-// now is the service's time, as the coordinator reads it.
-func (c *coordinator) now() time.Time { return c.s.now() }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/model"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
@@ -104,7 +105,7 @@ func TestTaskTable(t *testing.T) {
 func testWorld(endpoints, queued, running int) *world {
 	s := &Server{cfg: Config{TotalMaxCC: 0, StartupCost: 2 * time.Second, JournalWrites: 500}, epoch: time.Now().Add(-time.Hour)}
 	w := &world{s: s, tasks: newTaskTable(), jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
-		est: model.NewHistory(), ext: map[string]extLoad{}}
+		est: model.NewHistory(), ext: map[string]cluster.Load{}}
 	for i := range endpoints {
 		name := fmt.Sprintf("ep%04d", i)
 		w.eps[name] = &endpoint{Endpoint: store.Endpoint{Name: name, MaxThroughput: 1.25e9, MaxCC: 64, Up: true}}

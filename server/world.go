@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/engine"
 	"github.com/sluice-dtn/sluice/model"
@@ -170,7 +171,7 @@ type world struct {
 	runTasks  []*task       // the running tasks at the last snapshot
 
 	parts   map[string]int64
-	ext     map[string]extLoad
+	ext     map[string]cluster.Load
 	seen    map[string]time.Time
 	stale   []string
 	skipped []int64
@@ -273,7 +274,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 		s: s, ctx: ctx,
 		tasks: newTaskTable(), jobs: map[int64]*jobState{}, eps: map[string]*endpoint{},
 		est: s.cfg.Estimator, begun: s.now(), victims: map[int64][]int64{}, optimal: map[[2]string]optimum{}, vallocs: map[voKey]*voAlloc{}, adapts: map[adaptKey]*adaptState{}, links: map[[2]string][]float64{},
-		parts: map[string]int64{}, ext: map[string]extLoad{}, seen: map[string]time.Time{},
+		parts: map[string]int64{}, ext: map[string]cluster.Load{}, seen: map[string]time.Time{},
 	}
 	if w.est == nil {
 		w.est = model.NewHistory()
@@ -453,14 +454,14 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	snap := b.Snapshot()
 	// This server's own load is published for the others; theirs is
 	// added as known load (cluster.go).
-	own := make(map[string]extLoad, len(snap.Endpoints))
+	own := make(map[string]cluster.Load, len(snap.Endpoints))
 	for name, e := range snap.Endpoints {
 		if e.CC > 0 || e.Observed > 0 {
-			own[name] = extLoad{cc: e.CC, thr: e.Observed}
+			own[name] = cluster.Load{CC: e.CC, Throughput: e.Observed}
 		}
 		if x, ok := w.ext[name]; ok {
-			e.CC += x.cc
-			e.Observed += x.thr
+			e.CC += x.CC
+			e.Observed += x.Throughput
 		}
 	}
 	w.s.mu.Lock()
