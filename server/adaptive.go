@@ -267,6 +267,6 @@ func (w *world) dropStaleJobAllocs(now time.Time) {
 		}
 	}
 	if len(ids) > 0 {
-		_ = w.s.persistAllocations(w.ctx, nil, ids)
+		_ = w.s.pol.Persist(w.ctx, nil, ids)
 	}
 }

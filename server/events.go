@@ -3,10 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/clock"
 	"sort"
 	"sync"
 
+	"github.com/sluice-dtn/sluice/clock"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluice-dtn/sluice/clock"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/clock"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -137,80 +137,6 @@ func TestAllocationClientNames(t *testing.T) {
 	}
 	if as := s.Allocations(ctx, alice); len(as) != 0 {
 		t.Errorf("allocations left: %+v", as)
-	}
-}
-
-// TestSetPolicyInitialZero: greedy and weighted-shares start every
-// allocation at initial (the paper's s_i) and grow it only from there,
-// so an open pair with initial 0 would never give any client a stream:
-// the loop's VOs and every adaptive client would wait for ever without
-// an error. Such a configuration is refused; a closed pair (pair_max or
-// client_max 0) may say initial 0.
-func TestSetPolicyInitialZero(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s := newPolicyTestServer(t, st)
-	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
-	open := PolicyParams{Initial: 0, Update: 4, PairMax: 128, ClientMax: 32, LeaseSeconds: 60}
-	closed := PolicyParams{Initial: 0, Update: 0, PairMax: 0, ClientMax: 32, LeaseSeconds: 60}
-	fine := PolicyParams{Initial: 16, Update: 4, PairMax: 128, ClientMax: 32, LeaseSeconds: 60}
-	for _, tt := range []struct {
-		name string
-		cfg  PolicyConfig
-		ok   bool
-	}{
-		{"greedy defaults", PolicyConfig{Policy: "greedy", Defaults: open}, false},
-		{"weighted-shares defaults", PolicyConfig{Policy: "weighted-shares", Defaults: open}, false},
-		{"a pair", PolicyConfig{Policy: "greedy", Defaults: fine, Pairs: []PairPolicy{{Source: "a", Destination: "b", Params: open}}}, false},
-		{"closed pair", PolicyConfig{Policy: "greedy", Defaults: fine, Pairs: []PairPolicy{{Source: "a", Destination: "b", Params: closed}}}, true},
-		{"no client streams", PolicyConfig{Policy: "greedy", Defaults: PolicyParams{PairMax: 128, LeaseSeconds: 60}}, true},
-	} {
-		_, err := s.SetPolicy(ctx, admin, tt.cfg)
-		switch {
-		case tt.ok && err != nil:
-			t.Errorf("%s: %v", tt.name, err)
-		case !tt.ok && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "initial 0")):
-			t.Errorf("%s: %v, want ErrInvalid about initial 0", tt.name, err)
-		}
-	}
-}
-
-// TestPolicyFlagOverrideWarning: serve --policy warns that it overrides
-// the policy stored through the API only when one was stored. Before,
-// every start with --policy weighted-shares on a fresh store warned
-// "--policy overrides the policy stored through the API ... stored=greedy"
-// although nothing had been stored: greedy was only the default.
-func TestPolicyFlagOverrideWarning(t *testing.T) {
-	ctx := context.Background()
-	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	start := func(flag string) string {
-		var log strings.Builder
-		if _, err := New(ctx, Config{Store: st, ServerID: "s1", Scheduler: "basecc1", DataDir: t.TempDir(), Policy: flag,
-			Logger: slog.New(slog.NewTextHandler(&log, nil))}); err != nil {
-			t.Fatal(err)
-		}
-		return log.String()
-	}
-	if log := start("weighted-shares"); strings.Contains(log, "overrides") {
-		t.Errorf("a fresh store, nothing stored: %s", log)
-	}
-	s := newPolicyTestServer(t, st)
-	cfg := s.Policy(ctx, admin)
-	cfg.Policy = "greedy"
-	if _, err := s.SetPolicy(ctx, admin, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if log := start("weighted-shares"); !strings.Contains(log, "overrides") {
-		t.Errorf("greedy stored through the API, --policy weighted-shares: no warning in %q", log)
 	}
 }
 

@@ -41,7 +41,7 @@ import (
 	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/model"
-	"github.com/sluice-dtn/sluice/policy"
+	"github.com/sluice-dtn/sluice/policyserver"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/wire"
@@ -222,22 +222,7 @@ type Server struct {
 	// write, for the coordinator to release (under mu).
 	givenUp map[string]int64
 
-	// The Policy Service (policy.go): held for reading by each operation,
-	// for writing while SetPolicy swaps it.
-	polMu   sync.RWMutex
-	pol     *policy.Service
-	polCfg  PolicyConfig
-	polStar policy.Policy // the server's own Starlark policy, or nil
-	// polGone holds the allocations whose leases ran out, for the next
-	// write to delete from the store (under polGoneMu).
-	polGoneMu sync.Mutex
-	polGone   []store.AllocationGone
-	// polKeys serialize, per allocation or per user (striped by a hash
-	// of the key), an operation on the Policy Service with its write to
-	// the store, so that the store sees one allocation's changes in the
-	// order the service made them, and a user's count of allocations
-	// cannot be passed by requests at once.
-	polKeys [64]sync.Mutex
+	pol *policyserver.Host // the Policy Service (policy.go)
 
 	// Files written on first start, for the CLI to print.
 	AdminTokenFile, JoinTokenFile string

@@ -32,7 +32,7 @@ import (
 
 func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
-	del := w.s.expiredIDs(svc, now)
+	del := w.s.pol.Expired(svc, now)
 	pa, err := svc.Request(now, r)
 	done()
 	var put []policy.Allocation
@@ -45,7 +45,7 @@ func (w *world) polRequest(now time.Time, r policy.Request) (policy.Allocation, 
 
 func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want int) (policy.Allocation, error) {
 	svc, done := w.s.policyService()
-	del := w.s.expiredIDs(svc, now)
+	del := w.s.pol.Expired(svc, now)
 	pa, err := svc.Update(now, id, owner, want)
 	done()
 	var put []policy.Allocation
@@ -58,7 +58,7 @@ func (w *world) polUpdate(now time.Time, id string, owner policy.Caller, want in
 
 func (w *world) polRelease(now time.Time, id string, owner policy.Caller) {
 	svc, done := w.s.policyService()
-	del := w.s.expiredIDs(svc, now)
+	del := w.s.pol.Expired(svc, now)
 	if svc.Release(now, id, owner) == nil {
 		del = append(del, store.AllocationGone{ID: id})
 	}
@@ -70,7 +70,7 @@ func (w *world) polStore(put []policy.Allocation, del []store.AllocationGone) {
 	if len(put) == 0 && len(del) == 0 {
 		return
 	}
-	if err := w.s.persistAllocations(w.ctx, put, del); err != nil {
+	if err := w.s.pol.Persist(w.ctx, put, del); err != nil {
 		w.s.log.Warn("storing allocations", "err", err)
 	}
 }
@@ -224,7 +224,7 @@ func (w *world) tendVOAllocs(now time.Time) {
 			continue
 		}
 		svc, done := w.s.policyService()
-		del := w.s.expiredIDs(svc, now) // as polUpdate: the store forgets them too
+		del := w.s.pol.Expired(svc, now) // as polUpdate: the store forgets them too
 		pa, err := svc.Get(now, a.id)
 		done()
 		w.polStore(nil, del)
@@ -328,7 +328,7 @@ func (w *world) releaseVOAllocs() {
 	}
 	done()
 	if len(ids) > 0 {
-		_ = w.s.persistAllocations(ctx, nil, ids)
+		_ = w.s.pol.Persist(ctx, nil, ids)
 	}
 	w.vallocs = map[voKey]*voAlloc{}
 	w.adapts = map[adaptKey]*adaptState{}

@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/sluice-dtn/sluice/store/storetest"
 
 	"database/sql"
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sluice-dtn/sluice/store/storetest"
 )
 
 // The tests run against SQLite always and against PostgreSQL when
