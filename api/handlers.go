@@ -100,7 +100,7 @@ func (h *handlers) register(api huma.API) {
 	sse.Register(api, huma.Operation{
 		OperationID: "events", Method: http.MethodGet, Path: "/v1/events", Tags: []string{"events"},
 		Summary:     "Stream of state changes and progress (server-sent events)",
-		Description: "Events of the caller's jobs (an admin's: all jobs), optionally of one job. Progress events come about once a second per active job. A user holds at most 32 streams at once; past that, a stream sends one error event and ends.",
+		Description: "Events of the caller's jobs (an admin's: all jobs), optionally of one job. The first event is a keepalive, sent once the caller is subscribed: a client that reads a job after it has missed nothing of it. Progress events come about once a second per active job. A user holds at most 32 streams at once; past that, a stream sends one error event and ends.",
 		Security:    bearer,
 	}, map[string]any{"event": server.Event{}}, h.events)
 }

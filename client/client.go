@@ -341,6 +341,16 @@ func (c *Client) Heartbeat(ctx context.Context, in wire.AgentIn) error {
 // Events streams events (of one job, or all the caller may see if job is
 // 0) to f until ctx ends, f returns false, or the stream breaks.
 func (c *Client) Events(ctx context.Context, job int64, f func(wire.Event) bool) error {
+	return c.EventsFrom(ctx, job, nil, f)
+}
+
+// EventsFrom is Events with open called once, when the stream is live:
+// the server has subscribed the caller, so nothing that happens after
+// open starts is missed. A caller reads the state it follows in open (a
+// job that may have ended already) instead of before the stream, where
+// an end between the read and the subscription would be seen by neither;
+// open returning false ends the stream there.
+func (c *Client) EventsFrom(ctx context.Context, job int64, open func() bool, f func(wire.Event) bool) error {
 	path := "/v1/events"
 	if job > 0 {
 		path += "?job=" + strconv.FormatInt(job, 10)
@@ -381,6 +391,15 @@ func (c *Client) Events(ctx context.Context, job int64, f func(wire.Event) bool)
 			return fmt.Errorf("client: events: %s", e.Detail)
 		}
 		if e.Type == "keepalive" {
+			// The server sends one as soon as it has subscribed the
+			// caller, before any other event.
+			if open != nil {
+				o := open
+				open = nil
+				if !o() {
+					return nil
+				}
+			}
 			continue
 		}
 		if !f(e) {

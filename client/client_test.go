@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,5 +37,49 @@ func TestEstimateOutlastsTimeout(t *testing.T) {
 	defer cancel()
 	if _, err := c.Estimate(ctx, wire.EstimateIn{Source: "sluice://a/f", Destination: "sluice://b/f", Size: 1}); err == nil {
 		t.Error("estimate past its caller's deadline succeeded")
+	}
+}
+
+// TestEventsFrom: open runs once the stream is live (at the server's
+// first keepalive) and before any other event reaches f; open returning
+// false ends the stream without reading further, and keepalives never
+// reach f.
+func TestEventsFrom(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range []wire.Event{{Type: "keepalive"}, {Type: "task", Job: 7, Task: 1, State: "done"}, {Type: "keepalive"}, {Type: "job", Job: 7, State: "done"}} {
+			b, _ := json.Marshal(e)
+			w.Write([]byte("data: " + string(b) + "\n\n"))
+		}
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "tok", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		open  bool // what open answers
+		want []string
+	}{
+		{"open, then the events", true, []string{"open", "task", "job"}},
+		{"open says stop", false, []string{"open"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := c.EventsFrom(context.Background(), 7, func() bool {
+				got = append(got, "open")
+				return tc.open
+			}, func(e wire.Event) bool {
+				got = append(got, e.Type)
+				return e.Type != "job"
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("saw %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -4,7 +4,7 @@ import "time"
 
 // Event is one change the API streams to clients (GET /v1/events).
 type Event struct {
-	Type   string    `json:"type"` // job, task, progress
+	Type   string    `json:"type"` // job, task, progress; keepalive (first, once subscribed, then every 15 s); error
 	At     time.Time `json:"at"`
 	Job    int64     `json:"job"`
 	Owner  int64     `json:"-"`

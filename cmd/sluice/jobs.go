@@ -513,7 +513,16 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 		// finish it, so the stream is renewed (and the job re-read)
 		// every few seconds rather than trusted to end.
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = cl.Events(ectx, id, func(e server.Event) bool {
+		err = cl.EventsFrom(ectx, id, func() bool {
+			// Subscribed: read the job again, so that an end between
+			// the read above and the subscription is not waited out.
+			if now, err := cl.Job(ectx, id); err == nil {
+				j = now
+				show(j)
+				ended = j.State != store.StateActive
+			}
+			return !ended
+		}, func(e server.Event) bool {
 			switch e.Type {
 			case "progress":
 				j.BytesDone, j.Throughput, j.FilesDone = e.BytesDone, e.Throughput, e.FilesDone
