@@ -58,8 +58,8 @@ func TestEventsFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name  string
-		open  bool // what open answers
+		name string
+		open bool // what open answers
 		want []string
 	}{
 		{"open, then the events", true, []string{"open", "task", "job"}},
