@@ -103,7 +103,8 @@ func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 }
 
 // Heartbeats tells a server every period that the agent is alive, until
-// ctx ends, moving to the next server when one fails.
+// ctx ends, moving to the next server when one fails (Beat). It logs when
+// beats start failing everywhere and when they reach a server again.
 func (j *Joiner) Heartbeats(ctx context.Context, period time.Duration) {
 	if period <= 0 {
 		period = 2 * time.Second
@@ -111,48 +112,59 @@ func (j *Joiner) Heartbeats(ctx context.Context, period time.Duration) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	failing := false
+	var failing error
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if h := j.health.Load(); h != nil {
-			if err := (*h)(); err != nil {
-				if !failing {
-					j.Log.Error("not sending heartbeats: this agent cannot serve (restart it once its root is back)", "err", err)
-					failing = true
-				}
-				continue
-			}
-		}
-		var err error
-		// One pass over the list per period: a dead server costs at
-		// most its timeout before the next is tried.
-		for range j.Servers {
-			var c *client.Client
-			if c, err = client.New(j.Server(), j.Token, hc); err != nil {
-				j.Log.Error("heartbeats", "err", err)
-				return
-			}
-			if err = c.Heartbeat(ctx, j.Info); err == nil || ctx.Err() != nil {
-				break
-			}
-			var e *client.Error
-			if errors.As(err, &e) && e.Status < 500 {
-				break // refused, not unreachable: another server says the same
-			}
-			j.Log.Warn("heartbeat failed; trying the next server", "server", j.Server(), "err", err)
-			j.next()
-		}
+		err := j.Beat(ctx, hc)
 		switch {
-		case err != nil && !failing:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ErrUnhealthy) && !errors.Is(failing, ErrUnhealthy):
+			j.Log.Error("not sending heartbeats: this agent cannot serve (restart it once its root is back)", "err", err)
+		case err != nil && failing == nil:
 			j.Log.Warn("heartbeats fail on every server", "err", err)
-			failing = true
-		case err == nil && failing:
+		case err == nil && failing != nil && !errors.Is(failing, ErrUnhealthy):
 			j.Log.Info("heartbeats reach a server again", "server", j.Server())
-			failing = false
+		}
+		failing = err
+	}
+}
+
+// ErrUnhealthy: the agent cannot serve (SetHealth), so it sends no
+// heartbeat, and the servers mark it down.
+var ErrUnhealthy = errors.New("agent: cannot serve")
+
+// Beat sends one heartbeat: to the server in use, and on to the next
+// while a server cannot be reached or answers with a server error (one
+// pass over the list at most: a dead server costs one timeout of hc). It
+// stays with a server that refuses the beat (4xx): another would say the
+// same. It sends none, and returns an error wrapping ErrUnhealthy, while
+// the agent cannot serve.
+func (j *Joiner) Beat(ctx context.Context, hc *http.Client) error {
+	if h := j.health.Load(); h != nil {
+		if err := (*h)(); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnhealthy, err)
 		}
 	}
+	var err error
+	for range j.Servers {
+		var c *client.Client
+		if c, err = client.New(j.Server(), j.Token, hc); err != nil {
+			return fmt.Errorf("agent: heartbeat: %w", err)
+		}
+		if err = c.Heartbeat(ctx, j.Info); err == nil || ctx.Err() != nil {
+			return err
+		}
+		var e *client.Error
+		if errors.As(err, &e) && e.Status < 500 {
+			return err // refused, not unreachable: another server says the same
+		}
+		j.Log.Warn("heartbeat failed; trying the next server", "server", j.Server(), "err", err)
+		j.next()
+	}
+	return err
 }

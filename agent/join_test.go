@@ -1,8 +1,16 @@
 package agent
 
 import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestParseServers: every --server URL is checked at start. Before, only
@@ -31,5 +39,63 @@ func TestParseServers(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("%q: %v, %v; want %v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestBeat: a heartbeat goes to the server in use, moves on to the next
+// when one cannot be reached or fails (5xx), stays with one that refuses
+// it (4xx: another would say the same), and is not sent at all while the
+// agent cannot serve.
+func TestBeat(t *testing.T) {
+	var hits, status [3]atomic.Int32 // status: each server's answer
+	setStatus := func(codes ...int32) {
+		for i, c := range codes {
+			status[i].Store(c)
+		}
+	}
+	setStatus(http.StatusServiceUnavailable, http.StatusNoContent, http.StatusNoContent)
+	var urls []string
+	for i := range 3 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/agents/heartbeat" {
+				t.Errorf("server %d: %s %s, want a heartbeat", i, r.Method, r.URL.Path)
+			}
+			hits[i].Add(1)
+			w.WriteHeader(int(status[i].Load()))
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL)
+	}
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // nothing listens there now
+	ctx := context.Background()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	count := func() [3]int32 { return [3]int32{hits[0].Load(), hits[1].Load(), hits[2].Load()} }
+
+	j := &Joiner{Servers: []string{dead.URL, urls[0], urls[1], urls[2]}, Token: "t", Log: quiet}
+	if err := j.Beat(ctx, hc); err != nil {
+		t.Fatalf("beat: %v", err)
+	}
+	if got := count(); got != [3]int32{1, 1, 0} || j.Server() != urls[1] {
+		t.Fatalf("beats %v, now at %s; want past the dead one and the failing one to %s", got, j.Server(), urls[1])
+	}
+	if err := j.Beat(ctx, hc); err != nil || count() != [3]int32{1, 2, 0} {
+		t.Fatalf("second beat: %v, beats %v; want it at the same server", err, count())
+	}
+	// A refusal stays: the next server would refuse too.
+	status[1].Store(http.StatusUnauthorized)
+	if err := j.Beat(ctx, hc); err == nil || count() != [3]int32{1, 3, 0} || j.Server() != urls[1] {
+		t.Fatalf("refused beat: %v, beats %v, at %s; want the refusal, and no move", err, count(), j.Server())
+	}
+	// Every server failing: one pass, and the error.
+	setStatus(503, 503, 503)
+	if err := j.Beat(ctx, hc); err == nil || count() != [3]int32{2, 4, 1} {
+		t.Fatalf("all failing: %v, beats %v; want an error after one pass", err, count())
+	}
+	// An agent that cannot serve sends nothing.
+	j.SetHealth(func() error { return errors.New("root gone") })
+	if err := j.Beat(ctx, hc); !errors.Is(err, ErrUnhealthy) || count() != [3]int32{2, 4, 1} {
+		t.Fatalf("unhealthy: %v, beats %v; want ErrUnhealthy and no beat", err, count())
 	}
 }

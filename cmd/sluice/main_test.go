@@ -234,11 +234,18 @@ func TestFlagUsageHasNoBackquotes(t *testing.T) {
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// grew is closed, and replaced, at every write: waitFor waits on it
+	// instead of polling.
+	grew chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.grew != nil {
+		close(s.grew)
+		s.grew = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -246,6 +253,38 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until the output holds every one of subs, or timeout
+// passes, and reports whether it does: woken by each write, never by a
+// timer of its own.
+func (s *syncBuffer) waitFor(timeout time.Duration, subs ...string) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		all := true
+		for _, sub := range subs {
+			if !strings.Contains(s.b.String(), sub) {
+				all = false
+				break
+			}
+		}
+		if all {
+			s.mu.Unlock()
+			return true
+		}
+		if s.grew == nil {
+			s.grew = make(chan struct{})
+		}
+		grew := s.grew
+		s.mu.Unlock()
+		select {
+		case <-grew:
+		case <-deadline.C:
+			return false
+		}
+	}
 }
 
 // TestTestbedUpRemovesItsDirectory: `sluice testbed up` without --dir
@@ -268,10 +307,7 @@ func TestTestbedUpRemovesItsDirectory(t *testing.T) {
 		root.SetArgs(args)
 		done := make(chan error, 1)
 		go func() { done <- root.ExecuteContext(ctx) }()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(out.String(), "Ctrl-C stops it") && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		out.waitFor(30*time.Second, "Ctrl-C stops it")
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out.String())
@@ -306,10 +342,7 @@ func TestTestbedUpFailsWhenServerStops(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "Ctrl-C stops it") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	out.waitFor(30*time.Second, "Ctrl-C stops it")
 	if err := os.Remove(filepath.Join(dir, "server", "sluice.db")); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

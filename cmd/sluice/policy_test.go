@@ -410,13 +410,8 @@ func TestServicePolicyBroken(t *testing.T) {
 	if status(err) != http.StatusInternalServerError || strings.Contains(err.Error(), "secret-policy") || strings.Contains(err.Error(), "boom") {
 		t.Errorf("request under a failing policy: %v, want a 500 that does not show the policy", err)
 	}
-	// The process's output reaches the test through a pipe: give it a
-	// moment.
-	logged := false
-	for deadline := time.Now().Add(3 * time.Second); !logged && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		logged = strings.Contains(c.server.output(), "boom")
-	}
-	if !logged {
+	// The process's output reaches the test through a pipe.
+	if !c.server.waitOutput(3*time.Second, "boom") {
 		t.Error("the server log does not say why the policy failed")
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/store/storetest"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // eachStore runs test as a subtest on each store the service tests use:
@@ -48,20 +49,15 @@ type proc struct {
 	t    *testing.T
 	args []string
 	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  bytes.Buffer
+	log  syncBuffer // what it wrote, over every start
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.Write(b)
-}
+func (p *proc) output() string { return p.log.String() }
 
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+// waitOutput waits until the process has written every one of subs, or
+// timeout passes, and reports whether it has.
+func (p *proc) waitOutput(timeout time.Duration, subs ...string) bool {
+	return p.log.waitFor(timeout, subs...)
 }
 
 func startProc(t *testing.T, args ...string) *proc {
@@ -80,7 +76,7 @@ func startProc(t *testing.T, args ...string) *proc {
 func (p *proc) start() {
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(p.args, "\x1f"))
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
@@ -172,12 +168,8 @@ func (c *cluster) addAgent(name string, extra ...string) {
 	// The agent listens and joins before it opens its root (the key
 	// comes with the join): a test that touches the root must wait
 	// until it serves.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(c.agents[name].output(), " serving ") {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("agent %s does not serve:\n%s", name, c.agents[name].output())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !c.agents[name].waitOutput(20*time.Second, " serving ") {
+		c.t.Fatalf("agent %s does not serve:\n%s", name, c.agents[name].output())
 	}
 }
 
@@ -245,21 +237,91 @@ func (c *cluster) path(agent, rel string) string {
 	return filepath.Join(c.roots[agent], filepath.FromSlash(rel))
 }
 
-// waitJob waits until a job is no longer active.
+// waitJob waits until a job is no longer active. It follows the job's
+// events (subscribed before the job is read, so no end is missed), and
+// renews the stream every few seconds: with several servers another may
+// end the job, and a restarting server breaks the stream.
 func (c *cluster) waitJob(cl *client.Client, id int64, timeout time.Duration) api.JobOut {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	var j api.JobOut
 	var err error
-	for time.Now().Before(deadline) {
-		j, err = cl.Job(context.Background(), id)
-		if err == nil && j.State != store.StateActive {
+	ended := func() bool {
+		j, err = cl.Job(ctx, id)
+		return err == nil && j.State != store.StateActive
+	}
+	for ctx.Err() == nil {
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		done := false
+		serr := cl.EventsFrom(sctx, id, func() bool { done = ended(); return !done }, func(e wire.Event) bool {
+			if e.Type == "job" && e.State != store.StateActive {
+				done = ended()
+			}
+			return !done
+		})
+		scancel()
+		if done {
 			return j
 		}
-		time.Sleep(100 * time.Millisecond)
+		if serr != nil && sctx.Err() == nil {
+			// No stream (the server restarts): the job as it stands.
+			if ended() {
+				return j
+			}
+			<-sctx.Done()
+		}
 	}
 	c.t.Fatalf("job %d still %s after %s (err %v): %+v\n%s", id, j.State, timeout, err, j, c.server.output())
 	return j
+}
+
+// events follows the events a client may see, from the moment it
+// returns (the server has subscribed it), until the test ends.
+type events struct {
+	t  *testing.T
+	ch chan wire.Event
+}
+
+func follow(t *testing.T, cl *client.Client) *events {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ev := &events{t: t, ch: make(chan wire.Event, 1024)}
+	open := make(chan struct{})
+	go cl.EventsFrom(ctx, 0, func() bool { close(open); return true }, func(e wire.Event) bool {
+		select {
+		case ev.ch <- e:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	})
+	select {
+	case <-open:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream did not open")
+	}
+	return ev
+}
+
+// waitFor waits until an event satisfies ok (earlier ones are skipped),
+// and fails the test after timeout, naming what it waited for.
+func (ev *events) waitFor(timeout time.Duration, what string, ok func(wire.Event) bool) wire.Event {
+	ev.t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case e := <-ev.ch:
+			if ok(e) {
+				return e
+			}
+		case <-deadline.C:
+			ev.t.Fatalf("no event: %s after %s", what, timeout)
+			return wire.Event{}
+		}
+	}
 }
 
 // mixedSize draws sizes like the SC'15 traces: mostly small files, a few
@@ -370,11 +432,15 @@ func testCancel(t *testing.T, db string) {
 		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
 	}
 	ctx := context.Background()
+	ev := follow(t, c.admin)
 	j, _, err := c.admin.Submit(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	// Cancel mid-copy: once bytes of the job have arrived.
+	ev.waitFor(20*time.Second, "bytes of the job moved", func(e wire.Event) bool {
+		return e.Job == j.ID && e.Type == "progress" && e.BytesDone > 0
+	})
 	cj, err := c.admin.Cancel(ctx, j.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -1074,20 +1140,15 @@ func testStealBatchYields(t *testing.T, db string) {
 		inter.Files = append(inter.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
 	}
 	batch.Class = store.ClassBatch
+	ev := follow(t, c.admin)
 	bj, _, err := c.admin.Submit(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Wait until batch transfers hold the endpoints.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if j, err := c.admin.Job(ctx, bj.ID); err == nil && j.BytesDone > 64<<20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("batch job did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ev.waitFor(10*time.Second, "the batch job past 64 MiB", func(e wire.Event) bool {
+		return e.Job == bj.ID && e.Type == "progress" && e.BytesDone > 64<<20
+	})
 	ij, _, err := c.admin.Submit(ctx, inter)
 	if err != nil {
 		t.Fatal(err)
@@ -1281,11 +1342,14 @@ func TestServiceEndpointDown(t *testing.T) {
 		job.Files = append(job.Files, api.FileIn{Source: "sluice://a1/" + rel, Destination: "sluice://a2/" + rel})
 	}
 	ctx := context.Background()
+	ev := follow(t, c.admin)
 	j, _, err := c.admin.Submit(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	ev.waitFor(20*time.Second, "a file of the job running", func(e wire.Event) bool {
+		return e.Job == j.ID && e.Type == "task" && e.State == store.StateRunning
+	})
 	a2 := c.agents["a2"]
 	a2.kill()
 	c.waitDown("a2")
@@ -1712,22 +1776,7 @@ func TestServiceBatchFileAlreadyInPlace(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx := context.Background()
 	c.agents["a2"].kill()
-	for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		es, err := c.admin.Endpoints(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		down := false
-		for _, e := range es {
-			down = down || (e.Name == "a2" && !e.Up)
-		}
-		if down {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a2 was not marked down")
-		}
-	}
+	c.waitDown("a2")
 	var job api.JobIn
 	for i := range 3 {
 		rel := fmt.Sprintf("placed/%d", i)
@@ -2023,6 +2072,7 @@ func TestServiceFailedLeavesNoPart(t *testing.T) {
 	src := c.file("src", "in/big.dat", 100<<20, 3)
 	ctx := context.Background()
 	retry := 0
+	ev := follow(t, c.admin)
 	j, _, err := c.admin.Submit(ctx, api.JobIn{Retry: &retry, Files: []api.FileIn{
 		{Source: "sluice://src/in/big.dat", Destination: "sluice://a1/out/big.dat"},
 	}})
@@ -2030,13 +2080,11 @@ func TestServiceFailedLeavesNoPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Once bytes are moving, the source goes.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if parts, _ := filepath.Glob(filepath.Join(c.roots["a1"], "out", ".*sluice-part")); len(parts) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the copy never started")
-		}
+	ev.waitFor(30*time.Second, "bytes of the copy moved", func(e wire.Event) bool {
+		return e.Job == j.ID && e.Type == "progress" && e.BytesDone > 0
+	})
+	if parts, _ := filepath.Glob(filepath.Join(c.roots["a1"], "out", ".*sluice-part")); len(parts) == 0 {
+		t.Fatal("bytes moved, but no partial file at the destination")
 	}
 	if err := os.Remove(src); err != nil {
 		t.Fatal(err)
