@@ -57,7 +57,7 @@ type agentProc struct {
 	addr string
 	root string
 	key  string
-	log  bytes.Buffer
+	log  syncBuffer
 }
 
 func startAgent(t *testing.T, addr, root, keyFile string) *agentProc {
@@ -69,13 +69,9 @@ func startAgent(t *testing.T, addr, root, keyFile string) *agentProc {
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Ready when it accepts connections.
-	for i := 0; i < 200; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return a
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Ready once it says so: it listens before it prints the line.
+	if a.log.waitFor(5*time.Second, " serving ") {
+		return a
 	}
 	a.cmd.Process.Kill()
 	t.Fatalf("agent did not start: %s", a.log.String())
