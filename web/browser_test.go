@@ -13,9 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-dtn/sluice/internal/testout"
 )
 
 // The dashboard in a real browser: Debian's chromium driven by
@@ -90,7 +91,10 @@ func TestBrowser(t *testing.T) {
 			args = append(args, "--emulate", slow)
 		}
 		p := start(t, bin, args...)
-		waitTCP(t, a, p)
+		// It listens, then says so.
+		if !p.WaitFor(20*time.Second, " serving ") {
+			t.Fatalf("agent %s does not serve\n%s", name, p.String())
+		}
 	}
 	// a3 registers and then falls silent: once it is down, a job towards
 	// it stays active, for the page to cancel.
@@ -184,26 +188,9 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
-type procOut struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (p *procOut) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.Write(b)
-}
-
-func (p *procOut) String() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.String()
-}
-
-func start(t *testing.T, bin string, args ...string) *procOut {
+func start(t *testing.T, bin string, args ...string) *testout.Buffer {
 	t.Helper()
-	out := &procOut{}
+	out := &testout.Buffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -222,7 +209,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitHTTP(t *testing.T, url string, p *procOut) {
+func waitHTTP(t *testing.T, url string, p *testout.Buffer) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if r, err := http.Get(url); err == nil {
@@ -231,17 +218,6 @@ func waitHTTP(t *testing.T, url string, p *procOut) {
 		}
 	}
 	t.Fatalf("%s did not answer\n%s", url, p.String())
-}
-
-func waitTCP(t *testing.T, addr string, p *procOut) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return
-		}
-	}
-	t.Fatalf("nothing listens on %s\n%s", addr, p.String())
 }
 
 func readToken(t *testing.T, path string) string {

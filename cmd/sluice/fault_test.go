@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/internal/testout"
 )
 
 // TestMain lets the test binary act as `sluice agent` in a child process,
@@ -57,7 +58,7 @@ type agentProc struct {
 	addr string
 	root string
 	key  string
-	log  syncBuffer
+	log  testout.Buffer
 }
 
 func startAgent(t *testing.T, addr, root, keyFile string) *agentProc {
@@ -70,7 +71,7 @@ func startAgent(t *testing.T, addr, root, keyFile string) *agentProc {
 		t.Fatal(err)
 	}
 	// Ready once it says so: it listens before it prints the line.
-	if a.log.waitFor(5*time.Second, " serving ") {
+	if a.log.WaitFor(5*time.Second, " serving ") {
 		return a
 	}
 	a.cmd.Process.Kill()

@@ -8,12 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sluice-dtn/sluice/internal/testout"
 )
 
 // run executes the CLI with args and returns what it printed and its error.
@@ -230,63 +231,6 @@ func TestFlagUsageHasNoBackquotes(t *testing.T) {
 	walk(newRoot())
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	// grew is closed, and replaced, at every write: waitFor waits on it
-	// instead of polling.
-	grew chan struct{}
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.grew != nil {
-		close(s.grew)
-		s.grew = nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor waits until the output holds every one of subs, or timeout
-// passes, and reports whether it does: woken by each write, never by a
-// timer of its own.
-func (s *syncBuffer) waitFor(timeout time.Duration, subs ...string) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		all := true
-		for _, sub := range subs {
-			if !strings.Contains(s.b.String(), sub) {
-				all = false
-				break
-			}
-		}
-		if all {
-			s.mu.Unlock()
-			return true
-		}
-		if s.grew == nil {
-			s.grew = make(chan struct{})
-		}
-		grew := s.grew
-		s.mu.Unlock()
-		select {
-		case <-grew:
-		case <-deadline.C:
-			return false
-		}
-	}
-}
-
 // TestTestbedUpRemovesItsDirectory: `sluice testbed up` without --dir
 // removes the temporary directory it made once it stops (Ctrl-C), as
 // replay and compare do; a --dir is kept. Before, every run left a
@@ -301,13 +245,13 @@ func TestTestbedUpRemovesItsDirectory(t *testing.T) {
 	for _, args := range [][]string{{"testbed", "up"}, {"testbed", "up", "--dir", kept}} {
 		ctx, cancel := context.WithCancel(context.Background())
 		root := newRoot()
-		var out syncBuffer
+		var out testout.Buffer
 		root.SetOut(&out)
 		root.SetErr(io.Discard)
 		root.SetArgs(args)
 		done := make(chan error, 1)
 		go func() { done <- root.ExecuteContext(ctx) }()
-		out.waitFor(30*time.Second, "Ctrl-C stops it")
+		out.WaitFor(30*time.Second, "Ctrl-C stops it")
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out.String())
@@ -334,7 +278,7 @@ func TestTestbedUpFailsWhenServerStops(t *testing.T) {
 	}
 	dir := t.TempDir()
 	root := newRoot()
-	var out syncBuffer
+	var out testout.Buffer
 	root.SetOut(&out)
 	root.SetErr(io.Discard)
 	root.SetArgs([]string{"testbed", "up", "--dir", dir})
@@ -342,7 +286,7 @@ func TestTestbedUpFailsWhenServerStops(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	out.waitFor(30*time.Second, "Ctrl-C stops it")
+	out.WaitFor(30*time.Second, "Ctrl-C stops it")
 	if err := os.Remove(filepath.Join(dir, "server", "sluice.db")); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

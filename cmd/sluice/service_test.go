@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-dtn/sluice/auth"
 	sluicebackend "github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/client"
+	"github.com/sluice-dtn/sluice/internal/testout"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/store/storetest"
@@ -49,7 +50,7 @@ type proc struct {
 	t    *testing.T
 	args []string
 	cmd  *exec.Cmd
-	log  syncBuffer // what it wrote, over every start
+	log  testout.Buffer // what it wrote, over every start
 }
 
 func (p *proc) output() string { return p.log.String() }
@@ -57,7 +58,7 @@ func (p *proc) output() string { return p.log.String() }
 // waitOutput waits until the process has written every one of subs, or
 // timeout passes, and reports whether it has.
 func (p *proc) waitOutput(timeout time.Duration, subs ...string) bool {
-	return p.log.waitFor(timeout, subs...)
+	return p.log.WaitFor(timeout, subs...)
 }
 
 func startProc(t *testing.T, args ...string) *proc {
