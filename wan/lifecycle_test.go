@@ -2,11 +2,12 @@ package wan
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestUpAgainAndAfterKill: a second Up of the running profile keeps the
@@ -39,11 +40,22 @@ func TestUpAgainAndAfterKill(t *testing.T) {
 		t.Errorf("a second up of the same profile started forwarder %d, want %d kept", n2.PID(), pid)
 	}
 
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	// Killed through a pidfd, which then says when the process has
+	// exited: no polling, and no other process's PID reused meanwhile.
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for alive(pid) {
-		time.Sleep(10 * time.Millisecond)
+	defer unix.Close(pfd)
+	if err := unix.PidfdSendSignal(pfd, unix.SIGKILL, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}, 10_000)
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.Poll([]unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}, 10_000)
+	}
+	if err != nil || n != 1 {
+		t.Fatalf("the forwarder did not exit within 10 s of kill -9 (%v)", err)
 	}
 	if _, err := n1.Exec(ctx, "a", "ping", "-c", "1", "-W", "1", "b"); err == nil {
 		t.Fatal("ping worked with the forwarder killed")
