@@ -30,6 +30,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math"
@@ -389,15 +390,7 @@ func (c *Coordinator) sync(ctx context.Context) {
 			own = append(own, store.EndpointLoad{Endpoint: name, CC: l.CC, Throughput: l.Throughput})
 		}
 	}
-	slices.SortFunc(own, func(a, b store.EndpointLoad) int {
-		switch {
-		case a.Endpoint < b.Endpoint:
-			return -1
-		case a.Endpoint > b.Endpoint:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(own, func(a, b store.EndpointLoad) int { return cmp.Compare(a.Endpoint, b.Endpoint) })
 	if err := c.st.PutEndpointLoads(ctx, id, own); err != nil {
 		log.Warn("cluster: publishing loads", "err", err)
 	}
