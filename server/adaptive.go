@@ -108,9 +108,12 @@ type adaptKey struct {
 type adaptState struct {
 	cl      *policy.Adaptive
 	owner   policy.Caller
-	allocID string
+	allocID string // "" while it has given its streams back (yielded)
 	streams int
 	max     int // the allocation's most streams: its pair's per-client limit, as last heard
+	// retryAt is when a client that gave back streams it could not use
+	// (fewer than p, on a pair with none to add) asks again.
+	retryAt time.Time
 	renewed time.Time
 	since   time.Time // start of the current rate measurement
 	bytes   int64     // bytes of files completed since
@@ -162,7 +165,7 @@ func (w *world) adaptiveDone(t *task, now time.Time) {
 	}
 	st.bytes += t.Size
 	st.cl.Completed(1)
-	if st.cl.Due() {
+	if st.allocID != "" && st.cl.Due() {
 		w.adaptNow(adaptKeyOf(t), st, now)
 	}
 }
@@ -217,6 +220,9 @@ func (w *world) adaptiveLost(k adaptKey, st *adaptState, now time.Time, err erro
 // without a word.
 func (st *adaptState) waiting(k adaptKey) string {
 	p := st.cl.Params().P
+	if st.allocID == "" {
+		return fmt.Sprintf("%sthis adaptive job gave back its %d streams on %s->%s, fewer than its %d per file (p), while the pair has none to add (other clients hold them); it asks again at %s", waitPrefix, st.streams, k.src, k.dst, p, st.retryAt.UTC().Format(time.TimeOnly))
+	}
 	if st.max < p {
 		return fmt.Sprintf("%sthe Policy Service's per-client limit on %s->%s is %d streams, below this adaptive job's %d streams per file (p): no file starts until an administrator raises it", waitPrefix, k.src, k.dst, st.max, p)
 	}
@@ -231,24 +237,69 @@ func (w *world) tendAdaptive(now time.Time) {
 		return
 	}
 	active := map[adaptKey]bool{}
+	inFlight := map[adaptKey]bool{}
 	for t := range w.tasks.all() {
 		if t.job.Adaptive != "" && (t.State == store.StateQueued || t.State == store.StateRunning) {
 			active[adaptKeyOf(t)] = true
+			inFlight[adaptKeyOf(t)] = inFlight[adaptKeyOf(t)] || t.State == store.StateRunning
 		}
 	}
 	for k, st := range w.adapts {
 		if !active[k] {
-			w.polRelease(now, st.allocID, st.owner)
+			if st.allocID != "" {
+				w.polRelease(now, st.allocID, st.owner)
+			}
 			delete(w.adapts, k)
 			continue
 		}
 		switch {
+		case st.allocID == "":
+			if !now.Before(st.retryAt) {
+				w.adaptiveAgain(k, st, now)
+			}
 		case st.cl.Concurrency() == 0 && now.Sub(st.renewed) >= time.Second:
 			w.adaptNow(k, st, now)
+			if st.cl.Concurrency() == 0 && !inFlight[k] && st.streams > 0 && st.streams < st.cl.Params().P && st.max >= st.cl.Params().P {
+				w.adaptiveYield(k, st, now)
+			}
 		case now.Sub(st.renewed) >= w.leaseOf(k.src, k.dst)/3:
 			w.adaptiveRenew(k, st, now)
 		}
 	}
+}
+
+// adaptiveYieldFor is how long an adaptive client that gave its streams
+// back waits before it asks again: long enough for the clients that took
+// them to start files, short next to a transfer.
+const adaptiveYieldFor = 10 * time.Second
+
+// adaptiveYield gives back the streams of an adaptive client that can run
+// no file with them (fewer than p) and could not grow them (the pair has
+// none to add): held, they would keep its files and other clients' waiting
+// alike. Clients that share a full pair that way (five with 2 of a pair's
+// 10 streams, at p 4) would otherwise wait for each other for ever: the
+// paper's client (Chervenak et al., Fig. 3) runs min(c_i, streams/p) = 0
+// files and renews. The pair's limit on a client being below p is not
+// this case: giving back would not help (waiting says so).
+func (w *world) adaptiveYield(k adaptKey, st *adaptState, now time.Time) {
+	w.polRelease(now, st.allocID, st.owner)
+	w.s.log.Info("adaptive job gave back streams it cannot use", "job", k.job, "pair", k.src+"->"+k.dst,
+		"streams", st.streams, "p", st.cl.Params().P, "again_in", adaptiveYieldFor)
+	st.allocID, st.retryAt = "", now.Add(adaptiveYieldFor)
+}
+
+// adaptiveAgain asks again for the allocation of a client that gave its
+// streams back, and starts the client over with the answer (Fig. 3 lines
+// 2-5, as a first request); a refusal keeps it waiting for another round.
+func (w *world) adaptiveAgain(k adaptKey, st *adaptState, now time.Time) {
+	pa, err := w.polRequest(now, policy.Request{Pair: policy.Pair{Src: k.src, Dst: k.dst}, Client: jobClient(k.job), VO: st.owner.VO, Want: st.cl.Want()})
+	if err != nil {
+		w.s.log.Warn("adaptive job's allocation refused; asking again later", "job", k.job, "err", err)
+		st.retryAt = now.Add(adaptiveYieldFor)
+		return
+	}
+	st.owner, st.allocID, st.streams, st.max, st.renewed, st.since, st.bytes = pa.Owner(), pa.ID, pa.Streams, pa.Max, now, now, 0
+	st.cl.Start(pa.Streams)
 }
 
 // dropStaleJobAllocs releases, at start, the allocations of adaptive jobs an

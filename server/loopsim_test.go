@@ -524,11 +524,14 @@ func (h *loopSim) submit() {
 	retry := simRetry
 	spec := JobSpec{Files: files, Retry: &retry}
 	// Some jobs fix their streams (FTS3's nostreams): the loop's fixed
-	// streams rule. (Adaptive jobs are not here yet: their clients can
-	// starve each other on a full pair, see the closing note of the
-	// session that wrote this.)
-	if h.rng.Float64() < 0.1 {
+	// streams rule. Some are adaptive clients of the Policy Service
+	// (Chervenak et al., Fig. 3): the adaptive client rule, and clients
+	// that share a full pair.
+	switch r := h.rng.Float64(); {
+	case r < 0.1:
 		spec.Streams = 1 + h.rng.IntN(4)
+	case r < 0.2:
+		spec.Adaptive = &AdaptiveSpec{} // the defaults: p 4, c_i 4, c_max 8
 	}
 	j, _, err := h.s.Submit(h.ctx, Caller{User: u}, spec)
 	if err != nil {

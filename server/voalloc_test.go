@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/clock"
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -119,5 +121,96 @@ func TestAdaptiveRenewalDoesNotAdapt(t *testing.T) {
 		if err != nil || !a.Expires.After(now.Add(lease/2)) {
 			t.Errorf("renewal %d: allocation %+v (%v), want its lease renewed", i, a, err)
 		}
+	}
+}
+
+// TestAdaptiveClientsOnAFullPair: adaptive jobs that share a full pair
+// and each hold fewer streams than their p do not wait for each other
+// for ever. Here five jobs (p 4) each got 2 of the pair's 10 streams:
+// none could run a file, none could grow, and each renewed its useless
+// allocation for good (Chervenak et al.'s client, Fig. 3, runs
+// min(c_i, streams/p) = 0 files). A client that cannot run a file and
+// cannot grow now gives its streams back for a while, so that the others
+// can; it asks again later.
+func TestAdaptiveClientsOnAFullPair(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	w := loadedWorld(t, Config{Store: st, ServerID: "s1", Clock: clk})
+	admin := Caller{User: store.User{Name: "admin", VO: "admin", Admin: true}}
+	cfg := w.s.Policy(ctx, admin)
+	cfg.Defaults = PolicyParams{Initial: 2, Update: 4, PairMax: 10, ClientMax: 32, LeaseSeconds: 300}
+	if _, err := w.s.SetPolicy(ctx, admin, cfg); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []*task
+	for i := range 5 {
+		tk := &task{Task: store.Task{ID: int64(i + 1), JobID: int64(10 + i), SrcEndpoint: "a", DstEndpoint: "b", Size: 1e9, State: store.StateQueued},
+			job: &jobState{Job: store.Job{ID: int64(10 + i), VO: "cms", Adaptive: `{"ci":1,"cmax":2,"delta":1,"d":1,"p":4,"t":0.1}`}}}
+		w.tasks.add(tk)
+		tasks = append(tasks, tk)
+		if ad := w.adaptiveOf(tk, clk.Now()); ad == nil || ad.streams != 2 || ad.cl.Concurrency() != 0 {
+			t.Fatalf("job %d: adaptive client %+v, want 2 streams and concurrency 0", tk.JobID, ad)
+		}
+	}
+	held := func() int {
+		svc, done := w.s.policyService()
+		defer done()
+		n := 0
+		for _, a := range svc.List(clk.Now(), policy.Filter{}) {
+			n += a.Streams + a.Draining
+		}
+		return n
+	}
+	running := 0
+	for range 30 {
+		clk.Advance(time.Second)
+		w.tendAdaptive(clk.Now())
+		if n := held(); n > 10 {
+			t.Fatalf("%d streams held on a pair of 10", n)
+		}
+		running = 0
+		for _, tk := range tasks {
+			if ad := w.adapts[adaptKeyOf(tk)]; ad != nil && ad.cl.Concurrency() > 0 {
+				running++
+			}
+		}
+		if running > 0 {
+			break
+		}
+	}
+	if running == 0 {
+		for _, tk := range tasks {
+			t.Logf("job %d: %+v", tk.JobID, w.adapts[adaptKeyOf(tk)])
+		}
+		t.Fatal("after 30 s no adaptive job may run a file: they hold the pair's streams between them, fewer than p each")
+	}
+	// A client that gave its streams back says why its files wait, and
+	// asks again once its pause is over.
+	var yielded *adaptState
+	for _, tk := range tasks {
+		ad := w.adapts[adaptKeyOf(tk)]
+		if ad == nil || ad.cl.Concurrency() > 0 {
+			continue
+		}
+		if why := ad.waiting(adaptKeyOf(tk)); !strings.Contains(why, "a->b") || !strings.Contains(why, "gave back") {
+			t.Errorf("job %d waits saying %q", tk.JobID, why)
+		}
+		yielded = ad
+	}
+	if yielded == nil {
+		t.Fatal("no client gave its streams back")
+	}
+	clk.Advance(adaptiveYieldFor)
+	w.tendAdaptive(clk.Now())
+	if yielded.allocID == "" {
+		t.Errorf("a client that gave its streams back did not ask again after %s", adaptiveYieldFor)
+	}
+	if n := held(); n > 10 {
+		t.Fatalf("%d streams held on a pair of 10", n)
 	}
 }
