@@ -218,7 +218,7 @@ func TestCpPolicyServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 2)
+	c := newClusterSerial(t, 2)
 	ctx := context.Background()
 	if _, err := c.admin.SetPolicy(ctx, server.PolicyConfig{Policy: "greedy",
 		Defaults: server.PolicyParams{Initial: 16, Update: 4, PairMax: 128, ClientMax: 32, LeaseSeconds: 60},

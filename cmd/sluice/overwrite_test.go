@@ -183,7 +183,7 @@ func TestServiceFTS3Fields(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 2)
+	c := newClusterSerial(t, 2)
 	c.file("a1", "fts/f", 1000, 1)
 	fileJSON := `{"sources":["sluice://a1/fts/f"],"destinations":["sluice://a2/fts/%s"]%s}`
 	cases := []struct {

@@ -131,6 +131,21 @@ func newCluster(t *testing.T, agents int, serveFlags ...string) *cluster {
 // data directory).
 func newClusterOn(t *testing.T, db string, agents int, serveFlags ...string) *cluster {
 	t.Helper()
+	// Each cluster has its own processes, ports and directories, and its
+	// test mostly waits on them: such tests run side by side.
+	t.Parallel()
+	return startCluster(t, db, agents, serveFlags...)
+}
+
+// newClusterSerial is newCluster for a test that changes the process's
+// environment (t.Setenv: the CLI's login), which cannot run beside others.
+func newClusterSerial(t *testing.T, agents int, serveFlags ...string) *cluster {
+	t.Helper()
+	return startCluster(t, "", agents, serveFlags...)
+}
+
+func startCluster(t *testing.T, db string, agents int, serveFlags ...string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, addrs: map[string]string{}, db: db}
 	c.addr = freeAddr(t)
 	args := append([]string{"serve", "--listen", c.addr, "--data-dir", filepath.Join(c.dir, "data"), "--heartbeat-timeout", "3"}, serveFlags...)
@@ -1265,7 +1280,7 @@ func TestServiceCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 2)
+	c := newClusterSerial(t, 2)
 	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
 	t.Setenv("SLUICE_TOKEN", "@"+filepath.Join(c.dir, "data", "admin.token"))
 	t.Setenv("SLUICE_CONFIG", filepath.Join(c.dir, "client.json"))
@@ -1471,7 +1486,7 @@ func TestServiceWatchSurvivesRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	c := newCluster(t, 1)
+	c := newClusterSerial(t, 1)
 	c.addEmulated("src", `{"capacity_bps": 16e6}`)
 	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
 	t.Setenv("SLUICE_TOKEN", "@"+filepath.Join(c.dir, "data", "admin.token"))
