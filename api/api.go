@@ -34,6 +34,11 @@ const Version = "1.0.0"
 // maxJobBody bounds a submission: 1,000,000 files of a few hundred bytes.
 const maxJobBody = 512 << 20
 
+// jobBodyReadTimeout bounds the reading of a submission's body: the
+// largest at 10 Mb/s takes about seven minutes. (Only an authenticated
+// caller gets as far as its body: authFirst.)
+const jobBodyReadTimeout = 10 * time.Minute
+
 // New returns the service's HTTP handler.
 func New(s *server.Server) http.Handler {
 	mux := http.NewServeMux()
@@ -63,7 +68,7 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
-	return withBearer(problemAnswers(mux))
+	return bodyDeadlineEnds(withBearer(problemAnswers(mux)))
 }
 
 // authFirst checks the credentials of an operation that needs them

@@ -32,6 +32,9 @@ func (h *handlers) register(api huma.API) {
 		Summary:       "Submit a job",
 		Description:   "A job is a list of files, each with a source and a destination URL. The FTS3 job shape is accepted too. Returns 201 with the new job, or 200 with the earlier job when submission_id was used before.",
 		DefaultStatus: http.StatusCreated, MaxBodyBytes: maxJobBody, Security: bearer,
+		// A job of a million files is hundreds of MB: huma's 5 s would
+		// refuse it from any but a fast client.
+		BodyReadTimeout: jobBodyReadTimeout,
 		// Validated file by file before huma reads it (jobbody.go).
 		SkipValidateBody: true,
 	}, h.submit)
