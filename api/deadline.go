@@ -19,6 +19,14 @@ func bodyDeadlineEnds(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
+			// On a copy of the request: net/http looks at the type of
+			// the original's Body after the handler, to tell a body
+			// the handler closed unread (the connection is closed
+			// after the answer) from one it left (the rest is read
+			// first). Wrapping the original made every refusal before
+			// the body (401 to a request without credentials) wait for
+			// a body that may never come.
+			r = r.WithContext(r.Context())
 			r.Body = &deadlineLifter{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
 		}
 		next.ServeHTTP(w, r)
