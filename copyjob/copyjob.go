@@ -58,6 +58,28 @@ type Endpoint struct {
 	Tokens func() (string, error)
 }
 
+// Open opens location loc through reg as one end of a copy (o.Write:
+// the destination). A destination whose backend can pull from another
+// agent is the copy's Puller; a source that presents tokens passes them
+// on, for the destination to pull with. close releases the backend.
+func Open(ctx context.Context, reg *backend.Registry, loc string, o backend.OpenOptions) (e Endpoint, close func() error, err error) {
+	op, err := reg.Open(ctx, loc, o)
+	if err != nil {
+		return Endpoint{}, nil, err
+	}
+	close = op.Close
+	if close == nil {
+		close = func() error { return nil }
+	}
+	e = Endpoint{Backend: op.Backend, Path: op.Path, URL: op.URL}
+	if p, ok := op.Backend.(Puller); ok && o.Write {
+		e.Puller = p
+	} else if !o.Write && op.Tokens != nil {
+		e.Tokens = op.Tokens
+	}
+	return e, close, nil
+}
+
 // pullToken is the token a destination presents to e when it pulls.
 func (e Endpoint) pullToken() (string, error) {
 	if e.Tokens == nil {

@@ -337,7 +337,7 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 	// The destination agent's client, with a token for the batch's
 	// destination directory (and a read token for the source's, which
 	// the destination agent pulls with).
-	batchDst, srcTok, err := s.batchBackends(ms[0].p, len(ms))
+	batchDst, srcTok, err := s.batchBackends(ctx, ms[0].p, len(ms))
 	if err != nil {
 		for i := range ms {
 			report(i, engine.Result{}, err)
@@ -587,7 +587,7 @@ func (s *Server) checkDestinations(ctx context.Context, ms []member, dst *sluice
 
 // checkDestinationOf is checkDestination for one file of a batch.
 func (s *Server) checkDestinationOf(ctx context.Context, p plan) (engine.Result, bool, error) {
-	src, dst, _, err := s.backends(p)
+	src, dst, _, err := s.backends(ctx, p)
 	if err != nil {
 		return engine.Result{}, false, err
 	}
@@ -596,7 +596,7 @@ func (s *Server) checkDestinationOf(ctx context.Context, p plan) (engine.Result,
 
 // checkInPlace is alreadyDone for one file of a batch.
 func (s *Server) checkInPlace(ctx context.Context, p plan) (engine.Result, bool, error) {
-	src, dst, _, err := s.backends(p)
+	src, dst, _, err := s.backends(ctx, p)
 	if err != nil {
 		return engine.Result{}, false, err
 	}
@@ -606,12 +606,12 @@ func (s *Server) checkInPlace(ctx context.Context, p plan) (engine.Result, bool,
 // batchBackends returns the client for a batch's destination agent, with
 // a token for the destination directory, and a read token for the source
 // directory that the destination agent fetches the files with.
-func (s *Server) batchBackends(p plan, n int) (dst *sluice.Backend, srcTok string, err error) {
+func (s *Server) batchBackends(ctx context.Context, p plan, n int) (dst *sluice.Backend, srcTok string, err error) {
 	srcToks, dstToks, err := s.dataTokens(p, fmt.Sprintf("job %d batch of %d files", p.task.JobID, n), path.Dir(p.srcPath))
 	if err != nil {
 		return nil, "", err
 	}
-	if dst, err = sluice.NewWithTokens(p.dstURL, dstToks, s.client); err != nil {
+	if dst, err = s.agent(ctx, p.dstURL, dstToks); err != nil {
 		return nil, "", err
 	}
 	// One token for the source: the batch is one request to it.

@@ -217,11 +217,11 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src st
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	sb, err := sluice.New(src.URL, srcTok, s.client)
+	sb, err := s.agent(ctx, src.URL, staticToken(srcTok))
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	db, err := sluice.New(dst.URL, dstTok, s.client)
+	db, err := s.agent(ctx, dst.URL, staticToken(dstTok))
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -286,7 +286,7 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, base, s
 	if err != nil {
 		return "", err
 	}
-	b, err := sluice.New(e.URL, tok, s.client)
+	b, err := s.agent(ctx, e.URL, staticToken(tok))
 	if err != nil {
 		return "", err
 	}

@@ -169,7 +169,7 @@ func urlHost(u string) string {
 
 // replicaBackend returns a client of replica r with a read token for its
 // file.
-func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, sluice.TokenSource, error) {
+func (s *Server) replicaBackend(ctx context.Context, p plan, r replicaPlan) (*sluice.Backend, sluice.TokenSource, error) {
 	if r.url == "" {
 		return nil, nil, fmt.Errorf("%w: endpoint %s not registered", backend.ErrInvalid, r.name)
 	}
@@ -178,7 +178,7 @@ func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, sluice.
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := sluice.NewWithTokens(r.url, toks, s.client)
+	b, err := s.agent(ctx, r.url, toks)
 	return b, toks, err
 }
 
@@ -188,7 +188,7 @@ func (s *Server) replicaBackend(p plan, r replicaPlan) (*sluice.Backend, sluice.
 func (s *Server) statReplicas(ctx context.Context, p plan) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	src, _, _, err := s.backends(p)
+	src, _, _, err := s.backends(ctx, p)
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +205,7 @@ func (s *Server) statReplicas(ctx context.Context, p plan) (int64, error) {
 	})
 	for i, r := range p.replicas {
 		wg.Go(func() {
-			b, _, err := s.replicaBackend(p, r)
+			b, _, err := s.replicaBackend(ctx, p, r)
 			var fi backend.FileInfo
 			if err == nil {
 				fi, err = b.Stat(ctx, r.path)
@@ -250,7 +250,7 @@ func allPermanent(errs []error) bool {
 
 // multiSources turns spec into a multi-source transfer: every source with
 // its planned share, the destination agent pulling from each.
-func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, srcTok sluice.TokenSource, dst *sluice.Backend) error {
+func (s *Server) multiSources(ctx context.Context, spec *engine.Spec, p plan, src *sluice.Backend, srcTok sluice.TokenSource, dst *sluice.Backend) error {
 	pull := func(base string, toks sluice.TokenSource) engine.PullFunc {
 		return func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
 			tok, err := toks()
@@ -262,7 +262,7 @@ func (s *Server) multiSources(spec *engine.Spec, p plan, src *sluice.Backend, sr
 	}
 	spec.Sources = []engine.Source{{Name: p.task.Src, Backend: src, Path: p.srcPath, Pull: pull(pullBase(p.srcURL), srcTok), Share: p.shares[0], Rate: p.rateOf(0)}}
 	for i, r := range p.replicas {
-		b, tok, err := s.replicaBackend(p, r)
+		b, tok, err := s.replicaBackend(ctx, p, r)
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/clock"
 	"github.com/sluice-dtn/sluice/cluster"
@@ -120,6 +122,9 @@ type Config struct {
 	// Client is used to reach agents (nil: a client with
 	// sluice.NewTransport).
 	Client *http.Client
+	// Backends opens endpoints by URL scheme (nil: every backend
+	// Sluice has, backend/all).
+	Backends *backend.Registry
 	// ChunkMin and SubWrite are passed to the engine (0: its defaults).
 	ChunkMin, SubWrite int64
 	// BatchMax: files of at most this many bytes, started in the same
@@ -291,6 +296,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: sluice.NewTransport()}
+	}
+	if cfg.Backends == nil {
+		cfg.Backends = all.Registry()
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -158,15 +160,15 @@ func urlPath(u string) string {
 // backends returns clients for the two agents, with data tokens scoped to
 // the file being read and to the destination's directory (the engine
 // writes a temporary file beside the destination and renames it).
-func (s *Server) backends(p plan) (src, dst *sluice.Backend, srcTok sluice.TokenSource, err error) {
+func (s *Server) backends(ctx context.Context, p plan) (src, dst *sluice.Backend, srcTok sluice.TokenSource, err error) {
 	srcTok, dstTok, err := s.dataTokens(p, fmt.Sprintf("job %d file %d", p.task.JobID, p.task.Index), p.srcPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if src, err = sluice.NewWithTokens(p.srcURL, srcTok, s.client); err != nil {
+	if src, err = s.agent(ctx, p.srcURL, srcTok); err != nil {
 		return nil, nil, nil, err
 	}
-	if dst, err = sluice.NewWithTokens(p.dstURL, dstTok, s.client); err != nil {
+	if dst, err = s.agent(ctx, p.dstURL, dstTok); err != nil {
 		return nil, nil, nil, err
 	}
 	return src, dst, srcTok, nil
@@ -228,14 +230,52 @@ func baseFor(base, prefix string) string {
 	return base
 }
 
-// pullBase turns an agent's http(s)://host:port into the sluice(s)://
-// form agents pull from.
+// pullBase turns an agent's http(s)://host[:port][/] into the
+// sluice(s)://host:port form agents pull from and the backend registry
+// opens. An agent registered without a port gets its scheme's (80, 443):
+// a sluice URL has no default port.
 func pullBase(agentURL string) string {
-	if strings.HasPrefix(agentURL, "https://") {
-		return "sluices://" + strings.TrimPrefix(agentURL, "https://")
+	u, err := url.Parse(agentURL)
+	if err != nil || u.Host == "" {
+		return agentURL // refused where it is opened, with its name
 	}
-	return "sluice://" + strings.TrimPrefix(agentURL, "http://")
+	scheme, port := "sluice", "80"
+	if u.Scheme == "https" {
+		scheme, port = "sluices", "443"
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), port)
+	}
+	return scheme + "://" + host
 }
+
+// agent opens the agent at agentURL (http(s)://host:port) through the
+// backend registry, as a client that presents tokens. Every endpoint the
+// service manages is an agent today, and the service uses what only
+// agents offer (pulls, batches, stats of many files), so another kind of
+// backend is refused here with the endpoint's URL.
+func (s *Server) agent(ctx context.Context, agentURL string, tokens sluice.TokenSource) (*sluice.Backend, error) {
+	o, err := s.cfg.Backends.Open(ctx, pullBase(agentURL)+"/", backend.OpenOptions{
+		HTTPClient: s.client,
+		Tokens:     func(string, bool) (backend.TokenSource, error) { return tokens, nil },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", agentURL, err)
+	}
+	b, ok := o.Backend.(*sluice.Backend)
+	if !ok {
+		if o.Close != nil {
+			_ = o.Close()
+		}
+		return nil, fmt.Errorf("%w: endpoint %s is not a Sluice agent", backend.ErrInvalid, agentURL)
+	}
+	return b, nil
+}
+
+// staticToken is a token source that always gives tok (a token minted
+// for one short operation).
+func staticToken(tok string) sluice.TokenSource { return func() (string, error) { return tok, nil } }
 
 // runTransfer runs one run of a task and reports to the loop. It is the
 // only place the service moves bytes: the destination agent pulls each
@@ -249,7 +289,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		report(engine.Result{}, p.denied)
 		return
 	}
-	src, dst, srcTok, err := s.backends(p)
+	src, dst, srcTok, err := s.backends(ctx, p)
 	if err != nil {
 		report(engine.Result{}, err)
 		return
@@ -310,7 +350,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		return dst.PullProgress(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n, progress)
 	}
 	if len(p.replicas) > 0 {
-		if err := s.multiSources(&spec, p, src, srcTok, dst); err != nil {
+		if err := s.multiSources(ctx, &spec, p, src, srcTok, dst); err != nil {
 			report(engine.Result{}, err)
 			return
 		}
@@ -446,7 +486,7 @@ func (s *Server) removePartial(ctx context.Context, t store.Task, twice bool) bo
 	s.mu.Unlock()
 	if a != nil {
 		p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
-		if _, dst, _, err := s.backends(p); err == nil {
+		if _, dst, _, err := s.backends(ctx, p); err == nil {
 			gone = true
 			passes := 1
 			if twice {
@@ -579,7 +619,7 @@ func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error)
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
 		p.checksum, p.expected = algo, hex
 	}
-	sb, db, _, err := s.backends(p)
+	sb, db, _, err := s.backends(ctx, p)
 	if err != nil {
 		return false, err
 	}
@@ -740,7 +780,7 @@ func (s *Server) statSources(ctx context.Context, ps []plan) ([]int64, []error) 
 	if err != nil {
 		return fail(err)
 	}
-	src, err := sluice.NewWithTokens(ps[0].srcURL, srcToks, s.client)
+	src, err := s.agent(ctx, ps[0].srcURL, srcToks)
 	if err != nil {
 		return fail(err)
 	}
@@ -796,7 +836,7 @@ func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
 	if len(p.replicas) > 0 {
 		return s.statReplicas(ctx, p)
 	}
-	src, _, _, err := s.backends(p)
+	src, _, _, err := s.backends(ctx, p)
 	if err != nil {
 		return 0, err
 	}

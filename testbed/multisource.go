@@ -16,7 +16,8 @@ import (
 
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/auth"
-	"github.com/sluice-dtn/sluice/backend/file"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/emul"
@@ -190,6 +191,7 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 	}
 	horizon := o.Warmup.Seconds() + float64(o.Runs*len(o.Policies))*(float64(size)/(3*slowest)+2) + 600
 	hc := &http.Client{Transport: sluice.NewTransport()}
+	backends := all.Registry()
 	var srcs []copyjob.Endpoint
 	var links []linkmon.Link
 	var shapers []*emul.Shaper
@@ -221,24 +223,22 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		}
 		shapers = append(shapers, a.Shaper())
 		wg.Go(func() { defer a.Close(); a.Serve(ctx, ln, "", "") })
-		b, err := sluice.New("http://"+ln.Addr().String(), tok, hc)
+		ep, _, err := copyjob.Open(ctx, backends, "sluice://"+ln.Addr().String()+"/data.bin", backend.OpenOptions{HTTPClient: hc, Tokens: fixedToken(tok)})
 		if err != nil {
 			return nil, err
 		}
-		url := "sluice://" + ln.Addr().String() + "/data.bin"
-		srcs = append(srcs, copyjob.Endpoint{Backend: b, Path: "/data.bin", URL: url, Token: tok})
-		links = append(links, linkmon.Link{Name: l.Name, Backend: b, Path: "/data.bin", Size: size})
+		srcs = append(srcs, ep)
+		links = append(links, linkmon.Link{Name: l.Name, Backend: ep.Backend, Path: ep.Path, Size: size})
 	}
 	dstDir := filepath.Join(dir, "dst")
 	if err := os.MkdirAll(dstDir, 0o755); err != nil {
 		return nil, err
 	}
-	db, err := file.New(dstDir)
+	dst, closeDst, err := copyjob.Open(ctx, backends, "file://"+filepath.Join(dstDir, "data.bin"), backend.OpenOptions{Write: true})
 	if err != nil {
 		return nil, err
 	}
-	defer db.Close()
-	dst := copyjob.Endpoint{Backend: db, Path: "/data.bin", URL: "file://" + dstDir + "/data.bin"}
+	defer closeDst()
 	// 256 KiB probes, the first 128 KiB (the emulation's burst) untimed:
 	// short enough for the slowest link (0.75 MB/s) to answer within a
 	// sampling period.
@@ -370,5 +370,13 @@ func (r *MultiResult) summarise(mon *linkmon.Monitor, nlinks int) {
 		r.Samples[name] = [2]int{pr, pa}
 		m, sd := multisrc.MeanSD(mon.Series(i))
 		r.Measured[name] = [2]float64{m / BWScale, sd / BWScale}
+	}
+}
+
+// fixedToken gives every path the one token tok (minted for the whole
+// experiment).
+func fixedToken(tok string) func(string, bool) (backend.TokenSource, error) {
+	return func(string, bool) (backend.TokenSource, error) {
+		return func() (string, error) { return tok, nil }, nil
 	}
 }

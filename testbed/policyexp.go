@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
+	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/policy"
@@ -324,18 +326,17 @@ func (c *Cluster) policyDataset(ctx context.Context, src, dst string, k int, jou
 	tr := sluice.NewTransport()
 	tr.MaxIdleConnsPerHost = 1024
 	hc := &http.Client{Transport: tr}
-	sb, err := sluice.New(c.Agents[src], rtok, hc)
-	if err != nil {
-		return nil, err
-	}
-	db, err := sluice.New(c.Agents[dst], wtok, hc)
-	if err != nil {
-		return nil, err
-	}
+	backends := all.Registry()
 	host := func(u string) string { return "sluice://" + strings.TrimPrefix(u, "http://") }
 	dir := fmt.Sprintf("/c%d", k)
-	s := copyjob.Endpoint{Backend: sb, Path: dir, URL: host(c.Agents[src]) + dir, Token: rtok}
-	d := copyjob.Endpoint{Backend: db, Path: "/out/", URL: host(c.Agents[dst]) + "/out/", Puller: db}
+	s, _, err := copyjob.Open(ctx, backends, host(c.Agents[src])+dir, backend.OpenOptions{HTTPClient: hc, Tokens: fixedToken(rtok)})
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := copyjob.Open(ctx, backends, host(c.Agents[dst])+"/out/", backend.OpenOptions{Write: true, HTTPClient: hc, Tokens: fixedToken(wtok)})
+	if err != nil {
+		return nil, err
+	}
 	return copyjob.PrepareDataset(ctx, []copyjob.Endpoint{s}, d, copyjob.Options{
 		Recursive: true, Checksum: "adler32", JournalDir: filepath.Join(journal, fmt.Sprint(k)),
 		// The dataset's files are the paper's scaled down, and so are

@@ -216,23 +216,11 @@ func autoChecksum(eps ...copyjob.Endpoint) string {
 // endpoint turns a command-line location into a copyjob endpoint,
 // through the registry of backends (backend/all).
 func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *http.Client) (copyjob.Endpoint, error) {
-	op, err := all.Registry().Open(ctx, loc, backend.OpenOptions{Write: write, HTTPClient: client, Tokens: f.tokensFor})
+	ep, closeEp, err := copyjob.Open(ctx, all.Registry(), loc, backend.OpenOptions{Write: write, HTTPClient: client, Tokens: f.tokensFor})
 	if err != nil {
 		return copyjob.Endpoint{}, err
 	}
-	if op.Close != nil {
-		f.closers = append(f.closers, op.Close)
-	}
-	ep := copyjob.Endpoint{Backend: op.Backend, Path: op.Path, URL: op.URL}
-	if a, ok := op.Backend.(*sluice.Backend); ok {
-		// Between agents the destination pulls: it needs the source's
-		// tokens, and the destination is the puller.
-		if write {
-			ep.Puller = a
-		} else {
-			ep.Tokens = op.Tokens
-		}
-	}
+	f.closers = append(f.closers, closeEp)
 	return ep, nil
 }
 
