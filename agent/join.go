@@ -23,7 +23,11 @@ type Joiner struct {
 	Token   string       // the join token
 	Info    wire.AgentIn // what the agent reports
 	Log     *slog.Logger
-	cur     int // index of the server in use
+	// Transport carries the requests to the servers (nil:
+	// http.DefaultTransport); a site's own certificate authority goes
+	// in its TLS configuration.
+	Transport http.RoundTripper
+	cur       int // index of the server in use
 	// health, once set, says whether the agent can serve: heartbeats
 	// stop while it cannot.
 	health atomic.Pointer[func() error]
@@ -66,7 +70,7 @@ func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 	wait := 500 * time.Millisecond
 	for {
 		for range j.Servers {
-			c, err := client.New(j.Server(), j.Token, &http.Client{Timeout: 10 * time.Second})
+			c, err := client.New(j.Server(), j.Token, &http.Client{Timeout: 10 * time.Second, Transport: j.Transport})
 			if err != nil {
 				return wire.JoinedOut{}, fmt.Errorf("agent: %w", err)
 			}
@@ -109,7 +113,7 @@ func (j *Joiner) Heartbeats(ctx context.Context, period time.Duration) {
 	if period <= 0 {
 		period = 2 * time.Second
 	}
-	hc := &http.Client{Timeout: 5 * time.Second}
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: j.Transport}
 	t := time.NewTicker(period)
 	defer t.Stop()
 	var failing error

@@ -2,15 +2,20 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // TestParseServers: every --server URL is checked at start. Before, only
@@ -98,4 +103,64 @@ func TestBeat(t *testing.T) {
 	if err := j.Beat(ctx, hc); !errors.Is(err, ErrUnhealthy) || count() != [3]int32{2, 4, 1} {
 		t.Fatalf("unhealthy: %v, beats %v; want ErrUnhealthy and no beat", err, count())
 	}
+}
+
+// handlerTransport answers each request with a handler in memory: in a
+// synctest bubble, a goroutine waiting on a socket is not durably
+// blocked, so an idle keep-alive connection would hold the clock still.
+type handlerTransport struct{ h http.Handler }
+
+func (ht handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, r)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return rec.Result(), nil
+}
+
+// TestJoinAndHeartbeatTimes: on the bubble's clock, a registration that
+// finds no server answering is retried after 0.5, 1, 2 s (doubling, at
+// most 10 s), and heartbeats go out once a period, the first one period
+// after they start, until the context ends.
+func TestJoinAndHeartbeatTimes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var registers, beats []time.Duration
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			at := time.Since(start)
+			switch r.URL.Path {
+			case "/v1/agents/register":
+				registers = append(registers, at)
+				if len(registers) <= 4 {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(wire.JoinedOut{Key: make([]byte, 32), HeartbeatSeconds: 2})
+			case "/v1/agents/heartbeat":
+				beats = append(beats, at)
+				w.WriteHeader(http.StatusNoContent)
+			default:
+				t.Errorf("%s %s", r.Method, r.URL.Path)
+			}
+		})
+		j := &Joiner{Servers: []string{"http://s1:8080"}, Token: "t", Log: slog.New(slog.DiscardHandler), Transport: handlerTransport{h}}
+		if _, err := j.Join(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s := time.Second
+		if want := []time.Duration{0, s / 2, 3 * s / 2, 7 * s / 2, 15 * s / 2}; !slices.Equal(registers, want) {
+			t.Errorf("registrations at %v, want %v", registers, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 9*s)
+		defer cancel()
+		j.Heartbeats(ctx, 2*s)
+		if want := []time.Duration{19 * s / 2, 23 * s / 2, 27 * s / 2, 31 * s / 2}; !slices.Equal(beats, want) {
+			t.Errorf("heartbeats at %v, want %v", beats, want)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
@@ -20,7 +21,15 @@ func slow(e *env, name string, size int64, rate float64) (Spec, *fault, *fault) 
 	return s, dst, src
 }
 
-func TestPauseResume(t *testing.T) {
+// The tests of a running transfer's controls run in a synctest bubble:
+// the throttled destination's sleeps, the engine's checkpoint ticks and
+// its meter read the bubble's clock, which moves only when every
+// goroutine of the test waits. "Within 60 ms" then means 60 ms of the
+// transfer's time, whatever the machine's load.
+
+func TestPauseResume(t *testing.T) { synctest.Test(t, testPauseResume) }
+
+func testPauseResume(t *testing.T) {
 	e := newEnv(t)
 	data := e.put(t, "f", 4<<20, 11)
 	s, dst, _ := slow(e, "f", 4<<20, 8<<20) // 2 streams: about 0.25 s of copying
@@ -66,79 +75,85 @@ func TestPauseResume(t *testing.T) {
 }
 
 func TestSetCC(t *testing.T) {
-	t.Run("up: new workers steal", func(t *testing.T) {
-		e := newEnv(t)
-		data := e.put(t, "f", 6<<20, 12)
-		s, dst, _ := slow(e, "f", 6<<20, 16<<20)
-		s.CC = 1
-		tr, err := Start(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.SetCC(0); !errors.Is(err, backend.ErrInvalid) {
-			t.Errorf("SetCC(0): %v", err)
-		}
-		<-tr.Moving()
-		if m := dst.maxInflight.Load(); m != 1 {
-			t.Fatalf("%d writes in flight with CC 1", m)
-		}
-		// At CC 1 the file is four chunks, one in flight; eight writes
-		// in flight are only possible if new workers steal halves of
-		// chunks.
-		if err := tr.SetCC(8); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "8 writes in flight", time.Second, func() bool { return dst.maxInflight.Load() == 8 })
-		if p := tr.Progress(); p.CC != 8 || p.Workers != 8 {
-			t.Errorf("after SetCC(8): %+v", p)
-		}
-		res, err := tr.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.checkFinal(t, s, data)
-		if res.Resent != 0 || res.Seconds <= 0 || tr.Progress().Rate <= 0 {
-			t.Errorf("result %+v, rate %g", res, tr.Progress().Rate)
-		}
-	})
-	t.Run("down: workers stop after their sub-write", func(t *testing.T) {
-		e := newEnv(t)
-		data := e.put(t, "f", 4<<20, 16)
-		// Four chunks of 1 MiB, too small to steal from: a chunk
-		// takes 125 ms, a sub-write 4 ms. A worker that waited for the
-		// end of its chunk would take far longer than the 60 ms allowed.
-		s, dst, _ := slow(e, "f", 4<<20, 8<<20)
-		s.CC, s.ChunkMin = 4, 1<<20
-		tr, err := Start(context.Background(), s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "4 writes in flight", time.Second, func() bool { return dst.maxInflight.Load() == 4 })
-		if err := tr.SetCC(1); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "one worker", 60*time.Millisecond, func() bool { return tr.Progress().Workers == 1 })
-		waitFor(t, "one write in flight", 20*time.Millisecond, func() bool { return dst.inflight.Load() <= 1 })
-		dst.maxInflight.Store(0)
-		time.Sleep(30 * time.Millisecond)
-		if m := dst.maxInflight.Load(); m > 1 {
-			t.Errorf("%d writes in flight after SetCC(1)", m)
-		}
-		if err := tr.SetCC(4); err != nil { // the stopped chunks' rests were requeued
-			t.Fatal(err)
-		}
-		res, err := tr.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.checkFinal(t, s, data)
-		if res.Resent != 0 {
-			t.Errorf("SetCC re-sent %d bytes", res.Resent)
-		}
-	})
+	t.Run("up: new workers steal", func(t *testing.T) { synctest.Test(t, testSetCCUp) })
+	t.Run("down: workers stop after their sub-write", func(t *testing.T) { synctest.Test(t, testSetCCDown) })
 }
 
-func TestHandover(t *testing.T) {
+func testSetCCUp(t *testing.T) {
+	e := newEnv(t)
+	data := e.put(t, "f", 6<<20, 12)
+	s, dst, _ := slow(e, "f", 6<<20, 16<<20)
+	s.CC = 1
+	tr, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SetCC(0); !errors.Is(err, backend.ErrInvalid) {
+		t.Errorf("SetCC(0): %v", err)
+	}
+	<-tr.Moving()
+	if m := dst.maxInflight.Load(); m != 1 {
+		t.Fatalf("%d writes in flight with CC 1", m)
+	}
+	// At CC 1 the file is four chunks, one in flight; eight writes
+	// in flight are only possible if new workers steal halves of
+	// chunks.
+	if err := tr.SetCC(8); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "8 writes in flight", time.Second, func() bool { return dst.maxInflight.Load() == 8 })
+	if p := tr.Progress(); p.CC != 8 || p.Workers != 8 {
+		t.Errorf("after SetCC(8): %+v", p)
+	}
+	res, err := tr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if res.Resent != 0 || res.Seconds <= 0 || tr.Progress().Rate <= 0 {
+		t.Errorf("result %+v, rate %g", res, tr.Progress().Rate)
+	}
+}
+
+func testSetCCDown(t *testing.T) {
+	e := newEnv(t)
+	data := e.put(t, "f", 4<<20, 16)
+	// Four chunks of 1 MiB, too small to steal from: a chunk
+	// takes 125 ms, a sub-write 4 ms. A worker that waited for the
+	// end of its chunk would take far longer than the 60 ms allowed.
+	s, dst, _ := slow(e, "f", 4<<20, 8<<20)
+	s.CC, s.ChunkMin = 4, 1<<20
+	tr, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "4 writes in flight", time.Second, func() bool { return dst.maxInflight.Load() == 4 })
+	if err := tr.SetCC(1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "one worker", 60*time.Millisecond, func() bool { return tr.Progress().Workers == 1 })
+	waitFor(t, "one write in flight", 20*time.Millisecond, func() bool { return dst.inflight.Load() <= 1 })
+	dst.maxInflight.Store(0)
+	time.Sleep(30 * time.Millisecond)
+	if m := dst.maxInflight.Load(); m > 1 {
+		t.Errorf("%d writes in flight after SetCC(1)", m)
+	}
+	if err := tr.SetCC(4); err != nil { // the stopped chunks' rests were requeued
+		t.Fatal(err)
+	}
+	res, err := tr.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	if res.Resent != 0 {
+		t.Errorf("SetCC re-sent %d bytes", res.Resent)
+	}
+}
+
+func TestHandover(t *testing.T) { synctest.Test(t, testHandover) }
+
+func testHandover(t *testing.T) {
 	e := newEnv(t)
 	oldData := e.put(t, "old", 4<<20, 13)
 	newData := e.put(t, "new", 1<<20, 14)

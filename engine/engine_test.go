@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
@@ -415,7 +416,11 @@ func (j *fencedJournals) Save(ctx context.Context, key string, data []byte) erro
 // TestFencedJournalStops: a checkpoint refused with ErrFenced stops the
 // transfer with that error (a run that lost its claim stops moving bytes
 // at its next checkpoint) and nothing is put in place.
-func TestFencedJournalStops(t *testing.T) {
+func TestFencedJournalStops(t *testing.T) { synctest.Test(t, testFencedJournalStops) }
+
+// testFencedJournalStops runs in a synctest bubble: "went on for a
+// second" is the transfer's time (its throttle's), not the machine's.
+func testFencedJournalStops(t *testing.T) {
 	e := newEnv(t)
 	data := e.put(t, "f", 4<<20, 5)
 	s := e.spec("f", int64(len(data)))
