@@ -33,6 +33,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -206,7 +207,12 @@ func (c *Coordinator) leaseRound(ctx context.Context) {
 	// Partitions the loop gave up after a refused write: release them
 	// (a no-op if another server's term replaced ours), so that they are
 	// taken again, here or elsewhere, under a newer term.
-	for p, term := range c.loop.GivenUp() {
+	// Every walk over partitions goes in their names' order: the store
+	// calls and the loop's losses then come in the same order every run
+	// (the loop's simulation replays a seed only so).
+	givenUp := c.loop.GivenUp()
+	for _, p := range slices.Sorted(maps.Keys(givenUp)) {
+		term := givenUp[p]
 		if c.held[p] != term {
 			continue
 		}
@@ -224,13 +230,13 @@ func (c *Coordinator) leaseRound(ctx context.Context) {
 		kept, err := c.st.RenewLeases(ctx, id, c.held, ttl)
 		if err != nil {
 			log.Warn("cluster: renewing leases", "err", err)
-			for p := range c.held {
+			for _, p := range slices.Sorted(maps.Keys(c.held)) {
 				if now.Sub(c.renewed[p]) > ttl-ttl/5 {
 					c.lose(ctx, p, "renewal failed for too long")
 				}
 			}
 		} else {
-			for p := range c.held {
+			for _, p := range slices.Sorted(maps.Keys(c.held)) {
 				if _, ok := kept[p]; ok {
 					c.renewed[p] = now
 				} else {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"reflect"
 	"testing"
 
@@ -353,4 +354,103 @@ func TestReplan(t *testing.T) {
 	if len(waiting) != 4 {
 		t.Errorf("the builder's slice changed: %d", len(waiting))
 	}
+}
+
+// firstWaiting starts the first waiting task with one connection, and
+// counts its plans.
+type firstWaiting struct{ plans int }
+
+func (*firstWaiting) Name() string { return "first" }
+func (f *firstWaiting) Schedule(s *sched.Snapshot) []sched.Decision {
+	f.plans++
+	if len(s.Waiting) == 0 {
+		return nil
+	}
+	return []sched.Decision{{Kind: sched.Start, Task: s.Waiting[0].ID, CC: 1}}
+}
+
+// planner is world as a Planner: it holds back what the rules refused.
+type planner struct {
+	*world
+	round []sched.Decision
+	held  map[sched.TaskID]bool
+}
+
+func (p *planner) Plan([]sched.Decision) { p.round = nil }
+func (p *planner) Start(id sched.TaskID, cc int) error {
+	p.round = append(p.round, sched.Decision{Kind: sched.Start, Task: id, CC: cc})
+	return p.world.Start(id, cc)
+}
+func (p *planner) Applied() []sched.Decision { return p.round }
+func (p *planner) Hold(refused []sched.Refusal) bool {
+	for _, f := range refused {
+		p.held[f.Decision.Task] = true
+	}
+	return len(refused) > 0
+}
+func (p *planner) Keep(t *sched.Task) bool { return !p.held[t.ID] }
+
+// TestDecide: one cycle plans, applies through the rules and, for a
+// runner that can, plans again around what the rules refused, within the
+// bound on rounds; the refusals reach the next snapshot; a runner that
+// cannot plan again gets one round.
+func TestDecide(t *testing.T) {
+	snapshot := func(c *Cycle, ids ...sched.TaskID) *sched.Snapshot {
+		c.Begin(Params{})
+		for _, id := range ids {
+			st := c.New()
+			*st = sched.Task{ID: id, Src: "a", Dst: "b", Size: 10, Left: 10}
+			c.Waiting(st, 0)
+		}
+		return c.Snapshot()
+	}
+	// Tasks 1 and 2 are refused by the rules; 3 may start.
+	rules := []Rule[sched.TaskID]{zeroRule{1}, zeroRule{2}}
+	for _, tc := range []struct {
+		name       string
+		planner    bool
+		maxReplans int
+		rounds     int
+		did        []string
+		refused    int
+	}{
+		{"plans again around refusals", true, 3, 3, []string{"start 3 cc=1"}, 2},
+		{"within the bound", true, 1, 2, nil, 2},
+		{"a runner that cannot plan again", false, 3, 1, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Cycle
+			c.Endpoint("a", 100, 8)
+			c.Endpoint("b", 100, 8)
+			w := &world{cc: map[sched.TaskID]int{}}
+			var r Runner[sched.TaskID] = w
+			if tc.planner {
+				r = &planner{world: w, held: map[sched.TaskID]bool{}}
+			}
+			s := &firstWaiting{}
+			out, err := Decide(&c, s, snapshot(&c, 1, 2, 3), r, tc.maxReplans, rules...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Rounds != tc.rounds || s.plans != tc.rounds || len(out.Decisions) != tc.rounds {
+				t.Errorf("%d rounds, %d plans, decisions %v; want %d", out.Rounds, s.plans, out.Decisions, tc.rounds)
+			}
+			if !slices.Equal(w.did, tc.did) {
+				t.Errorf("carried out %q, want %q", w.did, tc.did)
+			}
+			if len(out.Refused) != tc.refused {
+				t.Errorf("refused %v, want %d", out.Refused, tc.refused)
+			}
+			if next := snapshot(&c); len(next.Refused) != tc.refused {
+				t.Errorf("the next snapshot carries %d refusals, want %d", len(next.Refused), tc.refused)
+			}
+		})
+	}
+	t.Run("stops at the runner's error", func(t *testing.T) {
+		var c Cycle
+		w := &world{cc: map[sched.TaskID]int{}, fail: 1}
+		if _, err := Decide(&c, &firstWaiting{}, snapshot(&c, 1, 2), Runner[sched.TaskID](w), 3); err == nil {
+			t.Error("no error")
+		}
+	})
 }

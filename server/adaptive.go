@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -244,7 +246,8 @@ func (w *world) tendAdaptive(now time.Time) {
 			inFlight[adaptKeyOf(t)] = inFlight[adaptKeyOf(t)] || t.State == store.StateRunning
 		}
 	}
-	for k, st := range w.adapts {
+	for _, k := range slices.SortedFunc(maps.Keys(w.adapts), byAdaptKey) {
+		st := w.adapts[k]
 		if !active[k] {
 			if st.allocID != "" {
 				w.polRelease(now, st.allocID, st.owner)

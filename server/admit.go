@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-dtn/sluice/dispatch"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/store"
 )
@@ -39,7 +40,7 @@ type liveRunner struct {
 	// the rules let it through, so limitRule counts their connections as
 	// the start's.
 	victims map[sched.TaskID][]int64
-	// The files the cycle's later rounds leave out (holdRefused): those
+	// The files the cycle's later rounds leave out (Hold): those
 	// refused, and those of the VOs and pairs (voRule) and adaptive jobs
 	// and pairs (adaptiveRule) that had a start refused.
 	held      map[sched.TaskID]bool
@@ -64,7 +65,8 @@ func newLiveRunner(w *world, now time.Time) *liveRunner {
 }
 
 // plan notes the round's preemptions (victims).
-func (r *liveRunner) plan(ds []sched.Decision) {
+// Plan prepares a round: the victims of each start (dispatch.Planner).
+func (r *liveRunner) Plan(ds []sched.Decision) {
 	r.round = r.round[:0]
 	r.victims = map[sched.TaskID][]int64{}
 	for _, d := range ds {
@@ -243,12 +245,12 @@ func (v voRule) Admit(t *task, d sched.Decision, cc, cur int) (int, string) {
 // back at least one more VO and pair, or adaptive job, or file).
 const maxReplans = 3
 
-// holdRefused holds back the files of the starts the rules refused in
+// Hold holds back the files of the starts the rules refused in
 // the round, for the cycle's later rounds (the rules themselves hold
 // back every file of a VO and pair, or of an adaptive job and pair,
 // whose next start they would refuse too); it reports whether any start
 // was refused.
-func (r *liveRunner) holdRefused(refused []sched.Refusal) bool {
+func (r *liveRunner) Hold(refused []sched.Refusal) bool {
 	any := false
 	for _, f := range refused {
 		if f.Decision.Kind == sched.Start && f.CC <= 0 {
@@ -259,8 +261,12 @@ func (r *liveRunner) holdRefused(refused []sched.Refusal) bool {
 	return any
 }
 
-// keep says whether a waiting file is offered to the cycle's next round.
-func (r *liveRunner) keep(st *sched.Task) bool {
+// Applied returns the round's decisions carried out, with the
+// concurrency granted.
+func (r *liveRunner) Applied() []sched.Decision { return r.round }
+
+// Keep says whether a waiting file is offered to the cycle's next round.
+func (r *liveRunner) Keep(st *sched.Task) bool {
 	if r.held[st.ID] {
 		return false
 	}
@@ -343,3 +349,6 @@ func (l limitRule) fits(t *task, cc int) bool {
 	}
 	return ok
 }
+
+// The service's runner plans again around refusals (dispatch.Decide).
+var _ dispatch.Planner = (*liveRunner)(nil)

@@ -112,7 +112,7 @@ func TestLimitRule(t *testing.T) {
 				w.tasks.add(task)
 			}
 			r := newLiveRunner(w, clk.Now())
-			r.plan(tc.ds)
+			r.Plan(tc.ds)
 			refused, err := dispatch.Apply(tc.ds, r, dispatch.Rule[*task](limitRule{r}))
 			if err != nil {
 				t.Fatal(err)

@@ -307,7 +307,8 @@ func (s *Server) localBeat(name string) bool {
 func (w *world) releaseAll() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 5*time.Second)
 	defer cancel()
-	for p, term := range w.parts {
+	for _, p := range slices.Sorted(maps.Keys(w.parts)) {
+		term := w.parts[p]
 		if err := w.s.st.ReleaseLease(ctx, p, w.s.cfg.ServerID, term); err != nil {
 			w.s.log.Warn("cluster: releasing a lease at shutdown", "partition", p, "err", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -88,6 +89,18 @@ func (w *world) leaseOf(src, dst string) time.Duration {
 
 // voKey names one VO's traffic on one pair.
 type voKey struct{ src, dst, vo string }
+
+// byVOKey and byAdaptKey order the loop's walks over its allocations:
+// each walk calls the Policy Service, whose grants depend on the order of
+// the calls, and a map's order changes from run to run (the loop's
+// simulation then did not replay a seed).
+func byVOKey(a, b voKey) int {
+	return cmp.Or(strings.Compare(a.src, b.src), strings.Compare(a.dst, b.dst), strings.Compare(a.vo, b.vo))
+}
+
+func byAdaptKey(a, b adaptKey) int {
+	return cmp.Or(cmp.Compare(a.job, b.job), strings.Compare(a.src, b.src), strings.Compare(a.dst, b.dst))
+}
 
 // voAlloc is the loop's allocation for a voKey.
 type voAlloc struct {
@@ -217,7 +230,8 @@ func (w *world) tendVOAllocs(now time.Time) {
 		}
 	}
 	used, _ := w.usage()
-	for k, a := range w.vallocs {
+	for _, k := range slices.SortedFunc(maps.Keys(w.vallocs), byVOKey) {
+		a := w.vallocs[k]
 		if !active[k] {
 			w.polRelease(now, a.id, serviceClient(k.vo))
 			delete(w.vallocs, k)
@@ -241,8 +255,8 @@ func (w *world) tendVOAllocs(now time.Time) {
 			w.updateVOAlloc(k, a, max(a.streams, used[k], 1), now)
 		}
 	}
-	for k, a := range w.vallocs {
-		if used[k] > a.streams {
+	for _, k := range slices.SortedFunc(maps.Keys(w.vallocs), byVOKey) {
+		if a := w.vallocs[k]; used[k] > a.streams {
 			w.trimVO(k, a.streams)
 		}
 	}
@@ -316,13 +330,13 @@ func (w *world) releaseVOAllocs() {
 	var ids []store.AllocationGone
 	now := w.now()
 	svc, done := w.s.policyService()
-	for k, a := range w.vallocs {
-		if svc.Release(now, a.id, serviceClient(k.vo)) == nil {
+	for _, k := range slices.SortedFunc(maps.Keys(w.vallocs), byVOKey) {
+		if a := w.vallocs[k]; svc.Release(now, a.id, serviceClient(k.vo)) == nil {
 			ids = append(ids, store.AllocationGone{ID: a.id})
 		}
 	}
-	for _, st := range w.adapts {
-		if svc.Release(now, st.allocID, st.owner) == nil {
+	for _, k := range slices.SortedFunc(maps.Keys(w.adapts), byAdaptKey) {
+		if st := w.adapts[k]; svc.Release(now, st.allocID, st.owner) == nil {
 			ids = append(ids, store.AllocationGone{ID: st.allocID})
 		}
 	}

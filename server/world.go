@@ -617,6 +617,20 @@ func (w *world) up(name string) bool {
 	return e != nil && e.Up
 }
 
+// timedScheduler adds the time each plan takes to *spent (the cycle's
+// metric and the status page's figure).
+type timedScheduler struct {
+	sched.Scheduler
+	spent *time.Duration
+}
+
+func (t timedScheduler) Schedule(s *sched.Snapshot) []sched.Decision {
+	t0 := time.Now()
+	ds := t.Scheduler.Schedule(s)
+	*t.spent += time.Since(t0)
+	return ds
+}
+
 // cycle runs one scheduling cycle and applies its decisions.
 func (w *world) cycle(trig sched.Trigger) {
 	w.want = false
@@ -630,25 +644,12 @@ func (w *world) cycle(trig sched.Trigger) {
 	// job's fixed streams first, then its adaptive client, then its VO's
 	// allocation on the pair, then the endpoints' limits.
 	rules := []dispatch.Rule[*task]{fixedRule{w}, adaptiveRule{r}, voRule{r}, limitRule{r}}
-	var refusedAll []sched.Refusal
+	// The scheduler plans again around what the rules refused
+	// (dispatch.Decide, dispatch.Replan): otherwise, ranking the same
+	// refused files first every cycle, it would start nothing else.
 	w.lastCycle = 0
-	for round := 0; ; round++ {
-		t0 := time.Now()
-		ds := w.s.sch.Schedule(snap)
-		w.lastCycle += time.Since(t0)
-		r.plan(ds)
-		refused, _ := dispatch.Apply(ds, r, rules...)
-		refusedAll = append(refusedAll, refused...)
-		if round == maxReplans || !r.holdRefused(refused) {
-			break
-		}
-		// The scheduler plans again around what the rules refused
-		// (dispatch.Replan): otherwise, ranking the same refused
-		// files first every cycle, it would start nothing else.
-		dispatch.Replan(snap, r.round, r.keep, refused)
-	}
+	_, _ = dispatch.Decide(&w.cyc, timedScheduler{w.s.sch, &w.lastCycle}, snap, r, maxReplans, rules...)
 	w.s.met.cycleSeconds.Observe(w.lastCycle.Seconds())
-	w.cyc.Refused(refusedAll)
 	starts, audit := r.starts, r.audit
 	if len(starts) == 0 {
 		return
@@ -1362,7 +1363,11 @@ func (w *world) heartbeats(now time.Time) {
 		e.Endpoint = b.ep
 		e.Up = up
 	}
-	for name, e := range w.eps {
+	// In the names' order: each change is written to the store and
+	// stops runs, and the loop's simulation replays a seed only if that
+	// order is the same every time (a map's is not).
+	for _, name := range slices.Sorted(maps.Keys(w.eps)) {
+		e := w.eps[name]
 		// Heartbeats reach any server: the store's LastSeen counts
 		// as well as this server's own.
 		heard := e.LastSeen

@@ -838,12 +838,29 @@ func (w *World) cycle(trigger sched.Trigger) {
 	w.decide(snap)
 }
 
-// decide runs the scheduler on snap and applies its decisions.
+// decide runs one cycle on snap: the scheduler plans and the fluid model
+// carries the plan out (dispatch.Decide, the service's cycle too).
 func (w *World) decide(snap *sched.Snapshot) {
-	ds := w.sch.Schedule(snap)
-	w.apply(ds)
+	if w.opt.Live != nil {
+		// The service's known loads, as its starts update them
+		// (server/world.go start): the snapshot's, plus the cycle's
+		// earlier starts.
+		w.liveLoad = resize(w.liveLoad, len(w.tb.Endpoints))
+		for name, e := range w.eps {
+			w.liveLoad[w.epIdx[name]] = e.CC
+		}
+	}
+	// The simulator has no admission rules of its own (its traces have
+	// no fixed streams, adaptive clients or VO allocations): the chain
+	// is empty, and nothing is refused to plan around.
+	out, err := dispatch.Decide(&w.cyc, w.sch, snap, simRunner{w}, 0)
+	if err != nil {
+		w.stepErr = err
+	} else if w.ratesDirty {
+		w.rates()
+	}
 	if w.opt.Observer != nil {
-		w.opt.Observer(w, ds)
+		w.opt.Observer(w, out.Decisions)
 	}
 }
 
@@ -874,30 +891,6 @@ func (w *World) liveTasks(trigger sched.Trigger) {
 		// A pausing victim keeps its place and its connections until
 		// its run ends, as in the service.
 		w.cyc.Running(st, w.now-t.since)
-	}
-}
-
-// apply carries out the scheduler's decisions in the fluid model. The
-// simulator has no admission rules of its own (its traces have no fixed
-// streams, adaptive clients or VO allocations), so the chain is empty.
-func (w *World) apply(ds []sched.Decision) {
-	if w.opt.Live != nil {
-		// The service's known loads, as its starts update them
-		// (server/world.go start): the snapshot's, plus the cycle's
-		// earlier starts.
-		w.liveLoad = resize(w.liveLoad, len(w.tb.Endpoints))
-		for name, e := range w.eps {
-			w.liveLoad[w.epIdx[name]] = e.CC
-		}
-	}
-	refused, err := dispatch.Apply(ds, simRunner{w})
-	w.cyc.Refused(refused)
-	if err != nil {
-		w.stepErr = err
-		return
-	}
-	if w.ratesDirty {
-		w.rates()
 	}
 }
 
