@@ -1,9 +1,11 @@
-// Package dispatch owns what surrounds a scheduling cycle, once for every
-// world that runs one: building the scheduler's snapshot from the world's
-// active tasks and endpoints (Builder), and applying the scheduler's
-// decisions through an explicit chain of admission rules to a runner that
-// carries them out (Apply), returning what each rule refused or changed so
-// that the next snapshot tells the scheduler (sched.Snapshot.Refused).
+// Package dispatch owns the scheduling cycle, once for every world that
+// runs one: building the scheduler's snapshot from the world's active
+// tasks and endpoints (Builder), running the cycle (Decide: the scheduler
+// plans, and plans again around what was refused), and applying the
+// scheduler's decisions through an explicit chain of admission rules to a
+// runner that carries them out (Apply), returning what each rule refused
+// or changed so that the next snapshot tells the scheduler
+// (sched.Snapshot.Refused).
 //
 // The live service (package server: its runner is the transfer engine and
 // the agents, its rules the fixed streams of a job, the adaptive clients

@@ -3,8 +3,8 @@ package dispatch
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sluice-dtn/sluice/sched"
