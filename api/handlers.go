@@ -154,6 +154,13 @@ func serverSpec(in JobIn) (server.JobSpec, error) {
 		s.Deadline = *in.Deadline
 	}
 	switch {
+	case in.SyncLevel != "":
+		// A sync level replaces the files that differ by its test:
+		// overwrite false (here or FTS3's) says the opposite.
+		if (in.Overwrite != nil && !*in.Overwrite) || (in.Params != nil && in.Params.Overwrite != nil && !*in.Params.Overwrite) {
+			return s, fmt.Errorf("sync_level %s replaces the files that differ from their source, and overwrite false says to replace nothing: give one", in.SyncLevel)
+		}
+		s.Overwrite = store.OverwriteSync + in.SyncLevel
 	case in.Overwrite != nil && *in.Overwrite:
 		s.Overwrite = store.OverwriteReplace
 	case in.Params != nil:

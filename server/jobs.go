@@ -57,8 +57,8 @@ type JobSpec struct {
 	// of copyjob.SplitNames (default tcs).
 	Selection string
 	// Overwrite is what the job does with a file already at a
-	// destination: store.OverwriteKeep (default), OverwriteFail or
-	// OverwriteReplace.
+	// destination: store.OverwriteKeep (default), OverwriteFail,
+	// OverwriteReplace or a sync level (store.OverwriteSync+level).
 	Overwrite string
 }
 
@@ -191,7 +191,10 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	switch spec.Overwrite {
 	case store.OverwriteKeep, store.OverwriteFail, store.OverwriteReplace:
 	default:
-		return bad("overwrite %q: want %q, %q or %q", spec.Overwrite, store.OverwriteKeep, store.OverwriteFail, store.OverwriteReplace)
+		if store.SyncLevel(spec.Overwrite) == "" {
+			return bad("overwrite %q: want %q, %q, %q or %s followed by one of %s", spec.Overwrite, store.OverwriteKeep, store.OverwriteFail, store.OverwriteReplace,
+				store.OverwriteSync, strings.Join(backend.SyncLevels(), ", "))
+		}
 	}
 	class := spec.Class
 	if class == "" {

@@ -339,7 +339,7 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		Begin: claimed, Commit: claimed,
 		// The rename itself refuses to replace a file that appeared
 		// at the destination since checkDestination looked.
-		NoReplace: p.overwrite != store.OverwriteReplace,
+		NoReplace: !store.Replaces(p.overwrite),
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
@@ -419,8 +419,10 @@ func (s *Server) alreadyDone(ctx context.Context, src, dst backend.Backend, p pl
 // keeps files (store.OverwriteKeep, Sluice's default) and that one is
 // the source's (same size, then the same checksum): then the file is
 // done, not copied (store.NoteInPlace), so that a job submitted again
-// moves only what is missing. An error that is not a refusal means it
-// could not tell (an agent restarting): the run is tried again later.
+// moves only what is missing. A job with a sync level keeps a file that
+// matches by the level's test and replaces any other (inSync). An error
+// that is not a refusal means it could not tell (an agent restarting):
+// the run is tried again later.
 func (s *Server) checkDestination(ctx context.Context, src, dst backend.Backend, p plan) (engine.Result, bool, error) {
 	fi, err := dst.Stat(ctx, p.dstPath)
 	switch {
@@ -430,6 +432,9 @@ func (s *Server) checkDestination(ctx context.Context, src, dst backend.Backend,
 		return engine.Result{}, false, fmt.Errorf("checking the destination %s: %w", p.task.Dst, err)
 	case fi.IsDir:
 		return engine.Result{}, false, fmt.Errorf("%w: destination %s is an existing directory; a file cannot be put in its place (name the file's full path)", backend.ErrInvalid, p.task.Dst)
+	}
+	if level := store.SyncLevel(p.overwrite); level != "" {
+		return s.inSync(ctx, src, dst, p, fi, level)
 	}
 	switch p.overwrite {
 	case store.OverwriteReplace:
@@ -453,6 +458,37 @@ func (s *Server) checkDestination(ctx context.Context, src, dst backend.Backend,
 	}
 	res.Note = store.NoteInPlace
 	return res, true, nil
+}
+
+// inSync is checkDestination for a job with a sync level (Globus's
+// sync_level): the file found at the destination (fi) matches the source
+// by the level's test (backend.InSync), and the file is done with no byte
+// moved (store.NoteInPlace), or it does not, and the run replaces it.
+// Each level asks only what its test needs: exists and size what the
+// destination's stat said, mtime one stat of the source, checksum the
+// two checksums, which the agents compute where the files are.
+func (s *Server) inSync(ctx context.Context, src, dst backend.Backend, p plan, fi backend.FileInfo, level string) (engine.Result, bool, error) {
+	si := backend.FileInfo{Size: p.task.Size}
+	if level == "mtime" {
+		var err error
+		if si, err = src.Stat(ctx, p.srcPath); err != nil {
+			return engine.Result{}, false, fmt.Errorf("sync level mtime: the source %s: %w", p.task.Src, err)
+		}
+	}
+	if same, decided := backend.InSync(level, si, fi); decided {
+		if !same {
+			return engine.Result{}, false, nil
+		}
+		return engine.Result{Size: fi.Size, Note: store.NoteInPlace}, true, nil
+	}
+	res, same, err := s.alreadyDone(ctx, src, dst, p)
+	if err != nil {
+		return engine.Result{}, false, fmt.Errorf("sync level %s: comparing the destination %s with the source: %w", level, p.task.Dst, err)
+	}
+	if same {
+		res.Note = store.NoteInPlace
+	}
+	return res, same, nil
 }
 
 // tempTag names a task's temporary file apart from those of other tasks

@@ -21,7 +21,10 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
 )
 
 // Errors callers act on (test with errors.Is).
@@ -125,7 +128,8 @@ type Job struct {
 	// multisrc policy, or tcs-dynamic); "" for the default.
 	Selection string
 	// Overwrite is what the job does with a file already at a
-	// destination: OverwriteKeep, OverwriteFail or OverwriteReplace.
+	// destination: OverwriteKeep, OverwriteFail, OverwriteReplace or a
+	// sync level (OverwriteSync).
 	Overwrite string
 	State     string
 	Created   time.Time
@@ -154,10 +158,32 @@ const (
 	OverwriteFail = "fail"
 	// OverwriteReplace replaces what is at the destination.
 	OverwriteReplace = "replace"
+	// OverwriteSync is the prefix of the sync levels (Globus's
+	// sync_level): OverwriteSync and one of backend.SyncLevels.
+	// A file at the destination that matches the source by the level's
+	// test is recorded done without being copied (NoteInPlace); any
+	// other is replaced.
+	OverwriteSync = "sync-"
 )
 
+// SyncLevel is the sync level of a job's Overwrite, or "" if it has none.
+func SyncLevel(overwrite string) string {
+	if l, ok := strings.CutPrefix(overwrite, OverwriteSync); ok && backend.ValidSyncLevel(l) {
+		return l
+	}
+	return ""
+}
+
+// Replaces says whether a job with this Overwrite replaces a file at the
+// destination that it copies (OverwriteReplace, and the sync levels:
+// what they copy differs from the source).
+func Replaces(overwrite string) bool {
+	return overwrite == OverwriteReplace || SyncLevel(overwrite) != ""
+}
+
 // NoteInPlace is the Error of a done task whose file was found at its
-// destination, identical to the source, and not copied (OverwriteKeep).
+// destination, identical to the source (or, for a sync level, matching
+// it by the level's test), and not copied.
 // A done task's Error holds no error: it is the note of how it ended.
 const NoteInPlace = "already in place"
 

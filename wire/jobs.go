@@ -29,7 +29,8 @@ type JobOut struct {
 	Adaptive       bool       `json:"adaptive,omitempty"`
 	Selection      string     `json:"selection,omitempty"`
 	Overwrite      bool       `json:"overwrite" doc:"Files at their destinations are replaced."`
-	IfExists       string     `json:"if_exists" enum:"skip_identical,fail,replace" doc:"What the job does with a file already at its destination: skip_identical (Sluice's default: one identical to the source is done without copying, any other fails), fail (FTS3's overwrite false) or replace."`
+	IfExists       string     `json:"if_exists" enum:"skip_identical,fail,replace,sync" doc:"What the job does with a file already at its destination: skip_identical (Sluice's default: one identical to the source is done without copying, any other fails), fail (FTS3's overwrite false), replace, or sync (sync_level says by which test a file there is kept; any other is replaced)."`
+	SyncLevel      string     `json:"sync_level,omitempty" enum:"exists,size,mtime,checksum," doc:"The job's sync level, if it has one (see the submission's sync_level)."`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`
 	FilesInPlace   int        `json:"files_in_place,omitempty" doc:"Of files_done, those found already at their destinations (same size and checksum) and not copied."`

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/client"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/server"
@@ -129,7 +130,7 @@ func newLoginCmd() *cobra.Command {
 }
 
 func newSubmitCmd() *cobra.Command {
-	var file, label, class, checksum, subID, selection string
+	var file, label, class, checksum, subID, selection, syncLevel string
 	var batch, asJSON, watch, optimize, overwrite bool
 	var streams int
 	var sources []string
@@ -152,11 +153,17 @@ split by --selection (tcs by default; see sluice cp --sources).
 Nothing at a destination is replaced unless the job asks (--overwrite, or
 "overwrite": true in the job; an FTS3 job follows its params.overwrite): a
 file already there and identical to the source is recorded done without
-being copied ("already in place"), any other fails. Fields of the job the
+being copied ("already in place"), any other fails. With --sync LEVEL
+(sync_level in the job; Globus's), a file already there is kept when it
+matches the source by the level's test and replaced otherwise: exists
+(anything there), size, mtime (same size, modified no earlier than the
+source), checksum; submitting a finished job again with --sync checksum
+moves nothing. Fields of the job the
 service accepts without honouring (FTS3 parameters, Stork attributes) are
 named on stderr.`,
 		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
   sluice submit --batch --label nightly -f job.json
+  sluice submit --sync checksum -f job.json     # again: only what changed moves
   sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
 	}
 	cc := clientFlags(cmd)
@@ -182,7 +189,7 @@ named on stderr.`,
 				// A Stork submit file: each ad is a job or an estimate,
 				// as the ad says; the job flags would be dropped.
 				var set []string
-				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch", "overwrite"} {
+				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch", "overwrite", "sync"} {
 					if cmd.Flags().Changed(name) {
 						set = append(set, "--"+name)
 					}
@@ -247,6 +254,20 @@ named on stderr.`,
 				job.Params.Overwrite = &overwrite
 			}
 		}
+		if syncLevel != "" {
+			if !backend.ValidSyncLevel(syncLevel) {
+				return fmt.Errorf("--sync %q: want one of %s", syncLevel, strings.Join(backend.SyncLevels(), ", "))
+			}
+			if cmd.Flags().Changed("overwrite") && !overwrite {
+				return errors.New("--sync replaces the files that differ, --overwrite=false says to replace nothing: give one")
+			}
+			job.SyncLevel = syncLevel
+			if job.Params != nil && job.Params.Overwrite != nil && !*job.Params.Overwrite {
+				// An FTS3 job file's overwrite false is FTS3's default
+				// written out; --sync asks for the sync's replacing.
+				job.Params.Overwrite = nil
+			}
+		}
 		if streams < 0 {
 			return fmt.Errorf("--streams %d: want 0 (the service chooses) or more", streams)
 		}
@@ -299,6 +320,7 @@ named on stderr.`,
 	f.BoolVar(&asJSON, "json", false, "print the job as JSON")
 	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
 	f.BoolVar(&overwrite, "overwrite", false, "replace files already at their destinations (default: an identical one is skipped, any other fails)")
+	f.StringVar(&syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")
 	return cmd
