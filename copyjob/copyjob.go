@@ -133,6 +133,11 @@ type Options struct {
 	// XRootD) has only the check, and a file made there between the
 	// check and the rename is replaced.
 	Overwrite bool
+	// Sync, if set (one of backend.SyncLevels: Globus's sync_level),
+	// keeps a file already at its destination that matches its source
+	// by the level's test (counted as skipped) and copies any other over
+	// the one there (Overwrite, for the files that differ).
+	Sync string
 	// Tune, if set, tunes each large file's partial transfers while it
 	// runs (CC is where it starts): see LiveOptions. Its Tuner, if
 	// given, is used for one file only; nil gives each file its own.
@@ -215,6 +220,12 @@ func (o *Options) defaults() error {
 	}
 	if o.JournalDir == "" {
 		return errors.New("copyjob: no journal directory")
+	}
+	if o.Sync != "" {
+		if !backend.ValidSyncLevel(o.Sync) {
+			return fmt.Errorf("copyjob: sync level %q: want one of %s", o.Sync, strings.Join(backend.SyncLevels(), ", "))
+		}
+		o.Overwrite = true // what differs by the level's test is replaced
 	}
 	if o.ChunkMin <= 0 {
 		o.ChunkMin = engine.DefaultChunkMin
@@ -875,13 +886,26 @@ func (st *state) inPlaceStat(ctx context.Context, it item, fi backend.FileInfo) 
 		st.refuse(it, err)
 		return false, err
 	}
+	algo := st.o.Checksum
+	if st.o.Sync != "" {
+		same, decided := st.inSync(ctx, it, fi)
+		if decided {
+			if !same {
+				return false, nil // copied over the one there
+			}
+			return st.skip(it), nil
+		}
+		if algo == "none" {
+			algo = engine.DefaultChecksum // the checksum level compares them anyway
+		}
+	}
 	same := fi.Size == it.size
-	if same && st.o.Checksum != "none" {
-		a, err := st.srcs[it.from].Backend.Checksum(ctx, it.src, st.o.Checksum)
+	if same && algo != "none" {
+		a, err := st.srcs[it.from].Backend.Checksum(ctx, it.src, algo)
 		if err != nil {
 			return false, nil // the copy will fail to read it too, and say why
 		}
-		b, err := st.dst.Backend.Checksum(ctx, it.dst, st.o.Checksum)
+		b, err := st.dst.Backend.Checksum(ctx, it.dst, algo)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return false, nil // the copy is stopping
@@ -902,11 +926,36 @@ func (st *state) inPlaceStat(ctx context.Context, it item, fi backend.FileInfo) 
 		st.refuse(it, err)
 		return false, err
 	}
+	return st.skip(it), nil
+}
+
+// skip counts a file found in place, not copied.
+func (st *state) skip(it item) bool {
 	st.skipped.Add(1)
 	st.skippedBytes.Add(it.size)
 	st.filesDone.Add(1)
 	st.done.Add(it.size)
-	return true, nil
+	return true
+}
+
+// inSync is Options.Sync's test of fi, found at it's destination, as far
+// as stats decide it (backend.InSync): the mtime level stats both ends
+// (the listing that may have given fi has sizes only); a stat that fails
+// leaves the file to be copied, which meets the same error and says it.
+func (st *state) inSync(ctx context.Context, it item, fi backend.FileInfo) (same, decided bool) {
+	si := backend.FileInfo{Size: it.size}
+	if st.o.Sync == "mtime" {
+		var err error
+		if si, err = st.srcs[it.from].Backend.Stat(ctx, it.src); err != nil {
+			return false, true
+		}
+		if fi.ModTime.IsZero() {
+			if fi, err = st.dst.Backend.Stat(ctx, it.dst); err != nil {
+				return false, true
+			}
+		}
+	}
+	return backend.InSync(st.o.Sync, si, fi)
 }
 
 // runSmall moves small files on a pool of workers, each file whole: write

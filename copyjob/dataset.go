@@ -152,6 +152,8 @@ func (d *Dataset) leaveOutPresent(ctx context.Context, files []dataset.File) []d
 		switch {
 		case !ok:
 			continue
+		case size >= 0 && size != it.size && d.st.o.Sync == "exists":
+			// Kept whatever its size: checked below, and counted.
 		case size >= 0 && size != it.size && d.st.o.Overwrite:
 			checked[i] = true // to be replaced: no checksum to compare
 			continue

@@ -44,6 +44,7 @@ type cpFlags struct {
 	journalDir   string
 	noThirdParty bool
 	overwrite    bool
+	syncLevel    string
 	chunkMin     int64
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
@@ -97,7 +98,10 @@ files from their checkpoint journal and skips files already in place (same size 
 checksum; same size with --checksum none). A different file at the destination is
 not replaced without --overwrite: cp copies the others and fails, naming it; nor is
 a file that appears there during the copy (the final rename refuses to replace it,
-except on GridFTP and XRootD destinations, which cannot rename so).
+except on GridFTP and XRootD destinations, which cannot rename so). With --sync LEVEL
+(Globus's sync levels) a file already there is kept when it matches its source by
+the level's test and replaced otherwise: exists (anything there), size, mtime (same
+size, modified no earlier than the source), checksum.
 
 Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
 tokens from the key the agents were started with.
@@ -142,6 +146,9 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 				return fmt.Errorf("--checksum %q: want auto, %s or none", c, strings.Join(backend.Algorithms, ", "))
 			}
 			if len(f.multi.sources) > 0 {
+				if f.syncLevel != "" {
+					return errors.New("--sync is not taken with --sources yet (one file from several replicas): a file in place is skipped, --overwrite replaces another")
+				}
 				return runMultiCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 			}
 			if err := f.multi.check(fl); err != nil {
@@ -166,6 +173,10 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 				return fmt.Errorf("--bandwidth %v: want MB/s from 0 (probe) to 1e7 (10 TB/s)", f.bandwidth)
 			case fl.Changed("bandwidth") && !f.sample:
 				return errors.New("--bandwidth is what --sample plans from: give --sample too (the live tuning measures the path)")
+			case f.syncLevel != "" && !backend.ValidSyncLevel(f.syncLevel):
+				return fmt.Errorf("--sync %q: want one of %s", f.syncLevel, strings.Join(backend.SyncLevels(), ", "))
+			case f.syncLevel != "" && fl.Changed("overwrite") && !f.overwrite:
+				return errors.New("--sync replaces the files that differ, --overwrite=false says to replace nothing: give one")
 			}
 			f.auto = f.auto && !f.fixed
 			return runCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
@@ -188,6 +199,7 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.StringVar(&f.journalDir, "journal-dir", "", "where checkpoint journals live (default: the user's state directory)")
 	fl.BoolVar(&f.noThirdParty, "no-third-party", false, "move data through this process even between two agents")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace destination files that differ from their source")
+	fl.StringVar(&f.syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	fl.Int64Var(&f.chunkMin, "chunk-min", 0, "smallest partial transfer in bytes (default 8 MiB)")
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
@@ -383,7 +395,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		}
 	}
 	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
-		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite}
+		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite, Sync: f.syncLevel}
 	show := newProgressView(stderr)
 	var rep cpReport
 	if f.pol.server != "" {

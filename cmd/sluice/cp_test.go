@@ -200,6 +200,9 @@ func TestCpFlagsRefused(t *testing.T) {
 		{[]string{"cp", "-r", "--policy-server", "http://x", "--auto", "a", "b"}, "--auto does not apply"},
 		{[]string{"cp", "--chunk-min", "-1", "a", "b"}, "--chunk-min -1"},
 		{[]string{"cp", "--sub-write", "1", "a", "b"}, "--sub-write 1"},
+		{[]string{"cp", "--sync", "sometimes", "a", "b"}, `--sync "sometimes": want one of exists, size, mtime, checksum`},
+		{[]string{"cp", "--sync", "size", "--overwrite=false", "a", "b"}, "give one"},
+		{[]string{"cp", "--sync", "size", "--sources", "a,b", "c"}, "--sync is not taken with --sources"},
 		{[]string{"agent", "--root", ".", "--max-cc", "-1"}, "--max-cc -1"},
 		{[]string{"agent", "--root", ".", "--max-mbps", "-5"}, "--max-mbps -5"},
 	} {
@@ -574,6 +577,16 @@ func TestCpRerunAndOverwrite(t *testing.T) {
 			}
 			if out, err := cp("--overwrite"); err != nil || !strings.Contains(out, "copied 1 files") {
 				t.Fatalf("--overwrite: %v\n%s", err, out)
+			}
+			// Sync levels: a source changed to another size is copied
+			// over its old copy by --sync size, the rest kept; then
+			// --sync checksum finds every file in sync.
+			os.WriteFile(changed, []byte("changed again"), 0o644)
+			if out, err := cp("--sync", "size"); err != nil || !strings.Contains(out, "copied 1 files") || !strings.Contains(out, "skipped 11 files") {
+				t.Fatalf("--sync size after a change: %v\n%s", err, out)
+			}
+			if out, err := cp("--sync", "checksum"); err != nil || !strings.Contains(out, "copied 0 files") || !strings.Contains(out, "skipped 12 files") {
+				t.Fatalf("--sync checksum: %v\n%s", err, out)
 			}
 			want := map[string][]byte{}
 			filepath.Walk(filepath.Join(srcRoot, "run7"), func(p string, fi os.FileInfo, err error) error {
