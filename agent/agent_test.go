@@ -136,6 +136,11 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("range checksum %s, want %s", r.body, want)
 	}
 
+	at := time.Date(2020, 2, 29, 12, 0, 0, 123456000, time.UTC)
+	expect("mtime", e.raw("POST", "/v1/mtime/d/sub/f.txt?mtime="+strconv.FormatInt(at.UnixNano(), 10), rw, nil, ""), 204)
+	if fi, err := os.Stat(filepath.Join(e.root, "d/sub/f.txt")); err != nil || !fi.ModTime().Equal(at.Truncate(time.Microsecond)) {
+		t.Errorf("mtime: %v, %v; want %s", fi.ModTime(), err, at)
+	}
 	expect("truncate", e.raw("POST", "/v1/truncate/d/big?size=1000", rw, nil, ""), 204)
 	if fi, err := os.Stat(filepath.Join(e.root, "d/big")); err != nil || fi.Size() != 1000 {
 		t.Errorf("truncate: %v %v", fi, err)
@@ -179,6 +184,9 @@ func TestEndpoints(t *testing.T) {
 		{"POST", "/v1/truncate/d/x?size=-1", "", 400, "invalid"},
 		{"POST", "/v1/truncate/d/x?size=ten", "", 400, "invalid"},
 		{"POST", "/v1/truncate/d/x", "", 400, "invalid"},
+		{"POST", "/v1/mtime/d/sub/f.txt", "", 400, "invalid"},
+		{"POST", "/v1/mtime/d/sub/f.txt?mtime=-1", "", 400, "invalid"},
+		{"POST", "/v1/mtime/nope?mtime=0", "", 404, "not_found"},
 		{"POST", "/v1/sync/nope", "", 404, "not_found"},
 		{"DELETE", "/v1/files/nope", "", 404, "not_found"},
 		{"DELETE", "/v1/files/d", "", 409, "exist"}, // not empty

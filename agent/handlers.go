@@ -34,6 +34,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/list/{path...}":      s.list,
 		"GET /v1/checksum/{path...}":  s.checksum,
 		"POST /v1/truncate/{path...}": s.truncate,
+		"POST /v1/mtime/{path...}":    s.setModTime,
 		"POST /v1/sync/{path...}":     s.sync,
 		"POST /v1/mkdir/{path...}":    s.mkdir,
 		"POST /v1/rename":             s.rename,
@@ -523,6 +524,32 @@ func (s *Server) truncate(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	if err := s.fencedWrite(r.Context(), c.fs, p, fc, func(ctx context.Context) error { return c.fs.Truncate(ctx, p, size) }); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// setModTime sets a file's modification time (?mtime=Unix nanoseconds,
+// at most the year 2262): a copy that preserves modification times sets
+// the source's on its temporary file before renaming it. A write, fenced
+// like the others.
+func (s *Server) setModTime(w http.ResponseWriter, r *http.Request, c *call) error {
+	p, err := s.allowedPath(r, c, auth.Write)
+	if err != nil {
+		return err
+	}
+	v := r.URL.Query().Get("mtime")
+	ns, err := parseUint(v)
+	if err != nil {
+		return fmt.Errorf("%w: mtime=%q (want Unix nanoseconds)", backend.ErrInvalid, v)
+	}
+	fc, err := requestFence(r)
+	if err != nil {
+		return err
+	}
+	t := time.Unix(0, ns)
+	if err := s.fencedWrite(r.Context(), c.fs, p, fc, func(ctx context.Context) error { return c.fs.SetModTime(ctx, p, t) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

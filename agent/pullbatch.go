@@ -242,6 +242,7 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c *call) error 
 		from, to string
 		fence    *backend.Fence
 		replace  *bool
+		mtime    *time.Time
 	}
 	ps := make([]pair, len(in.Pairs))
 	for i, p := range in.Pairs {
@@ -253,13 +254,28 @@ func (s *Server) renames(w http.ResponseWriter, r *http.Request, c *call) error 
 		if err != nil {
 			return err
 		}
-		ps[i] = pair{from, to, fc, p.Replace}
+		if p.ModTime != nil && p.ModTime.Before(time.Unix(0, 0)) {
+			return fmt.Errorf("%w: mtime %s of %s is before 1970", backend.ErrInvalid, p.ModTime, p.From)
+		}
+		ps[i] = pair{from, to, fc, p.Replace, p.ModTime}
 	}
 	out := sluice.RenamesResponse{Results: make([]sluice.PullBatchResult, len(ps))}
 	var done []string
 	for i, p := range ps {
 		out.Results[i].Dst = p.to
-		if err := s.fencedRename(r.Context(), c.fs, p.from, p.to, p.fence, renameOp(r.Context(), c.fs, p.from, p.to, p.replace, false)); err != nil {
+		rename := renameOp(r.Context(), c.fs, p.from, p.to, p.replace, false)
+		if p.mtime != nil {
+			// On the file before it is renamed, under the same fence:
+			// it appears with its source's time.
+			then := rename
+			rename = func() error {
+				if err := c.fs.SetModTime(r.Context(), p.from, *p.mtime); err != nil {
+					return err
+				}
+				return then()
+			}
+		}
+		if err := s.fencedRename(r.Context(), c.fs, p.from, p.to, p.fence, rename); err != nil {
 			s.setErr(&out.Results[i], err)
 			continue
 		}

@@ -139,7 +139,7 @@ func serverSpec(in JobIn) (server.JobSpec, error) {
 	s := server.JobSpec{
 		Class: in.Class, Label: in.Label, VerifyChecksum: in.VerifyChecksum, Checksum: in.Checksum,
 		Retry: in.Retry, SubmissionID: in.SubmissionID, Files: make([]server.FileSpec, len(in.Files)),
-		Optimize: in.Optimization, Streams: in.Streams, Selection: in.Selection,
+		Optimize: in.Optimization, Streams: in.Streams, Selection: in.Selection, PreserveModTime: in.PreserveMtime,
 	}
 	if in.Adaptive || in.AdaptiveParams != nil {
 		s.Adaptive = &server.AdaptiveSpec{}

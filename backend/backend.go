@@ -93,6 +93,16 @@ type NoReplaceRenamer interface {
 	RenameNoReplace(ctx context.Context, from, to string) error
 }
 
+// ModTimeSetter is implemented by backends that can set a file's
+// modification time (the file backend, the sluice agent). A copy that
+// preserves modification times sets the source's on its verified
+// temporary file before the rename, so that the file appears with it.
+type ModTimeSetter interface {
+	// SetModTime sets the modification (and access) time of the file
+	// at path.
+	SetModTime(ctx context.Context, path string, t time.Time) error
+}
+
 // Algorithms are the checksum algorithms every backend must offer.
 var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
 

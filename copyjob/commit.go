@@ -176,7 +176,7 @@ func (st *state) land(ctx context.Context, group []landing) []error {
 		var pass []int
 		for i, l := range group {
 			if errs[i] == nil {
-				pairs = append(pairs, sluice.RenamePair{From: l.tmp, To: l.it.dst, Replace: st.noReplace()})
+				pairs = append(pairs, sluice.RenamePair{From: l.tmp, To: l.it.dst, Replace: st.noReplace(), ModTime: st.modTime(l.it)})
 				pass = append(pass, i)
 			}
 		}
@@ -197,6 +197,9 @@ func (st *state) land(ctx context.Context, group []landing) []error {
 	var placed []string
 	for i, l := range group {
 		if errs[i] != nil {
+			continue
+		}
+		if errs[i] = st.setModTime(ctx, l.tmp, l.it); errs[i] != nil {
 			continue
 		}
 		if errs[i] = rename(ctx, l.tmp, l.it.dst); errs[i] == nil {

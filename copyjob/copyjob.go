@@ -138,6 +138,12 @@ type Options struct {
 	// by the level's test (counted as skipped) and copies any other over
 	// the one there (Overwrite, for the files that differ).
 	Sync string
+	// PreserveModTime gives each file its source's modification time
+	// (as listed when the copy planned), set on the verified temporary
+	// file before it is put in place, where the destination can set
+	// one (backend.ModTimeSetter); GridFTP and XRootD destinations keep
+	// the time of the copy.
+	PreserveModTime bool
 	// Tune, if set, tunes each large file's partial transfers while it
 	// runs (CC is where it starts): see LiveOptions. Its Tuner, if
 	// given, is used for one file only; nil gives each file its own.
@@ -695,7 +701,8 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64, t
 		Size: it.size, CC: cc, ChunkMin: chunkMin, SubWrite: st.o.SubWrite,
 		Checksum: st.o.Checksum, Journal: journalFor(st.o.JournalDir, src.URL+it.src, st.dst.URL+it.dst),
 		// Never over a file that appeared since inPlace looked.
-		NoReplace: !st.o.Overwrite,
+		NoReplace:       !st.o.Overwrite,
+		PreserveModTime: st.o.PreserveModTime,
 	}
 	if pull := st.puller(src); pull != nil {
 		spec.Pull = pull
@@ -927,6 +934,31 @@ func (st *state) inPlaceStat(ctx context.Context, it item, fi backend.FileInfo) 
 		return false, err
 	}
 	return st.skip(it), nil
+}
+
+// modTime is the time a file copied whole (not by the engine) is given
+// before its rename (sluice.RenamePair.ModTime), nil when the copy does
+// not preserve times or the listing gave none.
+func (st *state) modTime(it item) *time.Time {
+	if !st.o.PreserveModTime || it.mtime.IsZero() {
+		return nil
+	}
+	t := it.mtime
+	return &t
+}
+
+// setModTime gives a file copied whole its source's time before its
+// rename, on a destination that renames one at a time.
+func (st *state) setModTime(ctx context.Context, tmp string, it item) error {
+	mt := st.modTime(it)
+	if mt == nil {
+		return nil
+	}
+	ms, ok := st.dst.Backend.(backend.ModTimeSetter)
+	if !ok {
+		return nil // GridFTP, XRootD: the time of the copy (Options.PreserveModTime)
+	}
+	return ms.SetModTime(ctx, tmp, *mt)
 }
 
 // skip counts a file found in place, not copied.

@@ -715,6 +715,10 @@ func (d *Dataset) landMany(ctx context.Context, items []item, ready []int, errs 
 			continue // its sync failed
 		}
 		it := items[i]
+		if err := st.setModTime(ctx, tmps[k], it); err != nil {
+			fail(k, err)
+			continue
+		}
 		if err := rename(ctx, tmps[k], it.dst); st.refusedAtRename(err) {
 			dst.Remove(context.WithoutCancel(ctx), tmps[k])
 			st.takenMeanwhile(ctx, it)
@@ -789,7 +793,7 @@ func (d *Dataset) pullBatchOnce(ctx context.Context, pb PullBatcher, items []ite
 			errs[i] = fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
 			continue
 		}
-		pairs = append(pairs, sluice.RenamePair{From: files[i].Dst, To: it.dst, Replace: st.noReplace()})
+		pairs = append(pairs, sluice.RenamePair{From: files[i].Dst, To: it.dst, Replace: st.noReplace(), ModTime: st.modTime(it)})
 		pass = append(pass, i)
 	}
 	if len(pairs) > 0 {

@@ -138,3 +138,65 @@ func wantOf(w struct{ exists, size, mtime, checksum bool }, level string) (bool,
 	}
 	return false, false
 }
+
+// TestPreserveModTime: with PreserveModTime every file lands with its
+// source's modification time, whichever way it goes: whole small files
+// and the engine's large ones, to a local directory and to an agent
+// (one rename request for a group), through Run and the dataset planner
+// (an agent's pull batches); without it, with the time of its copy.
+func TestPreserveModTime(t *testing.T) {
+	at := time.Date(2018, 5, 4, 3, 2, 1, 0, time.UTC)
+	k := key(t)
+	for _, tc := range []struct {
+		name     string
+		agentSrc bool
+		agentDst bool
+		planner  bool
+		preserve bool
+	}{
+		{"local to local", false, false, false, true},
+		{"local to agent", false, true, false, true},
+		{"agent to agent, planner", true, true, true, true},
+		{"local to local, planner", false, false, true, true},
+		{"not asked", false, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcDir, dstDir := t.TempDir(), t.TempDir()
+			sizes := map[string]int{"small1": 1000, "small2": 5000, "big": 3 << 20}
+			for n, size := range sizes {
+				p := filepath.Join(srcDir, "tree", n)
+				writeRandom(t, p, size)
+				os.Chtimes(p, at, at)
+			}
+			src := localEP(t, filepath.Join(srcDir, "tree"))
+			if tc.agentSrc {
+				u, b, tok := testAgent(t, srcDir, k)
+				src = Endpoint{Backend: b, Path: "/tree", URL: u + "/tree", Token: tok}
+			}
+			dst := localEP(t, dstDir+"/")
+			if tc.agentDst {
+				u, b, _ := testAgent(t, dstDir, k)
+				dst = Endpoint{Backend: b, Path: "/", URL: u + "/", Puller: b}
+			}
+			o := opts(t)
+			o.Recursive, o.PreserveModTime = true, tc.preserve
+			if tc.planner {
+				d := prepare(t, src, dst, o)
+				if _, err := dataset.Run(context.Background(), Fixed(d.Files(), 4, 1, 2), d); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := Run(context.Background(), []Endpoint{src}, dst, o, nil); err != nil {
+				t.Fatal(err)
+			}
+			for n := range sizes {
+				fi, err := os.Stat(filepath.Join(dstDir, "tree", n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.ModTime().Equal(at); got != tc.preserve {
+					t.Errorf("%s: modified at %s, the source at %s", n, fi.ModTime(), at)
+				}
+			}
+		})
+	}
+}

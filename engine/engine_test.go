@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -688,6 +689,54 @@ func TestNoReplace(t *testing.T) {
 			}
 			if !wantTheirs && !bytes.Equal(got, data) {
 				t.Errorf("destination is not the source's file")
+			}
+		})
+	}
+}
+
+// TestPreserveModTime: with PreserveModTime the file appears at its
+// destination with the source's modification time; without it, with the
+// time of its copy; on a destination that cannot set one, the copy
+// succeeds and its notes say the time was not preserved.
+func TestPreserveModTime(t *testing.T) {
+	at := time.Date(2019, 7, 1, 8, 30, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		preserve  bool
+		noSetter  bool
+		wantAt    bool
+		wantNoted bool
+	}{
+		{"preserved", true, false, true, false},
+		{"not asked", false, false, false, false},
+		{"destination cannot", true, true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			data := e.put(t, "f", 300<<10, 3)
+			if err := os.Chtimes(filepath.Join(e.srcDir, "f"), at, at); err != nil {
+				t.Fatal(err)
+			}
+			s := e.spec("f", int64(len(data)))
+			s.PreserveModTime = tc.preserve
+			if tc.noSetter {
+				s.Dst = struct{ backend.Backend }{e.dst} // hides SetModTime
+			}
+			res, err := Run(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.checkFinal(t, s, data)
+			fi, err := os.Stat(e.local(s.DstPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.ModTime().Equal(at); got != tc.wantAt {
+				t.Errorf("destination modified at %s; the source's (%s): %v, want %v", fi.ModTime(), at, got, tc.wantAt)
+			}
+			noted := strings.Contains(res.Note, "modification time not preserved")
+			if noted != tc.wantNoted {
+				t.Errorf("note %q: the time not preserved noted %v, want %v", res.Note, noted, tc.wantNoted)
 			}
 		})
 	}

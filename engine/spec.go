@@ -174,6 +174,12 @@ type Spec struct {
 	// replaces the destination (the engine's temporary file is always
 	// replaced or reused, whatever this says).
 	NoReplace bool
+	// PreserveModTime gives the file the source's modification time
+	// (as it was when the transfer prepared) before the final rename,
+	// where the destination can set it (backend.ModTimeSetter); where
+	// it cannot, the result's note says so and the file keeps the time
+	// of its copy.
+	PreserveModTime bool
 
 	// Commit, if set, is called after the file is verified and before it
 	// is renamed into place; an error stops the transfer there, with the

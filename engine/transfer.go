@@ -395,6 +395,22 @@ func (t *Transfer) execute(ctx context.Context) error {
 // (ErrDestinationExists).
 func (t *Transfer) rename(ctx context.Context) error {
 	s := &t.spec
+	if s.PreserveModTime {
+		t.mu.Lock()
+		mtime := t.srcMtime
+		t.mu.Unlock()
+		ms, ok := s.Dst.(backend.ModTimeSetter)
+		switch {
+		case mtime.IsZero():
+			t.notef("modification time not preserved: the source gave none")
+		case !ok:
+			t.notef("modification time not preserved: the destination cannot set one")
+		default:
+			if err := ms.SetModTime(ctx, t.tmp, mtime); err != nil {
+				return fmt.Errorf("engine: setting the source's modification time on %s: %w", t.tmp, err)
+			}
+		}
+	}
 	if !s.NoReplace {
 		return s.Dst.Rename(ctx, t.tmp, s.DstPath)
 	}

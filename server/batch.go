@@ -393,6 +393,21 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 		id, run := ms[i].p.task.ID, ms[i].run
 		s.post(func(w *world) { w.moving(id, run) })
 	}
+	// A job that preserves modification times learns its sources' in
+	// one more request, and the agent gives each file its time before
+	// the rename (RenamePair.ModTime).
+	var mtimes []time.Time
+	if first.preserveMtime {
+		ps := make([]plan, len(live))
+		for j, i := range live {
+			ps[j] = ms[i].p
+		}
+		infos, _ := s.statSourceInfos(ctx, ps) // a source that fails it fails the pull too
+		mtimes = make([]time.Time, len(live))
+		for j, fi := range infos {
+			mtimes[j] = fi.ModTime
+		}
+	}
 	files := make([]sluice.PullBatchFile, len(live))
 	for j, i := range live {
 		p := ms[i].p
@@ -456,6 +471,9 @@ func (s *Server) runBatch(parent context.Context, ms []member) {
 			continue
 		}
 		pair := sluice.RenamePair{From: files[j].Dst, To: m.p.dstPath, Fence: files[j].Fence}
+		if mtimes != nil && !mtimes[j].IsZero() {
+			pair.ModTime = &mtimes[j]
+		}
 		if !store.Replaces(m.p.overwrite) {
 			// Nor a file that appeared since checkDestinationOf.
 			pair.Replace = new(bool)

@@ -60,6 +60,8 @@ type JobSpec struct {
 	// destination: store.OverwriteKeep (default), OverwriteFail,
 	// OverwriteReplace or a sync level (store.OverwriteSync+level).
 	Overwrite string
+	// PreserveModTime gives each file its source's modification time.
+	PreserveModTime bool
 }
 
 // JobStatus is a job with live figures.
@@ -350,7 +352,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, PreserveModTime: spec.PreserveModTime, State: store.StateActive, Created: now,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

@@ -38,6 +38,9 @@ type plan struct {
 	// overwrite is the job's Overwrite: what to do with a file already
 	// at the destination (checkDestination).
 	overwrite string
+	// preserveMtime: the job gives each file its source's modification
+	// time.
+	preserveMtime bool
 	// replicas are the file's other copies; shares the part of it each
 	// source (the first, then these) is planned to send; steal the
 	// dynamic mode (see multisource.go).
@@ -93,7 +96,7 @@ func (j storeJournals) Delete(ctx context.Context, key string) error {
 
 // plan copies what a run of t needs.
 func (w *world) plan(t *task) plan {
-	p := plan{task: t.Task, checksum: t.job.Checksum, overwrite: t.job.Overwrite, checkpointEvery: w.checkpointEvery()}
+	p := plan{task: t.Task, checksum: t.job.Checksum, overwrite: t.job.Overwrite, preserveMtime: t.job.PreserveModTime, checkpointEvery: w.checkpointEvery()}
 	if e := w.eps[t.SrcEndpoint]; e != nil {
 		p.srcURL, p.srcAud = e.URL, e.Name
 	}
@@ -339,7 +342,8 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		Begin: claimed, Commit: claimed,
 		// The rename itself refuses to replace a file that appeared
 		// at the destination since checkDestination looked.
-		NoReplace: !store.Replaces(p.overwrite),
+		NoReplace:       !store.Replaces(p.overwrite),
+		PreserveModTime: p.preserveMtime,
 	}
 	base := pullBase(p.srcURL)
 	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
@@ -802,14 +806,25 @@ func (w *world) statGroupable(t *task, p plan) bool {
 }
 
 // statSources stats the sources of ps, files of one job in one source
-// directory, in one request, with a read token for the directory.
+// directory, in one request, with a read token for the directory, and
+// gives their sizes.
 func (s *Server) statSources(ctx context.Context, ps []plan) ([]int64, []error) {
-	sizes, errs := make([]int64, len(ps)), make([]error, len(ps))
-	fail := func(err error) ([]int64, []error) {
+	infos, errs := s.statSourceInfos(ctx, ps)
+	sizes := make([]int64, len(ps))
+	for i, fi := range infos {
+		sizes[i] = fi.Size
+	}
+	return sizes, errs
+}
+
+// statSourceInfos is statSources, giving what the stats said.
+func (s *Server) statSourceInfos(ctx context.Context, ps []plan) ([]backend.FileInfo, []error) {
+	infos, errs := make([]backend.FileInfo, len(ps)), make([]error, len(ps))
+	fail := func(err error) ([]backend.FileInfo, []error) {
 		for i := range errs {
 			errs[i] = err
 		}
-		return sizes, errs
+		return infos, errs
 	}
 	dir := path.Dir(ps[0].srcPath)
 	srcToks, _, err := s.dataTokens(ps[0], fmt.Sprintf("job %d stat of %d files", ps[0].task.JobID, len(ps)), dir)
@@ -837,10 +852,10 @@ func (s *Server) statSources(ctx context.Context, ps []plan) ([]int64, []error) 
 		case r.IsDir:
 			errs[i] = fmt.Errorf("%w: %s is a directory", backend.ErrInvalid, ps[i].task.Src)
 		default:
-			sizes[i] = r.Size
+			infos[i] = r.Info()
 		}
 	}
-	return sizes, errs
+	return infos, errs
 }
 
 // waitPrefix begins the notes of waitNote, which a start clears.

@@ -71,7 +71,7 @@ func jobsSQL(where, limit string) string {
 	FROM tasks WHERE job_id IN (SELECT id FROM page) GROUP BY job_id
 )
 SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.priority, p.deadline,
-	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.overwrite, p.state, p.created, p.finished,
+	p.verify_checksum, p.checksum, p.retry, p.optimize, p.streams, p.adaptive, p.selection, p.overwrite, p.preserve_mtime, p.state, p.created, p.finished,
 	COALESCE(c.files, 0), COALESCE(c.files_done, 0), COALESCE(c.files_failed, 0),
 	COALESCE(c.files_canceled, 0), COALESCE(c.files_in_place, 0), COALESCE(c.bytes_hi, 0), COALESCE(c.bytes_lo, 0),
 	COALESCE(c.done_hi, 0), COALESCE(c.done_lo, 0)
@@ -118,7 +118,7 @@ func scanJob(row scanner) (Job, error) {
 	var j Job
 	var deadline, created, finished, bytesHi, bytesLo, doneHi, doneLo int64
 	err := row.Scan(&j.ID, &j.OwnerID, &j.Owner, &j.VO, &j.SubmissionID, &j.Label, &j.Class, &j.Priority,
-		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.Overwrite, &j.State, &created, &finished,
+		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.Overwrite, &j.PreserveModTime, &j.State, &created, &finished,
 		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &bytesHi, &bytesLo, &doneHi, &doneLo)
 	if err != nil {
 		return Job{}, err
@@ -248,12 +248,12 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		}
 		err = tx.QueryRowContext(ctx,
 			`INSERT INTO jobs (owner_id, vo, submission_id, label, class, priority, deadline,
-				verify_checksum, checksum, retry, optimize, streams, adaptive, selection, overwrite, state, created, finished)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+				verify_checksum, checksum, retry, optimize, streams, adaptive, selection, overwrite, preserve_mtime, state, created, finished)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 			ON CONFLICT (owner_id, submission_id) WHERE submission_id <> '' DO NOTHING
 			RETURNING id`,
 			nj.OwnerID, nj.VO, nj.SubmissionID, nj.Label, nj.Class, nj.Priority, toNanos(nj.Deadline),
-			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.Selection, nj.Overwrite, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
+			nj.VerifyChecksum, nj.Checksum, nj.Retry, nj.Optimize, nj.Streams, nj.Adaptive, nj.Selection, nj.Overwrite, nj.PreserveModTime, nj.State, toNanos(nj.Created), toNanos(nj.Finished),
 		).Scan(&nj.ID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // lost a race with the same submission: read it below

@@ -131,9 +131,11 @@ type Job struct {
 	// destination: OverwriteKeep, OverwriteFail, OverwriteReplace or a
 	// sync level (OverwriteSync).
 	Overwrite string
-	State     string
-	Created   time.Time
-	Finished  time.Time // zero while active
+	// PreserveModTime gives each file its source's modification time.
+	PreserveModTime bool
+	State           string
+	Created         time.Time
+	Finished        time.Time // zero while active
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int

@@ -92,6 +92,9 @@ type Lacks struct {
 	RangeChecksummer string
 	ExistingWriter   string
 	NoReplaceRenamer string
+	// ModTimeSetter: why the backend cannot set a file's modification
+	// time.
+	ModTimeSetter string
 	// Permissions: why there is no Fixture.Deny.
 	Permissions string
 	// Names maps the kinds of names (NameKinds) the backend refuses
@@ -167,6 +170,7 @@ func Run(t *testing.T, f Fixture) {
 		{"RangeChecksummer", s.rangeChecksummer},
 		{"ExistingWriter", s.existingWriter},
 		{"NoReplaceRenamer", s.noReplaceRenamer},
+		{"ModTimeSetter", s.modTimeSetter},
 		{"Names", s.names},
 		{"BadRequests", s.badRequests},
 		{"Escapes", s.escapes},
@@ -824,6 +828,32 @@ func (s *suite) noReplaceRenamer(t *testing.T) {
 	s.wantContent(t, free, []byte("ours"))
 	_, err := s.env.B.Stat(c, ours)
 	wantErr(t, "Stat of a renamed file's old name", err, backend.ErrNotFound)
+}
+
+func (s *suite) modTimeSetter(t *testing.T) {
+	ms, ok := s.env.B.(backend.ModTimeSetter)
+	if !implements(t, "ModTimeSetter", ok, s.f.Lacks.ModTimeSetter) {
+		return
+	}
+	c := ctx(t)
+	p := s.p("mtime", "f")
+	s.write(t, p, []byte("dated"))
+	// A time with a fraction of a second: kept to the microsecond at
+	// least.
+	at := time.Date(2019, 11, 5, 6, 7, 8, 123456000, time.UTC)
+	if err := ms.SetModTime(c, p, at); err != nil {
+		t.Fatalf("SetModTime: %v", err)
+	}
+	fi, err := s.env.B.Stat(c, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := fi.ModTime.Sub(at); d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("Stat after SetModTime(%s): %s", at, fi.ModTime)
+	}
+	s.wantContent(t, p, []byte("dated"))
+	err = ms.SetModTime(c, s.p("mtime", "missing"), at)
+	wantErr(t, "SetModTime of a missing file", err, backend.ErrNotFound)
 }
 
 func (s *suite) names(t *testing.T) {

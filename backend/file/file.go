@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sluice-dtn/sluice/backend"
 )
@@ -871,3 +874,19 @@ var (
 	_ backend.Backend          = (*Backend)(nil)
 	_ backend.RangeChecksummer = (*Backend)(nil)
 )
+
+// SetModTime implements backend.ModTimeSetter: the file is opened (below
+// the root, as any read) and its times set through the open descriptor,
+// so that a link swapped in after a check cannot redirect it.
+func (b *Backend) SetModTime(ctx context.Context, p string, t time.Time) error {
+	f, err := b.Open(p)
+	if err != nil {
+		return err
+	}
+	tv := unix.NsecToTimeval(t.UnixNano())
+	err = unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return b.classify(err)
+}

@@ -70,6 +70,9 @@ type RenamePair struct {
 	// pair then fails with kind "exist" (backend.ErrExist). Unset, To
 	// is replaced (what agents did before the field existed).
 	Replace *bool `json:"replace,omitempty"`
+	// ModTime, if set, is given to From before the rename (a copy that
+	// preserves modification times: the file appears with it).
+	ModTime *time.Time `json:"mtime,omitempty"`
 }
 
 // RenamesRequest is the body of POST /v1/renames.

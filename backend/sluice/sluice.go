@@ -621,6 +621,16 @@ func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
 	return wrap("truncate", p, b.call(ctx, http.MethodPost, "/v1/truncate/"+escape(p), q, nil, nil))
 }
 
+// SetModTime implements backend.ModTimeSetter (POST /v1/mtime; times
+// before 1970 are refused).
+func (b *Backend) SetModTime(ctx context.Context, p string, t time.Time) error {
+	if t.Before(time.Unix(0, 0)) {
+		return fmt.Errorf("set mtime of %s: %w: %s is before 1970", p, backend.ErrInvalid, t)
+	}
+	q := url.Values{"mtime": {strconv.FormatInt(t.UnixNano(), 10)}}
+	return wrap("set mtime", p, b.call(ctx, http.MethodPost, "/v1/mtime/"+escape(p), q, nil, nil))
+}
+
 // Sync implements backend.Backend.
 func (b *Backend) Sync(ctx context.Context, p string) error {
 	return wrap("sync", p, b.call(ctx, http.MethodPost, "/v1/sync/"+escape(p), nil, nil, nil))

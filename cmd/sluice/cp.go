@@ -45,6 +45,7 @@ type cpFlags struct {
 	noThirdParty bool
 	overwrite    bool
 	syncLevel    string
+	preserve     bool // --preserve-mtime
 	chunkMin     int64
 	subWrite     int64
 	closers      []func() error // backends to close when the copy ends
@@ -146,8 +147,8 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 				return fmt.Errorf("--checksum %q: want auto, %s or none", c, strings.Join(backend.Algorithms, ", "))
 			}
 			if len(f.multi.sources) > 0 {
-				if f.syncLevel != "" {
-					return errors.New("--sync is not taken with --sources yet (one file from several replicas): a file in place is skipped, --overwrite replaces another")
+				if f.syncLevel != "" || f.preserve {
+					return errors.New("--sync and --preserve-mtime are not taken with --sources yet (one file from several replicas)")
 				}
 				return runMultiCp(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
 			}
@@ -199,6 +200,7 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.StringVar(&f.journalDir, "journal-dir", "", "where checkpoint journals live (default: the user's state directory)")
 	fl.BoolVar(&f.noThirdParty, "no-third-party", false, "move data through this process even between two agents")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace destination files that differ from their source")
+	fl.BoolVar(&f.preserve, "preserve-mtime", false, "give each file its source's modification time (not on GridFTP or XRootD destinations)")
 	fl.StringVar(&f.syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	fl.Int64Var(&f.chunkMin, "chunk-min", 0, "smallest partial transfer in bytes (default 8 MiB)")
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
@@ -395,7 +397,7 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 		}
 	}
 	opt := copyjob.Options{CC: f.p, Files: f.cc, Checksum: f.checksum, Recursive: f.recursive, JournalDir: jd,
-		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite, Sync: f.syncLevel}
+		ChunkMin: f.chunkMin, SubWrite: sub, NoThirdParty: f.noThirdParty, Overwrite: f.overwrite, Sync: f.syncLevel, PreserveModTime: f.preserve}
 	show := newProgressView(stderr)
 	var rep cpReport
 	if f.pol.server != "" {

@@ -202,7 +202,7 @@ func TestCpFlagsRefused(t *testing.T) {
 		{[]string{"cp", "--sub-write", "1", "a", "b"}, "--sub-write 1"},
 		{[]string{"cp", "--sync", "sometimes", "a", "b"}, `--sync "sometimes": want one of exists, size, mtime, checksum`},
 		{[]string{"cp", "--sync", "size", "--overwrite=false", "a", "b"}, "give one"},
-		{[]string{"cp", "--sync", "size", "--sources", "a,b", "c"}, "--sync is not taken with --sources"},
+		{[]string{"cp", "--sync", "size", "--sources", "a,b", "c"}, "are not taken with --sources"},
 		{[]string{"agent", "--root", ".", "--max-cc", "-1"}, "--max-cc -1"},
 		{[]string{"agent", "--root", ".", "--max-mbps", "-5"}, "--max-mbps -5"},
 	} {

@@ -131,7 +131,7 @@ func newLoginCmd() *cobra.Command {
 
 func newSubmitCmd() *cobra.Command {
 	var file, label, class, checksum, subID, selection, syncLevel string
-	var batch, asJSON, watch, optimize, overwrite bool
+	var batch, asJSON, watch, optimize, overwrite, preserveMtime bool
 	var streams int
 	var sources []string
 	cmd := &cobra.Command{
@@ -189,7 +189,7 @@ named on stderr.`,
 				// A Stork submit file: each ad is a job or an estimate,
 				// as the ad says; the job flags would be dropped.
 				var set []string
-				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch", "overwrite", "sync"} {
+				for _, name := range []string{"batch", "class", "label", "checksum", "submission-id", "optimize", "streams", "selection", "watch", "overwrite", "sync", "preserve-mtime"} {
 					if cmd.Flags().Changed(name) {
 						set = append(set, "--"+name)
 					}
@@ -268,6 +268,9 @@ named on stderr.`,
 				job.Params.Overwrite = nil
 			}
 		}
+		if preserveMtime {
+			job.PreserveMtime = true
+		}
 		if streams < 0 {
 			return fmt.Errorf("--streams %d: want 0 (the service chooses) or more", streams)
 		}
@@ -320,6 +323,7 @@ named on stderr.`,
 	f.BoolVar(&asJSON, "json", false, "print the job as JSON")
 	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
 	f.BoolVar(&overwrite, "overwrite", false, "replace files already at their destinations (default: an identical one is skipped, any other fails)")
+	f.BoolVar(&preserveMtime, "preserve-mtime", false, "give each file its source's modification time")
 	f.StringVar(&syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")

@@ -148,3 +148,59 @@ func TestServiceSyncLevels(t *testing.T) {
 		t.Errorf("sync_level with overwrite false: %v, want 422", err)
 	}
 }
+
+// TestServicePreserveMtime: a job with preserve_mtime gives each file its
+// source's modification time, through pull batches (small files) and the
+// engine (a large one) alike; a job without it leaves the time of the
+// copy. With the times preserved, the mtime sync level then keeps every
+// file of a rerun.
+func TestServicePreserveMtime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2)
+	ctx := context.Background()
+	at := time.Date(2021, 3, 14, 15, 9, 26, 0, time.UTC)
+	for _, preserve := range []bool{true, false} {
+		d := fmt.Sprintf("mt-%v/", preserve)
+		var in []api.FileIn
+		names := []string{"s1", "s2", "big"}
+		for i, n := range names {
+			size := int64(100 << 10)
+			if n == "big" {
+				size = 9 << 20
+			}
+			src := c.file("a1", d+n, size, uint64(7000+i))
+			if err := os.Chtimes(src, at, at); err != nil {
+				t.Fatal(err)
+			}
+			in = append(in, api.FileIn{Source: "sluice://a1/" + d + n, Destination: "sluice://a2/" + d + n})
+		}
+		j, _, err := c.admin.Submit(ctx, api.JobIn{Files: in, PreserveMtime: preserve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j = c.waitJob(c.admin, j.ID, 2*time.Minute); j.FilesDone != len(names) || j.PreserveMtime != preserve {
+			t.Fatalf("preserve %v: %d of %d done, preserve_mtime %v", preserve, j.FilesDone, len(names), j.PreserveMtime)
+		}
+		for _, n := range names {
+			fi, err := os.Stat(c.path("a2", d+n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.ModTime().Equal(at); got != preserve {
+				t.Errorf("preserve %v: %s modified at %s, the source at %s", preserve, n, fi.ModTime(), at)
+			}
+		}
+		if !preserve {
+			continue
+		}
+		again, _, err := c.admin.Submit(ctx, api.JobIn{Files: in, SyncLevel: "mtime", PreserveMtime: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again = c.waitJob(c.admin, again.ID, 2*time.Minute); again.FilesInPlace != len(names) {
+			t.Errorf("a rerun with sync level mtime kept %d of %d files", again.FilesInPlace, len(names))
+		}
+	}
+}

@@ -1,0 +1,9 @@
+-- Whether a job gives each file its source's modification time (Globus's
+-- preserve_timestamp). Jobs stored before this column do not. Keep it
+-- column-for-column identical to ../sqlite/00009_preserve_mtime.sql.
+
+-- +goose Up
+ALTER TABLE jobs ADD COLUMN preserve_mtime BOOLEAN NOT NULL DEFAULT FALSE;
+
+-- +goose Down
+ALTER TABLE jobs DROP COLUMN preserve_mtime;
