@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,12 @@ type AdaptiveOptions struct {
 	// Wait is how long the client waits before asking again while its
 	// allocation is too small to move a file (default 1 s).
 	Wait time.Duration
+	// Yield is how long a client whose allocation stays below p (too
+	// few streams to move one file, and the pair has none to add) gives
+	// its streams back before it asks again, a random part of it more
+	// (default DefaultYield): clients that share a full pair below p
+	// each would otherwise wait for the others' streams for good.
+	Yield time.Duration
 	// OnChange, if not nil, is called with every point of the
 	// adaptation timeline as it happens.
 	OnChange func(AdaptPoint)
@@ -87,6 +94,9 @@ func RunAdaptive(ctx context.Context, d *Dataset, alloc Allocator, o AdaptiveOpt
 	}
 	if o.MaxOutage <= 0 {
 		o.MaxOutage = DefaultMaxOutage
+	}
+	if o.Yield <= 0 {
+		o.Yield = DefaultYield
 	}
 	if alloc == nil {
 		alloc = unlimited{}
@@ -179,6 +189,17 @@ func (r *adaptRun) run(ctx context.Context) error {
 				r.streams, c = 0, 0
 				r.point(0)
 			}
+			if c == 0 && st == answered && r.streams > 0 && r.streams < p {
+				// Streams it cannot use, and the pair gave no more:
+				// give them back for a while (the paper's client
+				// would renew them, running min(c_i, streams/p) = 0
+				// files, and so would every other client below p).
+				if c, err = r.yield(ctx); err != nil {
+					return err
+				}
+				moved, measured = 0, time.Now()
+				continue
+			}
 			if c == 0 {
 				// Nothing to move with: ask again after a while
 				// (Due stays true), and measure from the restart.
@@ -223,6 +244,40 @@ func (r *adaptRun) run(ctx context.Context) error {
 		r.cl.Completed(len(batch))
 	}
 	return nil
+}
+
+// DefaultYield is AdaptiveOptions.Yield's default: long enough for the
+// clients that take the streams given back to start files, short next to
+// a transfer (the service's adaptive jobs wait as long).
+const DefaultYield = 10 * time.Second
+
+// yield gives back an allocation that cannot carry one file
+// (AdaptiveOptions.Yield), waits, and asks again as a first request
+// (Fig. 3 lines 2-5). It returns the concurrency to go on with (0: the
+// client is Due, and asks again).
+func (r *adaptRun) yield(ctx context.Context) (int, error) {
+	if err := r.al.Release(ctx); err != nil && !errors.Is(err, policy.ErrNotFound) {
+		return 0, fmt.Errorf("copyjob: giving back an allocation below p: %w", err)
+	}
+	r.granted, r.streams = false, 0
+	r.point(0)
+	// A random part more: clients that gave back together ask again
+	// apart, and one of them finds the streams of the others.
+	wait := r.o.Yield + rand.N(r.o.Yield)
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(wait):
+	}
+	streams, exp, err := r.al.Request(ctx, r.cl.Want())
+	if err != nil {
+		return 0, fmt.Errorf("copyjob: requesting an allocation again: %w", err)
+	}
+	r.granted, r.streams = true, streams
+	r.al.setExpiry(exp)
+	c := r.cl.Start(streams)
+	r.point(c)
+	return c, nil
 }
 
 // DefaultMaxOutage is how long past the end of its lease an adaptive

@@ -424,3 +424,74 @@ func TestRunAdaptiveShrinkHeardMidBatch(t *testing.T) {
 		t.Errorf("timeline %+v: want a point at concurrency 1 within the 2 streams left", points)
 	}
 }
+
+// TestRunAdaptiveClientsOnAFullPair: adaptive clients that share a full
+// pair, each granted fewer streams than one file needs (3 each of the
+// pair's 6, at p = 4), all finish: a client that can neither run a file
+// nor grow gives its streams back for a while, and another takes them.
+// The paper's client renews what it holds and runs no file, as does every
+// other: without the give-back none of them ever moves a byte.
+func TestRunAdaptiveClientsOnAFullPair(t *testing.T) {
+	pair := policy.Pair{Src: "src", Dst: "dst"}
+	svc, err := policy.New(policy.Config{Pairs: map[policy.Pair]policy.Params{
+		pair: {Initial: 3, Update: 3, PairMax: 6, ClientMax: 6, Lease: time.Minute},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDir := t.TempDir()
+	want := tree(t, srcDir, 40_000, 50_000, 60_000, 70_000)
+	src := sourceAgent(t, srcDir, "/tree", nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Both clients hold their first 3 streams before either asks for
+	// more.
+	var requested sync.WaitGroup
+	var als [2]*barrierAlloc
+	for i := range als {
+		requested.Add(1)
+		als[i] = &barrierAlloc{svcAlloc: svcAlloc{svc: svc, pair: pair, name: fmt.Sprintf("client%d", i)}, requested: &requested}
+	}
+	params := policy.AdaptiveParams{Ci: 1, Cmax: 2, Delta: 1, D: 1, P: 4, T: 0, Relative: true}
+	var wg sync.WaitGroup
+	errs := make([]error, len(als))
+	dsts := make([]string, len(als))
+	for i, al := range als {
+		dsts[i] = t.TempDir()
+		o := opts(t)
+		o.PartMin = 8 << 10
+		d := prepare(t, src, localEP(t, dsts[i]+"/"), o)
+		wg.Go(func() {
+			_, _, errs[i] = RunAdaptive(ctx, d, al, AdaptiveOptions{Params: params, Wait: 10 * time.Millisecond, Yield: 50 * time.Millisecond}, nil)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("client %d: %v (the clients waited for each other)", i, err)
+		}
+		sameTree(t, filepath.Join(dsts[i], "tree"), want)
+	}
+	if left := svc.List(time.Now(), policy.Filter{}); len(left) != 0 {
+		t.Errorf("allocations left: %+v", left)
+	}
+}
+
+// barrierAlloc is an svcAlloc whose first update waits until every
+// client of the test has made its first request.
+type barrierAlloc struct {
+	svcAlloc
+	requested *sync.WaitGroup
+	first     sync.Once
+}
+
+func (a *barrierAlloc) Request(ctx context.Context, want int) (int, time.Time, error) {
+	streams, exp, err := a.svcAlloc.Request(ctx, want)
+	a.first.Do(a.requested.Done)
+	return streams, exp, err
+}
+
+func (a *barrierAlloc) Update(ctx context.Context, want int) (int, time.Time, error) {
+	a.requested.Wait()
+	return a.svcAlloc.Update(ctx, want)
+}
