@@ -30,6 +30,16 @@ func randomData(n int) []byte {
 	return b
 }
 
+// skipShort keeps the tests that time the emulation against the wall
+// clock out of -short: a loaded machine misses their rates, not the
+// emulation.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("measures rates and delays against the wall clock")
+	}
+}
+
 // rateWithin fails t unless moving n bytes in d is within tol of want
 // bytes/s.
 func rateWithin(t *testing.T, what string, n int, d time.Duration, want, tol float64) {
@@ -53,6 +63,7 @@ func waitIdle(t *testing.T, s *Server) {
 }
 
 func TestEmulatedGet(t *testing.T) {
+	skipShort(t)
 	const connBps = 20e6
 	data := randomData(32 << 20)
 	get := func(e *env, lo, hi int) ([]byte, time.Duration) {
@@ -109,6 +120,7 @@ func TestEmulatedGet(t *testing.T) {
 // 80 MB/s to a destination that can take 20: the destination's capacity
 // is the transfer's throughput, shared by its two streams.
 func TestEmulatedPull(t *testing.T) {
+	skipShort(t)
 	const dstCap = 20e6
 	src := newEmulEnv(t, "src", nil, &emul.Config{CapacityBps: 80e6})
 	dst := newEmulEnv(t, "dst", nil, &emul.Config{CapacityBps: dstCap})
@@ -159,6 +171,7 @@ func TestEmulatedPull(t *testing.T) {
 // connections pay the start-up latency, reused ones do not, and PUT and
 // batch bodies go at the stream cap.
 func TestEmulatedServe(t *testing.T) {
+	skipShort(t)
 	const connBps, startup = 20e6, 150 * time.Millisecond
 	dir := t.TempDir()
 	key := bytes.Repeat([]byte("k"), 32)
@@ -240,6 +253,7 @@ func TestEmulationRefused(t *testing.T) {
 // after it was sent, so a batch of k files pays one RTT and k GETs pay k:
 // the latency pipelining saves on a WAN.
 func TestEmulatedRTT(t *testing.T) {
+	skipShort(t)
 	const rtt, k = 60 * time.Millisecond, 8
 	e := newEmulEnv(t, "dtn1", nil, &emul.Config{RTTMs: float64(rtt / time.Millisecond)})
 	var paths []string

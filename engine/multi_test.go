@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-dtn/sluice/backend"
@@ -142,7 +143,14 @@ func (e *env) replicas(n int, name string, size int64, shares ...float64) ([]*re
 
 // TestMultiSourceShares: three replicas send contiguous parts of the file
 // in proportion to their shares; the file is byte-identical.
-func TestMultiSourceShares(t *testing.T) {
+// The multi-source tests whose replicas are throttled by sleeps run in
+// synctest bubbles: the sleeps, the engine's timers and its rate
+// measurements follow the bubble's clock, so that which replica is slow
+// is what the test says, not what the machine's load makes it.
+
+func TestMultiSourceShares(t *testing.T) { synctest.Test(t, testMultiSourceShares) }
+
+func testMultiSourceShares(t *testing.T) {
 	e := newEnv(t)
 	const size = 1 << 20
 	data := e.put(t, "f", size, 1)
@@ -359,7 +367,9 @@ func TestMultiSourceAllFail(t *testing.T) {
 // TestMultiSourceSteal: with equal shares and one replica a hundred times
 // slower, the static plan waits for it to send its whole third; with
 // Steal the fast replicas take its tail and it sends a small part.
-func TestMultiSourceSteal(t *testing.T) {
+func TestMultiSourceSteal(t *testing.T) { synctest.Test(t, testMultiSourceSteal) }
+
+func testMultiSourceSteal(t *testing.T) {
 	const size = 2 << 20
 	for _, steal := range []bool{false, true} {
 		e := newEnv(t)
@@ -492,7 +502,9 @@ func TestMultiSourceCollapse(t *testing.T) {
 // and took half of the fast replica's remaining bytes, a sub-write of
 // which it then held for seconds (this test took 4.0 s instead of 0.6 s;
 // seen in the multi-source evaluation, fig5).
-func TestStealUnmeasuredReplica(t *testing.T) {
+func TestStealUnmeasuredReplica(t *testing.T) { synctest.Test(t, testStealUnmeasuredReplica) }
+
+func testStealUnmeasuredReplica(t *testing.T) {
 	const size = 4 << 20
 	// Sub-writes as large as the service's in proportion to the file:
 	// bytes in flight are never stolen back, so a slow replica's
@@ -546,7 +558,9 @@ func TestStealUnmeasuredReplica(t *testing.T) {
 // against (the thief trusted at its burst's rate) steals in every run.
 // (Three were too few for make test, which runs two packages at once: on
 // 2026-11-28 three runs in a row there had their fast replicas slowed.)
-func TestStealBurstyThief(t *testing.T) {
+func TestStealBurstyThief(t *testing.T) { synctest.Test(t, testStealBurstyThief) }
+
+func testStealBurstyThief(t *testing.T) {
 	const size = 8 << 20
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
@@ -593,7 +607,9 @@ func (e *env) runTimed(t *testing.T, s Spec, data []byte) (Result, time.Duration
 // the whole retry budget, with the service's backoff (200 ms doubling):
 // its queued pieces wait for it until then. Before, the copy waited 10 to
 // 12 s for it; the last replica left still gets every attempt.
-func TestReplicaDiesDroppedSoon(t *testing.T) {
+func TestReplicaDiesDroppedSoon(t *testing.T) { synctest.Test(t, testReplicaDiesDroppedSoon) }
+
+func testReplicaDiesDroppedSoon(t *testing.T) {
 	const size = 2 << 20
 	e := newEnv(t)
 	data := e.put(t, "f", size, 12)

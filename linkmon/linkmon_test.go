@@ -47,6 +47,9 @@ func emulated(t *testing.T, capacity float64) Link {
 // until they are long enough to time), and a transfer through Observe
 // turns into passive samples of its rate.
 func TestProbesMeasureTheLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures an emulated link's rate against the wall clock")
+	}
 	for _, rate := range []float64{1e6, 40e6} {
 		l := emulated(t, rate)
 		m := New([]Link{l}, Options{Hz: 8, ProbeBytes: 256 << 10, SkipBytes: 128 << 10})
