@@ -445,6 +445,27 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c *call) error {
 	default:
 		return fmt.Errorf("%w: recursive=%q (want 1 or 0)", backend.ErrInvalid, v)
 	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		// A page of the recursive listing (sluice.ListPage).
+		limit, err := parseUint(v)
+		if err != nil || limit < 1 || limit > maxListPage {
+			return fmt.Errorf("%w: limit=%q (want 1 to %d entries)", backend.ErrInvalid, v, maxListPage)
+		}
+		after := r.URL.Query().Get("after")
+		if after != "" {
+			if after, err = bodyPath("after", after); err != nil {
+				return err
+			}
+		}
+		page, more, err := c.fs.ListPage(r.Context(), p, after, int(limit))
+		if err != nil {
+			return err
+		}
+		if page == nil {
+			page = []backend.FileInfo{}
+		}
+		return writeJSON(w, sluice.ListPageResponse{Entries: page, More: more})
+	}
 	// Links out of the token's reach are listed as such, their targets
 	// unsaid (reading them is refused too).
 	out, err := c.fs.List(r.Context(), p, recursive)
@@ -456,6 +477,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, c *call) error {
 	}
 	return writeJSON(w, out)
 }
+
+// maxListPage bounds the entries of one page of a listing.
+const maxListPage = 10000
 
 // ctxReader stops a long read (a checksum of a large file) when the
 // request is abandoned.

@@ -436,17 +436,72 @@ func kind(m fs.FileMode) string {
 // not given: reading it is refused, and a listing must not say what it
 // leads to either.
 func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend.FileInfo, error) {
+	out, _, err := b.list(ctx, p, recursive, "", 0)
+	return out, err
+}
+
+// ListPage is a page of the recursive listing of directory p: at most
+// limit entries (files, directories, and those that cannot be copied,
+// with Err), those after the entry whose Path is after ("": from the
+// first), in the order of a depth-first walk with each directory's names
+// sorted. more says whether entries follow the page. A tree of a million
+// files is listed this way a page at a time, each page resuming from the
+// last entry of the one before, without the whole listing in memory.
+func (b *Backend) ListPage(ctx context.Context, p, after string, limit int) (entries []backend.FileInfo, more bool, err error) {
+	if limit < 1 {
+		return nil, false, fmt.Errorf("%w: a page of %d entries", backend.ErrInvalid, limit)
+	}
+	return b.list(ctx, p, true, after, limit)
+}
+
+// errPageFull stops a walk whose page is full.
+var errPageFull = errors.New("page full")
+
+// WalkBefore reports whether path a comes before path b in a depth-first
+// walk whose directories list their names sorted: an ancestor before
+// what is below it, siblings by name (so "d/z" before "d-a", which a plain
+// comparison of the strings puts first).
+func WalkBefore(a, b string) bool {
+	as, bs := strings.Split(strings.Trim(a, "/"), "/"), strings.Split(strings.Trim(b, "/"), "/")
+	for i := range min(len(as), len(bs)) {
+		if as[i] != bs[i] {
+			return as[i] < bs[i]
+		}
+	}
+	return len(as) < len(bs)
+}
+
+func (b *Backend) list(ctx context.Context, p string, recursive bool, after string, limit int) ([]backend.FileInfo, bool, error) {
 	name, err := b.clean(p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []backend.FileInfo
-	bad := func(n, why string) {
-		out = append(out, backend.FileInfo{Path: b.slash(n), Err: why})
+	more := false
+	add := func(fi backend.FileInfo) error {
+		if limit > 0 && len(out) == limit {
+			more = true
+			return errPageFull
+		}
+		out = append(out, fi)
+		return nil
+	}
+	bad := func(n, why string) error {
+		return add(backend.FileInfo{Path: b.slash(n), Err: why})
 	}
 	err = fs.WalkDir(b.root.FS(), name, func(n string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
+		}
+		if after != "" && n != name {
+			// An entry at or before the last one a page gave is
+			// skipped, and a directory wholly before it is not read.
+			if sp := b.slash(n); !WalkBefore(after, sp) {
+				if d != nil && d.IsDir() && !strings.HasPrefix(strings.TrimSuffix(after, "/")+"/", sp+"/") {
+					return fs.SkipDir
+				}
+				return nil
+			}
 		}
 		if err != nil {
 			if n == name {
@@ -457,7 +512,9 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 			}
 			// A directory below that cannot be read (listed already
 			// as a directory): what is below it is not known.
-			bad(n, "a directory that cannot be read: "+reason(err))
+			if err := bad(n, "a directory that cannot be read: "+reason(err)); err != nil {
+				return err
+			}
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -474,8 +531,7 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 			return nil
 		}
 		if err != nil {
-			bad(n, "cannot be read: "+reason(err))
-			return nil
+			return bad(n, "cannot be read: "+reason(err))
 		}
 		switch m := fi.Mode(); {
 		case m&fs.ModeSymlink != 0:
@@ -486,33 +542,33 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 			t, err := b.stat(n)
 			switch {
 			case err != nil && b.sub != "" && (escapes(err) || errors.Is(err, syscall.ELOOP)):
-				bad(n, "a symbolic link that leads out of /"+b.sub)
-				return nil
+				return bad(n, "a symbolic link that leads out of /"+b.sub)
 			case err != nil:
-				bad(n, "a symbolic link that is broken or leaves the root")
-				return nil
+				return bad(n, "a symbolic link that is broken or leaves the root")
 			case t.IsDir():
-				bad(n, "a symbolic link to a directory; links to directories are not followed (name the directory itself)")
-				return nil
+				return bad(n, "a symbolic link to a directory; links to directories are not followed (name the directory itself)")
 			case !t.Mode().IsRegular():
-				bad(n, "a symbolic link to "+kind(t.Mode())+", which cannot be copied")
-				return nil
+				return bad(n, "a symbolic link to "+kind(t.Mode())+", which cannot be copied")
 			}
 			fi = t
 		case !m.IsRegular() && !m.IsDir():
-			bad(n, kind(m)+", which cannot be copied")
-			return nil
+			return bad(n, kind(m)+", which cannot be copied")
 		}
-		out = append(out, b.info(n, fi))
+		if err := add(b.info(n, fi)); err != nil {
+			return err
+		}
 		if d.IsDir() && !recursive {
 			return fs.SkipDir
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, b.classify(err)
+	if errors.Is(err, errPageFull) {
+		err = nil
 	}
-	return out, nil
+	if err != nil {
+		return nil, false, b.classify(err)
+	}
+	return out, more, nil
 }
 
 // slashPath is the slash path (from the root) of a name in the root.

@@ -443,6 +443,27 @@ func (b *Backend) List(ctx context.Context, p string, recursive bool) ([]backend
 	return out, wrap("list", p, err)
 }
 
+// ListPageResponse is the answer of GET /v1/list/PATH?limit=N: a page of
+// the recursive listing.
+type ListPageResponse struct {
+	Entries []backend.FileInfo `json:"entries"`
+	More    bool               `json:"more"`
+}
+
+// ListPage is a page of the recursive listing of directory p: at most
+// limit entries after the one whose Path is after ("": the first), in
+// the agent's walk order (file.WalkBefore); more says whether others
+// follow.
+func (b *Backend) ListPage(ctx context.Context, p, after string, limit int) ([]backend.FileInfo, bool, error) {
+	q := url.Values{"recursive": {"1"}, "limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var out ListPageResponse
+	err := b.call(ctx, http.MethodGet, "/v1/list/"+escape(p), q, nil, &out)
+	return out.Entries, out.More, wrap("list", p, err)
+}
+
 // body is a response body limited to what was asked for.
 type body struct {
 	io.Reader

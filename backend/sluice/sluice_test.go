@@ -792,3 +792,51 @@ func TestEncodeURL(t *testing.T) {
 		}
 	}
 }
+
+// TestListPage: an agent's listing a page at a time, each resumed after
+// the last entry of the one before, gives the whole recursive listing in
+// order; a page size out of bounds and a cursor that is not a path are
+// refused.
+func TestListPage(t *testing.T) {
+	a := newAgent(t, "lister")
+	for i := range 25 {
+		p := filepath.Join(a.root, "run", fmt.Sprintf("d%d", i%4), fmt.Sprintf("f%02d", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte{byte(i)}, 0o644)
+	}
+	b := a.client(t, a.token(t, "read", "/run", time.Hour))
+	ctx := context.Background()
+	all, err := b.List(ctx, "/run", true)
+	if err != nil || len(all) != 29 {
+		t.Fatalf("the whole listing: %d entries, %v", len(all), err)
+	}
+	var got []backend.FileInfo
+	after := ""
+	for pages := 0; ; pages++ {
+		page, more, err := b.ListPage(ctx, "/run", after, 4)
+		if err != nil || pages > 10 {
+			t.Fatalf("page %d: %v", pages, err)
+		}
+		got = append(got, page...)
+		if !more {
+			break
+		}
+		after = page[len(page)-1].Path
+	}
+	if len(got) != len(all) {
+		t.Fatalf("pages gave %d entries, the listing %d", len(got), len(all))
+	}
+	for i := range got {
+		if got[i].Path != all[i].Path || got[i].Size != all[i].Size {
+			t.Errorf("entry %d: %+v, want %+v", i, got[i], all[i])
+		}
+	}
+	for _, limit := range []int{0, 10001} {
+		if _, _, err := b.ListPage(ctx, "/run", "", limit); !errors.Is(err, backend.ErrInvalid) {
+			t.Errorf("a page of %d: %v, want ErrInvalid", limit, err)
+		}
+	}
+	if _, _, err := b.ListPage(ctx, "/run", "/run/../etc", 4); !errors.Is(err, backend.ErrPermission) {
+		t.Errorf("a cursor with ..: %v, want it refused", err)
+	}
+}
