@@ -52,6 +52,7 @@ bench: build
 	bash bench/sim.sh
 	bash bench/transfer.sh
 	BIN=$(BIN) bash bench/submit.sh
+	bash bench/recursive.sh
 
 # Throughput against streams over the emulated WAN and the forwarder's
 # ceiling (root; docs/results/wan.md).

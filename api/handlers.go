@@ -193,7 +193,7 @@ func serverSpec(in JobIn) (server.JobSpec, error) {
 		}
 	}
 	for i, f := range in.Files {
-		fs := server.FileSpec{Source: f.Source, Destination: f.Destination, Size: -1, Checksum: f.Checksum}
+		fs := server.FileSpec{Source: f.Source, Destination: f.Destination, Size: -1, Checksum: f.Checksum, Recursive: f.Recursive}
 		switch {
 		case len(f.Sources) > 0 && f.Source != "":
 			return s, fmt.Errorf("files[%d]: give source or sources, not both", i)

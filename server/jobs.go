@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dtn/sluice/access"
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/cluster"
 	"github.com/sluice-dtn/sluice/copyjob"
@@ -33,6 +34,10 @@ type FileSpec struct {
 	Replicas []string
 	Size     int64  // -1: unknown, the service stats the source
 	Checksum string // "algo:hex" the user expects, or ""
+	// Recursive copies the directory Source into Destination, as `cp -r`
+	// (the directory's contents land in Destination): the service lists
+	// it a page at a time and adds its files as it goes (listing.go).
+	Recursive bool
 }
 
 // JobSpec is a submission.
@@ -107,6 +112,43 @@ const maxPathBytes = 4096
 // endpoint and a clean absolute path. The path is percent-decoded, as
 // sluice cp and FTS3 read URLs: a name with ?, # or % in it is written
 // %3F, %23 or %25.
+// recursiveItem checks item i, a directory to copy whole, and returns
+// its listing: both ends agents' directories the caller may read and
+// write in, neither inside the other.
+func recursiveItem(idx map[string]store.Endpoint, acc *access.Check, i int, f FileSpec) (store.Listing, error) {
+	bad := func(format string, a ...any) (store.Listing, error) {
+		return store.Listing{}, fmt.Errorf("%w: file %d: "+format, append([]any{ErrInvalid, i}, a...)...)
+	}
+	switch {
+	case len(f.Replicas) > 0:
+		return bad("a directory copied whole has one source")
+	case f.Checksum != "":
+		return bad("a directory has no checksum of its own")
+	case f.Size > 0:
+		return bad("a directory has no size: its files are listed")
+	}
+	se, sp, err := parseFileURL(idx, f.Source)
+	if err != nil {
+		return bad("source %v", err)
+	}
+	de, dp, err := parseFileURL(idx, f.Destination)
+	if err != nil {
+		return bad("destination %v", err)
+	}
+	sp, dp = path.Clean(sp), path.Clean(dp)
+	if err := acc.Allow(se.Name, sp, AccessRead); err != nil {
+		return store.Listing{}, fmt.Errorf("file %d: %w", i, err)
+	}
+	if err := acc.AllowWriteIn(de.Name, dp); err != nil {
+		return store.Listing{}, fmt.Errorf("file %d: destination %s: %w", i, f.Destination, err)
+	}
+	if se.Name == de.Name && (access.Under(dp, sp) || access.Under(sp, dp)) {
+		return bad("the destination %s and the source %s are one inside the other", f.Destination, f.Source)
+	}
+	return store.Listing{Item: i, Src: scheme(f.Source) + se.Name + sp, Dst: scheme(f.Destination) + de.Name + dp,
+		SrcEndpoint: se.Name, DstEndpoint: de.Name}, nil
+}
+
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "sluice" && scheme != "sluices") {
@@ -235,6 +277,23 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if err != nil {
 		return store.Job{}, false, err
 	}
+	var listings []store.Listing
+	for i, f := range spec.Files {
+		if !f.Recursive {
+			continue
+		}
+		if len(spec.Files) > 1 {
+			return bad("file %d: a directory copied whole (recursive) must be its job's only item, for now: submit the others as a job of their own", i)
+		}
+		l, err := recursiveItem(idx, acc, i, f)
+		if err != nil {
+			return store.Job{}, false, err
+		}
+		listings = append(listings, l)
+	}
+	if len(listings) > 0 {
+		spec.Files = nil
+	}
 	tasks := make([]store.Task, len(spec.Files))
 	dsts := make(map[string]int, len(spec.Files))
 	var total int64 // of the sizes given, each at most store.MaxSize
@@ -353,6 +412,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
 		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, PreserveModTime: spec.PreserveModTime, State: store.StateActive, Created: now,
+		Listings: listings,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)
 	if err != nil {

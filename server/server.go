@@ -122,6 +122,9 @@ type Config struct {
 	// Client is used to reach agents (nil: a client with
 	// sluice.NewTransport).
 	Client *http.Client
+	// ListPage is how many entries a listing of a directory a job
+	// copies whole asks its agent for at a time (0: DefaultListPage).
+	ListPage int
 	// Backends opens endpoints by URL scheme (nil: every backend
 	// Sluice has, backend/all).
 	Backends *backend.Registry

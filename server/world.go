@@ -129,17 +129,21 @@ type world struct {
 	lastCycle time.Duration // how long the last scheduler call took
 	// links are each endpoint pair's recent per-stream throughputs, the
 	// bandwidth series the multi-source split predicts from.
-	links      map[[2]string][]float64
-	cycleWant  sched.Trigger
-	want       bool
-	lastSave   time.Time
-	lastEvent  time.Time
-	lastSweep  time.Time // of partial files owed a removal (sweepPartials)
-	sweepEvery time.Duration
-	sweeping   bool
-	inflight   int        // transfer goroutines not yet reported finished
-	begun      time.Time  // when this loop started
-	gone       []goneTask // files to fail: they waited too long for a down endpoint (giveUp)
+	links     map[[2]string][]float64
+	cycleWant sched.Trigger
+	want      bool
+	lastSave  time.Time
+	lastEvent time.Time
+	lastSweep time.Time // of partial files owed a removal (sweepPartials)
+	// lastListings is when the loop last looked for directories to list;
+	// listing the listings being listed here (listing.go).
+	lastListings time.Time
+	listing      map[listKey]bool
+	sweepEvery   time.Duration
+	sweeping     bool
+	inflight     int        // transfer goroutines not yet reported finished
+	begun        time.Time  // when this loop started
+	gone         []goneTask // files to fail: they waited too long for a down endpoint (giveUp)
 	// access holds job owners' access checks (jobAccess), read at accessAt.
 	access   map[string]*access.Check
 	accessAt time.Time
@@ -1260,6 +1264,7 @@ func (w *world) canceled(jobID int64, ids []int64) {
 // tick does the periodic work: heartbeats, progress, events.
 func (w *world) tick(now time.Time) {
 	w.heartbeats(now)
+	w.tendListings(now)
 	for t := range w.tasks.all() {
 		if t.State == store.StateRunning && t.xfer != nil {
 			p := t.xfer.Progress()

@@ -804,10 +804,23 @@ func (s *sqlStore) FinishJobIfDone(ctx context.Context, id int64, at time.Time, 
 			FROM tasks WHERE job_id = $1`, id).Scan(&active, &failed); err != nil {
 			return err
 		}
+		if active == 0 {
+			// Nor is a job done while a directory of it is being
+			// listed: more files may come.
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM listings WHERE job_id = $1 AND NOT done`, id).Scan(&active); err != nil {
+				return err
+			}
+		}
 		if active > 0 {
 			out = prev
 			return nil
 		}
+		// A listing that stopped with an error left files uncopied.
+		var broken int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM listings WHERE job_id = $1 AND error <> ''`, id).Scan(&broken); err != nil {
+			return err
+		}
+		failed += broken
 		out = StateDone
 		if failed > 0 {
 			out = StateFailed

@@ -133,9 +133,14 @@ type Job struct {
 	Overwrite string
 	// PreserveModTime gives each file its source's modification time.
 	PreserveModTime bool
-	State           string
-	Created         time.Time
-	Finished        time.Time // zero while active
+	// Listings are the job's recursive items, given to CreateJob (which
+	// stores them with the job); Listing says, when the job is read,
+	// whether one of them is still being listed.
+	Listings []Listing
+	Listing  bool
+	State    string
+	Created  time.Time
+	Finished time.Time // zero while active
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int
@@ -188,6 +193,29 @@ func Replaces(overwrite string) bool {
 // it by the level's test), and not copied.
 // A done task's Error holds no error: it is the note of how it ended.
 const NoteInPlace = "already in place"
+
+// Listing is a directory a job copies whole (a recursive item): the
+// service lists its source a page at a time (ListPage) and adds a task
+// per file found, the page and its cursor in one transaction (AddListed).
+// A job is not done while one of its listings is not.
+type Listing struct {
+	JobID int64
+	Item  int // the item's position in the submission
+	// Src and Dst are the directories' URLs (sluice://endpoint/path);
+	// SrcEndpoint (the listing's partition: its owner lists it) and
+	// DstEndpoint the names of their endpoints.
+	Src, Dst                 string
+	SrcEndpoint, DstEndpoint string
+	// LastPath is the path of the last entry listed (the cursor); ""
+	// before the first page.
+	LastPath string
+	// Files and Dirs count the tasks added and the directories made.
+	Files, Dirs int64
+	Done        bool
+	// Error says why a listing stopped before its end (the source
+	// directory is gone, say); its job then fails.
+	Error string
+}
 
 // Task is one file of a job: the unit the scheduler schedules.
 type Task struct {
@@ -469,6 +497,17 @@ type Store interface {
 	PutCheckpointsFenced(ctx context.Context, owner string, puts []CheckpointPut) (errs []error, err error)
 	CanceledJobs(ctx context.Context, since time.Time) ([]int64, error)
 	FinishJobIfDone(ctx context.Context, id int64, at time.Time, actor string) (string, error)
+	// ActiveListings returns the listings not done of active jobs.
+	ActiveListings(ctx context.Context) ([]Listing, error)
+	// AddListed records a page of listing l (as read, l.LastPath the
+	// cursor the page resumed after) as next (its new cursor, counts,
+	// Done and Error) and adds tasks, the page's files, to the job, with
+	// the next indices: all or nothing. ErrConflict if the listing's
+	// cursor moved meanwhile (another server listed the same page, or a
+	// page recorded before a restart): nothing is written, and the caller
+	// lists again from the stored cursor. A job that ended meanwhile
+	// (canceled) gets no tasks; its listing is recorded done.
+	AddListed(ctx context.Context, l Listing, next Listing, tasks []Task) error
 	// FailOutOfRange fails the tasks still to end whose size is not in
 	// [-1, MaxSize] or whose done is not in [0, MaxSize], with an error
 	// and an audit entry saying so, and returns them (as they were).

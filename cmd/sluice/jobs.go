@@ -131,7 +131,7 @@ func newLoginCmd() *cobra.Command {
 
 func newSubmitCmd() *cobra.Command {
 	var file, label, class, checksum, subID, selection, syncLevel string
-	var batch, asJSON, watch, optimize, overwrite, preserveMtime bool
+	var batch, asJSON, watch, optimize, overwrite, preserveMtime, recursive bool
 	var streams int
 	var sources []string
 	cmd := &cobra.Command{
@@ -164,6 +164,7 @@ named on stderr.`,
 		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
   sluice submit --batch --label nightly -f job.json
   sluice submit --sync checksum -f job.json     # again: only what changed moves
+  sluice submit -r sluice://dtn1/run42 sluice://dtn2/archive/run42
   sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
 	}
 	cc := clientFlags(cmd)
@@ -219,12 +220,14 @@ named on stderr.`,
 			if _, err := dec.Token(); err != io.EOF {
 				return fmt.Errorf("submit: %s: more after the job, which ends at byte %d: a job file holds one job", file, end)
 			}
+		case recursive && len(args) != 2:
+			return errors.New("submit: -r takes SRC DST (in a job file, \"recursive\": true on the item)")
 		case len(sources) > 0 && len(args) == 1:
 			job.Files = []api.FileIn{{Sources: sources, Destination: args[0]}}
 		case len(sources) > 0:
 			return errors.New("submit: with --sources give only the destination")
 		case len(args) == 2:
-			job.Files = []api.FileIn{{Source: args[0], Destination: args[1]}}
+			job.Files = []api.FileIn{{Source: args[0], Destination: args[1], Recursive: recursive}}
 		default:
 			return errors.New("submit: give SRC DST (sluice://ENDPOINT/path URLs) or -f job.json")
 		}
@@ -324,6 +327,7 @@ named on stderr.`,
 	f.BoolVar(&watch, "watch", false, "then show progress until the job ends")
 	f.BoolVar(&overwrite, "overwrite", false, "replace files already at their destinations (default: an identical one is skipped, any other fails)")
 	f.BoolVar(&preserveMtime, "preserve-mtime", false, "give each file its source's modification time")
+	f.BoolVarP(&recursive, "recursive", "r", false, "SRC is a directory: copy it whole into DST (its contents land in DST, as cp -r)")
 	f.StringVar(&syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")

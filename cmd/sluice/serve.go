@@ -46,6 +46,7 @@ type serveConfig struct {
 	JournalWrites    float64 `json:"journal_writes"`
 	BatchMax         string  `json:"batch_max"`
 	BatchBDP         string  `json:"batch_bdp"`
+	ListPage         int     `json:"list_page"`
 }
 
 func defaultDataDir() string {
@@ -110,6 +111,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.Float64Var(&c.DownGiveUp, "down-give-up", c.DownGiveUp, "seconds an endpoint may stay silent (no heartbeat) before the files waiting for it fail, saying so (negative: they wait for good)")
 	f.IntVar(&c.TotalMaxCC, "total-max-cc", 0, "bound on the concurrency over all endpoints (0: none)")
 	f.StringVar(&c.Policy, "policy", "", "Policy Service policy: greedy (default), weighted-shares, or starlark:FILE (a module with add, update and remove; checked at start)")
+	f.IntVar(&c.ListPage, "list-page", server.DefaultListPage, "entries a listing of a directory a job copies whole asks its agent for at a time (1 to 10000)")
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
 	f.StringVar(&c.BatchBDP, "batch-bdp", "", "one connection's bandwidth-delay product on your paths (e.g. 256KiB, the default): a batch carries 1 + this / the mean file size files")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
@@ -182,12 +184,18 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.BatchBDP != "" {
 		set("batch-bdp", func() { c.BatchBDP = fc.BatchBDP })
 	}
+	if fc.ListPage != 0 {
+		set("list-page", func() { c.ListPage = fc.ListPage })
+	}
 	return nil
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
 	if c.CycleSeconds <= 0 || c.HeartbeatTimeout <= 0 || c.TotalMaxCC < 0 || c.StartupCost <= 0 || c.LeaseTTL <= 0 || c.JournalWrites <= 0 || c.DownGiveUp == 0 {
 		return errors.New("serve: --cycle, --heartbeat-timeout, --startup-cost, --lease-ttl and --journal-writes must be positive, --total-max-cc not negative, --down-give-up not 0")
+	}
+	if c.ListPage < 1 || c.ListPage > 10000 {
+		return fmt.Errorf("serve: --list-page %d: want 1 to 10000 entries", c.ListPage)
 	}
 	if c.DataTokenTTL < 1 {
 		return fmt.Errorf("serve: --data-token-ttl %g: want at least 1 second", c.DataTokenTTL)
@@ -242,6 +250,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		Policy:           c.Policy,
 		BatchMax:         batchMax,
 		BatchBDP:         batchBDP,
+		ListPage:         c.ListPage,
 	})
 	if err != nil {
 		return err

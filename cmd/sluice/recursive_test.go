@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-dtn/sluice/store"
+)
+
+// TestServiceRecursive: `sluice submit -r` copies a directory whole. The
+// service lists it a page at a time (here 5 entries a page) and its
+// files start while it lists; a kill -9 of the server in the middle of
+// the listing loses no file and adds none twice (the listing resumes from
+// the last page recorded); every file lands verified where cp -r puts it,
+// empty directories are made, and an entry that cannot be copied (a
+// broken link) is a failed file that says why.
+func TestServiceRecursive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	c := newCluster(t, 2, "--list-page", "5")
+	ctx := context.Background()
+	var want []string
+	for d := range 6 {
+		for f := range 120 {
+			rel := fmt.Sprintf("run/d%d/sub%d/f%03d", d, f%3, f)
+			if f == 7 {
+				rel = fmt.Sprintf("run/d%d/a name with spaces", d)
+			}
+			c.file("a1", rel, int64(100+f*37), uint64(1000*d+f))
+			want = append(want, strings.TrimPrefix(rel, "run/"))
+		}
+	}
+	os.MkdirAll(c.path("a1", "run/empty/inner"), 0o755)
+	if err := os.Symlink("nowhere", c.path("a1", "run/d0/broken")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "submit", "--server", "http://"+c.addr, "--token", c.adminTo, "-r", "sluice://a1/run", "sluice://a2/copy")
+	if err != nil {
+		t.Fatalf("submit -r: %v\n%s", err, out)
+	}
+	var id int64
+	if _, err := fmt.Sscan(strings.TrimSpace(out), &id); err != nil {
+		t.Fatalf("submit printed %q", out)
+	}
+	// Kill the server once some files are listed and the listing is not
+	// over.
+	killed := false
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		j, err := c.admin.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !j.Listing {
+			t.Logf("the listing ended before the kill (%d files)", j.Files)
+			break
+		}
+		if j.Files > 0 {
+			t.Logf("kill -9 of the server with %d of %d files listed", j.Files, len(want)+1)
+			c.server.restart()
+			waitListening(t, c.addr, c.server)
+			killed = true
+			break
+		}
+	}
+	j := c.waitJob(c.admin, id, 3*time.Minute)
+	if j.State != store.StateFailed || j.Files != len(want)+1 || j.FilesDone != len(want) || j.FilesFailed != 1 || j.Listing {
+		t.Errorf("job: %s, %d files (%d done, %d failed), listing %v; want failed for the broken link, %d files, %d done",
+			j.State, j.Files, j.FilesDone, j.FilesFailed, j.Listing, len(want)+1, len(want))
+	}
+	fs, err := c.admin.AllFiles(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if seen[f.Source] {
+			t.Errorf("%s listed twice", f.Source)
+		}
+		seen[f.Source] = true
+		if strings.HasSuffix(f.Source, "/broken") && (f.State != store.StateFailed || !strings.Contains(f.Error, "not copied: a symbolic link that is broken")) {
+			t.Errorf("the broken link: %s %q", f.State, f.Error)
+		}
+	}
+	for _, rel := range want {
+		if !sameContent(t, c.path("a1", "run/"+rel), c.path("a2", "copy/"+rel)) {
+			t.Errorf("copy/%s is not run/%s", rel, rel)
+		}
+	}
+	if fi, err := os.Stat(c.path("a2", "copy/empty/inner")); err != nil || !fi.IsDir() {
+		t.Errorf("the empty directory was not made: %v", err)
+	}
+	if parts, _ := filepath.Glob(c.path("a2", "copy/d*/sub*/.*")); len(parts) > 0 {
+		t.Errorf("temporary files left: %v", parts)
+	}
+	t.Logf("killed mid-listing: %v", killed)
+}
