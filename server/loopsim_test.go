@@ -98,9 +98,10 @@ type loopSim struct {
 	jobs    []int64
 	maxTerm map[string]int64
 
-	recent   []cycleRecord // the last cycles' decisions
-	trace    []string      // every event, when not nil (TestLoopSimulationReplays)
-	digest   uint64        // of every event, to check that a seed replays exactly
+	recent   []cycleRecord       // the last cycles' decisions
+	trace    []string            // every event, when not nil (TestLoopSimulationReplays)
+	digest   uint64              // of every event, to check that a seed replays exactly
+	orphans  map[int64]time.Time // tasks the loop runs with no run in the data plane, since when
 	events   int
 	fail     string
 	counts   map[string]int
@@ -313,7 +314,7 @@ func newLoopSim(t testing.TB, cfg loopSimConfig) *loopSim {
 	h := &loopSim{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x5eed)),
 		clk: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), dir: t.TempDir(),
 		runs: map[int64]*simRun{}, journal: map[int64]int64{}, tasks: map[int64]*simFile{}, maxTerm: map[string]int64{},
-		counts: map[string]int{}, users: map[string]store.User{}, digest: 14695981039346656037}
+		counts: map[string]int{}, users: map[string]store.User{}, digest: 14695981039346656037, orphans: map[int64]time.Time{}}
 	raw, err := store.Open(context.Background(), filepath.Join(h.dir, "s.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -766,10 +767,30 @@ func (h *loopSim) check() {
 		}
 		h.maxTerm[p] = max(h.maxTerm[p], term)
 	}
-	// The loop never counts more done than is checkpointed.
+	// The loop never counts more done than is checkpointed. And no run
+	// is lost: a task the loop has running (its run handed to the data
+	// plane) has that run there, or had it until a moment ago (its end
+	// is on its way); a report the loop never heard of would leave it
+	// running for good.
+	now := h.clk.Now()
 	for t := range h.w.tasks.all() {
 		if t.Done > h.journal[t.ID] {
 			h.violate("task %d: the loop has %d bytes done, the checkpoint %d", t.ID, t.Done, h.journal[t.ID])
+		}
+		if t.State != store.StateRunning || t.cancel == nil {
+			continue
+		}
+		if r := h.runs[t.ID]; r != nil && r.run == t.run {
+			delete(h.orphans, t.ID)
+			continue
+		}
+		since, seen := h.orphans[t.ID]
+		switch {
+		case !seen:
+			h.orphans[t.ID] = now
+		case now.Sub(since) > 5*time.Second:
+			h.violate("task %d run %d runs in the loop, and no run of it has moved data for %s: its end was lost", t.ID, t.run, now.Sub(since))
+			delete(h.orphans, t.ID)
 		}
 	}
 	// No task lost: every task the store has active is in the loop's
