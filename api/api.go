@@ -204,7 +204,7 @@ func jobOut(j server.JobStatus) JobOut {
 		ID: j.ID, Owner: j.Owner, VO: j.VO, Label: j.Label, Class: j.Class, Priority: j.Priority,
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
-		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Overwrite: store.Replaces(j.Overwrite), IfExists: ifExists(j.Overwrite), SyncLevel: store.SyncLevel(j.Overwrite), PreserveMtime: j.PreserveModTime, Listing: j.Listing, Files: j.Files, FilesDone: j.FilesDone, FilesInPlace: j.FilesInPlace, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
+		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Overwrite: store.Replaces(j.Overwrite), IfExists: ifExists(j.Overwrite), SyncLevel: store.SyncLevel(j.Overwrite), PreserveMtime: j.PreserveModTime, Listing: j.Listing, ListingError: j.ListingError, Files: j.Files, FilesDone: j.FilesDone, FilesInPlace: j.FilesInPlace, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
 		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
 	}
 }

@@ -262,7 +262,11 @@ func (s *Server) listedTasks(ctx context.Context, lr lister, dst *sluice.Backend
 	for _, e := range entries {
 		rel, ok := strings.CutPrefix(e.Path, strings.TrimSuffix(lr.srcDir, "/")+"/")
 		if !ok {
-			continue // not below the directory (the agent's answer is wrong): not copied
+			// Not below the directory: the agent's answer is wrong. Said,
+			// not dropped.
+			tasks = append(tasks, store.Task{Src: srcScheme + lr.srcName + e.Path, Dst: lr.l.Dst, SrcEndpoint: lr.srcName, DstEndpoint: lr.dstName,
+				State: store.StateFailed, Error: "not copied: the agent listed it outside " + lr.srcDir, Arrival: now, Finished: now})
+			continue
 		}
 		dp := path.Join(lr.dstDir, rel)
 		if e.Err == "" && e.IsDir {

@@ -75,7 +75,8 @@ SELECT p.id, p.owner_id, u.name, p.vo, p.submission_id, p.label, p.class, p.prio
 	COALESCE(c.files, 0), COALESCE(c.files_done, 0), COALESCE(c.files_failed, 0),
 	COALESCE(c.files_canceled, 0), COALESCE(c.files_in_place, 0), COALESCE(c.bytes_hi, 0), COALESCE(c.bytes_lo, 0),
 	COALESCE(c.done_hi, 0), COALESCE(c.done_lo, 0),
-	EXISTS (SELECT 1 FROM listings l WHERE l.job_id = p.id AND NOT l.done)
+	EXISTS (SELECT 1 FROM listings l WHERE l.job_id = p.id AND NOT l.done),
+	COALESCE((SELECT MIN(l.error) FROM listings l WHERE l.job_id = p.id AND l.error <> ''), '')
 FROM page p JOIN users u ON u.id = p.owner_id LEFT JOIN counts c ON c.job_id = p.id
 ORDER BY p.id DESC`
 }
@@ -120,7 +121,7 @@ func scanJob(row scanner) (Job, error) {
 	var deadline, created, finished, bytesHi, bytesLo, doneHi, doneLo int64
 	err := row.Scan(&j.ID, &j.OwnerID, &j.Owner, &j.VO, &j.SubmissionID, &j.Label, &j.Class, &j.Priority,
 		&deadline, &j.VerifyChecksum, &j.Checksum, &j.Retry, &j.Optimize, &j.Streams, &j.Adaptive, &j.Selection, &j.Overwrite, &j.PreserveModTime, &j.State, &created, &finished,
-		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &bytesHi, &bytesLo, &doneHi, &doneLo, &j.Listing)
+		&j.Files, &j.FilesDone, &j.FilesFailed, &j.FilesCanceled, &j.FilesInPlace, &bytesHi, &bytesLo, &doneHi, &doneLo, &j.Listing, &j.ListingError)
 	if err != nil {
 		return Job{}, err
 	}

@@ -138,9 +138,12 @@ type Job struct {
 	// whether one of them is still being listed.
 	Listings []Listing
 	Listing  bool
-	State    string
-	Created  time.Time
-	Finished time.Time // zero while active
+	// ListingError is why a listing of the job stopped before its end
+	// ("" if none did): the job fails with it.
+	ListingError string
+	State        string
+	Created      time.Time
+	Finished     time.Time // zero while active
 
 	// Counters, filled by Job and Jobs from the job's tasks.
 	Files, FilesDone, FilesFailed, FilesCanceled int

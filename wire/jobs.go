@@ -32,6 +32,7 @@ type JobOut struct {
 	IfExists       string     `json:"if_exists" enum:"skip_identical,fail,replace,sync" doc:"What the job does with a file already at its destination: skip_identical (Sluice's default: one identical to the source is done without copying, any other fails), fail (FTS3's overwrite false), replace, or sync (sync_level says by which test a file there is kept; any other is replaced)."`
 	PreserveMtime  bool       `json:"preserve_mtime,omitempty" doc:"Each file gets its source's modification time."`
 	Listing        bool       `json:"listing,omitempty" doc:"A directory of the job is still being listed: more files may come (files counts those found so far)."`
+	ListingError   string     `json:"listing_error,omitempty" doc:"Why the listing of a directory of the job stopped before its end (the job fails)."`
 	SyncLevel      string     `json:"sync_level,omitempty" enum:"exists,size,mtime,checksum," doc:"The job's sync level, if it has one (see the submission's sync_level)."`
 	Files          int        `json:"files"`
 	FilesDone      int        `json:"files_done"`

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/api"
 	"github.com/sluice-dtn/sluice/store"
 )
 
@@ -99,4 +100,13 @@ func TestServiceRecursive(t *testing.T) {
 		t.Errorf("temporary files left: %v", parts)
 	}
 	t.Logf("killed mid-listing: %v", killed)
+
+	// A directory that is not there: the job fails, and says why.
+	bad, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/nope", Destination: "sluice://a2/nope", Recursive: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad = c.waitJob(c.admin, bad.ID, time.Minute); bad.State != store.StateFailed || !strings.Contains(bad.ListingError, "not found") {
+		t.Errorf("a missing directory: job %s, listing error %q; want failed, saying it is not found", bad.State, bad.ListingError)
+	}
 }
