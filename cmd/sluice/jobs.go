@@ -424,7 +424,17 @@ func progressBytes(j api.JobOut) string {
 
 func printJob(w io.Writer, j api.JobOut) {
 	fmt.Fprintf(w, "job %d (%s, %s, owner %s)\n", j.ID, j.State, j.Class, j.Owner)
-	fmt.Fprintf(w, "  files  %d done, %d failed, %d canceled, of %d\n", j.FilesDone, j.FilesFailed, j.FilesCanceled, j.Files)
+	fmt.Fprintf(w, "  files  %d done, %d failed, %d canceled, of %d", j.FilesDone, j.FilesFailed, j.FilesCanceled, j.Files)
+	switch {
+	case j.Listing:
+		fmt.Fprint(w, " found so far (listing the directory)")
+	case j.ListingError != "":
+		fmt.Fprintf(w, " (the listing stopped: %s)", j.ListingError)
+	}
+	fmt.Fprintln(w)
+	if j.SyncLevel != "" {
+		fmt.Fprintf(w, "  sync   %s: a file already there that matches by this test is kept\n", j.SyncLevel)
+	}
 	fmt.Fprintf(w, "  bytes  %s", progressBytes(j))
 	if j.Throughput > 0 {
 		fmt.Fprintf(w, " at %.1f MB/s", j.Throughput/1e6)

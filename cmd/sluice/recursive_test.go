@@ -110,3 +110,23 @@ func TestServiceRecursive(t *testing.T) {
 		t.Errorf("a missing directory: job %s, listing error %q; want failed, saying it is not found", bad.State, bad.ListingError)
 	}
 }
+
+// TestPrintJobListing: `sluice status` says that a directory is being
+// listed (the count is of the files found so far), or why its listing
+// stopped, and a job's sync level.
+func TestPrintJobListing(t *testing.T) {
+	for _, tc := range []struct {
+		j    api.JobOut
+		want string
+	}{
+		{api.JobOut{Files: 10, FilesDone: 3, Listing: true}, "3 done, 0 failed, 0 canceled, of 10 found so far (listing the directory)"},
+		{api.JobOut{Files: 1, FilesFailed: 1, ListingError: "sluice list /nope: not found"}, "(the listing stopped: sluice list /nope: not found)"},
+		{api.JobOut{Files: 2, SyncLevel: "checksum"}, "sync   checksum: a file already there that matches by this test is kept"},
+	} {
+		var b strings.Builder
+		printJob(&b, tc.j)
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("status of %+v:\n%s\nwant it to say %q", tc.j, b.String(), tc.want)
+		}
+	}
+}
