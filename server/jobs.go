@@ -149,6 +149,46 @@ func recursiveItem(idx map[string]store.Endpoint, acc *access.Check, i int, f Fi
 		SrcEndpoint: se.Name, DstEndpoint: de.Name}, nil
 }
 
+// listingsApart refuses a job in which a directory copied whole would
+// read what another item writes, or write where another directory reads
+// or writes: a job's items run in no set order. tasks are the job's
+// files, at their items' indices (zero at a directory's).
+func listingsApart(ls []store.Listing, tasks []store.Task) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format+"; the items of a job run in no set order: submit them as two jobs, one after the other", append([]any{ErrInvalid}, a...)...)
+	}
+	// overlap: one of two endpoint paths is at or below the other.
+	overlap := func(a, b string) bool {
+		ae, ap, _ := strings.Cut(pathKey(a), "/")
+		be, bp, _ := strings.Cut(pathKey(b), "/")
+		return ae == be && (access.Under("/"+ap, "/"+bp) || access.Under("/"+bp, "/"+ap))
+	}
+	for k, l := range ls {
+		for _, o := range ls[k+1:] {
+			switch {
+			case overlap(l.Dst, o.Src) || overlap(o.Dst, l.Src):
+				return bad("directories %d and %d: one is copied into the other", l.Item, o.Item)
+			case overlap(l.Dst, o.Dst):
+				return bad("directories %d and %d are copied into one place", l.Item, o.Item)
+			}
+		}
+		for i, t := range tasks {
+			if t.Src == "" {
+				continue
+			}
+			for _, src := range append([]string{t.Src}, t.Replicas...) {
+				if overlap(l.Dst, src) {
+					return bad("file %d reads %s, inside directory %d's destination", i, src, l.Item)
+				}
+			}
+			if overlap(t.Dst, l.Src) {
+				return bad("file %d writes %s, inside directory %d's source", i, t.Dst, l.Item)
+			}
+		}
+	}
+	return nil
+}
+
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || (scheme != "sluice" && scheme != "sluices") {
@@ -277,13 +317,12 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if err != nil {
 		return store.Job{}, false, err
 	}
+	// Directories copied whole become listings (listing.go); the other
+	// items, files, become tasks below, each at its item's index.
 	var listings []store.Listing
 	for i, f := range spec.Files {
 		if !f.Recursive {
 			continue
-		}
-		if len(spec.Files) > 1 {
-			return bad("file %d: a directory copied whole (recursive) must be its job's only item, for now: submit the others as a job of their own", i)
 		}
 		l, err := recursiveItem(idx, acc, i, f)
 		if err != nil {
@@ -291,13 +330,13 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 		listings = append(listings, l)
 	}
-	if len(listings) > 0 {
-		spec.Files = nil
-	}
 	tasks := make([]store.Task, len(spec.Files))
 	dsts := make(map[string]int, len(spec.Files))
 	var total int64 // of the sizes given, each at most store.MaxSize
 	for i, f := range spec.Files {
+		if f.Recursive {
+			continue // a listing: its tasks come as it lists
+		}
 		se, sp, err := parseFileURL(idx, f.Source)
 		if err != nil {
 			return bad("file %d: source %v", i, err)
@@ -379,6 +418,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	// order, so the copy would read the file before, during or after
 	// the other one replaces it.
 	for i := range tasks {
+		if tasks[i].Src == "" {
+			continue // a directory's item
+		}
 		for k := -1; k < len(tasks[i].Replicas); k++ {
 			src, what := tasks[i].Src, "source"
 			if k >= 0 {
@@ -403,6 +445,10 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 			}
 		}
 	}
+	if err := listingsApart(listings, tasks); err != nil {
+		return store.Job{}, false, err
+	}
+	tasks = slices.DeleteFunc(tasks, func(t store.Task) bool { return t.Src == "" })
 	if spec.Adaptive != nil {
 		if err := s.adaptiveFits(adaptiveDefaults(*spec.Adaptive).P, tasks); err != nil {
 			return store.Job{}, false, err

@@ -18,7 +18,7 @@ type FileIn struct {
 	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
 	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata: not kept; a submission with some is answered with a warning."`
 	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity: not used for scheduling (priority and class are); a submission with one is answered with a warning."`
-	Recursive    bool     `json:"recursive,omitempty" doc:"The source is a directory, copied whole into the destination directory as cp -r copies it (its contents land in the destination): the service lists it a page at a time and its files start while it lists; directories are made, empty ones too; entries that cannot be copied (broken links, devices) fail, each saying why. For now, the job's only item."`
+	Recursive    bool     `json:"recursive,omitempty" doc:"The source is a directory, copied whole into the destination directory as cp -r copies it (its contents land in the destination): the service lists it a page at a time and its files start while it lists; directories are made, empty ones too; entries that cannot be copied (broken links, devices) fail, each saying why. A job may hold several directories and files, none reading or writing inside what another writes."`
 }
 
 // ParamsIn is FTS3's "params" object. FTS3 has many more parameters than

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,38 @@ func TestServiceRecursive(t *testing.T) {
 		t.Errorf("temporary files left: %v", parts)
 	}
 	t.Logf("killed mid-listing: %v", killed)
+
+	// Two directories and a file in one job.
+	c.file("a1", "more/x/one", 10, 1)
+	c.file("a1", "more/y/sub/two", 20, 2)
+	c.file("a1", "single", 30, 3)
+	mixed, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
+		{Source: "sluice://a1/more/x", Destination: "sluice://a2/mx", Recursive: true},
+		{Source: "sluice://a1/single", Destination: "sluice://a2/single"},
+		{Source: "sluice://a1/more/y", Destination: "sluice://a2/my", Recursive: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mixed = c.waitJob(c.admin, mixed.ID, time.Minute); mixed.State != store.StateDone || mixed.Files != 3 || mixed.FilesDone != 3 {
+		t.Errorf("two directories and a file: job %s, %d of %d files done", mixed.State, mixed.FilesDone, mixed.Files)
+	}
+	for src, dst := range map[string]string{"more/x/one": "mx/one", "more/y/sub/two": "my/sub/two", "single": "single"} {
+		if !sameContent(t, c.path("a1", src), c.path("a2", dst)) {
+			t.Errorf("%s is not %s", dst, src)
+		}
+	}
+	// Items that would read what another writes are refused.
+	for _, files := range [][]api.FileIn{
+		{{Source: "sluice://a1/more", Destination: "sluice://a2/m", Recursive: true}, {Source: "sluice://a2/m/x", Destination: "sluice://a1/z", Recursive: true}},
+		{{Source: "sluice://a1/more/x", Destination: "sluice://a2/same", Recursive: true}, {Source: "sluice://a1/more/y", Destination: "sluice://a2/same/y", Recursive: true}},
+		{{Source: "sluice://a1/more", Destination: "sluice://a2/m", Recursive: true}, {Source: "sluice://a2/m/f", Destination: "sluice://a1/f"}},
+		{{Source: "sluice://a1/more", Destination: "sluice://a2/m", Recursive: true}, {Source: "sluice://a1/single", Destination: "sluice://a1/more/single"}},
+	} {
+		if _, _, err := c.admin.Submit(ctx, api.JobIn{Files: files}); status(err) != http.StatusUnprocessableEntity {
+			t.Errorf("%+v: %v, want 422", files, err)
+		}
+	}
 
 	// A directory that is not there: the job fails, and says why.
 	bad, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://a1/nope", Destination: "sluice://a2/nope", Recursive: true}}})
