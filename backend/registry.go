@@ -12,6 +12,10 @@ import (
 // the last expires). It must be safe for concurrent use.
 type TokenSource func() (string, error)
 
+// StaticToken is a TokenSource that always gives tok (a token given by
+// the user, or minted for one short operation or a whole experiment).
+func StaticToken(tok string) TokenSource { return func() (string, error) { return tok, nil } }
+
 // OpenOptions is what opening a location may need beside its URL.
 type OpenOptions struct {
 	// Write says the location will be written to (a backend that takes

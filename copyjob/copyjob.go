@@ -971,15 +971,18 @@ func (st *state) skip(it item) bool {
 }
 
 // inSync is Options.Sync's test of fi, found at it's destination, as far
-// as stats decide it (backend.InSync): the mtime level stats both ends
-// (the listing that may have given fi has sizes only); a stat that fails
-// leaves the file to be copied, which meets the same error and says it.
+// as stats decide it (backend.InSync): the mtime level uses the source's
+// time the plan listed, and stats the destination when what gave fi (a
+// listing of sizes) has no time; a stat that fails leaves the file to be
+// copied, which meets the same error and says it.
 func (st *state) inSync(ctx context.Context, it item, fi backend.FileInfo) (same, decided bool) {
-	si := backend.FileInfo{Size: it.size}
+	si := backend.FileInfo{Size: it.size, ModTime: it.mtime}
 	if st.o.Sync == "mtime" {
 		var err error
-		if si, err = st.srcs[it.from].Backend.Stat(ctx, it.src); err != nil {
-			return false, true
+		if si.ModTime.IsZero() {
+			if si, err = st.srcs[it.from].Backend.Stat(ctx, it.src); err != nil {
+				return false, true
+			}
 		}
 		if fi.ModTime.IsZero() {
 			if fi, err = st.dst.Backend.Stat(ctx, it.dst); err != nil {

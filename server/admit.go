@@ -64,7 +64,6 @@ func newLiveRunner(w *world, now time.Time) *liveRunner {
 	return r
 }
 
-// plan notes the round's preemptions (victims).
 // Plan prepares a round: the victims of each start (dispatch.Planner).
 func (r *liveRunner) Plan(ds []sched.Decision) {
 	r.round = r.round[:0]

@@ -36,7 +36,7 @@ func TestPullBase(t *testing.T) {
 // is refused with the endpoint's URL, not used as an agent.
 func TestAgentThroughRegistry(t *testing.T) {
 	ctx := context.Background()
-	tok := staticToken("T")
+	tok := backend.StaticToken("T")
 
 	s := newPolicyTestServer(t, testStore(t))
 	b, err := s.agent(ctx, "https://dtn1.example.org", tok)

@@ -217,11 +217,11 @@ func (s *Server) sample(ctx context.Context, c Caller, acc *access.Check, src st
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	sb, err := s.agent(ctx, src.URL, staticToken(srcTok))
+	sb, err := s.agent(ctx, src.URL, backend.StaticToken(srcTok))
 	if err != nil {
 		return store.Optimization{}, err
 	}
-	db, err := s.agent(ctx, dst.URL, staticToken(dstTok))
+	db, err := s.agent(ctx, dst.URL, backend.StaticToken(dstTok))
 	if err != nil {
 		return store.Optimization{}, err
 	}
@@ -286,7 +286,7 @@ func (s *Server) existingDir(ctx context.Context, e store.Endpoint, dir, base, s
 	if err != nil {
 		return "", err
 	}
-	b, err := s.agent(ctx, e.URL, staticToken(tok))
+	b, err := s.agent(ctx, e.URL, backend.StaticToken(tok))
 	if err != nil {
 		return "", err
 	}

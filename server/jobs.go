@@ -112,6 +112,41 @@ const maxPathBytes = 4096
 // endpoint and a clean absolute path. The path is percent-decoded, as
 // sluice cp and FTS3 read URLs: a name with ?, # or % in it is written
 // %3F, %23 or %25.
+func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || (scheme != "sluice" && scheme != "sluices") {
+		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port)", raw)
+	}
+	host, p, _ := strings.Cut(rest, "/")
+	p = "/" + p
+	if strings.ContainsAny(p, "?#\x00") {
+		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path (percent-encode ? as %%3F and # as %%23 in names)", raw)
+	}
+	p, err := url.PathUnescape(p)
+	if err != nil {
+		return store.Endpoint{}, "", fmt.Errorf("%q: bad percent-encoding in the path (a %% in a name is written %%25)", raw)
+	}
+	if strings.ContainsRune(p, 0) {
+		return store.Endpoint{}, "", fmt.Errorf("%q: NUL in the path", raw)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return store.Endpoint{}, "", fmt.Errorf("%q: '..' in the path", raw)
+		}
+		if len(el) > maxNameBytes {
+			return store.Endpoint{}, "", fmt.Errorf("%q: a name of %d bytes in the path; file systems take at most %d", raw, len(el), maxNameBytes)
+		}
+	}
+	if n := len(path.Clean(p)); n > maxPathBytes {
+		return store.Endpoint{}, "", fmt.Errorf("%.80q...: a path of %d bytes; at most %d", raw, n, maxPathBytes)
+	}
+	e, ok := idx[host]
+	if !ok {
+		return store.Endpoint{}, "", fmt.Errorf("%q: no endpoint %q is registered (see `sluice endpoints`)", raw, host)
+	}
+	return e, path.Clean(p), nil
+}
+
 // recursiveItem checks item i, a directory to copy whole, and returns
 // its listing: both ends agents' directories the caller may read and
 // write in, neither inside the other.
@@ -187,41 +222,6 @@ func listingsApart(ls []store.Listing, tasks []store.Task) error {
 		}
 	}
 	return nil
-}
-
-func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "sluice" && scheme != "sluices") {
-		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port)", raw)
-	}
-	host, p, _ := strings.Cut(rest, "/")
-	p = "/" + p
-	if strings.ContainsAny(p, "?#\x00") {
-		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path (percent-encode ? as %%3F and # as %%23 in names)", raw)
-	}
-	p, err := url.PathUnescape(p)
-	if err != nil {
-		return store.Endpoint{}, "", fmt.Errorf("%q: bad percent-encoding in the path (a %% in a name is written %%25)", raw)
-	}
-	if strings.ContainsRune(p, 0) {
-		return store.Endpoint{}, "", fmt.Errorf("%q: NUL in the path", raw)
-	}
-	for _, el := range strings.Split(p, "/") {
-		if el == ".." {
-			return store.Endpoint{}, "", fmt.Errorf("%q: '..' in the path", raw)
-		}
-		if len(el) > maxNameBytes {
-			return store.Endpoint{}, "", fmt.Errorf("%q: a name of %d bytes in the path; file systems take at most %d", raw, len(el), maxNameBytes)
-		}
-	}
-	if n := len(path.Clean(p)); n > maxPathBytes {
-		return store.Endpoint{}, "", fmt.Errorf("%.80q...: a path of %d bytes; at most %d", raw, n, maxPathBytes)
-	}
-	e, ok := idx[host]
-	if !ok {
-		return store.Endpoint{}, "", fmt.Errorf("%q: no endpoint %q is registered (see `sluice endpoints`)", raw, host)
-	}
-	return e, path.Clean(p), nil
 }
 
 func parseChecksum(c string) (string, error) {

@@ -276,10 +276,6 @@ func (s *Server) agent(ctx context.Context, agentURL string, tokens sluice.Token
 	return b, nil
 }
 
-// staticToken is a token source that always gives tok (a token minted
-// for one short operation).
-func staticToken(tok string) sluice.TokenSource { return func() (string, error) { return tok, nil } }
-
 // runTransfer runs one run of a task and reports to the loop. It is the
 // only place the service moves bytes: the destination agent pulls each
 // range from the source agent (engine.Spec.Pull).

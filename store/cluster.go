@@ -806,21 +806,21 @@ func (s *sqlStore) FinishJobIfDone(ctx context.Context, id int64, at time.Time, 
 		}
 		if active == 0 {
 			// Nor is a job done while a directory of it is being
-			// listed: more files may come.
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM listings WHERE job_id = $1 AND NOT done`, id).Scan(&active); err != nil {
+			// listed (more files may come), and one whose listing
+			// stopped with an error left files uncopied.
+			var listing, broken int
+			if err := tx.QueryRowContext(ctx, `SELECT
+				COALESCE(SUM(CASE WHEN NOT done THEN 1 ELSE 0 END), 0),
+				COALESCE(SUM(CASE WHEN error <> '' THEN 1 ELSE 0 END), 0)
+				FROM listings WHERE job_id = $1`, id).Scan(&listing, &broken); err != nil {
 				return err
 			}
+			active, failed = listing, failed+broken
 		}
 		if active > 0 {
 			out = prev
 			return nil
 		}
-		// A listing that stopped with an error left files uncopied.
-		var broken int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM listings WHERE job_id = $1 AND error <> ''`, id).Scan(&broken); err != nil {
-			return err
-		}
-		failed += broken
 		out = StateDone
 		if failed > 0 {
 			out = StateFailed

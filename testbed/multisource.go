@@ -377,6 +377,6 @@ func (r *MultiResult) summarise(mon *linkmon.Monitor, nlinks int) {
 // experiment).
 func fixedToken(tok string) func(string, bool) (backend.TokenSource, error) {
 	return func(string, bool) (backend.TokenSource, error) {
-		return func() (string, error) { return tok, nil }, nil
+		return backend.StaticToken(tok), nil
 	}
 }

@@ -253,8 +253,7 @@ func (f *cpFlags) tokensFor(p string, write bool) (sluice.TokenSource, error) {
 		if f.token == "" {
 			return nil, errors.New("an agent URL needs --token, $SLUICE_TOKEN or --token-key")
 		}
-		tok := f.token
-		return func() (string, error) { return tok, nil }, nil
+		return backend.StaticToken(f.token), nil
 	}
 	key, err := auth.LoadKey(f.tokenKey)
 	if err != nil {
