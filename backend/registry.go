@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // TokenSource gives the bearer token to present now (a fresh one before
@@ -27,6 +28,49 @@ type OpenOptions struct {
 	// Tokens gives the bearer tokens for a path, for backends whose
 	// servers take them (sluice agents); nil where the caller has none.
 	Tokens func(path string, write bool) (TokenSource, error)
+	// Credential, if not nil, is how to log in to a storage server
+	// (a service keeps one per storage endpoint); nil: the backend's
+	// default (anonymous FTP, XRootD's default user name).
+	Credential *Credential
+}
+
+// Credential is what a storage server may want of its clients. A
+// backend uses the fields its protocol has and refuses, with
+// ErrInvalid, a credential it cannot present (so that a misconfigured
+// endpoint fails saying so rather than logging in anonymously).
+type Credential struct {
+	// Username and Password log in to an FTP server (USER, PASS);
+	// Username alone is XRootD's user name (unix authentication).
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Token is a bearer token (XRootD's ztn, HTTP's Authorization).
+	Token string `json:"token,omitempty"`
+	// X509Proxy is a proxy certificate with its key, PEM, for GSI
+	// (gsiftp://): what X509_USER_PROXY names.
+	X509Proxy string `json:"x509_proxy,omitempty"`
+	// Expires, if not zero, is when the credential stops working (a
+	// proxy's or token's end); a service refreshes it before then.
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Empty reports whether c carries nothing to present.
+func (c *Credential) Empty() bool {
+	return c == nil || (c.Username == "" && c.Password == "" && c.Token == "" && c.X509Proxy == "")
+}
+
+// String never shows a secret: a credential printed by mistake (in a
+// log line, an error) names only what it holds.
+func (c Credential) String() string {
+	var has []string
+	for _, f := range []struct{ name, v string }{{"username", c.Username}, {"password", c.Password}, {"token", c.Token}, {"x509 proxy", c.X509Proxy}} {
+		if f.v != "" {
+			has = append(has, f.name)
+		}
+	}
+	if len(has) == 0 {
+		return "credential{}"
+	}
+	return "credential{" + strings.Join(has, ", ") + "}"
 }
 
 // Opened is a location opened by a Registry: the backend, the
