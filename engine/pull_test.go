@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,4 +177,51 @@ func (e *env) pullRange(ctx context.Context, srcPath, dstPath string, off, n int
 	}
 	defer rc.Close()
 	return e.dst.WriteAt(ctx, dstPath, off, rc, n)
+}
+
+// TestWholePull: a Pull that copies only whole files (XRootD's
+// third-party copy) gets the file in one call whatever the concurrency,
+// and a run that stopped part way starts over instead of asking for the
+// rest, which such a copy cannot give.
+func TestWholePull(t *testing.T) {
+	e := newEnv(t)
+	const size = 3<<20 + 5
+	data := e.put(t, "w.bin", size, 21)
+	var mu sync.Mutex
+	var calls [][2]int64
+	fail := true
+	pull := func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
+		mu.Lock()
+		calls = append(calls, [2]int64{off, n})
+		first := fail
+		fail = false
+		mu.Unlock()
+		if first {
+			// Half the file lands and is reported, then the copy breaks.
+			if err := e.pullRange(ctx, srcPath, dstPath, off, n/2); err != nil {
+				return err
+			}
+			progress(n / 2)
+			return context.Canceled
+		}
+		return e.pullRange(ctx, srcPath, dstPath, off, n)
+	}
+	s := e.spec("w.bin", size)
+	s.CC, s.Pull, s.WholePull = 8, pull, true
+	if _, err := Run(context.Background(), s); err == nil {
+		t.Fatal("the broken first copy succeeded")
+	}
+	if _, err := Run(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	e.checkFinal(t, s, data)
+	want := [][2]int64{{0, size}, {0, size}}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("pulls %v, want %v (the whole file each time)", calls, want)
+	}
+	bad := e.spec("w.bin", size)
+	bad.WholePull = true
+	if _, err := Start(context.Background(), bad); err == nil {
+		t.Error("WholePull without Pull was accepted")
+	}
 }

@@ -110,6 +110,12 @@ type Spec struct {
 	// dstPath (third-party copy, as HTTP-TPC and GridFTP do). Src is then
 	// used only for Stat and Checksum.
 	Pull PullFunc
+	// WholePull says Pull copies only whole files: a server-to-server
+	// copy that cannot copy ranges (XRootD's). The transfer then makes
+	// one Pull of [0, size) with one worker whatever CC says, and never
+	// resumes from a journal (a partial copy cannot be continued: it
+	// starts over).
+	WholePull bool
 	// SubWrite is the most bytes one WriteAt carries (default
 	// DefaultSubWrite): the unit of progress the journal can record.
 	SubWrite int64
@@ -289,6 +295,14 @@ func (s Spec) normalize() (Spec, error) {
 		return bad("negative chunk, sub-write or checkpoint setting")
 	case s.Retry.Attempts < 0 || s.Retry.Base < 0 || s.Retry.Max < 0:
 		return bad("negative retry setting")
+	case s.WholePull && (s.Pull == nil || len(s.Sources) > 0):
+		return bad("WholePull needs Pull and one source")
+	}
+	if s.WholePull {
+		// One piece, one step: the file is the unit. (Above any file a
+		// backend takes, 2^60, and small enough that twice it, the
+		// steal threshold, does not overflow.)
+		s.CC, s.ChunkMin, s.SubWrite = 1, 1<<61, 1<<61
 	}
 	if s.CC == 0 {
 		s.CC = 1

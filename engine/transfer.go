@@ -191,6 +191,9 @@ func (t *Transfer) SetCC(n int) error {
 	if n < 1 {
 		return fmt.Errorf("engine: %w: concurrency %d", backend.ErrInvalid, n)
 	}
+	if t.spec.WholePull {
+		n = 1 // one Pull moves the whole file
+	}
 	t.mu.Lock()
 	if n < t.cc {
 		t.broadcastLocked()
@@ -568,6 +571,12 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 func (t *Transfer) resumable(ctx context.Context, fi backend.FileInfo, pass int) (ranges, string, error) {
 	s := &t.spec
 	if pass > 1 {
+		return nil, "", nil
+	}
+	if s.WholePull {
+		if _, ok, _ := loadJournal(ctx, s.Journals, s.Journal); ok {
+			return nil, "a whole-file copy cannot resume", nil
+		}
 		return nil, "", nil
 	}
 	j, ok, err := loadJournal(ctx, s.Journals, s.Journal)
