@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("aud %q: %v", aud, err)
 		}
-		if got != c {
+		if !reflect.DeepEqual(got, c) {
 			t.Errorf("claims %+v, want %+v", got, c)
 		}
 	}
@@ -145,6 +146,11 @@ func TestMintRefuses(t *testing.T) {
 		{"dotdot base", testKey, func(c *Claims) { c.Base = "/data/.." }},
 		{"prefix not below its base", testKey, func(c *Claims) { c.Prefix, c.Base = "/data/x", "/other" }},
 		{"prefix beside its base", testKey, func(c *Claims) { c.Prefix, c.Base = "/datax", "/data" }},
+		{"remote scope without remotes", testKey, func(c *Claims) { c.Scope = ScopeRemote }},
+		{"remote without port", testKey, func(c *Claims) { c.Remotes = []string{"root://xrd1"} }},
+		{"remote with path", testKey, func(c *Claims) { c.Remotes = []string{"root://xrd1:1094/data"} }},
+		{"remote with user", testKey, func(c *Claims) { c.Remotes = []string{"ftp://u:p@ftp1:21"} }},
+		{"remote without scheme", testKey, func(c *Claims) { c.Remotes = []string{"xrd1:1094"} }},
 	} {
 		c := claims()
 		tc.edit(&c)
@@ -183,12 +189,43 @@ func TestAllows(t *testing.T) {
 		{"write", "/", Write, "/x", nil},
 		{"write", "/", Read, "/x", ErrScope},
 		{"rw", "/", Op(7), "/x", ErrScope},
+		{"remote", "/", Read, "/x", ErrScope},
+		{"remote", "/", Write, "/x", ErrScope},
 	} {
 		c := Claims{Scope: tc.scope, Prefix: tc.prefix, Exp: 1, Aud: "*"}
 		err := c.Allows(tc.op, tc.path)
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("scope %s prefix %q %s %q: %v, want %v", tc.scope, tc.prefix, tc.op, tc.path, err, tc.want)
 		}
+	}
+}
+
+// TestAllowsRemote: a token reaches exactly the storage servers it
+// names, and a token that names none (every token a user can get)
+// reaches none.
+func TestAllowsRemote(t *testing.T) {
+	c := Claims{Scope: ScopeRemote, Prefix: "/", Exp: 1, Aud: "*", Remotes: []string{"root://xrd1:1094", "gsiftp://ftp1:2811"}}
+	tok, err := Mint(testKey, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Verify(testKey, tok, time.Unix(0, 0), "dtn1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		base string
+		ok   bool
+	}{
+		{"root://xrd1:1094", true}, {"gsiftp://ftp1:2811", true},
+		{"root://xrd1:1095", false}, {"ftp://ftp1:2811", false}, {"root://xrd2:1094", false}, {"", false},
+	} {
+		if err := got.AllowsRemote(tc.base); (err == nil) != tc.ok {
+			t.Errorf("%q: %v, want allowed %v", tc.base, err, tc.ok)
+		}
+	}
+	if err := (Claims{Scope: ScopeRW, Prefix: "/"}).AllowsRemote("root://xrd1:1094"); err == nil {
+		t.Error("a token without remotes reaches a storage server")
 	}
 }
 

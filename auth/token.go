@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ const (
 	ScopeRead  = "read"
 	ScopeWrite = "write"
 	ScopeRW    = "rw"
+	// ScopeRemote grants nothing of the agent's own files: only the
+	// Remotes (an agent relaying between two storage servers).
+	ScopeRemote = "remote"
 )
 
 // AnyAudience is the audience that every agent accepts.
@@ -70,6 +74,23 @@ type Claims struct {
 	// /home/alice/x must not read /home/bob/secret through a link
 	// /home/alice/x -> /home/bob/secret that alice made.
 	Base string `json:"base,omitempty"`
+	// Remotes are storage servers (scheme://host:port) the agent may
+	// reach for the holder: read a range from, or write one to, with
+	// the credential the request carries. Only the service mints them,
+	// for its runs between an agent and a storage endpoint; without
+	// them an agent reaches no server but other agents.
+	Remotes []string `json:"remotes,omitempty"`
+}
+
+// AllowsRemote reports whether the token lets the agent reach the
+// storage server base (scheme://host:port).
+func (c Claims) AllowsRemote(base string) error {
+	for _, r := range c.Remotes {
+		if r == base {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: the token does not cover storage server %s", ErrPrefix, base)
 }
 
 // LinkBase is the directory symbolic links must stay below: Base if set,
@@ -86,8 +107,17 @@ func (c Claims) LinkBase() string {
 func (c Claims) validate() error {
 	switch c.Scope {
 	case ScopeRead, ScopeWrite, ScopeRW:
+	case ScopeRemote:
+		if len(c.Remotes) == 0 {
+			return errors.New("scope remote without remotes")
+		}
 	default:
-		return fmt.Errorf("scope %q (want read, write or rw)", c.Scope)
+		return fmt.Errorf("scope %q (want read, write, rw or remote)", c.Scope)
+	}
+	for _, r := range c.Remotes {
+		if !remoteBase(r) {
+			return fmt.Errorf("remote %q is not scheme://host:port", r)
+		}
 	}
 	if c.Exp <= 0 {
 		return errors.New("no expiry (exp)")
@@ -111,6 +141,13 @@ func (c Claims) validate() error {
 		}
 	}
 	return nil
+}
+
+// remoteBase reports whether r is scheme://host:port and nothing more.
+func remoteBase(r string) bool {
+	u, err := url.Parse(r)
+	return err == nil && u.Scheme != "" && u.Host != "" && u.Port() != "" && u.User == nil &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && r == u.Scheme+"://"+u.Host
 }
 
 // cleanPath reports whether p has no ".." element and no NUL byte: such a
