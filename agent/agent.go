@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/emul"
@@ -64,18 +65,24 @@ type Config struct {
 	// nil (always, in production) leaves the data path alone, sendfile
 	// included.
 	Emulation *emul.Config
+	// Storage opens the storage servers (GridFTP, XRootD) the service
+	// has this agent read from or write to (POST /v1/copy, with a token
+	// naming the server in its Remotes): backend/all.Storage. nil: the
+	// agent reaches none.
+	Storage *backend.Registry
 }
 
 // Server is one agent.
 type Server struct {
-	name   string
-	fs     *file.Backend
-	key    []byte
-	log    *slog.Logger
-	client *http.Client
-	pulls  *pullFrom        // nil: pulls from anywhere
-	now    func() time.Time // the clock tokens are checked against
-	shape  *emul.Shaper     // nil unless emulating
+	name    string
+	fs      *file.Backend
+	key     []byte
+	log     *slog.Logger
+	client  *http.Client
+	pulls   *pullFrom         // nil: pulls from anywhere
+	storage *backend.Registry // nil: no copies with storage servers
+	now     func() time.Time  // the clock tokens are checked against
+	shape   *emul.Shaper      // nil unless emulating
 	// bufs holds the copy buffers of checksummed batch responses: a
 	// MultiWriter offers no ReadFrom, so io.Copy would move a file 32
 	// KiB per system call.
@@ -117,14 +124,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	s := &Server{
-		name:   cfg.Name,
-		fs:     fs,
-		key:    append([]byte(nil), cfg.Key...),
-		log:    cfg.Logger,
-		client: cfg.Client,
-		pulls:  pulls,
-		now:    time.Now,
-		fences: newFences(),
+		name:    cfg.Name,
+		fs:      fs,
+		key:     append([]byte(nil), cfg.Key...),
+		log:     cfg.Logger,
+		client:  cfg.Client,
+		pulls:   pulls,
+		now:     time.Now,
+		fences:  newFences(),
+		storage: cfg.Storage,
 	}
 	var inst [16]byte
 	rand.Read(inst[:]) // never fails (crypto/rand)

@@ -20,3 +20,14 @@ func Registry() *backend.Registry {
 	r.Register(root.Open, "root", "xroot")
 	return r
 }
+
+// Storage returns a registry of the backends of storage servers only
+// (GridFTP, XRootD): what an agent may open for the service. Local
+// files and other agents are not in it, so no request can make an agent
+// open a path outside its root or another agent through it.
+func Storage() *backend.Registry {
+	r := backend.NewRegistry()
+	r.Register(gridftp.Open, "ftp", "gsiftp")
+	r.Register(root.Open, "root", "xroot")
+	return r
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/auth"
+	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/emul"
 	"github.com/sluice-dtn/sluice/wire"
 )
@@ -107,7 +108,7 @@ func newAgentCmd() *cobra.Command {
 				go j.Heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
 				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, j.Server(), joined.Scheduler, j.Info.URL)
 			}
-			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation, PullFrom: pullFrom})
+			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation, PullFrom: pullFrom, Storage: all.Storage()})
 			if err != nil {
 				return err
 			}
