@@ -353,11 +353,11 @@ func (s *sqlStore) UpsertEndpoint(ctx context.Context, e Endpoint) error {
 		e.Registered = time.Now()
 	}
 	_, err := s.w.ExecContext(ctx,
-		`INSERT INTO endpoints (name, url, max_throughput, max_cc, registered, last_seen, up)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		`INSERT INTO endpoints (name, url, max_throughput, max_cc, registered, last_seen, up, via)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (name) DO UPDATE SET url = excluded.url, max_throughput = excluded.max_throughput,
-			max_cc = excluded.max_cc, last_seen = excluded.last_seen, up = excluded.up`,
-		e.Name, e.URL, e.MaxThroughput, e.MaxCC, toNanos(e.Registered), toNanos(e.LastSeen), e.Up)
+			max_cc = excluded.max_cc, last_seen = excluded.last_seen, up = excluded.up, via = excluded.via`,
+		e.Name, e.URL, e.MaxThroughput, e.MaxCC, toNanos(e.Registered), toNanos(e.LastSeen), e.Up, e.Via)
 	if err != nil {
 		return fmt.Errorf("store: upsert endpoint %q: %w", e.Name, err)
 	}
@@ -387,7 +387,7 @@ func (s *sqlStore) SetEndpointUp(ctx context.Context, name string, up bool, at t
 
 func (s *sqlStore) Endpoints(ctx context.Context) ([]Endpoint, error) {
 	rows, err := s.r.QueryContext(ctx,
-		`SELECT name, url, max_throughput, max_cc, registered, last_seen, up FROM endpoints ORDER BY name`)
+		`SELECT name, url, max_throughput, max_cc, registered, last_seen, up, via FROM endpoints ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: endpoints: %w", err)
 	}
@@ -396,7 +396,7 @@ func (s *sqlStore) Endpoints(ctx context.Context) ([]Endpoint, error) {
 	for rows.Next() {
 		var e Endpoint
 		var reg, seen int64
-		if err := rows.Scan(&e.Name, &e.URL, &e.MaxThroughput, &e.MaxCC, &reg, &seen, &e.Up); err != nil {
+		if err := rows.Scan(&e.Name, &e.URL, &e.MaxThroughput, &e.MaxCC, &reg, &seen, &e.Up, &e.Via); err != nil {
 			return nil, fmt.Errorf("store: endpoints: %w", err)
 		}
 		e.Registered, e.LastSeen = fromNanos(reg), fromNanos(seen)
@@ -406,6 +406,51 @@ func (s *sqlStore) Endpoints(ctx context.Context) ([]Endpoint, error) {
 		return nil, fmt.Errorf("store: endpoints: %w", err)
 	}
 	return out, nil
+}
+
+func (s *sqlStore) DeleteEndpoint(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *stx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM endpoint_credentials WHERE endpoint = $1`, name); err != nil {
+			return fmt.Errorf("store: delete endpoint %q: %w", name, err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM endpoints WHERE name = $1`, name)
+		if err != nil {
+			return fmt.Errorf("store: delete endpoint %q: %w", name, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("store: endpoint %q: %w", name, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+func (s *sqlStore) PutCredential(ctx context.Context, endpoint string, cred []byte, at time.Time) error {
+	var err error
+	if len(cred) == 0 {
+		_, err = s.w.ExecContext(ctx, `DELETE FROM endpoint_credentials WHERE endpoint = $1`, endpoint)
+	} else {
+		_, err = s.w.ExecContext(ctx,
+			`INSERT INTO endpoint_credentials (endpoint, credential, updated) VALUES ($1, $2, $3)
+			ON CONFLICT (endpoint) DO UPDATE SET credential = excluded.credential, updated = excluded.updated`,
+			endpoint, cred, toNanos(at))
+	}
+	if err != nil {
+		// Never the credential itself in an error.
+		return fmt.Errorf("store: credential of endpoint %q: %w", endpoint, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Credential(ctx context.Context, endpoint string) ([]byte, error) {
+	var cred []byte
+	err := s.r.QueryRowContext(ctx, `SELECT credential FROM endpoint_credentials WHERE endpoint = $1`, endpoint).Scan(&cred)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: credential of endpoint %q: %w", endpoint, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: credential of endpoint %q: %w", endpoint, err)
+	}
+	return cred, nil
 }
 
 // --- checkpoints ---

@@ -254,10 +254,17 @@ type Task struct {
 	Term int64
 }
 
-// Endpoint is an agent known to the service.
+// Endpoint is an agent known to the service, or a storage server an
+// admin registered (Storage).
 type Endpoint struct {
 	Name string
-	URL  string // where the agent serves: http(s)://host:port
+	// URL is where the agent serves, http(s)://host:port, or a storage
+	// server's scheme://host:port (gsiftp, ftp, root).
+	URL string
+	// Via, for a storage endpoint, is the agent that moves its bytes
+	// when the other end of a copy is a storage server it cannot copy
+	// with itself (no agent of its own is at either end).
+	Via string
 	// MaxThroughput (bytes/s) and MaxCC are what the operator configured
 	// on the agent (0: unknown / no limit).
 	MaxThroughput float64
@@ -265,6 +272,13 @@ type Endpoint struct {
 	Registered    time.Time
 	LastSeen      time.Time
 	Up            bool
+}
+
+// Storage reports whether e is a storage server the service reaches
+// itself, not an agent.
+func (e Endpoint) Storage() bool {
+	scheme, _, _ := strings.Cut(e.URL, "://")
+	return scheme != "" && scheme != "http" && scheme != "https"
 }
 
 // Observation is one measured transfer, the throughput model's history
@@ -432,6 +446,14 @@ type Store interface {
 	// first, skipping the first from (limit <= 0: all from there on).
 	AuditPage(ctx context.Context, jobID int64, from, limit int) ([]AuditEntry, error)
 
+	// PutCredential keeps the credential of a storage endpoint (opaque
+	// bytes; nil or empty removes it); Credential reads it (ErrNotFound
+	// if there is none). Kept apart from Endpoints, which every caller
+	// may list.
+	PutCredential(ctx context.Context, endpoint string, cred []byte, at time.Time) error
+	Credential(ctx context.Context, endpoint string) ([]byte, error)
+	// DeleteEndpoint forgets an endpoint and its credential.
+	DeleteEndpoint(ctx context.Context, name string) error
 	// UpsertEndpoint registers an endpoint or updates its URL, limits,
 	// LastSeen and Up (Registered is kept from the first registration).
 	UpsertEndpoint(ctx context.Context, e Endpoint) error

@@ -932,6 +932,55 @@ func TestEndpoints(t *testing.T) {
 	})
 }
 
+// TestStorageEndpoints: a storage endpoint keeps its relaying agent,
+// its credential is kept apart (replaced, removed, gone with the
+// endpoint) and never listed with it.
+func TestStorageEndpoints(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		x := Endpoint{Name: "xrd", URL: "root://xrd1:1094", Via: "dtn1", MaxCC: 8, Registered: ts(1, 0), Up: true}
+		if err := s.UpsertEndpoint(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		eps, err := s.Endpoints(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same(t, "endpoints", eps, []Endpoint{x})
+		if !x.Storage() || (Endpoint{URL: "https://dtn1:8443"}).Storage() {
+			t.Error("Storage tells agents from storage servers wrongly")
+		}
+		if _, err := s.Credential(ctx, "xrd"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("credential before one was put: %v, want ErrNotFound", err)
+		}
+		for _, c := range []string{`{"username":"a"}`, `{"username":"b","password":"p"}`} {
+			if err := s.PutCredential(ctx, "xrd", []byte(c), ts(2, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Credential(ctx, "xrd"); err != nil || string(got) != c {
+				t.Fatalf("credential %q, %v; want %q", got, err, c)
+			}
+		}
+		if err := s.PutCredential(ctx, "xrd", nil, ts(3, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Credential(ctx, "xrd"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("credential after its removal: %v, want ErrNotFound", err)
+		}
+		if err := s.PutCredential(ctx, "xrd", []byte("secret"), ts(4, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteEndpoint(ctx, "xrd"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Credential(ctx, "xrd"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("credential of a deleted endpoint: %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteEndpoint(ctx, "xrd"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("deleting a missing endpoint: %v, want ErrNotFound", err)
+		}
+	})
+}
+
 // TestEndedWithCheckpoint: the tasks that ended (done, failed, canceled)
 // with a checkpoint left are what a cleanup still owes; running tasks'
 // checkpoints and keys that are not a task's are not listed.
