@@ -10,6 +10,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
 
+	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/estimate"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
@@ -66,8 +67,21 @@ func (h *handlers) register(api huma.API) {
 	}, h.estimate)
 	huma.Register(api, huma.Operation{
 		OperationID: "list-endpoints", Method: http.MethodGet, Path: "/v1/endpoints", Tags: []string{"endpoints"},
-		Summary: "List endpoints (agents) with their live load", Security: bearer,
+		Summary: "List endpoints (agents and storage servers) with their live load", Security: bearer,
 	}, h.endpoints)
+	huma.Register(api, huma.Operation{
+		OperationID: "put-storage-endpoint", Method: http.MethodPut, Path: "/v1/endpoints/{name}", Tags: []string{"endpoints"},
+		Summary: "Register or change a storage endpoint (admins)",
+		Description: "A GridFTP or XRootD server the service reaches itself, with the credential kept here. Jobs then name its files by its URLs " +
+			"(gsiftp://host:port/path, root://host:port/path) or as sluice://NAME/path. Between two servers of one protocol the servers copy " +
+			"the bytes themselves (third-party copy); between a server and an agent the agent reads or writes it; between a GridFTP and an " +
+			"XRootD server the via agent moves them. Agents register themselves (sluice agent): their names cannot be taken.",
+		Security: bearer,
+	}, h.putStorageEndpoint)
+	huma.Register(api, huma.Operation{
+		OperationID: "delete-storage-endpoint", Method: http.MethodDelete, Path: "/v1/endpoints/{name}", Tags: []string{"endpoints"},
+		Summary: "Remove a storage endpoint and its credential (admins)", Security: bearer, DefaultStatus: http.StatusNoContent,
+	}, h.deleteStorageEndpoint)
 	huma.Register(api, huma.Operation{
 		OperationID: "status", Method: http.MethodGet, Path: "/v1/status", Tags: []string{"endpoints"},
 		Summary: "The scheduler, its last cycle time and the files queued and running per class", Security: bearer,
@@ -374,7 +388,8 @@ type endpointsOut struct {
 }
 
 func (h *handlers) endpoints(ctx context.Context, in *endpointsIn) (*endpointsOut, error) {
-	if _, err := h.caller(ctx); err != nil {
+	c, err := h.caller(ctx)
+	if err != nil {
 		return nil, err
 	}
 	es, err := h.s.Endpoints(ctx)
@@ -383,10 +398,62 @@ func (h *handlers) endpoints(ctx context.Context, in *endpointsIn) (*endpointsOu
 	}
 	out := &endpointsOut{Body: make([]EndpointOut, len(es))}
 	for i, e := range es {
-		out.Body[i] = EndpointOut{Name: e.Name, URL: e.URL, Up: e.Up, MaxThroughput: e.MaxThroughput, MaxCC: e.MaxCC,
-			Throughput: e.Throughput, Peak: e.Peak, CC: e.CC, Registered: e.Registered, LastSeen: e.LastSeen}
+		out.Body[i] = endpointOut(ctx, h.s, c, e)
 	}
 	return out, nil
+}
+
+// endpointOut is e as the API shows it to c: a storage endpoint's
+// credential described to admins only, and never its secrets.
+func endpointOut(ctx context.Context, s *server.Server, c server.Caller, e server.EndpointStatus) EndpointOut {
+	o := EndpointOut{Name: e.Name, URL: e.URL, Up: e.Up, MaxThroughput: e.MaxThroughput, MaxCC: e.MaxCC,
+		Throughput: e.Throughput, Peak: e.Peak, CC: e.CC, Registered: e.Registered, LastSeen: e.LastSeen, Kind: "agent"}
+	if e.Storage() {
+		o.Kind, o.Via = "storage", e.Via
+		if c.User.Admin {
+			o.Credential = s.StorageCredentialInfo(ctx, e.Name)
+		}
+	}
+	return o
+}
+
+type storageEndpointIn struct {
+	Name string `path:"name" minLength:"1" maxLength:"64"`
+	Body wire.StorageEndpointIn
+}
+
+type storageEndpointOut struct{ Body EndpointOut }
+
+func (h *handlers) putStorageEndpoint(ctx context.Context, in *storageEndpointIn) (*storageEndpointOut, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec := server.StorageSpec{URL: in.Body.URL, Via: in.Body.Via, MaxCC: in.Body.MaxCC, MaxThroughput: in.Body.MaxThroughput}
+	if cr := in.Body.Credential; cr != nil {
+		spec.Credential = &server.Credential{Credential: backend.Credential{Username: cr.Username, Password: cr.Password,
+			Token: cr.Token, X509Proxy: cr.X509Proxy, Expires: cr.Expires}, Refresh: cr.Refresh}
+	}
+	e, err := h.s.PutStorageEndpoint(ctx, c, in.Name, spec)
+	if err != nil {
+		return nil, problem(err)
+	}
+	return &storageEndpointOut{Body: endpointOut(ctx, h.s, c, server.EndpointStatus{Endpoint: e})}, nil
+}
+
+type endpointNameIn struct {
+	Name string `path:"name" minLength:"1" maxLength:"64"`
+}
+
+func (h *handlers) deleteStorageEndpoint(ctx context.Context, in *endpointNameIn) (*struct{}, error) {
+	c, err := h.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.s.DeleteStorageEndpoint(ctx, c, in.Name); err != nil {
+		return nil, problem(err)
+	}
+	return nil, nil
 }
 
 // ClassOut counts one class's files.

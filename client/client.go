@@ -311,6 +311,20 @@ func (c *Client) Endpoints(ctx context.Context) ([]wire.EndpointOut, error) {
 	return out, err
 }
 
+// PutStorageEndpoint registers or changes a storage endpoint (admins).
+func (c *Client) PutStorageEndpoint(ctx context.Context, name string, in wire.StorageEndpointIn) (wire.EndpointOut, error) {
+	var out wire.EndpointOut
+	_, err := c.do(ctx, http.MethodPut, "/v1/endpoints/"+url.PathEscape(name), in, &out)
+	return out, err
+}
+
+// DeleteStorageEndpoint removes a storage endpoint and its credential
+// (admins).
+func (c *Client) DeleteStorageEndpoint(ctx context.Context, name string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/v1/endpoints/"+url.PathEscape(name), nil, nil)
+	return err
+}
+
 // CreateToken creates an API token.
 func (c *Client) CreateToken(ctx context.Context, in wire.TokenIn) (wire.TokenOut, error) {
 	var out wire.TokenOut

@@ -157,6 +157,9 @@ func (s *Server) nameFree(ctx context.Context, e store.Endpoint, now time.Time) 
 		return fmt.Errorf("server: %w", err)
 	}
 	for _, o := range eps {
+		if o.Name == e.Name && o.Storage() {
+			return fmt.Errorf("%w: %q is the name of a storage endpoint; give this agent another name", ErrConflict, e.Name)
+		}
 		if o.Name == e.Name && o.URL != e.URL && o.Up && now.Sub(o.LastSeen) < s.cfg.HeartbeatTimeout {
 			return nameInUse(e.Name, o.URL, now.Sub(o.LastSeen), s.cfg.HeartbeatTimeout)
 		}

@@ -98,7 +98,8 @@ func (s *Server) batchBDP() int64 {
 // that directory (else it runs alone, with a token for the file).
 func (w *world) batchable(t *task) bool {
 	if !(t.Size >= 0 && t.Size <= w.s.batchMax() && t.Done == 0 && len(t.Replicas) == 0 &&
-		t.srcEp != nil && t.dstEp != nil && t.srcEp.URL != "" && t.dstEp.URL != "") {
+		t.srcEp != nil && t.dstEp != nil && t.srcEp.URL != "" && t.dstEp.URL != "" &&
+		!t.srcEp.Storage() && !t.dstEp.Storage()) { // batches are agents' (POST /v1/pullbatch)
 		return false
 	}
 	acc, err := w.jobAccess(t.job)

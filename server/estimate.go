@@ -103,6 +103,9 @@ func (s *Server) Estimate(ctx context.Context, c Caller, req estimate.Request) (
 	if err != nil {
 		return estimate.Estimate{}, fmt.Errorf("%w: destination: %w", ErrInvalid, err)
 	}
+	if src.Storage() || dst.Storage() {
+		return estimate.Estimate{}, fmt.Errorf("%w: estimates sample between agents only; a storage endpoint's rate is learned from what it moves", ErrInvalid)
+	}
 	// Sampling reads the source and writes beside the destination: the
 	// caller needs the access a job of the same file would.
 	acc, err := s.accessFor(ctx, c)

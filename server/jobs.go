@@ -85,6 +85,10 @@ func (s *Server) endpointIndex(ctx context.Context) (map[string]store.Endpoint, 
 	}
 	idx := make(map[string]store.Endpoint, 2*len(eps))
 	for _, e := range eps {
+		if e.Storage() {
+			idx[e.URL] = e // scheme://host:port: storage URLs name it so
+			continue
+		}
 		if u, err := url.Parse(e.URL); err == nil && u.Host != "" {
 			idx[u.Host] = e
 		}
@@ -114,10 +118,28 @@ const maxPathBytes = 4096
 // %3F, %23 or %25.
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "sluice" && scheme != "sluices") {
-		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port)", raw)
+	_, storage := storageSchemes[scheme]
+	if !ok || (scheme != "sluice" && scheme != "sluices" && !storage) {
+		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port), or the URL of a storage endpoint (gsiftp://, ftp://, root://)", raw)
 	}
 	host, p, _ := strings.Cut(rest, "/")
+	if storage {
+		// A storage server's URL: the endpoint an admin registered for
+		// that server (its port made explicit), which the path must
+		// not leave.
+		if strings.Contains(host, "@") {
+			return store.Endpoint{}, "", fmt.Errorf("%q: a user in the URL; the storage endpoint's credential is used", raw)
+		}
+		base, _, err := StorageBase(scheme + "://" + host)
+		if err != nil {
+			return store.Endpoint{}, "", fmt.Errorf("%q: %v", raw, err)
+		}
+		e, ok := idx[base]
+		if !ok {
+			return store.Endpoint{}, "", fmt.Errorf("%q: no storage endpoint is registered for %s (an admin registers it: sluice endpoint add NAME %s)", raw, base, base)
+		}
+		host = e.Name
+	}
 	p = "/" + p
 	if strings.ContainsAny(p, "?#\x00") {
 		return store.Endpoint{}, "", fmt.Errorf("%q: query, fragment or NUL in the path (percent-encode ? as %%3F and # as %%23 in names)", raw)
@@ -171,6 +193,11 @@ func recursiveItem(idx map[string]store.Endpoint, acc *access.Check, i int, f Fi
 		return bad("destination %v", err)
 	}
 	sp, dp = path.Clean(sp), path.Clean(dp)
+	if se.Storage() || de.Storage() {
+		// The listing is paged by agents (GET /v1/list with a cursor);
+		// a storage server's listing is not resumable that way yet.
+		return bad("directories are copied whole between agents only; list the storage endpoint's files as items")
+	}
 	if err := acc.Allow(se.Name, sp, AccessRead); err != nil {
 		return store.Listing{}, fmt.Errorf("file %d: %w", i, err)
 	}
@@ -391,6 +418,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 				re, rp, err := parseFileURL(idx, r)
 				if err != nil {
 					return bad("file %d: source %d: %v", i, k+2, err)
+				}
+				if re.Storage() || se.Storage() || de.Storage() {
+					return bad("file %d: a file read from several replicas is copied between agents only (the replicas vote on checksums of ranges, which agents compute)", i)
 				}
 				if seen[re.Name] {
 					return bad("file %d: two sources on endpoint %q: replicas must be on different endpoints", i, re.Name)

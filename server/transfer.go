@@ -51,6 +51,9 @@ type plan struct {
 	split    string // how the shares were chosen, for the audit
 	// checkpointEvery is the journal interval (world.checkpointEvery).
 	checkpointEvery time.Duration
+	// srcStorage and dstStorage are the ends on storage endpoints (nil:
+	// an agent).
+	srcStorage, dstStorage *storageEnd
 	// denied is why the job's owner may no longer read the source or
 	// write the destination (the access rules changed since the job
 	// was submitted): the run fails with it at once, nothing moved.
@@ -99,9 +102,11 @@ func (w *world) plan(t *task) plan {
 	p := plan{task: t.Task, checksum: t.job.Checksum, overwrite: t.job.Overwrite, preserveMtime: t.job.PreserveModTime, checkpointEvery: w.checkpointEvery()}
 	if e := w.eps[t.SrcEndpoint]; e != nil {
 		p.srcURL, p.srcAud = e.URL, e.Name
+		p.srcStorage = storageOf(e.Endpoint)
 	}
 	if e := w.eps[t.DstEndpoint]; e != nil {
 		p.dstURL, p.dstAud = e.URL, e.Name
+		p.dstStorage = storageOf(e.Endpoint)
 	}
 	p.srcPath, p.dstPath = urlPath(t.Src), urlPath(t.Dst)
 	acc, err := w.jobAccess(t.job)
@@ -288,11 +293,13 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		report(engine.Result{}, p.denied)
 		return
 	}
-	src, dst, srcTok, err := s.backends(ctx, p)
+	ends, err := s.openEnds(ctx, p)
 	if err != nil {
 		report(engine.Result{}, err)
 		return
 	}
+	defer ends.close()
+	src, dst := ends.src, ends.dst
 	// The run's checkpoints are fenced like its start and its rename: a
 	// server that lost the partition while the run went on must not
 	// overwrite the journal of the new owner's run.
@@ -341,16 +348,12 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 		NoReplace:       !store.Replaces(p.overwrite),
 		PreserveModTime: p.preserveMtime,
 	}
-	base := pullBase(p.srcURL)
-	spec.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, progress func(int64)) error {
-		tok, err := srcTok()
-		if err != nil {
-			return err
-		}
-		return dst.PullProgress(ctx, sluice.FileURL(base, srcPath), tok, dstPath, off, n, progress)
-	}
+	// The bytes never pass through the server: the destination agent
+	// pulls them, an agent reads or writes a storage server, or two
+	// servers copy between themselves (openEnds).
+	spec.Pull, spec.WholePull = ends.pull, ends.whole
 	if len(p.replicas) > 0 {
-		if err := s.multiSources(ctx, &spec, p, src, srcTok, dst); err != nil {
+		if err := s.multiSources(ctx, &spec, p, ends.agentSrc, ends.srcTok, ends.agentDst); err != nil {
 			report(engine.Result{}, err)
 			return
 		}
@@ -520,7 +523,17 @@ func (s *Server) removePartial(ctx context.Context, t store.Task, twice bool) bo
 	s.mu.Lock()
 	a := s.agents[t.DstEndpoint]
 	s.mu.Unlock()
-	if a != nil {
+	if se, err := s.storageEndpoint(ctx, t.DstEndpoint); err == nil {
+		// On a storage endpoint: the server removes it there itself.
+		if b, closer, err := s.openStorage(ctx, storageOf(se), true); err == nil {
+			err = b.Remove(ctx, engine.TempNameFor(urlPath(t.Dst), tempTag(t)))
+			closer()
+			gone = err == nil || errors.Is(err, backend.ErrNotFound)
+			if !gone {
+				s.log.Warn("removing partial file of a canceled or failed task; will retry", "task", t.ID, "err", err)
+			}
+		}
+	} else if a != nil {
 		p := plan{task: t, dstURL: a.ep.URL, dstAud: a.ep.Name, srcURL: a.ep.URL, srcAud: a.ep.Name, srcPath: "/", dstPath: urlPath(t.Dst)}
 		if _, dst, _, err := s.backends(ctx, p); err == nil {
 			gone = true
@@ -599,7 +612,7 @@ func (s *Server) sweepPartials(ctx context.Context, live map[int64]bool) (owed i
 			}
 			continue
 		}
-		if !s.heardFrom(t.DstEndpoint) {
+		if !s.heardFrom(t.DstEndpoint) && !s.isStorage(ctx, t.DstEndpoint) {
 			owed++ // down (or beating to another server): not now
 			continue
 		}
@@ -640,26 +653,42 @@ func (s *Server) settleCanceled(ctx context.Context, t store.Task) (bool, error)
 	if err != nil || !ok || !cp.Complete() || cp.Size != t.Size || t.Size < 0 {
 		return false, nil // a marker, a partial journal: nothing was put in place
 	}
-	s.mu.Lock()
-	src, dst := s.agents[t.SrcEndpoint], s.agents[t.DstEndpoint]
-	s.mu.Unlock()
-	if src == nil || dst == nil || !s.heardFrom(t.SrcEndpoint) || len(t.Replicas) > 0 {
+	if len(t.Replicas) > 0 {
 		return false, nil
+	}
+	p := plan{task: t, srcPath: urlPath(t.Src), dstPath: urlPath(t.Dst)}
+	for _, end := range []struct {
+		name      string
+		url, aud  *string
+		storage   **storageEnd
+		mustHeard bool
+	}{{t.SrcEndpoint, &p.srcURL, &p.srcAud, &p.srcStorage, true}, {t.DstEndpoint, &p.dstURL, &p.dstAud, &p.dstStorage, false}} {
+		if se, err := s.storageEndpoint(ctx, end.name); err == nil {
+			*end.url, *end.aud, *end.storage = se.URL, se.Name, storageOf(se)
+			continue
+		}
+		s.mu.Lock()
+		a := s.agents[end.name]
+		s.mu.Unlock()
+		if a == nil || (end.mustHeard && !s.heardFrom(end.name)) {
+			return false, nil
+		}
+		*end.url, *end.aud = a.ep.URL, a.ep.Name
 	}
 	j, err := s.st.Job(ctx, t.JobID)
 	if err != nil {
 		return false, fmt.Errorf("loading job %d: %w", t.JobID, err)
 	}
-	p := plan{task: t, checksum: j.Checksum, srcURL: src.ep.URL, srcAud: src.ep.Name, dstURL: dst.ep.URL, dstAud: dst.ep.Name,
-		srcPath: urlPath(t.Src), dstPath: urlPath(t.Dst)}
+	p.checksum = j.Checksum
 	if algo, hex, ok := strings.Cut(t.Expected, ":"); ok && hex != "" {
 		p.checksum, p.expected = algo, hex
 	}
-	sb, db, _, err := s.backends(ctx, p)
+	ends, err := s.openEnds(ctx, p)
 	if err != nil {
 		return false, err
 	}
-	res, done, err := s.alreadyDone(ctx, sb, db, p)
+	defer ends.close()
+	res, done, err := s.alreadyDone(ctx, ends.src, ends.dst, p)
 	if err != nil && backend.Permanent(err) {
 		// The source is gone or unreadable now: nothing can show the
 		// file in place is the source's.
@@ -791,8 +820,8 @@ type statKey struct {
 // user held to access rules needs a rule that grants it (as for a pull
 // batch); a file with replicas is stat'ed at each.
 func (w *world) statGroupable(t *task, p plan) bool {
-	if len(t.Replicas) > 0 || p.denied != nil || p.srcURL == "" {
-		return false
+	if len(t.Replicas) > 0 || p.denied != nil || p.srcURL == "" || p.srcStorage != nil {
+		return false // one POST /v1/stats is an agent's
 	}
 	acc, err := w.jobAccess(t.job)
 	if err != nil {
@@ -883,13 +912,14 @@ func (s *Server) statSource(ctx context.Context, p plan) (int64, error) {
 	if len(p.replicas) > 0 {
 		return s.statReplicas(ctx, p)
 	}
-	src, _, _, err := s.backends(ctx, p)
+	ends, err := s.openEnds(ctx, p)
 	if err != nil {
 		return 0, err
 	}
+	defer ends.close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	fi, err := src.Stat(ctx, p.srcPath)
+	fi, err := ends.src.Stat(ctx, p.srcPath)
 	if err != nil {
 		return 0, err
 	}

@@ -1393,7 +1393,10 @@ func (w *world) heartbeats(now time.Time) {
 		if !e.downAtLoad && w.begun.After(last) {
 			last = w.begun
 		}
-		alive := now.Sub(last) < w.s.cfg.HeartbeatTimeout
+		// A storage endpoint has no agent to beat: the server reaches it
+		// itself, and a run that cannot is retried like any transient
+		// failure.
+		alive := e.Storage() || now.Sub(last) < w.s.cfg.HeartbeatTimeout
 		if alive == e.Up {
 			continue
 		}

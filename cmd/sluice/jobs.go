@@ -633,7 +633,7 @@ func newEndpointsCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "endpoints",
-		Short: "List the endpoints (agents) and their live load",
+		Short: "List the endpoints (agents and storage servers) and their live load",
 		Args:  cobra.NoArgs,
 	}
 	cc := clientFlags(cmd)
@@ -650,9 +650,13 @@ func newEndpointsCmd() *cobra.Command {
 			return writeJSON(cmd.OutOrStdout(), es)
 		}
 		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tURL\tUP\tMB/S\tCC\tPEAK MB/S\tMAX MB/S\tMAX CC\tLAST SEEN")
+		fmt.Fprintln(tw, "NAME\tKIND\tURL\tUP\tMB/S\tCC\tPEAK MB/S\tMAX MB/S\tMAX CC\tLAST SEEN")
 		for _, e := range es {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%.1f\t%d\t%.1f\t%.1f\t%d\t%s\n", e.Name, e.URL, e.Up, e.Throughput/1e6, e.CC,
+			kind := e.Kind
+			if e.Via != "" {
+				kind += " via " + e.Via
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%.1f\t%d\t%.1f\t%.1f\t%d\t%s\n", e.Name, kind, e.URL, e.Up, e.Throughput/1e6, e.CC,
 				e.Peak/1e6, e.MaxThroughput/1e6, e.MaxCC, e.LastSeen.Format(time.RFC3339))
 		}
 		return tw.Flush()

@@ -71,6 +71,6 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd())
+		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd())
 	return root
 }
