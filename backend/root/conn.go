@@ -14,6 +14,7 @@ import (
 
 	"go-hep.org/x/hep/xrootd"
 	"go-hep.org/x/hep/xrootd/xrdfs"
+	"go-hep.org/x/hep/xrootd/xrdproto/auth/unix"
 )
 
 // This file works around three properties of go-hep's client (v0.38.1)
@@ -72,14 +73,17 @@ type conn struct {
 	cause    error // first failure of the server's side
 }
 
-// dialConn starts connecting to addr; wait on ready.
-func dialConn(addr, user string, timeout, stall time.Duration) *conn {
+// dialConn starts connecting to addr, logging in as user and, if unixUser
+// is not empty, presenting that name to servers that require unix
+// authentication (else go-hep's default: this process's user); wait on
+// ready.
+func dialConn(addr, user, unixUser string, timeout, stall time.Duration) *conn {
 	c := &conn{upstream: addr, timeout: timeout, stall: stall, ready: make(chan struct{}), failed: make(chan struct{})}
-	go c.dial(user)
+	go c.dial(user, unixUser)
 	return c
 }
 
-func (c *conn) dial(user string) {
+func (c *conn) dial(user, unixUser string) {
 	defer close(c.ready)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,9 +106,18 @@ func (c *conn) dial(user string) {
 	// NewClient runs apart: cancelled during its handshake, go-hep's
 	// client can wedge for good (see the top of this file), and dialing
 	// must end anyway.
+	var opts []xrootd.Option
+	if unixUser != "" {
+		// The group stays this process's: a credential has none.
+		a := &unix.Auth{User: unixUser}
+		if d, ok := unix.Default.(*unix.Auth); ok {
+			a.Group = d.Group
+		}
+		opts = append(opts, xrootd.WithAuth(a))
+	}
 	done := make(chan dialed, 1)
 	go func() {
-		cli, err := xrootd.NewClient(ctx, ln.Addr().String(), user)
+		cli, err := xrootd.NewClient(ctx, ln.Addr().String(), user, opts...)
 		done <- dialed{cli, err}
 	}()
 	timer := time.NewTimer(c.timeout)

@@ -30,10 +30,43 @@
 // why go-hep is fed neither cancellable contexts nor the server's
 // connection directly.
 //
+// # Third-party copy
+//
+// Backend.CopyFrom copies a file from one XRootD server to another as
+// xrdcp --tpc only does: the destination server pulls the bytes from the
+// source server, none pass through this process. Both servers must allow
+// it in their configuration (XRootD 5):
+//
+//	ofs.tpc pgm /usr/bin/xrdcp --server
+//
+// on the destination, which runs that program (Debian package
+// xrootd-client) to pull the file, and on the source, which otherwise
+// refuses the copy's rendezvous ("tpc not supported"). Useful further
+// options of the same directive: autorm (a failed copy's partial file is
+// removed), ttl DFLT MAX (how long, in seconds, the source waits for the
+// destination to come with the client's key; default 7, at most 15),
+// logok (the source logs each copy it grants). A server that requires
+// authentication of third-party copies (ofs.tpc require) needs
+// credentials this backend cannot forward. The two backends must log in
+// with the same user name, and the source must see the destination
+// server connect from the host named in the destination's address: the
+// source admits it only for that host, on behalf of the client that set
+// the copy up.
+//
+// # Credentials
+//
+// Open takes a backend.Credential's Username as the login name, which it
+// also presents to servers that require XRootD's unix authentication
+// (sec.protocol unix; Options.UnixAuth). Passwords, tokens (ztn, or the
+// authz opaque data) and X.509 proxies (GSI) cannot be presented: Open
+// refuses a credential that holds one, with backend.ErrInvalid.
+//
 // # Limitations
 //
 // No TLS (roots://), no opaque CGI in paths (tokens), and authentication
-// only as go-hep offers it (unix, krb5, host). Redirections (EOS, dCache
+// only as go-hep offers it (unix, krb5, host). Third-party copies do not
+// ask a redirector's data server first (xrdcp's "placement" open), so
+// between redirectors the two servers may not meet. Redirections (EOS, dCache
 // or XRootD redirectors) are followed by go-hep itself, straight to the
 // data server: connections to it bypass the relay, so a deferred answer or
 // unsolicited message from a data server can still crash go-hep.
@@ -86,9 +119,15 @@ const (
 
 // Options configure a Backend. The zero value is usable.
 type Options struct {
-	// Username is the name the client logs in with (default "sluice").
-	// Servers without authentication only log it.
+	// Username is the name the client logs in with (default "sluice";
+	// the protocol carries its first 8 bytes). Servers without
+	// authentication only log it.
 	Username string
+	// UnixAuth makes the client present Username, instead of the name of
+	// the user running this process, to servers that require XRootD's
+	// unix authentication (sec.protocol unix). Open sets it when a
+	// credential names the user.
+	UnixAuth bool
 	// Root is the directory on the server the backend serves: backend
 	// paths are relative to it (default "/", the server's namespace).
 	Root string
@@ -201,7 +240,11 @@ func (b *Backend) conn(ctx context.Context) (*conn, error) {
 	}
 	c := b.cur
 	if c == nil || c.dead.Load() {
-		c = dialConn(b.addr, b.opts.Username, b.opts.DialTimeout, max(b.opts.Stall, 0))
+		var unixUser string
+		if b.opts.UnixAuth {
+			unixUser = b.opts.Username
+		}
+		c = dialConn(b.addr, b.opts.Username, unixUser, b.opts.DialTimeout, max(b.opts.Stall, 0))
 		b.cur = c
 	}
 	b.mu.Unlock()
