@@ -18,8 +18,9 @@ import (
 
 // This file is a minimal FTP control-channel client (RFC 959 with the
 // RFC 3659 MLST/MLSD listings and the GridFTP extensions MLSC and CKSM)
-// for the metadata operations, which globus-url-copy cannot do. It only
-// logs in anonymously and only opens a data connection for MLSD, on
+// for the metadata operations, which globus-url-copy cannot do. It logs
+// in anonymously or with a user name and password (USER, PASS: in clear
+// text, as FTP has it), and only opens a data connection for MLSD, on
 // servers without MLSC.
 
 // maxIdle is how many logged-in control connections a Backend keeps.
@@ -138,9 +139,14 @@ func ctxErr(ctx context.Context, err error) error {
 	return nil
 }
 
-// dial connects and logs in anonymously, waiting at most stall (if > 0)
-// for each reply.
-func dial(ctx context.Context, addr string, stall time.Duration) (*conn, error) {
+// login is who a control connection logs in as: anonymous if user is "".
+type login struct {
+	user, pass string
+}
+
+// dial connects and logs in, waiting at most stall (if > 0) for each
+// reply.
+func dial(ctx context.Context, addr string, stall time.Duration, who login) (*conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -155,7 +161,7 @@ func dial(ctx context.Context, addr string, stall time.Duration) (*conn, error) 
 		stall: stall,
 	}
 	c.bind(ctx)
-	err = c.login()
+	err = c.login(who)
 	if err = c.release(ctx, err); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("logging in to %s: %w", addr, err)
@@ -163,7 +169,7 @@ func dial(ctx context.Context, addr string, stall time.Duration) (*conn, error) 
 	return c, nil
 }
 
-func (c *conn) login() error {
+func (c *conn) login(who login) error {
 	code, msg, err := c.read()
 	if err != nil {
 		return err
@@ -171,19 +177,27 @@ func (c *conn) login() error {
 	if code != 220 {
 		return &ReplyError{Cmd: "greeting", Code: code, Msg: msg}
 	}
-	code, msg, err = c.cmd("USER anonymous")
+	user, pass, what := who.user, who.pass, "login as "+who.user
+	if user == "" {
+		// Any password will do: by convention, who is asking.
+		user, pass, what = "anonymous", "sluice@", "anonymous login"
+	}
+	// New refused CR, LF and NUL in both: they would end the command.
+	code, msg, err = c.cmd("USER " + user)
 	if err != nil {
 		return err
 	}
 	if code == 331 {
-		// Any password will do: by convention, who is asking.
-		code, msg, err = c.cmd("PASS sluice@")
+		// Sent even when empty: the server says whether it will do
+		// (a missing password is a refused login, 530).
+		// (cmd's errors name the verb only, never the password.)
+		code, msg, err = c.cmd("PASS " + pass)
 		if err != nil {
 			return err
 		}
 	}
 	if code != 230 {
-		return &ReplyError{Cmd: "anonymous login", Code: code, Msg: msg}
+		return &ReplyError{Cmd: what, Code: code, Msg: msg}
 	}
 	c.feat = map[string]string{}
 	code, msg, err = c.cmd("FEAT")
@@ -278,6 +292,7 @@ func verb(line string) string {
 // the commands themselves.
 type pool struct {
 	addr  string
+	who   login
 	stall time.Duration // Options.Stall for each connection; 0: none
 	// probeAfter overrides the package's probeAfter where positive;
 	// negative: probe before every reuse.
@@ -317,7 +332,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 			return nil, cerr
 		}
 	}
-	c, err := dial(ctx, p.addr, p.stall)
+	c, err := dial(ctx, p.addr, p.stall, p.who)
 	if err != nil {
 		return nil, err
 	}

@@ -31,11 +31,39 @@
 //     passes an *os.File as stdin: globus-url-copy would seek it to OFF.
 //     -off 0 -len 0 from /dev/null creates a file without truncating it.
 //   - A partial third-party transfer, server→server, writes at the same
-//     offset too (ERET P + ESTO A): PullFrom, for engine.Spec.Pull.
+//     offset too (ERET P + ESTO A): PullFrom, for engine.Spec.Pull. It
+//     runs in MODE E (-p, even for one stream), in which the destination
+//     sends performance markers (FTP reply 112; none in stream mode),
+//     and with -dbg, the only way globus-url-copy shows them all (its -vb
+//     line appears at most once a second, so never for a short
+//     transfer). PullFrom reads the markers' byte counts from the debug
+//     output and reports them as the pull's progress: the Globus server
+//     sends one every 5 seconds and one with the total before it
+//     confirms the transfer.
 //
-// The control-channel client logs in anonymously (USER anonymous) and
-// uses MLST/MLSC (or MLSD), MKD, RMD, DELE, RNFR/RNTO and the GridFTP CKSM
-// command. It cannot authenticate a gsiftp:// control channel (GSI needs
+// Logins (Options.Credential, backend.OpenOptions.Credential in Open):
+// without a credential the backend logs in anonymously over ftp://, and
+// over gsiftp:// with whatever proxy the environment names. Over ftp://
+// a user name and password log in both the control-channel client (USER,
+// PASS, in clear text as FTP has it) and globus-url-copy. globus-url-copy
+// takes a password only in a URL's user part (ftp://user:pass@host/...):
+// it reads none from its environment, a file of its own or a prompt. A
+// URL on its command line would show the password to every local user
+// (ps, /proc/PID/cmdline), so runs of a backend with a user name get
+// their URLs from a transfer list (-f) read from a pipe, /dev/fd/3, that
+// this process writes: the password is in no command line, no file and
+// no environment, and it is cut from the error messages the run's
+// output becomes (-dbg's output, which holds every URL and command, is
+// never kept). Over gsiftp:// an X.509 proxy is written to a temporary
+// file of mode 0600, which X509_USER_PROXY names for every
+// globus-url-copy run (a PullFrom source's as -src-cred) and Close
+// removes; a user name with it names the account to be mapped to. A credential the
+// scheme cannot present is refused by New with backend.ErrInvalid: a
+// bearer token always, a password over gsiftp://, a proxy over ftp://. A
+// refused login (reply 530) is backend.ErrPermission.
+//
+// The control-channel client uses MLST/MLSC (or MLSD), MKD, RMD, DELE,
+// RNFR/RNTO and the GridFTP CKSM command. It cannot authenticate a gsiftp:// control channel (GSI needs
 // the Globus libraries), so over gsiftp:// only the data operations and
 // Checksum (streamed) work; the others return ErrNoGSIControl. FTP has no
 // truncate command: Truncate grows a file by writing one zero byte at
@@ -127,6 +155,14 @@ type Options struct {
 	// "ü.txt" would be written as ".txt", and "ä.txt" to the same file.
 	// Set it for servers known to keep UTF-8 names intact.
 	UTF8 bool
+	// Credential, if not nil, is how to log in: over ftp:// a
+	// Username and Password (USER, PASS) instead of an anonymous login;
+	// over gsiftp:// an X509Proxy (and optionally the Username of the
+	// account to be mapped to). A credential the scheme cannot present
+	// (a token; a password over gsiftp://, a proxy over ftp://) makes
+	// New fail with backend.ErrInvalid. See the package comment for how
+	// globus-url-copy gets them.
+	Credential *backend.Credential
 }
 
 // DefaultChecksumRate is Options.ChecksumRate's default,
@@ -161,6 +197,15 @@ type Backend struct {
 	dirsMu sync.Mutex
 	dirs   map[string]bool
 
+	// user and pass log in to the server (user "": anonymously over
+	// ftp://, the proxy's own mapping over gsiftp://).
+	user, pass string
+	// proxy is the file holding the credential's X.509 proxy (mode
+	// 0600), X509_USER_PROXY of every globus-url-copy run; removed by
+	// Close. "" if none.
+	proxy     string
+	closeOnce sync.Once
+
 	// nativeReads and nativeWrites count the reads and writes made
 	// over a control connection (openNative, writeNative), for tests.
 	nativeReads, nativeWrites atomic.Int64
@@ -174,10 +219,10 @@ const (
 
 // New returns a backend for the server at baseURL: ftp://host[:port] or
 // gsiftp://host[:port] (default ports 21 and 2811), optionally with a
-// path that becomes the backend's root. Only anonymous FTP logins are
-// supported: a user name in the URL is refused rather than put on
-// globus-url-copy's command line, where any local user could read its
-// password. New fails if globus-url-copy cannot be found.
+// path that becomes the backend's root. A user name in the URL is
+// refused: credentials come in Options.Credential, and never reach a
+// command line, where any local user could read them. New fails if
+// globus-url-copy cannot be found.
 func New(baseURL string, opts Options) (*Backend, error) {
 	base, root, err := ParseURL(baseURL)
 	if err != nil {
@@ -209,10 +254,67 @@ func New(baseURL string, opts Options) (*Backend, error) {
 		opts:   opts,
 		dirs:   map[string]bool{},
 	}
+	if err := b.setCredential(opts.Credential); err != nil {
+		return nil, fmt.Errorf("gridftp: %s: %w", base, err)
+	}
 	if b.scheme == "ftp" {
-		b.ctl = &pool{addr: u.Host, stall: max(opts.Stall, 0)}
+		b.ctl = &pool{addr: u.Host, stall: max(opts.Stall, 0), who: login{b.user, b.pass}}
 	}
 	return b, nil
+}
+
+// setCredential takes what of c the backend's scheme can present, and
+// refuses the rest with backend.ErrInvalid: an endpoint configured with a
+// credential the server will not see must fail saying so, not log in
+// anonymously. The messages name fields, never their values.
+func (b *Backend) setCredential(c *backend.Credential) error {
+	if c.Empty() {
+		return nil
+	}
+	if c.Token != "" {
+		return fmt.Errorf("%w: a bearer token cannot be presented to a GridFTP server (ftp:// takes a user name and password, gsiftp:// an X.509 proxy)", backend.ErrInvalid)
+	}
+	for _, f := range []struct{ name, v string }{{"user name", c.Username}, {"password", c.Password}} {
+		if strings.ContainsAny(f.v, "\x00\r\n") {
+			return fmt.Errorf("%w: NUL, CR or LF in the credential's %s", backend.ErrInvalid, f.name)
+		}
+	}
+	switch b.scheme {
+	case "ftp":
+		if c.X509Proxy != "" {
+			return fmt.Errorf("%w: an X.509 proxy cannot be presented over ftp:// (no GSI; use a gsiftp:// URL)", backend.ErrInvalid)
+		}
+		if c.Username == "" {
+			return fmt.Errorf("%w: a password without a user name", backend.ErrInvalid)
+		}
+		b.user, b.pass = c.Username, c.Password
+	case "gsiftp":
+		if c.Password != "" {
+			return fmt.Errorf("%w: a password cannot be presented over gsiftp:// (GSI logs in with an X.509 proxy; use an ftp:// URL for password logins)", backend.ErrInvalid)
+		}
+		b.user = c.Username // the account to be mapped to, no secret
+		if c.X509Proxy != "" {
+			f, err := os.CreateTemp(b.opts.TempDir, "sluice-x509up-")
+			if err != nil {
+				return fmt.Errorf("writing the X.509 proxy: %w", err)
+			}
+			// CreateTemp makes it 0600 already; the Globus libraries
+			// refuse a proxy others may read, so make sure.
+			err = f.Chmod(0o600)
+			if err == nil {
+				_, err = io.WriteString(f, c.X509Proxy)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				os.Remove(f.Name())
+				return fmt.Errorf("writing the X.509 proxy: %w", err)
+			}
+			b.proxy = f.Name()
+		}
+	}
+	return nil
 }
 
 // ParseURL splits an ftp:// or gsiftp:// URL into the server's base URL
@@ -237,7 +339,7 @@ func ParseURL(s string) (base, path string, err error) {
 		return "", "", fmt.Errorf("gridftp URL %q: want %s://host[:port]/path", s, u.Scheme)
 	}
 	if u.User != nil {
-		return "", "", fmt.Errorf("gridftp URL %q: user names are not supported (anonymous ftp:// or GSI gsiftp:// only)", s)
+		return "", "", fmt.Errorf("gridftp URL %q: user names are not allowed in the URL (give a credential instead, which no command line shows)", s)
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return "", "", fmt.Errorf("gridftp URL %q: query and fragment are not allowed (percent-encode ? and # in names)", s)
@@ -255,12 +357,21 @@ func ParseURL(s string) (base, path string, err error) {
 	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port), path, nil
 }
 
-// Close closes the idle control connections.
+// Close closes the idle control connections and removes the X.509
+// proxy's file, if any. The backend must not be used after.
 func (b *Backend) Close() error {
 	if b.ctl != nil {
 		b.ctl.close()
 	}
-	return nil
+	var err error
+	b.closeOnce.Do(func() {
+		if b.proxy != "" {
+			if rerr := os.Remove(b.proxy); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = fmt.Errorf("gridftp: removing the X.509 proxy file: %w", rerr)
+			}
+		}
+	})
+	return err
 }
 
 // URL is the globus-url-copy URL of path p.
@@ -307,15 +418,39 @@ func (b *Backend) serverPath(p string) (string, error) {
 // a leading slash, like backend/file.
 func display(c string) string { return "/" + c }
 
-// url is the globus-url-copy URL of a server path. Every byte but the
-// unreserved ones and "/" is percent-encoded (globus-url-copy decodes
-// them), so names with spaces, '#', '?', '%' or ';' arrive intact.
+// url is the globus-url-copy URL of a server path, without credentials.
+// Every byte but the unreserved ones and "/" is percent-encoded
+// (globus-url-copy decodes them), so names with spaces, '#', '?', '%' or
+// ';' arrive intact.
 func (b *Backend) url(spath string) string {
+	return b.scheme + "://" + b.host + escapeKeep(spath, "/")
+}
+
+// loginURL is url(spath) with the backend's user name and password in
+// its user part (percent-encoded: globus-url-copy decodes them), which is
+// how globus-url-copy is told to log in as someone; url(spath) for
+// anonymous logins. It may hold a secret: only transfer may have it,
+// which keeps it off command lines and out of messages.
+func (b *Backend) loginURL(spath string) string {
+	if b.user == "" {
+		return b.url(spath)
+	}
+	info := escape(b.user)
+	if b.pass != "" {
+		info += ":" + escape(b.pass)
+	}
+	return b.scheme + "://" + info + "@" + b.host + escapeKeep(spath, "/")
+}
+
+// escape percent-encodes every byte of s but the unreserved ones.
+func escape(s string) string { return escapeKeep(s, "") }
+
+// escapeKeep is escape, leaving the bytes in keep as they are too.
+func escapeKeep(s, keep string) string {
 	var sb strings.Builder
-	sb.WriteString(b.scheme + "://" + b.host)
-	for i := 0; i < len(spath); i++ {
-		c := spath[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-._~", c) >= 0 {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0 || strings.IndexByte(keep, c) >= 0 {
 			sb.WriteByte(c)
 		} else {
 			fmt.Fprintf(&sb, "%%%02X", c)
@@ -448,16 +583,19 @@ func (b *Backend) OpenRange(ctx context.Context, p string, off, n int64) (io.Rea
 	if rc, ok, err := b.openNative(ctx, p, sp, off, n); ok {
 		return rc, wrap("read", p, err)
 	}
-	args := append(partial(off, n), b.url(sp), "-")
-	cmd, stderr := b.command(ctx, args...)
-	out, err := cmd.StdoutPipe()
+	run, err := b.transfer(ctx, partial(off, n), []pair{{b.loginURL(sp), "-"}}, b.pass)
 	if err != nil {
 		return nil, wrap("read", p, err)
 	}
-	if err := cmd.Start(); err != nil {
+	out, err := run.StdoutPipe()
+	if err != nil {
+		run.discard()
+		return nil, wrap("read", p, err)
+	}
+	if err := run.Start(); err != nil {
 		return nil, wrap("read", p, fmt.Errorf("starting globus-url-copy: %w", err))
 	}
-	r := &procReader{ctx: ctx, cmd: cmd, stderr: stderr, out: out, left: n, what: p}
+	r := &procReader{ctx: ctx, cmd: run.Cmd, stderr: run.stderr, out: out, left: n, what: p}
 	if n == 0 {
 		// Nothing to read, but the run still says whether the file
 		// is there.
@@ -531,8 +669,8 @@ func (b *Backend) openSpooled(ctx context.Context, p, sp string, off, n int64) (
 	}
 	defer os.RemoveAll(tmp)
 	spool := filepath.Join(tmp, "range")
-	args := append(append(b.parallel(), partial(off, n)...), b.url(sp), fileURL(spool))
-	if err := b.run(ctx, args...); err != nil {
+	opts := append(b.parallel(), partial(off, n)...)
+	if err := b.runPair(ctx, opts, b.loginURL(sp), fileURL(spool)); err != nil {
 		return nil, b.dirErr(ctx, p, sp, wrap("read", p, err))
 	}
 	f, err := os.Open(spool)
@@ -600,19 +738,23 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 	args = append(args, mk...)
 	if n == 0 {
 		// Creates the file if needed, and leaves it alone otherwise.
-		args = append(args, "-off", "0", "-len", "0", "file:///dev/null", b.url(sp))
-		return wrap("write", p, b.run(ctx, args...))
+		args = append(args, "-off", "0", "-len", "0")
+		return wrap("write", p, b.runPair(ctx, args, "file:///dev/null", b.loginURL(sp)))
 	}
-	args = append(append(append(args, b.parallel()...), partial(off, n)...), "file:///dev/stdin", b.url(sp))
-	cmd, stderr := b.command(ctx, args...)
-	// Our own pipe and copier rather than cmd.Stdin = r: exec's Wait
-	// waits for its copier, which may be blocked in r.Read for as long
-	// as r likes, whereas a cancelled WriteAt must return at once.
-	stdin, err := cmd.StdinPipe()
+	args = append(append(args, b.parallel()...), partial(off, n)...)
+	run, err := b.transfer(ctx, args, []pair{{"file:///dev/stdin", b.loginURL(sp)}}, b.pass)
 	if err != nil {
 		return wrap("write", p, err)
 	}
-	if err := cmd.Start(); err != nil {
+	// Our own pipe and copier rather than cmd.Stdin = r: exec's Wait
+	// waits for its copier, which may be blocked in r.Read for as long
+	// as r likes, whereas a cancelled WriteAt must return at once.
+	stdin, err := run.StdinPipe()
+	if err != nil {
+		run.discard()
+		return wrap("write", p, err)
+	}
+	if err := run.Start(); err != nil {
 		return wrap("write", p, fmt.Errorf("starting globus-url-copy: %w", err))
 	}
 	c := &counter{r: io.LimitReader(r, n)}
@@ -622,7 +764,7 @@ func (b *Backend) WriteAt(ctx context.Context, p string, off int64, r io.Reader,
 		io.Copy(stdin, c)
 		stdin.Close() // EOF: a short source ends the transfer short
 	}()
-	err = runErr(ctx, cmd, stderr, cmd.Wait())
+	err = runErr(ctx, run.Cmd, run.stderr, run.Wait())
 	if err != nil {
 		// Wait closed the pipe, which ends the copier unless it is
 		// blocked reading r; it is not waited for. If it has ended
@@ -768,9 +910,9 @@ func (b *Backend) Truncate(ctx context.Context, p string, size int64) error {
 	})
 	if err == nil {
 		if size == 0 {
-			err = b.run(ctx, "-off", "0", "-len", "0", "file:///dev/null", b.url(tmp))
+			err = b.runPair(ctx, partial(0, 0), "file:///dev/null", b.loginURL(tmp))
 		} else {
-			err = b.run(ctx, append(partial(0, size), b.url(sp), b.url(tmp))...)
+			err = b.runPair(ctx, partial(0, size), b.loginURL(sp), b.loginURL(tmp))
 		}
 	}
 	if err == nil {

@@ -731,10 +731,10 @@ func TestStalledServer(t *testing.T) {
 	if _, err := b.Stat(ctx, "big"); err != nil { // a pooled connection, logged in
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(-s.pgid, syscall.SIGSTOP); err != nil {
+	if err := s.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Kill(-s.pgid, syscall.SIGCONT)
+	defer s.Signal(syscall.SIGCONT)
 	bound := 4 * stall
 	for _, tc := range []struct {
 		op string

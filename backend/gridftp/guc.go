@@ -33,6 +33,10 @@ type stderrBuf struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	stall time.Duration // the -stall-timeout this package gave (0: none)
+	// secrets are strings String never shows (the passwords of the
+	// run's URLs, as given and percent-encoded): the tool may quote a
+	// URL in a message, and the message becomes an error.
+	secrets []string
 }
 
 func (b *stderrBuf) Write(p []byte) (int, error) {
@@ -47,7 +51,17 @@ func (b *stderrBuf) Write(p []byte) (int, error) {
 func (b *stderrBuf) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.String()
+	return redact(b.buf.String(), b.secrets)
+}
+
+// redact replaces every secret in s.
+func redact(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "xxxxx")
+		}
+	}
+	return s
 }
 
 // command prepares a globus-url-copy run with args (after the options
@@ -67,6 +81,11 @@ func (b *Backend) command(ctx context.Context, args ...string) (*exec.Cmd, *stde
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, b.bin, full...)
 	cmd.Env = append(os.Environ(), b.opts.Env...)
+	if b.proxy != "" {
+		// After Options.Env: the credential's proxy wins (exec keeps
+		// the last value of a variable).
+		cmd.Env = append(cmd.Env, "X509_USER_PROXY="+b.proxy)
+	}
 	cmd.WaitDelay = waitDelay
 	cmd.Stderr = stderr
 	return cmd, stderr
@@ -100,6 +119,123 @@ func runErr(ctx context.Context, cmd *exec.Cmd, stderr *stderrBuf, err error) er
 func (b *Backend) run(ctx context.Context, args ...string) error {
 	cmd, stderr := b.command(ctx, args...)
 	return runErr(ctx, cmd, stderr, cmd.Run())
+}
+
+// runPair runs globus-url-copy with opts and one transfer, src to dst, to
+// completion (see transfer).
+func (b *Backend) runPair(ctx context.Context, opts []string, src, dst string) error {
+	r, err := b.transfer(ctx, opts, []pair{{src, dst}}, b.pass)
+	if err != nil {
+		return err
+	}
+	return runErr(ctx, r.Cmd, r.stderr, r.Run())
+}
+
+// pair is one transfer of a globus-url-copy run: source and destination
+// URLs (loginURL, fileURL, or a special one such as "-").
+type pair struct{ src, dst string }
+
+// listFD is the descriptor number globus-url-copy reads its transfer
+// list from (-f /dev/fd/3): the first of exec.Cmd.ExtraFiles.
+const listFD = 3
+
+// gucRun is a prepared globus-url-copy run whose transfers may be in a
+// list it reads from a pipe. Start (and Run) close this process's copy
+// of the pipe's read end once the child has its own.
+type gucRun struct {
+	*exec.Cmd
+	stderr *stderrBuf
+	list   *os.File // read end of the list's pipe; nil without a list
+	wlist  *os.File // its write end, until the feeder has it
+	lines  string   // the list
+}
+
+// Start starts the run and the goroutine that feeds it its list.
+func (r *gucRun) Start() error {
+	err := r.Cmd.Start()
+	if r.list == nil {
+		return err
+	}
+	r.list.Close()
+	if err != nil {
+		r.wlist.Close()
+		return err
+	}
+	w, lines := r.wlist, r.lines
+	go func() {
+		// Fails (EPIPE) rather than blocks if the child exits first:
+		// no other process holds the read end. The child's failure
+		// tells what went wrong.
+		io.WriteString(w, lines)
+		w.Close()
+	}()
+	return nil
+}
+
+// discard releases the list's pipe of a run that will not be started.
+func (r *gucRun) discard() {
+	if r.list != nil {
+		r.list.Close()
+		r.wlist.Close()
+	}
+}
+
+// Run starts the run and waits for it.
+func (r *gucRun) Run() error {
+	if err := r.Start(); err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+// transfer prepares a globus-url-copy run of opts and the transfers in
+// pairs. URLs that carry a user name and password (loginURL) never go on
+// the command line, where every local user can read them (ps,
+// /proc/PID/cmdline): globus-url-copy takes URLs only as arguments or
+// in a list file (-f), and reads no password from its environment or
+// from a prompt, so such URLs are written to a pipe that it reads as its
+// list (-f /dev/fd/3). A transfer without a secret keeps its URLs on the
+// command line, where they help whoever looks at a failing run. secrets
+// are kept out of the run's error messages.
+func (b *Backend) transfer(ctx context.Context, opts []string, pairs []pair, secrets ...string) (*gucRun, error) {
+	hidden := len(pairs) != 1
+	for _, p := range pairs {
+		// A URL of this package has '@' only in its user part:
+		// paths are percent-encoded.
+		if strings.Contains(p.src, "@") || strings.Contains(p.dst, "@") {
+			hidden = true
+		}
+	}
+	args := append([]string{}, opts...)
+	if !hidden {
+		args = append(args, pairs[0].src, pairs[0].dst)
+	} else {
+		args = append(args, "-f", "/dev/fd/"+strconv.Itoa(listFD))
+	}
+	cmd, stderr := b.command(ctx, args...)
+	for _, s := range secrets {
+		if s != "" {
+			stderr.secrets = append(stderr.secrets, s, escape(s))
+		}
+	}
+	r := &gucRun{Cmd: cmd, stderr: stderr}
+	if !hidden {
+		return r, nil
+	}
+	var list strings.Builder
+	for _, p := range pairs {
+		// Percent-encoded URLs: no quote, space or newline can break
+		// a line. "-" and file:///dev/stdin mean stdout and stdin in
+		// a list as on the command line.
+		fmt.Fprintf(&list, "\"%s\" \"%s\"\n", p.src, p.dst)
+	}
+	rp, wp, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("transfer list: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{rp}
+	r.list, r.wlist, r.lines = rp, wp, list.String()
+	return r, nil
 }
 
 // partial is the -off/-len options of a partial transfer; n < 0 reads to
