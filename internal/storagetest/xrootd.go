@@ -165,19 +165,44 @@ func XRootD(t testing.TB, o XRootDOptions) *XRootDServer {
 	}
 	s.own(t, base)
 
+	// The port is free when chosen, but something else may take it
+	// before xrootd binds it (tests run in parallel): then xrootd exits
+	// at once, and is started again on another.
+	const attempts = 3
+	for i := 1; ; i++ {
+		err := s.start(t, bin, args, cfgPath)
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errExited) || i == attempts {
+			s.dumpLogs(t)
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting it again on another port", err)
+	}
+}
+
+// errExited: the server exited before it answered.
+var errExited = errors.New("xrootd exited at start")
+
+// start runs xrootd on a free port, stopped by the test's cleanup, and
+// waits until it answers the protocol's handshake. It returns an error
+// wrapping errExited if xrootd exited first.
+func (s *XRootDServer) start(t testing.TB, bin string, args []string, cfgPath string) error {
+	t.Helper()
 	port, err := freePort()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	args = append(args, "-p", strconv.Itoa(port), "-n", "sluicetest", "-c", cfgPath, "-l", filepath.Join(base, "log"))
+	args = append(args, "-p", strconv.Itoa(port), "-n", "sluicetest", "-c", cfgPath, "-l", filepath.Join(s.base, "log"))
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = base
+	cmd.Dir = s.base
 	// Its own process group, so that the cleanup also ends the xrdcp
 	// processes a third-party copy left running.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting xrootd: %v", err)
+		return fmt.Errorf("starting xrootd: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
@@ -196,17 +221,15 @@ func XRootD(t testing.TB, o XRootDOptions) *XRootDServer {
 	for {
 		err := handshake(s.Addr, time.Second)
 		if err == nil {
-			return s
+			return nil
 		}
 		select {
 		case <-exited:
-			s.dumpLogs(t)
-			t.Fatalf("xrootd exited at start: %v", cmd.ProcessState)
+			return fmt.Errorf("%w on port %d: %v", errExited, port, cmd.ProcessState)
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.dumpLogs(t)
-			t.Fatalf("xrootd did not come up on %s: %v", s.Addr, err)
+			return fmt.Errorf("xrootd did not come up on %s: %w", s.Addr, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -320,8 +343,7 @@ func (s *XRootDServer) own(t testing.TB, local string) {
 func (s *XRootDServer) RunsAsOtherUser() bool { return s.uid >= 0 }
 
 // Log returns what the server has logged so far.
-func (s *XRootDServer) Log(t testing.TB) string {
-	t.Helper()
+func (s *XRootDServer) Log() string {
 	var all strings.Builder
 	filepath.WalkDir(s.base, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "log") {

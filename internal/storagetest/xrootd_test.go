@@ -42,7 +42,7 @@ func TestXRootD(t *testing.T) {
 	if got := string(s.Read(t, "dir/in.dat")); got != "replaced" {
 		t.Errorf("after xrdcp --force, Read = %q", got)
 	}
-	if log := s.Log(t); !strings.Contains(log, "initialization completed") {
+	if log := s.Log(); !strings.Contains(log, "initialization completed") {
 		t.Errorf("Log has no start-up lines:\n%s", log)
 	}
 }
@@ -62,7 +62,7 @@ func TestXRootDTPCByXrdcp(t *testing.T) {
 	if got := dst.Read(t, "b/out.dat"); !bytes.Equal(got, data) {
 		t.Fatalf("copied %d bytes, want %d equal ones", len(got), len(data))
 	}
-	if log := src.Log(t); !strings.Contains(log, "granted tpc access") {
+	if log := src.Log(); !strings.Contains(log, "granted tpc access") {
 		t.Errorf("the source logged no third-party copy:\n%s", log)
 	}
 }
