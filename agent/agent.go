@@ -81,6 +81,7 @@ type Server struct {
 	client  *http.Client
 	pulls   *pullFrom         // nil: pulls from anywhere
 	storage *backend.Registry // nil: no copies with storage servers
+	opened  storageCache      // the storage servers opened, kept a while
 	now     func() time.Time  // the clock tokens are checked against
 	shape   *emul.Shaper      // nil unless emulating
 	// bufs holds the copy buffers of checksummed batch responses: a
@@ -179,7 +180,10 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Shaper() *emul.Shaper { return s.shape }
 
 // Close releases the root. Requests still being served fail.
-func (s *Server) Close() error { return s.fs.Close() }
+func (s *Server) Close() error {
+	s.opened.closeAll()
+	return s.fs.Close()
+}
 
 // Check reports whether the agent can serve its root (see
 // file.Backend.Check); an agent that cannot stops heartbeating, so that

@@ -37,8 +37,8 @@ func (s *Server) copyRange(w http.ResponseWriter, r *http.Request, c *call) erro
 	var write func(ctx context.Context, data io.Reader) error
 	var closers []func() error
 	defer func() {
-		for _, f := range closers {
-			f()
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
 		}
 	}()
 	// The ends are checked, both, before either is opened.
@@ -72,14 +72,12 @@ func (s *Server) copyRange(w http.ResponseWriter, r *http.Request, c *call) erro
 		}
 	}
 	if in.From.Remote() {
-		o, err := s.storage.Open(ctx, in.From.URL, backend.OpenOptions{Credential: in.From.Credential})
+		b, p, release, err := s.opened.get(ctx, s.storage, in.From.URL, false, in.From.Credential)
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", in.From.URL, err)
 		}
-		if o.Close != nil {
-			closers = append(closers, o.Close)
-		}
-		if src, err = o.Backend.OpenRange(ctx, o.Path, in.Offset, in.Length); err != nil {
+		closers = append(closers, func() error { release(); return nil })
+		if src, err = b.OpenRange(ctx, p, in.Offset, in.Length); err != nil {
 			return fmt.Errorf("reading %s: %w", in.From.URL, err)
 		}
 	} else if src, err = c.fs.OpenRange(ctx, fromPath, in.Offset, in.Length); err != nil {
@@ -87,15 +85,13 @@ func (s *Server) copyRange(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	closers = append(closers, src.Close)
 	if in.To.Remote() {
-		o, err := s.storage.Open(ctx, in.To.URL, backend.OpenOptions{Write: true, Credential: in.To.Credential})
+		b, p, release, err := s.opened.get(ctx, s.storage, in.To.URL, true, in.To.Credential)
 		if err != nil {
 			return fmt.Errorf("opening %s: %w", in.To.URL, err)
 		}
-		if o.Close != nil {
-			closers = append(closers, o.Close)
-		}
+		closers = append(closers, func() error { release(); return nil })
 		write = func(ctx context.Context, data io.Reader) error {
-			return o.Backend.WriteAt(ctx, o.Path, in.Offset, data, in.Length)
+			return b.WriteAt(ctx, p, in.Offset, data, in.Length)
 		}
 	} else {
 		write = func(ctx context.Context, data io.Reader) error {

@@ -258,6 +258,9 @@ func (t *Transfer) subWrites(ctx context.Context, p *piece, tail bool, move func
 		n := min(t.spec.SubWrite, p.end-off)
 		if tail {
 			n = min(n, t.tailStepLocked())
+			if rest := p.end - off - n; rest > 0 && rest < t.spec.PullMin {
+				n += rest // no pull of less than PullMin left behind
+			}
 			t.pulling += n
 		}
 		p.cur = off + n
@@ -290,7 +293,7 @@ const tailStep = 256 << 10
 // flight at the end are small.
 func (t *Transfer) tailStepLocked() int64 {
 	left := t.size - t.doneN - t.pulling
-	return max(min(t.spec.SubWrite, tailStep), left/int64(4*max(1, t.running)))
+	return max(min(t.spec.SubWrite, max(tailStep, t.spec.PullMin)), left/int64(4*max(1, t.running)))
 }
 
 // record marks [off, off+n) done after its WriteAt returned, or, with

@@ -225,3 +225,42 @@ func TestWholePull(t *testing.T) {
 		t.Error("WholePull without Pull was accepted")
 	}
 }
+
+// TestPullMin: with PullMin, no pull asks for less than it unless its
+// whole piece is smaller, where without it the end of a copy shrinks
+// its pulls to a few hundred KiB (right when a pull is one round trip,
+// wrong when it is a login and a new data connection at a storage
+// server).
+func TestPullMin(t *testing.T) {
+	for _, pullMin := range []int64{0, 2 << 20} {
+		e := newEnv(t)
+		const size = 24 << 20
+		data := e.put(t, "m.bin", size, 5)
+		var mu sync.Mutex
+		var sizes []int64
+		s := e.spec("m.bin", size)
+		s.CC, s.ChunkMin, s.SubWrite, s.PullMin = 4, 4<<20, 4<<20, pullMin
+		s.Pull = func(ctx context.Context, srcPath, dstPath string, off, n int64, _ func(int64)) error {
+			mu.Lock()
+			sizes = append(sizes, n)
+			mu.Unlock()
+			return e.pullRange(ctx, srcPath, dstPath, off, n)
+		}
+		if _, err := Run(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		e.checkFinal(t, s, data)
+		small := 0
+		for _, n := range sizes {
+			if n < 2<<20 {
+				small++
+			}
+		}
+		switch {
+		case pullMin > 0 && small > 0:
+			t.Errorf("PullMin %d: %d of %d pulls were smaller (%v)", pullMin, small, len(sizes), sizes)
+		case pullMin == 0 && small == 0:
+			t.Errorf("without PullMin no pull shrank below 2 MiB (%v): the test shows nothing", sizes)
+		}
+	}
+}

@@ -116,6 +116,13 @@ type Spec struct {
 	// resumes from a journal (a partial copy cannot be continued: it
 	// starts over).
 	WholePull bool
+	// PullMin, if set, is the least one Pull asks for (but what is left
+	// of its piece): the cost of one request where each Pull is a login
+	// and a new data connection at a storage server, not one round trip
+	// on a connection kept open. The end of a copy then shrinks its
+	// pulls, and idle workers split pieces, down to this, not to a few
+	// hundred KiB.
+	PullMin int64
 	// SubWrite is the most bytes one WriteAt carries (default
 	// DefaultSubWrite): the unit of progress the journal can record.
 	SubWrite int64
@@ -295,6 +302,8 @@ func (s Spec) normalize() (Spec, error) {
 		return bad("negative chunk, sub-write or checkpoint setting")
 	case s.Retry.Attempts < 0 || s.Retry.Base < 0 || s.Retry.Max < 0:
 		return bad("negative retry setting")
+	case s.PullMin < 0:
+		return bad("negative PullMin")
 	case s.WholePull && (s.Pull == nil || len(s.Sources) > 0):
 		return bad("WholePull needs Pull and one source")
 	}

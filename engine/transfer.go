@@ -812,7 +812,7 @@ func (t *Transfer) nextLocked(i int) *piece {
 // a 6 s copy at 1 Gb/s and 50 ms).
 func (t *Transfer) stealMin(src *source) int64 {
 	if src.Pull != nil {
-		return min(2*t.spec.ChunkMin, 2*min(t.spec.SubWrite, tailStep))
+		return min(2*t.spec.ChunkMin, 2*min(t.spec.SubWrite, max(tailStep, t.spec.PullMin)))
 	}
 	return 2 * t.spec.ChunkMin
 }

@@ -400,6 +400,11 @@ type runEnds struct {
 	agentSrc, agentDst *sluice.Backend
 	srcTok             sluice.TokenSource
 	how                string // how the bytes move, for the run's note
+	// subWrite, if not 0, is what a request moves, and the least
+	// (engine.Spec.PullMin): each range a storage server sends or takes
+	// costs a new data connection (and its slow start), where agents
+	// keep theirs open.
+	subWrite int64
 	close              func()
 }
 
@@ -448,6 +453,7 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 		e.dst, closers = b, append(closers, c)
 	}
 	dstDir := path.Dir(p.dstPath)
+	e.subWrite = storageSubWrite
 	switch {
 	case p.srcStorage != nil && p.dstStorage != nil && protocol(scheme3(p.srcStorage.base)) == protocol(scheme3(p.dstStorage.base)):
 		switch d := e.dst.(type) {
@@ -521,6 +527,11 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 	}
 	return e, nil
 }
+
+// storageSubWrite is runEnds.subWrite for runs with a storage end: 8
+// MiB, a BDP of a 10 Gb/s path at 6 ms (engine.DefaultChunkMin), under
+// the 64 MiB the GridFTP backend moves with one RETR of its own.
+const storageSubWrite = 8 << 20
 
 // withRemotes mints the tokens of claims c with the storage servers
 // remotes added. As dataTokens does, it refuses a token without a link

@@ -352,6 +352,9 @@ func (s *Server) runTransfer(ctx context.Context, p plan, run int) {
 	// pulls them, an agent reads or writes a storage server, or two
 	// servers copy between themselves (openEnds).
 	spec.Pull, spec.WholePull = ends.pull, ends.whole
+	if ends.subWrite > 0 {
+		spec.SubWrite, spec.PullMin = max(spec.SubWrite, ends.subWrite), ends.subWrite
+	}
 	if len(p.replicas) > 0 {
 		if err := s.multiSources(ctx, &spec, p, ends.agentSrc, ends.srcTok, ends.agentDst); err != nil {
 			report(engine.Result{}, err)

@@ -276,3 +276,107 @@ func TestNetCommands(t *testing.T) {
 		t.Error("namespace slcn-a left after net down")
 	}
 }
+
+// TestWANStorageJob: a job of the service crosses the emulated WAN
+// between protocols: an agent in b reads a file from a GridFTP server
+// in a (a storage endpoint) and writes it into its own directory; the
+// bytes cross the link a>b, and the copy is the source's.
+func TestWANStorageJob(t *testing.T) {
+	for _, tool := range []string{"globus-url-copy", "globus-gridftp-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
+				t.Skipf("needs %s (scripts/ci-deps.sh installs it)", tool)
+			}
+		}
+	}
+	n := upWAN(t, "wan-untuned")
+	dir, err := os.MkdirTemp("", "sluice-wan-storage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // the server serves as nobody
+		t.Fatal(err)
+	}
+	data := make([]byte, 48<<20)
+	rand.Read(data)
+	src := filepath.Join(dir, "src.dat")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := n.Addr("a").String(), n.Addr("b").String()
+	srv, err := n.Command(context.Background(), "a", "globus-gridftp-server", "-aa", "-p", "2811",
+		"-control-interface", a, "-data-interface", a, "-anonymous-user", "nobody", "-S", "-pidfile", filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := srv.CombinedOutput(); err != nil {
+		t.Fatalf("globus-gridftp-server: %v: %s", err, out)
+	}
+	waitListen(t, n, "a", "2811")
+
+	// The service and its agent in b.
+	data_ := filepath.Join(dir, "data")
+	root := filepath.Join(dir, "b")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := func(args ...string) {
+		cmd := sluiceIn(t, n, "b", args...)
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() || os.Getenv("SLUICE_TEST_LOGS") != "" {
+				t.Logf("sluice %s:\n%s", args[0], log.String())
+			}
+		})
+	}
+	api := "http://" + b + ":17500"
+	start("serve", "--listen", b+":17500", "--data-dir", data_)
+	waitListen(t, n, "b", "17500")
+	start("agent", "--listen", b+":17400", "--root", root, "--name", "b", "--server", api, "--join-token", "@"+filepath.Join(data_, "join.token"))
+	waitListen(t, n, "b", "17400")
+	cli := func(args ...string) string {
+		t.Helper()
+		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
+		var out []byte
+		var err error
+		for range 50 { // the agent joins just after it listens
+			if out, err = sluiceIn(t, n, "b", args...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("no agent of that name")) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	cli("endpoint", "add", "ftpa", "ftp://a:2811", "--via", "b")
+	st0, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cli("submit", "ftp://a:2811"+src, "sluice://b/in/copy.dat", "--watch")
+	secs := time.Since(began).Seconds()
+	st1, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "in", "copy.dat"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the copy in b differs from the source in a (%v)", err)
+	}
+	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
+	t.Logf("GridFTP in a to an agent in b over wan-untuned: %d MB in %.1f s (%.1f MB/s, window/RTT of one stream %.1f); %d MB crossed a>b",
+		len(data)>>20, secs, float64(len(data))/secs/1e6, windowBound, crossed/1e6)
+	if crossed < uint64(len(data)) {
+		t.Errorf("only %d bytes crossed the emulated link for a copy of %d", crossed, len(data))
+	}
+}
