@@ -54,7 +54,7 @@ func TestServiceStorageEndpoints(t *testing.T) {
 	xa := storagetest.XRootD(t, storagetest.XRootDOptions{TPC: true})
 	xb := storagetest.XRootD(t, storagetest.XRootDOptions{TPC: true})
 	ga := storagetest.GridFTP(t, storagetest.GridFTPOptions{})
-	gb := storagetest.GridFTP(t, storagetest.GridFTPOptions{})
+	gb := storagetest.GridFTP(t, storagetest.GridFTPOptions{Users: map[string]string{"mover": "s3cretpw"}})
 	ctx := context.Background()
 
 	// Registered by an admin (one through the CLI), with a credential
@@ -67,7 +67,7 @@ func TestServiceStorageEndpoints(t *testing.T) {
 	for name, u := range map[string]string{"xb": "root://" + xb.Addr, "ga": "ftp://" + ga.Addr, "gb": "ftp://" + gb.Addr} {
 		in := wire.StorageEndpointIn{URL: u, Via: "a1"}
 		if name == "gb" {
-			in.Credential = &wire.CredentialIn{Username: "anonymous", Password: "s3cret-never-shown"}
+			in.Credential = &wire.CredentialIn{Username: "mover", Password: "s3cretpw"}
 		}
 		if _, err := c.admin.PutStorageEndpoint(ctx, name, in); err != nil {
 			t.Fatalf("registering %s: %v", name, err)
@@ -112,6 +112,8 @@ func TestServiceStorageEndpoints(t *testing.T) {
 	ga.Put(t, "in/togb.dat", data(3))
 	xa.Put(t, "in/toxb.dat", data(4))
 	ga.Put(t, "in/toxb2.dat", data(5))
+	xa.Put(t, "in/toagent.dat", data(6))
+	c.file("a2", "up/togb.dat", size, 7)
 	ftp := func(s *storagetest.GridFTPServer, p string) string { return s.URL("ftp", p) }
 	job := api.JobIn{Files: []api.FileIn{
 		{Source: "sluice://a1/up/toxrd.dat", Destination: xa.URL("out/fromagent.dat")},
@@ -119,6 +121,8 @@ func TestServiceStorageEndpoints(t *testing.T) {
 		{Source: ftp(ga, "in/togb.dat"), Destination: ftp(gb, "out/tpc.dat")},
 		{Source: xa.URL("in/toxb.dat"), Destination: xb.URL("out/tpc.dat")},
 		{Source: ftp(ga, "in/toxb2.dat"), Destination: "sluice://xb/out/streamed.dat"},
+		{Source: xa.URL("in/toagent.dat"), Destination: "sluice://a1/down/fromxrd.dat"},
+		{Source: "sluice://a2/up/togb.dat", Destination: ftp(gb, "out/fromagent.dat")},
 	}}
 	j, _, err := c.admin.Submit(ctx, job)
 	if err != nil {
@@ -129,6 +133,7 @@ func TestServiceStorageEndpoints(t *testing.T) {
 		t.Fatalf("mixed job %s: %+v", jj.State, fs)
 	}
 	agentFile, _ := os.ReadFile(c.path("a1", "up/toxrd.dat"))
+	agentFile2, _ := os.ReadFile(c.path("a2", "up/togb.dat"))
 	for _, chk := range []struct {
 		what string
 		got  []byte
@@ -139,12 +144,14 @@ func TestServiceStorageEndpoints(t *testing.T) {
 		{"GridFTP to GridFTP", gb.Read(t, "out/tpc.dat"), data(3)},
 		{"XRootD to XRootD", xb.Read(t, "out/tpc.dat"), data(4)},
 		{"GridFTP to XRootD via an agent", xb.Read(t, "out/streamed.dat"), data(5)},
+		{"XRootD to agent", readFile(t, c.path("a1", "down/fromxrd.dat")), data(6)},
+		{"agent to GridFTP with a password", gb.Read(t, "out/fromagent.dat"), agentFile2},
 	} {
 		if !bytes.Equal(chk.got, chk.want) {
 			t.Errorf("%s: %d bytes differ from the source's %d", chk.what, len(chk.got), len(chk.want))
 		}
 	}
-	if strings.Contains(c.server.output(), "s3cret") || strings.Contains(c.agents["a1"].output(), "s3cret") {
+	if strings.Contains(c.server.output(), "s3cret") || strings.Contains(c.agents["a1"].output(), "s3cret") || strings.Contains(c.agents["a2"].output(), "s3cret") {
 		t.Error("a credential was logged")
 	}
 
