@@ -109,7 +109,7 @@ type Credential struct {
 	Issued time.Time `json:"issued,omitzero"`
 }
 
-// CredentialInfo describes a credential without any secret in it.
+// Info describes a credential without any secret in it.
 func (c *Credential) Info() string {
 	if c == nil || (c.Credential.Empty() && len(c.Refresh) == 0) {
 		return ""
@@ -194,7 +194,8 @@ func (s *Server) PutStorageEndpoint(ctx context.Context, c Caller, name string, 
 
 // DeleteStorageEndpoint forgets a storage endpoint and its credential
 // (admins only). Files that name it and have not ended fail when they
-// next run (no endpoint).
+// next run on this server (no endpoint); other servers of a cluster
+// learn it at their next restart.
 func (s *Server) DeleteStorageEndpoint(ctx context.Context, c Caller, name string) error {
 	if !c.User.Admin {
 		return fmt.Errorf("%w: only admins remove storage endpoints", ErrForbidden)
@@ -206,6 +207,9 @@ func (s *Server) DeleteStorageEndpoint(ctx context.Context, c Caller, name strin
 	if err := s.st.DeleteEndpoint(ctx, e.Name); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	// The loop forgets it too: its files then fail, the endpoint
+	// unknown, instead of running against a server no longer wanted.
+	s.post(func(w *world) { delete(w.eps, e.Name) })
 	s.log.Info("storage endpoint removed", "by", c.User.Name, "endpoint", name)
 	return nil
 }
@@ -326,10 +330,7 @@ func (s *Server) refreshCredential(ctx context.Context, name string, c *Credenti
 	defer cancel()
 	out, err := exec.CommandContext(ctx, c.Refresh[0], c.Refresh[1:]...).Output()
 	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%s: %w", path.Base(c.Refresh[0]), err) // not its stderr: it may echo secrets
-		}
+		// Not its output or stderr: either may hold a secret.
 		return nil, fmt.Errorf("%s: %w", path.Base(c.Refresh[0]), err)
 	}
 	var fresh Credential
@@ -375,7 +376,7 @@ func (s *Server) openStorage(ctx context.Context, e *storageEnd, write bool) (ba
 	return o.Backend, closer, nil
 }
 
-// ThirdParty copies: the servers' own, through the backends that can.
+// Third-party copies: the servers' own, through the backends that can.
 type (
 	// rangeCopier is a backend whose server copies a range from another
 	// server of its protocol (GridFTP).
@@ -405,7 +406,7 @@ type runEnds struct {
 	// costs a new data connection (and its slow start), where agents
 	// keep theirs open.
 	subWrite int64
-	close              func()
+	close    func()
 }
 
 // openEnds opens both ends of p's run.
