@@ -103,6 +103,18 @@ type ModTimeSetter interface {
 	SetModTime(ctx context.Context, path string, t time.Time) error
 }
 
+// WholeWriter is implemented by backends that write a file only whole:
+// one WriteAt at offset 0 with every byte of it (an HTTP PUT, an S3
+// object, whose parallelism, multipart uploads say, is the backend's
+// own). Their WriteAt refuses any other range with ErrInvalid, and
+// Truncate need only create an empty file. The engine moves a file to
+// such a backend in one write by one worker, never allocates it first,
+// and never resumes part of it.
+type WholeWriter interface {
+	// WritesWhole marks the backend; it does nothing.
+	WritesWhole()
+}
+
 // Algorithms are the checksum algorithms every backend must offer.
 var Algorithms = []string{"adler32", "md5", "sha256", "crc32c"}
 
