@@ -214,7 +214,7 @@ func (t *Transfer) stream(ctx context.Context, p *piece, rc io.Reader, srcPath s
 // by the destination, recorded as the destination reports its bytes
 // written, and in full once it returned.
 func (t *Transfer) pullStream(ctx context.Context, p *piece, src Source) (bool, error) {
-	return t.subWrites(ctx, p, len(t.srcs) == 1 && !t.spec.WholePull, func(off, n int64) error {
+	return t.subWrites(ctx, p, len(t.srcs) == 1 && !t.spec.whole, func(off, n int64) error {
 		var got int64
 		err := src.Pull(ctx, src.Path, t.tmp, off, n, func(w int64) {
 			if w > got && w <= n {

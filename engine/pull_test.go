@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluice-dtn/sluice/backend"
 )
 
 // TestPull: with a Pull hook the engine never reads the source itself;
@@ -261,6 +264,52 @@ func TestPullMin(t *testing.T) {
 			t.Errorf("PullMin %d: %d of %d pulls were smaller (%v)", pullMin, small, len(sizes), sizes)
 		case pullMin == 0 && small == 0:
 			t.Errorf("without PullMin no pull shrank below 2 MiB (%v): the test shows nothing", sizes)
+		}
+	}
+}
+
+// wholeOnly is a destination that writes only whole files (an HTTP PUT,
+// an S3 object): WriteAt at 0 with the whole file, and no allocation.
+type wholeOnly struct {
+	backend.Backend
+	mu     sync.Mutex
+	writes [][2]int64
+	size   int64 // the file's size, which a write must cover whole
+}
+
+func (w *wholeOnly) WritesWhole() {}
+
+func (w *wholeOnly) WriteAt(ctx context.Context, p string, off int64, r io.Reader, n int64) error {
+	w.mu.Lock()
+	w.writes = append(w.writes, [2]int64{off, n})
+	w.mu.Unlock()
+	if off != 0 || n != w.size {
+		return fmt.Errorf("%w: write of [%d,%d): whole files only", backend.ErrInvalid, off, off+n)
+	}
+	return w.Backend.WriteAt(ctx, p, off, r, n)
+}
+
+func (w *wholeOnly) Truncate(ctx context.Context, p string, size int64) error {
+	return fmt.Errorf("%w: truncate: whole files only", backend.ErrInvalid)
+}
+
+// TestWholeWriter: a file to a backend.WholeWriter moves in one write of
+// every byte, by one worker whatever the concurrency, without an
+// allocation first; an empty file too.
+func TestWholeWriter(t *testing.T) {
+	for _, size := range []int64{5<<20 + 3, 0} {
+		e := newEnv(t)
+		name := fmt.Sprintf("w%d.bin", size)
+		data := e.put(t, name, size, 3)
+		dst := &wholeOnly{Backend: e.dst, size: size}
+		s := e.spec(name, size)
+		s.Dst, s.CC = dst, 8
+		if _, err := Run(context.Background(), s); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		e.checkFinal(t, s, data)
+		if want := [][2]int64{{0, size}}; fmt.Sprint(dst.writes) != fmt.Sprint(want) {
+			t.Errorf("size %d: writes %v, want %v", size, dst.writes, want)
 		}
 	}
 }

@@ -116,6 +116,10 @@ type Spec struct {
 	// resumes from a journal (a partial copy cannot be continued: it
 	// starts over).
 	WholePull bool
+	// whole: the file moves in one step, pulled whole (WholePull) or
+	// written whole to a backend.WholeWriter (wholeDst), which is not
+	// allocated first. Set by normalize.
+	whole, wholeDst bool
 	// PullMin, if set, is the least one Pull asks for (but what is left
 	// of its piece): the cost of one request where each Pull is a login
 	// and a new data connection at a storage server, not one round trip
@@ -307,7 +311,11 @@ func (s Spec) normalize() (Spec, error) {
 	case s.WholePull && (s.Pull == nil || len(s.Sources) > 0):
 		return bad("WholePull needs Pull and one source")
 	}
-	if s.WholePull {
+	_, s.wholeDst = s.Dst.(backend.WholeWriter)
+	if s.wholeDst && len(s.Sources) > 1 {
+		return bad("a destination that writes only whole files takes one source")
+	}
+	if s.whole = s.WholePull || s.wholeDst; s.whole {
 		// One piece, one step: the file is the unit. (Above any file a
 		// backend takes, 2^60, and small enough that twice it, the
 		// steal threshold, does not overflow.)

@@ -191,8 +191,8 @@ func (t *Transfer) SetCC(n int) error {
 	if n < 1 {
 		return fmt.Errorf("engine: %w: concurrency %d", backend.ErrInvalid, n)
 	}
-	if t.spec.WholePull {
-		n = 1 // one Pull moves the whole file
+	if t.spec.whole {
+		n = 1 // one step moves the whole file
 	}
 	t.mu.Lock()
 	if n < t.cc {
@@ -538,6 +538,14 @@ func (t *Transfer) prepare(ctx context.Context, pass int) error {
 			if err := s.Dst.Remove(ctx, t.tmp); err != nil && !errors.Is(err, backend.ErrNotFound) {
 				return err
 			}
+			if s.wholeDst {
+				// Written whole by the one step, never allocated; an
+				// empty file has no step: its write is this one.
+				if fi.Size == 0 {
+					return s.Dst.WriteAt(ctx, t.tmp, 0, strings.NewReader(""), 0)
+				}
+				return nil
+			}
 			return s.Dst.Truncate(ctx, t.tmp, fi.Size)
 		}); err != nil {
 			return err
@@ -573,7 +581,7 @@ func (t *Transfer) resumable(ctx context.Context, fi backend.FileInfo, pass int)
 	if pass > 1 {
 		return nil, "", nil
 	}
-	if s.WholePull {
+	if s.whole {
 		if _, ok, _ := loadJournal(ctx, s.Journals, s.Journal); ok {
 			return nil, "a whole-file copy cannot resume", nil
 		}
