@@ -186,6 +186,14 @@ type suite struct {
 	f   Fixture
 }
 
+// whole reports whether the backend writes only whole files
+// (backend.WholeWriter): the suite writes each file in one WriteAt, and
+// checks that a range is refused instead.
+func (s *suite) whole() bool {
+	_, ok := s.env.B.(backend.WholeWriter)
+	return ok
+}
+
 // p is the backend path of elems below the suite's directory.
 func (s *suite) p(elems ...string) string {
 	return path.Join(append([]string{"/", s.env.Dir}, elems...)...)
@@ -356,7 +364,13 @@ func (s *suite) writeRead(t *testing.T) {
 	// pieces of uneven sizes.
 	f := s.p("rw", "new", "deeper", "f")
 	cuts := []int{0, 1, 4096, 50_000, 50_001, 99_000, size}
-	for k, i := range []int{5, 0, 3, 2, 4, 1} {
+	order := []int{5, 0, 3, 2, 4, 1}
+	if s.whole() {
+		// Whole files only: one write, and a write of a range refused
+		// before it changes anything.
+		cuts, order = []int{0, size}, []int{0}
+	}
+	for k, i := range order {
 		piece := data[cuts[i]:cuts[i+1]]
 		if err := b.WriteAt(c, f, int64(cuts[i]), bytes.NewReader(piece), int64(len(piece))); err != nil {
 			t.Fatalf("WriteAt(%s, %d, %d): %v", f, cuts[i], len(piece), err)
@@ -409,14 +423,28 @@ func (s *suite) writeRead(t *testing.T) {
 		}
 	}
 
+	if s.whole() {
+		err := b.WriteAt(c, f, 60_000, strings.NewReader("a range"), 7)
+		wantErr(t, "WriteAt of a range to a backend that writes whole files", err, backend.ErrInvalid)
+		s.wantContent(t, f, data)
+		// A whole write replaces the file.
+		data = randomBytes(size/2, 9)
+		s.write(t, f, data)
+		s.wantContent(t, f, data)
+	}
 	// Writing into an existing file changes its n bytes at off, and
 	// nothing else: no truncation.
 	patch := []byte("patched in place")
-	if err := b.WriteAt(c, f, 60_000, bytes.NewReader(patch), int64(len(patch))); err != nil {
-		t.Fatalf("WriteAt into the existing file: %v", err)
+	if s.whole() {
+		patch = nil // (a write of nothing at 60,000, refused below)
 	}
-	copy(data[60_000:], patch)
-	s.wantContent(t, f, data)
+	if !s.whole() {
+		if err := b.WriteAt(c, f, 60_000, bytes.NewReader(patch), int64(len(patch))); err != nil {
+			t.Fatalf("WriteAt into the existing file: %v", err)
+		}
+		copy(data[60_000:], patch)
+		s.wantContent(t, f, data)
+	}
 
 	// n bytes read from r: what r holds beyond them is not written.
 	g := s.p("rw", "g")
@@ -426,10 +454,12 @@ func (s *suite) writeRead(t *testing.T) {
 	s.wantContent(t, g, []byte("abc"))
 
 	// Nothing to write leaves an existing file alone...
-	if err := b.WriteAt(c, f, 10, strings.NewReader(""), 0); err != nil {
-		t.Fatalf("WriteAt of 0 bytes into an existing file: %v", err)
+	if !s.whole() {
+		if err := b.WriteAt(c, f, 10, strings.NewReader(""), 0); err != nil {
+			t.Fatalf("WriteAt of 0 bytes into an existing file: %v", err)
+		}
+		s.wantContent(t, f, data)
 	}
-	s.wantContent(t, f, data)
 	// ... and still creates a missing one.
 	empty := s.p("rw", "empty")
 	if err := b.WriteAt(c, empty, 0, strings.NewReader(""), 0); err != nil {
@@ -451,6 +481,21 @@ func (s *suite) writeRead(t *testing.T) {
 func (s *suite) truncate(t *testing.T) {
 	c := ctx(t)
 	b := s.env.B
+	if s.whole() {
+		// Whole files only: Truncate makes an empty file, and nothing
+		// else (the engine never allocates such a backend's files).
+		if err := b.Mkdir(c, s.p("truncate")); err != nil {
+			t.Fatal(err)
+		}
+		e := s.p("truncate", "empty")
+		if err := b.Truncate(c, e, 0); err != nil {
+			t.Fatalf("Truncate of a new file to 0: %v", err)
+		}
+		s.wantContent(t, e, nil)
+		err := b.Truncate(c, s.p("truncate", "sized"), 1000)
+		wantErr(t, "Truncate to 1000 bytes on a backend that writes whole files", err, backend.ErrInvalid)
+		return
+	}
 	// "creating it if needed": a new file of the size, all zeros.
 	n := s.p("truncate", "new")
 	if err := b.Mkdir(c, s.p("truncate")); err != nil {
@@ -1062,9 +1107,14 @@ func (s *suite) large(t *testing.T) {
 	b := s.env.B
 	data := randomBytes(LargeSize, 7)
 	f := s.p("large", "f")
-	// Six pieces of uneven sizes, written out of order.
+	// Six pieces of uneven sizes, written out of order (whole, where
+	// the backend writes only whole files).
 	cuts := []int{0, 9<<20 + 1, 16 << 20, 24<<20 - 3, 33 << 20, 40<<20 + 12345, LargeSize}
-	for _, i := range []int{3, 5, 0, 2, 4, 1} {
+	order := []int{3, 5, 0, 2, 4, 1}
+	if s.whole() {
+		cuts, order = []int{0, LargeSize}, []int{0}
+	}
+	for _, i := range order {
 		piece := data[cuts[i]:cuts[i+1]]
 		if err := b.WriteAt(c, f, int64(cuts[i]), bytes.NewReader(piece), int64(len(piece))); err != nil {
 			t.Fatalf("WriteAt(%d, %d): %v", cuts[i], len(piece), err)
