@@ -119,8 +119,11 @@ const maxPathBytes = 4096
 func parseFileURL(idx map[string]store.Endpoint, raw string) (store.Endpoint, string, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	_, storage := storageSchemes[scheme]
+	if _, web := webSchemes[scheme]; web {
+		storage = true // a WebDAV storage endpoint's file (agents are named sluice://)
+	}
 	if !ok || (scheme != "sluice" && scheme != "sluices" && !storage) {
-		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port), or the URL of a storage endpoint (gsiftp://, ftp://, root://)", raw)
+		return store.Endpoint{}, "", fmt.Errorf("%q: want sluice://ENDPOINT/path (ENDPOINT: a registered endpoint's name or host:port), or the URL of a storage endpoint (gsiftp://, ftp://, root://, davs://, https://, s3://)", raw)
 	}
 	host, p, _ := strings.Cut(rest, "/")
 	if storage {

@@ -41,7 +41,13 @@ import (
 // servers' default ports: a URL without a port names the same server as
 // one with the default, and the service writes every storage URL with a
 // port so that one server has one name.
-var storageSchemes = map[string]string{"root": "1094", "xroot": "1094", "ftp": "21", "gsiftp": "2811"}
+var storageSchemes = map[string]string{"root": "1094", "xroot": "1094", "ftp": "21", "gsiftp": "2811",
+	"davs": "443", "dav": "80", "s3": "443"}
+
+// webSchemes are the schemes by which jobs may name files on a WebDAV
+// storage endpoint (registered as davs:// or dav://, since an endpoint
+// whose URL is http(s):// is an agent).
+var webSchemes = map[string]string{"https": "davs", "http": "dav"}
 
 // protocol is the family a storage scheme belongs to: two servers of one
 // family can copy between themselves.
@@ -51,6 +57,8 @@ func protocol(scheme string) string {
 		return "xrootd"
 	case "ftp", "gsiftp":
 		return "gridftp"
+	case "davs", "dav", "https", "http":
+		return "http"
 	}
 	return scheme
 }
@@ -62,10 +70,13 @@ func StorageBase(raw string) (base, p string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%w: storage URL %q: %w", ErrInvalid, raw, err)
 	}
+	if dav, ok := webSchemes[u.Scheme]; ok {
+		u.Scheme = dav // a WebDAV server, as jobs name its files
+	}
 	port, ok := storageSchemes[u.Scheme]
 	switch {
 	case !ok:
-		return "", "", fmt.Errorf("%w: storage URL %q: want gsiftp://, ftp:// or root:// (agents join on their own: sluice agent)", ErrInvalid, raw)
+		return "", "", fmt.Errorf("%w: storage URL %q: want gsiftp://, ftp://, root://, davs://, dav:// or s3:// (agents join on their own: sluice agent)", ErrInvalid, raw)
 	case u.Host == "" || u.Hostname() == "":
 		return "", "", fmt.Errorf("%w: storage URL %q has no host", ErrInvalid, raw)
 	case u.User != nil:
@@ -256,6 +267,10 @@ func checkCredential(proto string, c *Credential) error {
 		return fmt.Errorf("%w: a GridFTP server takes a user and password or an X.509 proxy, not a token", ErrInvalid)
 	case proto == "xrootd" && (c.Password != "" || c.X509Proxy != ""):
 		return fmt.Errorf("%w: an XRootD endpoint takes a user name (unix) or a token, not a password or proxy", ErrInvalid)
+	case proto == "s3" && (c.X509Proxy != "" || (c.Username == "") != (c.Password == "")):
+		return fmt.Errorf("%w: an S3 endpoint takes an access key id (user) and its secret (password), and a session token if any", ErrInvalid)
+	case proto == "http" && c.X509Proxy != "":
+		return fmt.Errorf("%w: a WebDAV endpoint takes a bearer token or a user and password, not an X.509 proxy", ErrInvalid)
 	case c.Password != "" && c.Username == "":
 		return fmt.Errorf("%w: a password without a user name", ErrInvalid)
 	}
@@ -455,8 +470,12 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 	}
 	dstDir := path.Dir(p.dstPath)
 	e.subWrite = storageSubWrite
+	_, copies := e.dst.(rangeCopier)
+	if _, ok := e.dst.(fileCopier); ok {
+		copies = true
+	}
 	switch {
-	case p.srcStorage != nil && p.dstStorage != nil && protocol(scheme3(p.srcStorage.base)) == protocol(scheme3(p.dstStorage.base)):
+	case p.srcStorage != nil && p.dstStorage != nil && copies && protocol(scheme3(p.srcStorage.base)) == protocol(scheme3(p.dstStorage.base)):
 		switch d := e.dst.(type) {
 		case rangeCopier:
 			src := e.src
@@ -482,7 +501,7 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 			via = p.srcStorage.via
 		}
 		if via == "" {
-			return fail(fmt.Errorf("%w: %s and %s cannot copy between themselves and neither names an agent to move their bytes (via)", backend.ErrInvalid, p.srcStorage.name, p.dstStorage.name))
+			return fail(fmt.Errorf("%w: %s and %s cannot copy between themselves and neither names an agent to move their bytes (sluice endpoint add ... --via AGENT)", backend.ErrInvalid, p.srcStorage.name, p.dstStorage.name))
 		}
 		viaURL, ok := s.agentURL(via)
 		if !ok {

@@ -91,6 +91,8 @@ func TestStorageURLs(t *testing.T) {
 		"gsiftp://gsi1:2811": {Name: "g", URL: "gsiftp://gsi1:2811"},
 		"x":                  {Name: "x", URL: "root://xrd1:1094"},
 		"g":                  {Name: "g", URL: "gsiftp://gsi1:2811"},
+		"davs://dav1:8443":   {Name: "w", URL: "davs://dav1:8443"},
+		"s3://minio1:9000":   {Name: "s", URL: "s3://minio1:9000"},
 	}
 	for _, tc := range []struct {
 		url, ep, path, err string
@@ -103,7 +105,11 @@ func TestStorageURLs(t *testing.T) {
 		{"gsiftp://gsi2/f", "", "", "no storage endpoint is registered for gsiftp://gsi2:2811"},
 		{"ftp://gsi1/f", "", "", "no storage endpoint"},
 		{"root://u@xrd1/f", "", "", "user"},
-		{"https://xrd1/f", "", "", "want sluice://"},
+		{"https://xrd1/f", "", "", "no storage endpoint is registered for davs://xrd1:443"},
+		{"https://dav1:8443/a/f", "w", "/a/f", ""},
+		{"davs://dav1:8443/a/f", "w", "/a/f", ""},
+		{"s3://minio1:9000/bucket/key", "s", "/bucket/key", ""},
+		{"gopher://x/f", "", "", "want sluice://"},
 	} {
 		e, p, err := parseFileURL(idx, tc.url)
 		switch {
