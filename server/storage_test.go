@@ -93,6 +93,8 @@ func TestStorageURLs(t *testing.T) {
 		"g":                  {Name: "g", URL: "gsiftp://gsi1:2811"},
 		"davs://dav1:8443":   {Name: "w", URL: "davs://dav1:8443"},
 		"s3://minio1:9000":   {Name: "s", URL: "s3://minio1:9000"},
+		"w":                  {Name: "w", URL: "davs://dav1:8443"},
+		"s":                  {Name: "s", URL: "s3://minio1:9000"},
 	}
 	for _, tc := range []struct {
 		url, ep, path, err string
