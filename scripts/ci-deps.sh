@@ -2,7 +2,7 @@
 # Installs and starts what the integration tests use, on a fresh Debian
 # machine: PostgreSQL (store and service tests against it), the Globus
 # GridFTP server and client (backend/gridftp), the XRootD server
-# (backend/root), rsvg-convert (the report charts' SVGs are rendered
+# (backend/root), gfal2 (interoperability tests), rsvg-convert (the report charts' SVGs are rendered
 # in a test), iperf3 (`sluice estimate --iperf3`, and with ping from
 # iputils-ping the emulated WAN's validation, wan/), and chromium, node and playwright-core (the dashboard's
 # browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
@@ -16,6 +16,9 @@ command -v globus-url-copy >/dev/null 2>&1 || need+=(globus-gass-copy-progs)
 command -v globus-gridftp-server >/dev/null 2>&1 || [ -x /usr/sbin/globus-gridftp-server ] || need+=(globus-gridftp-server-progs)
 command -v xrootd >/dev/null 2>&1 || need+=(xrootd-server)
 command -v xrdcp >/dev/null 2>&1 || need+=(xrootd-client)
+# gfal2, the WLCG data clients' library (FTS3 and Rucio move data through it): the
+# interoperability tests copy with it from and to the servers Sluice uses.
+command -v gfal-copy >/dev/null 2>&1 || need+=(gfal2-util-scripts python3-gfal2-util gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
