@@ -45,9 +45,9 @@ func gfalSum(t *testing.T, url, algo string) string {
 // TestGfal2Interop: Sluice and gfal2 (what FTS3 and Rucio move data
 // with) agree on the same XRootD servers: a third-party copy by a Sluice
 // job and one by gfal-copy between the same two servers give the
-// same bytes and the same adler32 (gfal2 between two XRootD servers
-// copies third-party first, as FTS3 does), as gfal-sum and the job's verified
-// checksum say; a file gfal2 wrote is copied by Sluice into an agent,
+// same bytes and the same adler32 (how gfal2 copies, third-party or
+// streamed, is its plugin's choice, as in FTS3), as gfal-sum and the
+// job's verified checksum say; a file gfal2 wrote is copied by Sluice into an agent,
 // and one Sluice wrote is read back by gfal2.
 func TestGfal2Interop(t *testing.T) {
 	if _, err := exec.LookPath("gfal-copy"); err != nil {
