@@ -68,7 +68,10 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
-	return bodyDeadlineEnds(withBearer(problemAnswers(mux)))
+	// FTS3's REST API, for FTS3's clients (fts3rest.go): outside the mux,
+	// whose redirects of the doubled slashes they send would break them.
+	fts3 := &fts3Handler{s: s, jobs: jobs}
+	return bodyDeadlineEnds(withFTS3(fts3, withBearer(problemAnswers(mux))))
 }
 
 // authFirst checks the credentials of an operation that needs them

@@ -59,3 +59,28 @@ fi
 # The dashboard's browser test: playwright-core from npm, in .cache/web-test
 # (the script warns rather than fails).
 "$(dirname "$0")/web-test-deps.sh" >&2 || echo "ci-deps: playwright-core is not installed; the browser test will skip" >&2
+
+# FTS3's Python client (pip package fts3), which TestFTS3Client in
+# cmd/sluice drives Sluice's /fts3 API with. It needs M2Crypto, which
+# PyPI has only as source (a C build against OpenSSL with swig): Debian's
+# python3-m2crypto and python3-requests serve it instead, in a venv of the
+# system's Python that sees them (.cache/fts3-venv; .cache/ is ignored).
+# The test skips, saying why, when this fails.
+fts3_venv="$(cd "$(dirname "$0")/.." && pwd)/.cache/fts3-venv"
+if ! "$fts3_venv/bin/python" -c 'import fts3.rest.client.easy' >/dev/null 2>&1; then
+	fts3_need=()
+	/usr/bin/python3 -c 'import M2Crypto' >/dev/null 2>&1 || fts3_need+=(python3-m2crypto)
+	/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || fts3_need+=(python3-requests)
+	/usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || fts3_need+=(python3-venv)
+	if [ ${#fts3_need[@]} -gt 0 ]; then
+		SUDO=""
+		[ "$(id -u)" = 0 ] || SUDO="sudo -n"
+		{ $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${fts3_need[@]}"; } >&2 ||
+			echo "ci-deps: could not install ${fts3_need[*]}" >&2
+	fi
+	{ /usr/bin/python3 -m venv --system-site-packages "$fts3_venv" && "$fts3_venv/bin/pip" install -q fts3==3.14.2; } >&2 ||
+		echo "ci-deps: FTS3's Python client is not installed; TestFTS3Client will skip" >&2
+fi
+if "$fts3_venv/bin/python" -c 'import fts3.rest.client.easy' >/dev/null 2>&1; then
+	echo "export SLUICE_FTS3_PYTHON='$fts3_venv/bin/python'"
+fi
