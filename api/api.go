@@ -9,6 +9,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -208,8 +209,16 @@ func jobOut(j server.JobStatus) JobOut {
 		State: j.State, SubmissionID: j.SubmissionID, Created: j.Created, Finished: timePtr(j.Finished),
 		Deadline: timePtr(j.Deadline), VerifyChecksum: j.VerifyChecksum, Checksum: j.Checksum,
 		Optimization: j.Optimize, Streams: j.Streams, Adaptive: j.Adaptive != "", Selection: j.Selection, Overwrite: store.Replaces(j.Overwrite), IfExists: ifExists(j.Overwrite), SyncLevel: store.SyncLevel(j.Overwrite), PreserveMtime: j.PreserveModTime, Listing: j.Listing, ListingError: j.ListingError, Files: j.Files, FilesDone: j.FilesDone, FilesInPlace: j.FilesInPlace, FilesFailed: j.FilesFailed, FilesCanceled: j.FilesCanceled,
-		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA,
+		Bytes: j.Bytes, BytesDone: j.BytesDone, Throughput: j.Throughput, ETA: j.ETA, Metadata: rawJSON(j.Metadata),
 	}
+}
+
+// rawJSON is stored metadata as the API gives it back (nil: none).
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 // ifExists is JobOut.IfExists for a store.Job's Overwrite.
@@ -235,7 +244,7 @@ func fileOut(t store.Task) FileOut {
 		Index: t.Index, Source: sluice.EncodeURL(t.Src), Destination: sluice.EncodeURL(t.Dst), Size: t.Size, State: t.State, CC: t.CC,
 		BytesDone: t.Done, Attempts: t.Attempts, Preemptions: t.Preemptions, Checksum: t.Checksum,
 		Expected: t.Expected, Throughput: t.Throughput, Wait: t.Wait, Transfer: t.Trans,
-		Started: timePtr(t.Started), Finished: timePtr(t.Finished), Error: t.Error,
+		Started: timePtr(t.Started), Finished: timePtr(t.Finished), Error: t.Error, Metadata: rawJSON(t.Metadata),
 	}
 	if t.State == store.StateDone {
 		// A done task's error column holds its note (store.NoteInPlace).

@@ -32,7 +32,6 @@ var fts3Refused = map[string]string{
 // what that means for the job.
 var fts3Warned = map[string]string{
 	"reuse":              "Sluice moves small files in pull batches of its own choosing",
-	"job_metadata":       "not kept",
 	"spacetoken":         "sluice agents have no space tokens",
 	"source_spacetoken":  "sluice agents have no space tokens",
 	"overwrite_on_retry": "not needed: Sluice's attempts never leave a file at the destination, and a retry replaces nothing unless overwrite is set",
@@ -118,19 +117,13 @@ func isOff(name string, raw json.RawMessage) bool {
 // fileWarnings names the FTS3 file fields of a submission that Sluice
 // does not use, once each with the number of files that set them.
 func fileWarnings(files []FileIn) []string {
-	meta, activity := 0, 0
+	activity := 0
 	for _, f := range files {
-		if f.Metadata != nil {
-			meta++
-		}
 		if f.Activity != "" {
 			activity++
 		}
 	}
 	var out []string
-	if meta > 0 {
-		out = append(out, fmt.Sprintf("files[].metadata ignored (%d files): not kept", meta))
-	}
 	if activity > 0 {
 		out = append(out, fmt.Sprintf("files[].activity ignored (%d files): Sluice schedules by priority and class, not by FTS3 activity shares", activity))
 	}

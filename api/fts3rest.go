@@ -373,6 +373,7 @@ func fts3Job(j server.JobStatus, first []store.Task) wire.FTS3Job {
 		SourceSE: src, DestSE: dst, UserDN: j.Owner, VOName: j.VO, SubmitTime: *fts3Time(j.Created),
 		JobFinished: fts3Time(j.Finished), Priority: j.Priority, VerifyChecksum: "n", OverwriteFlag: "N",
 		Retry: j.Retry, CancelJob: j.State == store.StateCanceled, HTTPStatus: "200 Ok",
+		JobMetadata: rawJSON(j.Metadata),
 	}
 	if j.VerifyChecksum {
 		out.VerifyChecksum = "b"
@@ -400,6 +401,7 @@ func fts3File(t store.Task, jobID int64, vo string) wire.FTS3File {
 		SourceSURL: sluice.EncodeURL(t.Src), DestSURL: sluice.EncodeURL(t.Dst),
 		StartTime: fts3Time(t.Started), FinishTime: fts3Time(t.Finished), TxDuration: t.Trans,
 		Throughput: t.Throughput / (1 << 20), Retry: t.Attempts,
+		FileMetadata: rawJSON(t.Metadata),
 	}
 	if t.Size >= 0 {
 		size := t.Size

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -198,6 +199,10 @@ func serverSpec(in JobIn) (server.JobSpec, error) {
 		if p.NoStreams != nil && in.Streams == 0 {
 			s.Streams = *p.NoStreams
 		}
+		if md, ok := p.Others()["job_metadata"]; ok && !isOff("job_metadata", md) {
+			// Kept with the job and given back, as FTS3 does.
+			s.Metadata = string(md)
+		}
 		if p.VerifyChecksum != nil && in.VerifyChecksum == nil {
 			v, err := fts3Verify(p.VerifyChecksum)
 			if err != nil {
@@ -208,6 +213,13 @@ func serverSpec(in JobIn) (server.JobSpec, error) {
 	}
 	for i, f := range in.Files {
 		fs := server.FileSpec{Source: f.Source, Destination: f.Destination, Size: -1, Checksum: f.Checksum, Recursive: f.Recursive}
+		if f.Metadata != nil {
+			md, err := json.Marshal(f.Metadata)
+			if err != nil {
+				return s, fmt.Errorf("files[%d]: metadata: %w", i, err)
+			}
+			fs.Metadata = string(md)
+		}
 		switch {
 		case len(f.Sources) > 0 && f.Source != "":
 			return s, fmt.Errorf("files[%d]: give source or sources, not both", i)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -34,6 +35,10 @@ type FileSpec struct {
 	Replicas []string
 	Size     int64  // -1: unknown, the service stats the source
 	Checksum string // "algo:hex" the user expects, or ""
+	// Metadata is what the submitter attaches to the file: JSON, kept
+	// and given back as sent (FTS3's files[].metadata, which Rucio finds
+	// its requests by), at most MaxMetadataBytes.
+	Metadata string
 	// Recursive copies the directory Source into Destination, as `cp -r`
 	// (the directory's contents land in Destination): the service lists
 	// it a page at a time and adds its files as it goes (listing.go).
@@ -67,6 +72,28 @@ type JobSpec struct {
 	Overwrite string
 	// PreserveModTime gives each file its source's modification time.
 	PreserveModTime bool
+	// Metadata is what the submitter attaches to the job: JSON, kept
+	// and given back as sent (FTS3's job_metadata), at most
+	// MaxMetadataBytes.
+	Metadata string
+}
+
+// MaxMetadataBytes bounds the metadata of a job and of each file: what
+// FTS3 clients and Rucio attach (request ids, scopes, activities) is a
+// few hundred bytes, and a bound keeps a submission's rows small.
+const MaxMetadataBytes = 4096
+
+// checkMetadata checks a job's or a file's metadata.
+func checkMetadata(md string) error {
+	switch {
+	case md == "":
+		return nil
+	case len(md) > MaxMetadataBytes:
+		return fmt.Errorf("metadata of %d bytes; at most %d", len(md), MaxMetadataBytes)
+	case !json.Valid([]byte(md)):
+		return errors.New("metadata is not JSON")
+	}
+	return nil
 }
 
 // JobStatus is a job with live figures.
@@ -339,6 +366,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	if !spec.Deadline.IsZero() && !spec.Deadline.After(now) {
 		return bad("deadline %s has already passed", spec.Deadline.UTC().Format(time.RFC3339))
 	}
+	if err := checkMetadata(spec.Metadata); err != nil {
+		return bad("job %v", err)
+	}
 	idx, err := s.endpointIndex(ctx)
 	if err != nil {
 		return store.Job{}, false, err
@@ -396,6 +426,9 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		if err != nil {
 			return bad("file %d: %v", i, err)
 		}
+		if err := checkMetadata(f.Metadata); err != nil {
+			return bad("file %d: %v", i, err)
+		}
 		if f.Size < -1 || f.Size > store.MaxSize {
 			return bad("file %d: size %d: want 0 to %d bytes (1 EiB), or -1 for unknown", i, f.Size, int64(store.MaxSize))
 		}
@@ -443,7 +476,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 		}
 		tasks[i] = store.Task{
 			Index: i, Src: scheme(f.Source) + se.Name + sp, Dst: scheme(f.Destination) + de.Name + dp,
-			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum, Replicas: replicas,
+			SrcEndpoint: se.Name, DstEndpoint: de.Name, Size: f.Size, Expected: sum, Replicas: replicas, Metadata: f.Metadata,
 			Batch: class == store.ClassBatch, State: state, Arrival: now,
 		}
 	}
@@ -490,7 +523,7 @@ func (s *Server) Submit(ctx context.Context, c Caller, spec JobSpec) (store.Job,
 	j := store.Job{
 		OwnerID: c.User.ID, Owner: c.User.Name, VO: c.User.VO, SubmissionID: spec.SubmissionID,
 		Label: spec.Label, Class: class, Priority: spec.Priority, Deadline: spec.Deadline,
-		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, PreserveModTime: spec.PreserveModTime, State: store.StateActive, Created: now,
+		VerifyChecksum: verify, Checksum: algo, Retry: retry, Optimize: spec.Optimize, Streams: spec.Streams, Adaptive: adaptive, Selection: spec.Selection, Overwrite: spec.Overwrite, PreserveModTime: spec.PreserveModTime, Metadata: spec.Metadata, State: store.StateActive, Created: now,
 		Listings: listings,
 	}
 	created, err := s.st.CreateJob(ctx, &j, tasks)

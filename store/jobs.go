@@ -143,6 +143,10 @@ func (s *sqlStore) Job(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("store: job %d: %w", id, err)
 	}
+	err = s.r.QueryRowContext(ctx, `SELECT metadata FROM file_metadata WHERE job_id = $1 AND idx = -1`, id).Scan(&j.Metadata)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return Job{}, fmt.Errorf("store: metadata of job %d: %w", id, err)
+	}
 	return j, nil
 }
 
@@ -265,6 +269,9 @@ func (s *sqlStore) CreateJob(ctx context.Context, j *Job, tasks []Task) (bool, e
 		}
 		created = true
 		if err := insertListings(ctx, tx, nj.ID, nj.Listings); err != nil {
+			return err
+		}
+		if err := insertMetadata(ctx, tx, nj, tasks); err != nil {
 			return err
 		}
 		return s.insertTasks(ctx, tx, nj, tasks, ids)
@@ -520,16 +527,69 @@ func (s *sqlStore) queryTasks(ctx context.Context, what, q string, args ...any) 
 	return out, nil
 }
 
+// insertMetadata keeps what the submitter attached to the job and its
+// files (file_metadata; idx -1 is the job's).
+func insertMetadata(ctx context.Context, tx *stx, j Job, tasks []Task) error {
+	put := func(idx int, md string) error {
+		if md == "" {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO file_metadata (job_id, idx, metadata) VALUES ($1, $2, $3)`, j.ID, idx, md); err != nil {
+			return fmt.Errorf("insert metadata of job %d item %d: %w", j.ID, idx, err)
+		}
+		return nil
+	}
+	if err := put(-1, j.Metadata); err != nil {
+		return err
+	}
+	for i := range tasks {
+		if err := put(tasks[i].Index, tasks[i].Metadata); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Tasks lists the job's tasks with Index >= from, by Index, at most limit
-// (all if limit <= 0). A job without tasks, or no job, gives none.
+// (all if limit <= 0), with their metadata. A job without tasks, or no
+// job, gives none.
 func (s *sqlStore) Tasks(ctx context.Context, jobID int64, from, limit int) ([]Task, error) {
 	what := fmt.Sprintf("tasks of job %d", jobID)
-	q := `SELECT ` + taskCols + ` FROM tasks WHERE job_id = $1 AND idx >= $2 ORDER BY idx`
+	q := `SELECT ` + taskCols + `, COALESCE((SELECT m.metadata FROM file_metadata m WHERE m.job_id = tasks.job_id AND m.idx = tasks.idx), '')
+		FROM tasks WHERE job_id = $1 AND idx >= $2 ORDER BY idx`
+	args := []any{jobID, from}
 	if limit > 0 {
-		return s.queryTasks(ctx, what, q+` LIMIT $3`, jobID, from, limit)
+		q += ` LIMIT $3`
+		args = append(args, limit)
 	}
-	return s.queryTasks(ctx, what, q, jobID, from)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		var md string
+		t, err := scanTask(rowWith{rows, &md})
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", what, err)
+		}
+		t.Metadata = md
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
 }
+
+// rowWith scans a row whose columns are another scan's and then extra.
+type rowWith struct {
+	r     scanner
+	extra any
+}
+
+func (w rowWith) Scan(dest ...any) error { return w.r.Scan(append(dest, w.extra)...) }
 
 // ActiveTasks reads the non-terminal tasks through the tasks_active
 // partial index.

@@ -99,6 +99,9 @@ type Token struct {
 type Job struct {
 	ID      int64
 	OwnerID int64
+	// Metadata is what the submitter attached to the job (JSON, as sent;
+	// FTS3's job_metadata), or "": written by CreateJob, read by Job.
+	Metadata string
 	Owner   string // the owner's name (filled by reads)
 	VO      string // the owner's VO at submission
 	// SubmissionID, if set, makes submission idempotent per owner: a
@@ -231,7 +234,11 @@ type Task struct {
 	SrcEndpoint, DstEndpoint string
 	// Replicas are other copies of Src (sluice://endpoint/path URLs): the
 	// file is downloaded from all of them at once (Yang, Schopf, Foster).
-	Replicas    []string
+	Replicas []string
+	// Metadata is what the submitter attached to the file (JSON, as
+	// sent; FTS3's files[].metadata), or "": written by CreateJob, read
+	// by Tasks only (the scheduler's reads leave it out).
+	Metadata    string
 	Size        int64  // -1 while unknown (StateResolving)
 	Expected    string // user's checksum of the file, "algo:hex", or ""
 	Batch       bool

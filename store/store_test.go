@@ -1465,3 +1465,42 @@ func TestCreateJobDurable(t *testing.T) {
 		t.Errorf("fsync of %s: %v", ss.wal, err)
 	}
 }
+
+// TestMetadata: what a submitter attached to a job and its files comes
+// back with them as sent (Rucio finds its requests by it), only from
+// Job and Tasks, and goes with the job.
+func TestMetadata(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice := mustUser(t, s, "alice")
+		tasks := makeTasks(3)
+		tasks[0].Metadata = `{"request_id":"abc","scope":"cms"}`
+		tasks[2].Metadata = `{"request_id":"ghi"}`
+		j := Job{OwnerID: alice.ID, Checksum: "adler32", Metadata: `{"activity":"T0 Export"}`, Created: ts(0, 0)}
+		if _, err := s.CreateJob(ctx, &j, tasks); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Job(ctx, j.ID)
+		if err != nil || got.Metadata != j.Metadata {
+			t.Fatalf("job metadata %q, %v; want %q", got.Metadata, err, j.Metadata)
+		}
+		got2, err := s.Tasks(ctx, j.ID, 0, 0)
+		if err != nil || len(got2) != 3 {
+			t.Fatalf("tasks: %v, %v", got2, err)
+		}
+		for i, want := range []string{tasks[0].Metadata, "", tasks[2].Metadata} {
+			if got2[i].Metadata != want {
+				t.Errorf("task %d metadata %q, want %q", i, got2[i].Metadata, want)
+			}
+		}
+		if page, err := s.Tasks(ctx, j.ID, 2, 1); err != nil || len(page) != 1 || page[0].Metadata != tasks[2].Metadata {
+			t.Errorf("a page of tasks: %+v, %v", page, err)
+		}
+		other := Job{OwnerID: alice.ID, Created: ts(0, 0)}
+		if _, err := s.CreateJob(ctx, &other, makeTasks(1)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Job(ctx, other.ID); err != nil || got.Metadata != "" {
+			t.Errorf("a job without metadata: %q, %v", got.Metadata, err)
+		}
+	})
+}

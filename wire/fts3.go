@@ -75,7 +75,7 @@ type FTS3Job struct {
 	OverwriteFlag  string  `json:"overwrite_flag"`  // Y or N
 	Retry          int     `json:"retry"`
 	CancelJob      bool    `json:"cancel_job"`
-	JobMetadata    any     `json:"job_metadata"` // always null: not kept
+	JobMetadata    any     `json:"job_metadata"` // as submitted (params.job_metadata), or null
 	HTTPStatus     string  `json:"http_status"`
 	HTTPMessage    *string `json:"http_message,omitempty"`
 	// Files, with ?files=FIELD,...: each file's fields named there.
@@ -107,7 +107,7 @@ type FTS3File struct {
 	// unit FTS3 stores.
 	Throughput   float64 `json:"throughput"`
 	Retry        int     `json:"retry"`         // transient failures so far
-	FileMetadata any     `json:"file_metadata"` // always null: not kept
+	FileMetadata any     `json:"file_metadata"` // as submitted (files[].metadata), or null
 }
 
 // FTS3Error is an error as FTS3's API answers it; its client shows

@@ -16,7 +16,7 @@ type FileIn struct {
 	Size         *int64   `json:"size,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"Size in bytes, at most 2^60 (1 EiB; a job's sizes add up to at most that too); stat'ed at the source if absent."`
 	Filesize     *int64   `json:"filesize,omitempty" minimum:"0" maximum:"1152921504606846976" doc:"FTS3 form of size."`
 	Checksum     string   `json:"checksum,omitempty" maxLength:"200" doc:"Expected checksum, ALGO:HEX (e.g. adler32:0a1b2c3d)."`
-	Metadata     any      `json:"metadata,omitempty" doc:"FTS3 file metadata: not kept; a submission with some is answered with a warning."`
+	Metadata     any      `json:"metadata,omitempty" doc:"Anything the submitter attaches to the file (FTS3's file metadata, which Rucio finds its requests by): kept and given back with the file as sent, at most 4096 bytes of JSON."`
 	Activity     string   `json:"activity,omitempty" maxLength:"200" doc:"FTS3 activity: not used for scheduling (priority and class are); a submission with one is answered with a warning."`
 	Recursive    bool     `json:"recursive,omitempty" doc:"The source is a directory, copied whole into the destination directory as cp -r copies it (its contents land in the destination): the service lists it a page at a time and its files start while it lists; directories are made, empty ones too; entries that cannot be copied (broken links, devices) fail, each saying why. A job may hold several directories and files, none reading or writing inside what another writes."`
 }

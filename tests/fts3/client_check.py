@@ -53,16 +53,21 @@ def main():
     # Two files: one verified by algorithm only (the client's default
     # "ADLER32"), one against the checksum given.
     one, two = case["files"]
+    # Each carries metadata, as Rucio's do (it finds its requests by
+    # request_id), and the job too: both come back as sent.
     transfers = [
-        fts3.new_transfer(one["source"], one["destination"]),
+        fts3.new_transfer(one["source"], one["destination"], metadata={"request_id": "req-1", "scope": "cms"}),
         fts3.new_transfer(two["source"], two["destination"], checksum=adler32(two["path"]),
-                          filesize=os.path.getsize(two["path"])),
+                          filesize=os.path.getsize(two["path"]), metadata={"request_id": "req-2"}),
     ]
-    job_id = fts3.submit(ctx, fts3.new_job(transfers, verify_checksum=True, nostreams=0))
+    job_id = fts3.submit(ctx, fts3.new_job(transfers, verify_checksum=True, nostreams=0,
+                                           metadata={"issuer": "rucio", "multi_sources": False}))
     job = wait(ctx, job_id, TERMINAL)
     check(job["job_state"] == "FINISHED", "job %s: %s" % (job_id, job["job_state"]))
     check(job["source_se"] and job["dest_se"], "job's storage: %s" % job)
-    for want, got in zip(case["files"], sorted(job["files"], key=lambda f: f["file_index"])):
+    check(job["job_metadata"] == {"issuer": "rucio", "multi_sources": False}, "job metadata %s" % job["job_metadata"])
+    for i, (want, got) in enumerate(zip(case["files"], sorted(job["files"], key=lambda f: f["file_index"]))):
+        check(got["file_metadata"]["request_id"] == "req-%d" % (i + 1), "file metadata %s" % got["file_metadata"])
         check(got["file_state"] == "FINISHED", "file %s" % got)
         check(got["source_surl"] == want["source"] and got["dest_surl"] == want["destination"], "surls %s" % got)
         check(got["checksum"] == adler32(want["path"]), "checksum %s, want %s" % (got["checksum"], adler32(want["path"])))
