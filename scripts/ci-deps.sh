@@ -84,3 +84,23 @@ fi
 if "$fts3_venv/bin/python" -c 'import fts3.rest.client.easy' >/dev/null 2>&1; then
 	echo "export SLUICE_FTS3_PYTHON='$fts3_venv/bin/python'"
 fi
+
+# The S3 server backend/s3's tests run against: the Versity S3 Gateway
+# (versitygw) with its posix backend, each object a file (the conformance
+# suite looks at them on disk). Not in Debian: built from the Go module
+# proxy (about 80 s on 2 cores) into ~/.cache/sluice/bin, once per
+# version. SeaweedFS cannot be `go install`ed (its go.mod has replace
+# directives) and Ceph's radosgw needs a whole cluster. The tests skip,
+# saying why, when this fails.
+vgw_version=v1.8.0
+vgw_bin="$HOME/.cache/sluice/bin"
+if [ "$(cat "$vgw_bin/versitygw.version" 2>/dev/null)" != "$vgw_version" ] || [ ! -x "$vgw_bin/versitygw" ]; then
+	if mkdir -p "$vgw_bin" && GOBIN="$vgw_bin" go install "github.com/versity/versitygw/cmd/versitygw@$vgw_version" >&2; then
+		echo "$vgw_version" >"$vgw_bin/versitygw.version"
+	else
+		echo "ci-deps: could not build versitygw $vgw_version; the S3 tests will skip" >&2
+	fi
+fi
+if [ -x "$vgw_bin/versitygw" ]; then
+	echo "export SLUICE_VERSITYGW='$vgw_bin/versitygw'"
+fi

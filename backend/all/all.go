@@ -8,6 +8,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend/file"
 	"github.com/sluice-dtn/sluice/backend/gridftp"
 	"github.com/sluice-dtn/sluice/backend/root"
+	"github.com/sluice-dtn/sluice/backend/s3"
 	"github.com/sluice-dtn/sluice/backend/sluice"
 )
 
@@ -18,16 +19,18 @@ func Registry() *backend.Registry {
 	r.Register(sluice.Open, "sluice", "sluices")
 	r.Register(gridftp.Open, "ftp", "gsiftp")
 	r.Register(root.Open, "root", "xroot")
+	r.Register(s3.Open, s3.Scheme, s3.SchemeHTTP)
 	return r
 }
 
 // Storage returns a registry of the backends of storage servers only
-// (GridFTP, XRootD): what an agent may open for the service. Local
+// (GridFTP, XRootD, S3): what an agent may open for the service. Local
 // files and other agents are not in it, so no request can make an agent
 // open a path outside its root or another agent through it.
 func Storage() *backend.Registry {
 	r := backend.NewRegistry()
 	r.Register(gridftp.Open, "ftp", "gsiftp")
 	r.Register(root.Open, "root", "xroot")
+	r.Register(s3.Open, s3.Scheme, s3.SchemeHTTP)
 	return r
 }
