@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	mrand "math/rand/v2"
@@ -91,11 +92,21 @@ func TestOpenCredential(t *testing.T) {
 }
 
 // TestRegistryURL opens a location on a real server by its URL, as the
-// service and cp do.
+// service and cp do: s3+http://, and s3:// (HTTPS).
 func TestRegistryURL(t *testing.T) {
-	srv := storagetest.S3(t, storagetest.S3Options{})
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TLS %v", tls), func(t *testing.T) { testRegistryURL(t, tls) })
+	}
+}
+
+func testRegistryURL(t *testing.T, tls bool) {
+	srv := storagetest.S3(t, storagetest.S3Options{TLS: tls})
 	ctx := t.Context()
-	o, err := Open(ctx, srv.URL("dir/f"), backend.OpenOptions{Credential: &backend.Credential{Username: srv.AccessKey, Password: srv.SecretKey}})
+	u := srv.URL("dir/f")
+	if want := map[bool]string{false: "s3+http://", true: "s3://"}[tls]; !strings.HasPrefix(u, want) {
+		t.Fatalf("URL %s, want %s...", u, want)
+	}
+	o, err := Open(ctx, u, backend.OpenOptions{HTTPClient: srv.HTTPClient(), Credential: &backend.Credential{Username: srv.AccessKey, Password: srv.SecretKey}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,19 @@ package storagetest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -29,6 +37,10 @@ type S3Options struct {
 	// Args are further command-line options of versitygw, put before
 	// the posix subcommand (global options, such as --log-level debug).
 	Args []string
+	// TLS serves HTTPS, with a certificate for 127.0.0.1 made for the
+	// server (S3Server.HTTPClient trusts it): the s3:// scheme, which
+	// storage endpoints use.
+	TLS bool
 }
 
 // S3Server is a Versity S3 Gateway (versitygw) serving a temporary
@@ -37,8 +49,10 @@ type S3Options struct {
 // x is Dir/x/a/b/c), so that a test can look at what a client stored as
 // plain files.
 type S3Server struct {
-	// Endpoint is the server's address, 127.0.0.1:port (plain HTTP).
+	// Endpoint is the server's address, 127.0.0.1:port.
 	Endpoint string
+	// TLS: the server speaks HTTPS (S3Options.TLS).
+	TLS bool
 	// AccessKey and SecretKey are the credentials of the server's root
 	// account, random for each server.
 	AccessKey, SecretKey string
@@ -48,13 +62,33 @@ type S3Server struct {
 	// the bucket's objects.
 	Dir string
 
-	log string // the gateway's output
+	log   string         // the gateway's output
+	roots *x509.CertPool // with TLS, the server's certificate
 }
 
-// URL is the s3+http URL of key in the bucket: s3+http://host:port/bucket/key.
+// URL is the URL of key in the bucket: s3+http://host:port/bucket/key,
+// or s3://host:port/bucket/key with TLS.
 func (s *S3Server) URL(key string) string {
-	u := url.URL{Scheme: "s3+http", Host: s.Endpoint, Path: "/" + s.Bucket + "/" + strings.TrimPrefix(key, "/")}
+	scheme := "s3+http"
+	if s.TLS {
+		scheme = "s3"
+	}
+	u := url.URL{Scheme: scheme, Host: s.Endpoint, Path: "/" + s.Bucket + "/" + strings.TrimPrefix(key, "/")}
 	return u.String()
+}
+
+// HTTPClient is a client that trusts the server's certificate (with
+// TLS), for backend.OpenOptions.HTTPClient.
+func (s *S3Server) HTTPClient() *http.Client {
+	return &http.Client{Transport: s.transport()}
+}
+
+func (s *S3Server) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if s.roots != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: s.roots}
+	}
+	return t
 }
 
 // VersityGW is where the tests look for versitygw: $SLUICE_VERSITYGW,
@@ -103,6 +137,14 @@ func S3(t testing.TB, o S3Options) *S3Server {
 	}
 	if err := os.Mkdir(s.Dir, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if o.TLS {
+		s.TLS = true
+		args, err := s.makeCert(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Args = append(args, o.Args...)
 	}
 	// The port is free when chosen, but another test may take it before
 	// the gateway binds it: then it exits, and is started again on
@@ -159,7 +201,8 @@ func (s *S3Server) start(t testing.TB, bin string, extra []string) error {
 		}
 	})
 
-	cl, err := minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: "us-east-1"})
+	cl, err := minio.New(s.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""), Region: "us-east-1",
+		Secure: s.TLS, Transport: s.transport()})
 	if err != nil {
 		return err
 	}
@@ -181,6 +224,50 @@ func (s *S3Server) start(t testing.TB, bin string, extra []string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// makeCert makes a self-signed certificate for 127.0.0.1 in dir, and
+// returns versitygw's options to serve it.
+func (s *S3Server) makeCert(dir string) ([]string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "sluice test S3 server"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true,
+
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	s.roots = x509.NewCertPool()
+	s.roots.AddCert(cert)
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--cert", certPath, "--key", keyPath}, nil
 }
 
 // dumpLog writes the gateway's output to the test's log.
