@@ -42,7 +42,7 @@ import (
 // one with the default, and the service writes every storage URL with a
 // port so that one server has one name.
 var storageSchemes = map[string]string{"root": "1094", "xroot": "1094", "ftp": "21", "gsiftp": "2811",
-	"davs": "443", "dav": "80", "s3": "443"}
+	"davs": "443", "dav": "80", "s3": "443", "s3+http": "80"}
 
 // webSchemes are the schemes by which jobs may name files on a WebDAV
 // storage endpoint (registered as davs:// or dav://, since an endpoint
@@ -59,6 +59,8 @@ func protocol(scheme string) string {
 		return "gridftp"
 	case "davs", "dav", "https", "http":
 		return "http"
+	case "s3", "s3+http":
+		return "s3"
 	}
 	return scheme
 }
@@ -76,7 +78,7 @@ func StorageBase(raw string) (base, p string, err error) {
 	port, ok := storageSchemes[u.Scheme]
 	switch {
 	case !ok:
-		return "", "", fmt.Errorf("%w: storage URL %q: want gsiftp://, ftp://, root://, davs://, dav:// or s3:// (agents join on their own: sluice agent)", ErrInvalid, raw)
+		return "", "", fmt.Errorf("%w: storage URL %q: want gsiftp://, ftp://, root://, davs://, dav://, s3:// or s3+http:// (agents join on their own: sluice agent)", ErrInvalid, raw)
 	case u.Host == "" || u.Hostname() == "":
 		return "", "", fmt.Errorf("%w: storage URL %q has no host", ErrInvalid, raw)
 	case u.User != nil:
