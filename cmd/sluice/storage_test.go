@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,4 +198,69 @@ func readFile(t *testing.T, p string) []byte {
 		t.Error(err)
 	}
 	return b
+}
+
+// TestServiceS3Job: a job with an S3 endpoint (a real S3 server,
+// versitygw) at either end: an agent's file to S3 (the agent uploads the
+// object whole, a multipart upload with parallel parts), an object from
+// S3 to XRootD (the via agent relays: S3 and XRootD cannot copy
+// between themselves) and from S3 into an agent; every copy is its
+// source's bytes.
+func TestServiceS3Job(t *testing.T) {
+	if err := storagetest.XRootDAvailable(); err != nil {
+		t.Skip(err)
+	}
+	c := newCluster(t, 2)
+	s3 := storagetest.S3(t, storagetest.S3Options{})
+	x := storagetest.XRootD(t, storagetest.XRootDOptions{})
+	ctx := context.Background()
+	for name, in := range map[string]wire.StorageEndpointIn{
+		"s3": {URL: "s3+http://" + s3.Endpoint, Via: "a1", Credential: &wire.CredentialIn{Username: s3.AccessKey, Password: s3.SecretKey}},
+		"x":  {URL: "root://" + x.Addr},
+	} {
+		if _, err := c.admin.PutStorageEndpoint(ctx, name, in); err != nil {
+			t.Fatalf("registering %s: %v", name, err)
+		}
+	}
+	const size = 70<<20 + 5 // above the default part size: a multipart upload
+	c.file("a1", "up/big.dat", size, 11)
+	obj := make([]byte, 3<<20+1)
+	for i := range obj {
+		obj[i] = byte(i * 13)
+	}
+	local := func(key string) string { return filepath.Join(s3.Dir, s3.Bucket, filepath.FromSlash(key)) }
+	if err := os.MkdirAll(filepath.Dir(local("in/obj.dat")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local("in/obj.dat"), obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
+		{Source: "sluice://a1/up/big.dat", Destination: s3.URL("out/big.dat")},
+		{Source: s3.URL("in/obj.dat"), Destination: x.URL("fromS3/obj.dat")},
+		{Source: "sluice://s3/" + s3.Bucket + "/in/obj.dat", Destination: "sluice://a2/fromS3/obj.dat"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jj := c.waitJob(c.admin, j.ID, 3*time.Minute); jj.State != store.StateDone {
+		fs, _ := c.admin.Files(ctx, j.ID, 0, 10)
+		t.Fatalf("job %s: %+v", jj.State, fs)
+	}
+	want, _ := os.ReadFile(c.path("a1", "up/big.dat"))
+	for _, chk := range []struct {
+		what      string
+		got, want []byte
+	}{
+		{"agent to S3", readFile(t, local("out/big.dat")), want},
+		{"S3 to XRootD via an agent", x.Read(t, "fromS3/obj.dat"), obj},
+		{"S3 to an agent", readFile(t, c.path("a2", "fromS3/obj.dat")), obj},
+	} {
+		if !bytes.Equal(chk.got, chk.want) {
+			t.Errorf("%s: %d bytes differ from the source's %d", chk.what, len(chk.got), len(chk.want))
+		}
+	}
+	if strings.Contains(c.server.output(), s3.SecretKey) || strings.Contains(c.agents["a1"].output(), s3.SecretKey) {
+		t.Error("the S3 secret was logged")
+	}
 }
