@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -376,6 +377,112 @@ func TestWANStorageJob(t *testing.T) {
 	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
 	t.Logf("GridFTP in a to an agent in b over wan-untuned: %d MB in %.1f s (%.1f MB/s, window/RTT of one stream %.1f); %d MB crossed a>b",
 		len(data)>>20, secs, float64(len(data))/secs/1e6, windowBound, crossed/1e6)
+	if crossed < uint64(len(data)) {
+		t.Errorf("only %d bytes crossed the emulated link for a copy of %d", crossed, len(data))
+	}
+}
+
+// TestWANS3Job: a job reads an object from an S3 server (versitygw) in
+// host a into an agent in host b across wan-untuned: the agent reads the
+// object by ranged GETs itself; the bytes cross a>b and are the source's.
+func TestWANS3Job(t *testing.T) {
+	gw := os.Getenv("SLUICE_VERSITYGW")
+	if gw == "" {
+		t.Skip("needs versitygw (scripts/ci-deps.sh builds it and sets SLUICE_VERSITYGW)")
+	}
+	n := upWAN(t, "wan-untuned")
+	dir, err := os.MkdirTemp("", "sluice-wan-s3-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// versitygw's posix backend: a bucket is a directory, an object a
+	// file in it.
+	data := make([]byte, 40<<20)
+	rand.Read(data)
+	obj := filepath.Join(dir, "gw", "bucket", "in", "obj.dat")
+	if err := os.MkdirAll(filepath.Dir(obj), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(obj, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := n.Addr("a").String(), n.Addr("b").String()
+	key, secret := "AKIASLUICEWANTEST", "wan-test-secret-"+strconv.Itoa(os.Getpid())
+	srv, err := n.Command(context.Background(), "a", gw, "--port", a+":9000", "--quiet", "posix", filepath.Join(dir, "gw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+key, "ROOT_SECRET_ACCESS_KEY="+secret)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	waitListen(t, n, "a", "9000")
+
+	data_ := filepath.Join(dir, "data")
+	root := filepath.Join(dir, "b")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	api := "http://" + b + ":17500"
+	for _, args := range [][]string{
+		{"serve", "--listen", b + ":17500", "--data-dir", data_},
+		{"agent", "--listen", b + ":17400", "--root", root, "--name", "b", "--server", api, "--join-token", "@" + filepath.Join(data_, "join.token")},
+	} {
+		cmd := sluiceIn(t, n, "b", args...)
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("sluice %s:\n%s", args[0], log.String())
+			}
+		})
+		waitListen(t, n, "b", args[2][strings.LastIndexByte(args[2], ':')+1:])
+	}
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) {
+		t.Helper()
+		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
+		var out []byte
+		var err error
+		for range 50 { // the agent joins just after it listens
+			if out, err = sluiceIn(t, n, "b", args...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("no agent of that name")) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	cli("endpoint", "add", "s3a", "s3+http://a:9000", "--via", "b", "--user", key, "--password-file", secretFile)
+	st0, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cli("submit", "s3+http://a:9000/bucket/in/obj.dat", "sluice://b/in/copy.dat", "--watch")
+	secs := time.Since(began).Seconds()
+	st1, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "in", "copy.dat"))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the copy in b differs from the object in a (%v)", err)
+	}
+	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
+	t.Logf("S3 in a to an agent in b over wan-untuned: %d MB in %.1f s (%.1f MB/s); %d MB crossed a>b",
+		len(data)>>20, secs, float64(len(data))/secs/1e6, crossed/1e6)
 	if crossed < uint64(len(data)) {
 		t.Errorf("only %d bytes crossed the emulated link for a copy of %d", crossed, len(data))
 	}
