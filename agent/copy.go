@@ -158,3 +158,30 @@ func StorageBase(raw string) (string, error) {
 	}
 	return u.Scheme + "://" + u.Host, nil
 }
+
+// remoteSum is POST /v1/remotesum (sluice.RemoteSumRequest): the
+// checksum of a file on a storage server, computed by the agent through
+// its backend (by the server itself where the protocol asks it to,
+// GridFTP's CKSM or XRootD's query; by reading the file otherwise, S3 or
+// WebDAV without digests), so that the service never reads a storage
+// server's bytes itself. The token must name the server in its Remotes.
+func (s *Server) remoteSum(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in sluice.RemoteSumRequest
+	if err := decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	end := sluice.CopyEnd{URL: in.URL, Credential: in.Credential}
+	if err := s.allowsRemote(c, end); err != nil {
+		return err
+	}
+	b, p, release, err := s.opened.get(r.Context(), s.storage, in.URL, false, in.Credential)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", in.URL, err)
+	}
+	defer release()
+	sum, err := b.Checksum(r.Context(), p, in.Algo)
+	if err != nil {
+		return fmt.Errorf("checksum of %s: %w", in.URL, err)
+	}
+	return writeJSON(w, map[string]string{"algo": in.Algo, "value": sum})
+}

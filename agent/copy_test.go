@@ -3,9 +3,12 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,11 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/root"
 )
+
+func sha256hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
 
 // xrootdDir serves a directory over XRootD (go-hep's server, in this
 // process) and returns its scheme://host:port.
@@ -83,6 +91,16 @@ func TestCopyWithStorage(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(store, "up", "dat")); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("the storage's copy of the agent's file differs (%d bytes, %v)", len(got), err)
+	}
+
+	// The checksum of a storage server's file, computed by the agent,
+	// only with a token naming the server.
+	sumBody := jsonBody(map[string]any{"url": xrd + "/in.dat", "algo": "sha256"})
+	if r := e.raw("POST", "/v1/remotesum", tok("read", "/data", xrd), nil, sumBody); r.status != 200 || !strings.Contains(r.body, sha256hex(data)) {
+		t.Errorf("remote checksum: %v, want sha256 %s", r, sha256hex(data))
+	}
+	if r := e.raw("POST", "/v1/remotesum", tok("read", "/data"), nil, sumBody); r.status != 403 {
+		t.Errorf("remote checksum without the server in the token: %v, want 403", r)
 	}
 
 	// An agent configured without storage backends reaches none.

@@ -41,6 +41,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/batch":              s.batch,
 		"POST /v1/pull":               s.pull,
 		"POST /v1/copy":               s.copyRange,
+		"POST /v1/remotesum":          s.remoteSum,
 		"POST /v1/pullbatch":          s.pullBatch,
 		"POST /v1/renames":            s.renames,
 		"POST /v1/syncs":              s.syncs,

@@ -519,6 +519,7 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 			return fail(err)
 		}
 		e.pull = s.copyPull(a, p.srcStorage, p.dstStorage)
+		e.src, e.dst = s.summedBy(a, p.srcStorage, e.src), s.summedBy(a, p.dstStorage, e.dst)
 		e.how = "streamed by agent " + via
 	case p.srcStorage != nil:
 		// To an agent: it reads the storage itself.
@@ -531,6 +532,7 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 			return fail(err)
 		}
 		e.dst, e.agentDst = a, a
+		e.src = s.summedBy(a, p.srcStorage, e.src)
 		e.pull = s.copyPull(a, p.srcStorage, nil)
 		e.how = "read from " + p.srcStorage.name + " by agent " + p.dstAud
 	default:
@@ -544,6 +546,7 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 			return fail(err)
 		}
 		e.src, e.agentSrc = a, a
+		e.dst = s.summedBy(a, p.dstStorage, e.dst)
 		e.pull = s.copyPull(a, nil, p.dstStorage)
 		e.how = "written to " + p.dstStorage.name + " by agent " + p.srcAud
 	}
@@ -589,6 +592,40 @@ func (s *Server) copyPull(a *sluice.Backend, src, dst *storageEnd) engine.PullFu
 		return a.CopyRange(ctx, in, progress)
 	}
 }
+
+// summedBy is storage backend b of end e with its checksums computed by
+// agent a (POST /v1/remotesum) rather than by this server: where the
+// storage cannot sum a file itself (S3, WebDAV without digests) the file
+// is read to sum it, and the reading is the agent's, never the server's.
+// A backend.WholeWriter stays one.
+func (s *Server) summedBy(a *sluice.Backend, e *storageEnd, b backend.Backend) backend.Backend {
+	sb := agentSummed{Backend: b, sum: func(ctx context.Context, p, algo string) (string, error) {
+		cred, err := s.credential(ctx, e.name)
+		if err != nil {
+			return "", err
+		}
+		return a.RemoteChecksum(ctx, sluice.RemoteSumRequest{URL: e.url(p), Credential: cred, Algo: algo})
+	}}
+	if _, ok := b.(backend.WholeWriter); ok {
+		return agentSummedWhole{sb}
+	}
+	return sb
+}
+
+// agentSummed is a storage backend whose Checksum an agent computes.
+type agentSummed struct {
+	backend.Backend
+	sum func(ctx context.Context, p, algo string) (string, error)
+}
+
+func (b agentSummed) Checksum(ctx context.Context, p, algo string) (string, error) {
+	return b.sum(ctx, p, algo)
+}
+
+// agentSummedWhole is agentSummed of a backend.WholeWriter.
+type agentSummedWhole struct{ agentSummed }
+
+func (agentSummedWhole) WritesWhole() {}
 
 // scheme3 is the scheme of a scheme://... URL.
 func scheme3(u string) string {

@@ -69,3 +69,28 @@ func (b *Backend) CopyRange(ctx context.Context, in CopyRequest, progress func(w
 	defer resp.Body.Close()
 	return wrap("copy", what, readPullProgress(resp, in.Length, progress))
 }
+
+// RemoteSumRequest is POST /v1/remotesum: the checksum (Algo, one of
+// backend.Algorithms) of the file at URL on a storage server, which the
+// agent opens with Credential; the token must name the server in its
+// Remotes.
+type RemoteSumRequest struct {
+	URL        string              `json:"url"`
+	Credential *backend.Credential `json:"credential,omitempty"`
+	Algo       string              `json:"algo"`
+}
+
+// RemoteChecksum has the agent compute the checksum of a file on a
+// storage server (RemoteSumRequest). The answer waits for the whole
+// file to be read where the storage cannot sum it itself.
+func (b *Backend) RemoteChecksum(ctx context.Context, in RemoteSumRequest) (string, error) {
+	var out struct {
+		Algo  string `json:"algo"`
+		Value string `json:"value"`
+	}
+	err := b.call(ctx, http.MethodPost, "/v1/remotesum", nil, in, &out)
+	if err == nil && out.Algo != in.Algo {
+		err = fmt.Errorf("agent answered with a %q checksum", out.Algo)
+	}
+	return out.Value, wrap("checksum", in.URL, err)
+}

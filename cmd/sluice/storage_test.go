@@ -90,7 +90,7 @@ func TestServiceStorageEndpoints(t *testing.T) {
 	}{
 		{"a1", wire.StorageEndpointIn{URL: "root://" + xb.Addr}, 409},       // an agent's name
 		{"xc", wire.StorageEndpointIn{URL: "root://" + xa.Addr}, 409},       // xa's server
-		{"h", wire.StorageEndpointIn{URL: "https://example.org"}, 400},      // agents join
+		{"h", wire.StorageEndpointIn{URL: "sluice://example.org:1"}, 400},   // agents join
 		{"p", wire.StorageEndpointIn{URL: "root://" + xa.Addr + "/d"}, 400}, // a path
 		{"v", wire.StorageEndpointIn{URL: "root://127.0.0.1:1", Via: "nobody"}, 400},
 		{"t", wire.StorageEndpointIn{URL: "ftp://127.0.0.1:1", Credential: &wire.CredentialIn{Token: "x"}}, 400},
