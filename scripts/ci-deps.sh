@@ -2,7 +2,7 @@
 # Installs and starts what the integration tests use, on a fresh Debian
 # machine: PostgreSQL (store and service tests against it), the Globus
 # GridFTP server and client (backend/gridftp), the XRootD server
-# (backend/root), gfal2 (interoperability tests), rsvg-convert (the report charts' SVGs are rendered
+# (backend/root), nginx and XRootD's HTTP (backend/webdav), gfal2 (interoperability tests), rsvg-convert (the report charts' SVGs are rendered
 # in a test), iperf3 (`sluice estimate --iperf3`, and with ping from
 # iputils-ping the emulated WAN's validation, wan/), and chromium, node and playwright-core (the dashboard's
 # browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
@@ -19,6 +19,15 @@ command -v xrdcp >/dev/null 2>&1 || need+=(xrootd-client)
 # gfal2, the WLCG data clients' library (FTS3 and Rucio move data through it): the
 # interoperability tests copy with it from and to the servers Sluice uses.
 command -v gfal-copy >/dev/null 2>&1 || need+=(gfal2-util-scripts python3-gfal2-util gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file)
+
+# WebDAV and HTTP third-party copy (backend/webdav, internal/storagetest):
+# nginx with its WebDAV extension module (PROPFIND, OPTIONS), and XRootD's
+# HTTP protocol with its third-party-copy handler (libXrdHttp,
+# libXrdHttpTPC, beside xrootd-server above).
+{ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; } || need+=(nginx)
+[ -e /usr/lib/nginx/modules/ngx_http_dav_ext_module.so ] || need+=(libnginx-mod-http-dav-ext)
+{ /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libXrdHttpTPC-5\.so' || need+=(xrootd-server-plugins)
+
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)

@@ -1,0 +1,373 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// WebDAVOptions configure a server WebDAV starts.
+type WebDAVOptions struct {
+	// TLS serves HTTPS with a certificate CA issues (nil: one made for
+	// this server) instead of plain HTTP.
+	TLS bool
+	CA  *TestCA
+	// Username and Password, if set, are the only login the server
+	// takes (HTTP basic authentication); Token, if set, the only
+	// bearer token. Without either, anyone may read and write.
+	Username, Password string
+	Token              string
+	// Config holds further directives for the server block, one a
+	// line, put after the harness's own.
+	Config []string
+}
+
+// WebDAVServer is an nginx process serving a temporary directory
+// read-write over WebDAV (PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND,
+// OPTIONS). It gives no checksums.
+type WebDAVServer struct {
+	// URL is the server's http(s)://127.0.0.1:port, without a slash.
+	URL string
+	// Dir is the local directory the server serves as "/".
+	Dir string
+	// CA issued the server's certificate (nil without TLS).
+	CA *TestCA
+
+	uid, gid int // nginx's workers' user (-1: the test's)
+	base     string
+}
+
+// davExtModule is where Debian's libnginx-mod-http-dav-ext puts the
+// module that gives nginx PROPFIND and OPTIONS (its own dav module has
+// only PUT, DELETE, MKCOL, COPY and MOVE).
+const davExtModule = "/usr/lib/nginx/modules/ngx_http_dav_ext_module.so"
+
+// nginxConfig is the whole configuration of a server: in the
+// foreground, logs and temporary files below the harness's directory
+// (request bodies land on the data directory's file system, so a PUT's
+// file is renamed into place, never copied), no size limit on a request.
+// create_full_put_path: a PUT makes the file's missing parent
+// directories, as the backend contract's WriteAt does. dav_access: what
+// a PUT makes stays readable by the test's user.
+const nginxConfig = `daemon off;
+master_process on;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log info;
+load_module %[2]s;
+%[3]s
+events { worker_connections 128; }
+http {
+	access_log %[1]s/access.log;
+	client_body_temp_path %[1]s/tmp/body;
+	proxy_temp_path %[1]s/tmp/proxy;
+	fastcgi_temp_path %[1]s/tmp/fastcgi;
+	uwsgi_temp_path %[1]s/tmp/uwsgi;
+	scgi_temp_path %[1]s/tmp/scgi;
+	types {}
+	default_type application/octet-stream;
+	server {
+		listen 127.0.0.1:%[4]d%[5]s;
+		%[6]s
+		root %[7]s;
+		client_max_body_size 0;
+		dav_methods PUT DELETE MKCOL COPY MOVE;
+		dav_ext_methods PROPFIND OPTIONS;
+		create_full_put_path on;
+		dav_access user:rw group:rw all:r;
+%[8]s
+	}
+}
+`
+
+// WebDAVAvailable says why nginx cannot start a WebDAV server here, or
+// nil if it can.
+func WebDAVAvailable() error {
+	if _, err := exec.LookPath("nginx"); err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+			return errors.New("nginx is not installed (apt-get install nginx libnginx-mod-http-dav-ext)")
+		}
+	}
+	if _, err := os.Stat(davExtModule); err != nil {
+		return errors.New("nginx's WebDAV extension module is not installed (apt-get install libnginx-mod-http-dav-ext)")
+	}
+	return nil
+}
+
+// WebDAV starts nginx (Debian packages nginx and
+// libnginx-mod-http-dav-ext) on a new temporary directory and returns
+// once it answers; the test's cleanup stops it and removes the
+// directory. The test is skipped if nginx or its module is not
+// installed. As root, the master process stays root and the workers,
+// which touch the files, run as www-data: file permissions a test sets
+// then stop them.
+func WebDAV(t testing.TB, o WebDAVOptions) *WebDAVServer {
+	t.Helper()
+	if err := WebDAVAvailable(); err != nil {
+		t.Skipf("no WebDAV server for this test: %v", err)
+	}
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+	}
+	s := &WebDAVServer{uid: -1, gid: -1}
+	userLine := ""
+	if os.Geteuid() == 0 {
+		if u, err := user.Lookup("www-data"); err == nil {
+			s.uid, _ = strconv.Atoi(u.Uid)
+			s.gid, _ = strconv.Atoi(u.Gid)
+			userLine = "user www-data;"
+		} else {
+			// nginx's workers would run as nobody: let them be root
+			// instead, whom the files belong to.
+			userLine = "user root;"
+		}
+	}
+	// Not t.TempDir: its parent is private to this user, and the
+	// workers run as another.
+	base, err := os.MkdirTemp("", "sluice-webdav-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.base = base
+	t.Cleanup(func() { os.RemoveAll(base) })
+	s.Dir = filepath.Join(base, "data")
+	for _, d := range []string{s.Dir, filepath.Join(base, "tmp")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	scheme, tlsListen, tlsLines := "http", "", ""
+	if o.TLS {
+		s.CA = o.CA
+		if s.CA == nil {
+			s.CA = NewTestCA(t)
+		}
+		tlsDir := filepath.Join(base, "tls")
+		if err := os.Mkdir(tlsDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		certFile, keyFile, _ := s.CA.issue(t, tlsDir)
+		scheme, tlsListen = "https", " ssl"
+		tlsLines = fmt.Sprintf("ssl_certificate %s;\n\t\tssl_certificate_key %s;", certFile, keyFile)
+	}
+	var extra []string
+	switch {
+	case o.Username != "" && o.Token != "":
+		t.Fatal("storagetest: WebDAVOptions: a login or a token, not both")
+	case o.Username != "":
+		// nginx reads {PLAIN} passwords as they are.
+		pw := filepath.Join(base, "htpasswd")
+		if err := os.WriteFile(pw, []byte(o.Username+":{PLAIN}"+o.Password+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		extra = append(extra, `auth_basic "sluice test";`, "auth_basic_user_file "+pw+";")
+	case o.Token != "":
+		extra = append(extra, fmt.Sprintf(`if ($http_authorization != "Bearer %s") { return 401; }`, o.Token))
+	}
+	extra = append(extra, o.Config...)
+	for i, l := range extra {
+		extra[i] = "\t\t" + l
+	}
+	s.own(t, s.Dir)
+	s.own(t, filepath.Join(base, "tmp"))
+
+	// The port is free when chosen, but something else may take it
+	// before nginx binds it: then nginx exits at once, and is started
+	// again on another.
+	const attempts = 3
+	for i := 1; ; i++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf(nginxConfig, base, davExtModule, userLine, port, tlsListen, tlsLines, s.Dir, strings.Join(extra, "\n"))
+		cfgPath := filepath.Join(base, "nginx.conf")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.URL = scheme + "://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		// -e: the error log before the configuration is read, which
+		// would otherwise be the system's.
+		err = s.start(t, bin, []string{"-p", base, "-c", cfgPath, "-e", filepath.Join(base, "error.log")})
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errExited) || i == attempts {
+			s.dumpLogs(t)
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting it again on another port", err)
+	}
+}
+
+// start runs nginx, stopped by the test's cleanup, and waits until it
+// answers HTTP. It returns an error wrapping errExited if nginx exited
+// first.
+func (s *WebDAVServer) start(t testing.TB, bin string, args []string) error {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting nginx: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Logf("started %s %s", bin, strings.Join(args, " "))
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() {
+			s.dumpLogs(t)
+		}
+	})
+	c := s.Client()
+	c.Timeout = time.Second
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := c.Get(s.URL + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nginx did not answer on %s: %w", s.URL, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Client is an HTTP client for the server (one that trusts its
+// certificate, with TLS).
+func (s *WebDAVServer) Client() *http.Client {
+	if s.CA != nil {
+		return s.CA.Client()
+	}
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+}
+
+// Local is the local name of p, a path below Dir.
+func (s *WebDAVServer) Local(p string) string { return localName(s.Dir, p) }
+
+// Put writes data to p (a path below Dir; a name ending in "/" is made a
+// directory), creating its parents, owned by the workers' user.
+func (s *WebDAVServer) Put(t testing.TB, p string, data []byte) {
+	t.Helper()
+	putLocal(t, s.Local(p), strings.HasSuffix(p, "/"), data)
+	s.own(t, s.Dir)
+}
+
+// Read returns the content of p, a path below Dir.
+func (s *WebDAVServer) Read(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(s.Local(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Own gives local, below Dir, and everything below it to the workers'
+// user, for what a test made there without Put.
+func (s *WebDAVServer) Own(t testing.TB, local string) {
+	t.Helper()
+	s.own(t, local)
+}
+
+func (s *WebDAVServer) own(t testing.TB, local string) {
+	t.Helper()
+	chownTree(t, local, s.uid, s.gid)
+}
+
+// RunsAsOtherUser reports whether nginx's workers run as another user
+// than the test: then file permissions the test sets do stop them.
+func (s *WebDAVServer) RunsAsOtherUser() bool { return s.uid >= 0 }
+
+// Log returns what nginx has logged so far (errors, then requests).
+func (s *WebDAVServer) Log() string {
+	return readLogs(s.base, "error.log") + readLogs(s.base, "access.log")
+}
+
+func (s *WebDAVServer) dumpLogs(t testing.TB) {
+	if l := s.Log(); l != "" {
+		t.Logf("nginx log:\n%s", l)
+	}
+}
+
+// localName is the local name of p, a slash-separated path below dir.
+func localName(dir, p string) string {
+	return filepath.Join(dir, filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// putLocal writes data to local, or makes it a directory, with its
+// parents.
+func putLocal(t testing.TB, local string, dir bool, data []byte) {
+	t.Helper()
+	if dir {
+		if err := os.MkdirAll(local, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chownTree gives local and everything below it to uid:gid (nothing to
+// do for uid -1: the test's own user runs the server).
+func chownTree(t testing.TB, local string, uid, gid int) {
+	t.Helper()
+	if uid < 0 {
+		return
+	}
+	err := filepath.WalkDir(local, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readLogs is the content of the files below base whose names start with
+// prefix.
+func readLogs(base, prefix string) string {
+	var all strings.Builder
+	filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), prefix) {
+			if b, err := os.ReadFile(p); err == nil {
+				all.Write(b)
+			}
+		}
+		return nil
+	})
+	return all.String()
+}

@@ -1,0 +1,396 @@
+package storagetest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCA is a certificate authority made for one test: the servers the
+// harnesses start over TLS get certificates it issues for 127.0.0.1 and
+// localhost, and clients trust it alone. Two servers that must reach each
+// other (an HTTP third-party copy) share one.
+type TestCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// PEM is the authority's certificate, PEM-encoded.
+	PEM []byte
+}
+
+// NewTestCA makes a certificate authority valid for a day.
+func NewTestCA(t testing.TB) *TestCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "sluice test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &TestCA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// Pool is a certificate pool holding the authority alone.
+func (ca *TestCA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+// Client is an HTTP client that trusts the authority alone.
+func (ca *TestCA) Client() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: ca.Pool()}
+	return &http.Client{Transport: tr}
+}
+
+// issue writes into dir a server certificate for 127.0.0.1 and localhost
+// signed by the authority (cert.pem, with the authority's certificate
+// after it), its key (key.pem, mode 0600) and the authority's certificate
+// (ca.pem), and returns their names.
+func (ca *TestCA) issue(t testing.TB, dir string) (certFile, keyFile, caFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		// Client auth too: XRootD presents its host certificate when
+		// it pulls or pushes a third-party copy.
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:    []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile, caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
+	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), ca.PEM...)
+	for _, f := range []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{
+		{certFile, chain, 0o644},
+		{keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600},
+		{caFile, ca.PEM, 0o644},
+	} {
+		if err := os.WriteFile(f.name, f.data, f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile, caFile
+}
+
+// XRootDHTTPOptions configure a server XRootDHTTP starts.
+type XRootDHTTPOptions struct {
+	// CA issues the server's certificate, and is the only authority
+	// the server trusts when it reaches another server in a
+	// third-party copy (nil: one made for this server alone). Servers
+	// that copy between themselves need the same one.
+	CA *TestCA
+	// TPC loads XRootD's HTTP third-party-copy handler (XrdHttpTPC):
+	// a WebDAV COPY with a Source header has the server pull the file
+	// from another with libcurl, one with a Destination header push
+	// it, and the answer streams performance markers.
+	TPC bool
+	// Config holds further configuration directives, one a line, put
+	// after the harness's own.
+	Config []string
+}
+
+// XRootDHTTPServer is an xrootd process that speaks HTTPS (XrdHttp,
+// WebDAV included) on a temporary directory it serves read-write, with
+// checksums (adler32, md5, crc32c) it computes and gives in Digest
+// headers.
+type XRootDHTTPServer struct {
+	// URL is the server's https://127.0.0.1:port, without a slash.
+	URL string
+	// Dir is the local directory the server exports as "/".
+	Dir string
+	// CA issued the server's certificate.
+	CA *TestCA
+
+	uid, gid int // the server's user (-1: the test's)
+	base     string
+}
+
+// xrootdHTTPConfig is the configuration of every XRootD HTTP server: the
+// data directory exported read-write, admin files apart from it, the
+// checksums XRootD computes, and HTTP on its own port. XrdHttp loads its
+// external handlers (the TPC one) only once HTTPS is configured (XRootD
+// 5.5), so the server always speaks TLS: xrd.tls gives its certificate,
+// xrd.tlsca the authority it trusts, which XrdHttpTPC also hands to
+// libcurl (http.cafile) to check the other server's certificate.
+const xrootdHTTPConfig = `all.export /
+oss.localroot %s
+all.adminpath %s
+all.pidpath %s
+xrootd.chksum max 4 adler32 md5 crc32c
+xrd.tls %s %s
+xrd.tlsca certfile %s
+xrd.protocol XrdHttp:%d libXrdHttp.so
+`
+
+// xrootdHTTPTPCConfig loads the third-party-copy handler. tpc.trace info
+// logs each copy and how it ended (tests check that the bytes went
+// between the servers); tpc.timeout is how long a copy may go without
+// moving a byte before the server gives it up.
+const xrootdHTTPTPCConfig = `http.exthandler xrdtpc libXrdHttpTPC.so
+tpc.trace info
+tpc.timeout 60
+`
+
+// xrootdPlugin finds an XRootD plugin library (versioned as
+// libNAME-5.so since XRootD 5) where the dynamic linker looks.
+func xrootdPlugin(name string) bool {
+	out, err := exec.Command("ldconfig", "-p").Output()
+	if err == nil && strings.Contains(string(out), name+"-5.so") {
+		return true
+	}
+	for _, dir := range []string{"/usr/lib64", "/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"} {
+		if _, err := os.Stat(filepath.Join(dir, name+"-5.so")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// XRootDHTTPAvailable says why XRootD cannot start an HTTP server (with
+// the TPC handler if tpc) here, or nil if it can.
+func XRootDHTTPAvailable(tpc bool) error {
+	if err := XRootDAvailable(); err != nil {
+		return err
+	}
+	if !xrootdPlugin("libXrdHttp") {
+		return errors.New("XRootD's HTTP protocol plugin libXrdHttp is not installed (apt-get install xrootd-server-plugins)")
+	}
+	if tpc && !xrootdPlugin("libXrdHttpTPC") {
+		return errors.New("XRootD's HTTP third-party-copy plugin libXrdHttpTPC is not installed (apt-get install xrootd-server-plugins)")
+	}
+	return nil
+}
+
+// XRootDHTTP starts xrootd (Debian packages xrootd-server and
+// xrootd-server-plugins) speaking HTTPS on a new temporary directory and
+// returns once it answers an HTTP request; the test's cleanup stops it
+// and removes the directory. The test is skipped if the server or its
+// plugins are not installed. As root, the server runs as the xrootd user.
+func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
+	t.Helper()
+	if err := XRootDHTTPAvailable(o.TPC); err != nil {
+		t.Skipf("no XRootD HTTP server for this test: %v", err)
+	}
+	bin, _ := exec.LookPath("xrootd")
+	s := &XRootDHTTPServer{uid: -1, gid: -1, CA: o.CA}
+	if s.CA == nil {
+		s.CA = NewTestCA(t)
+	}
+	var args []string
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("xrootd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.uid, _ = strconv.Atoi(u.Uid)
+		s.gid, _ = strconv.Atoi(u.Gid)
+		args = append(args, "-R", "xrootd")
+	}
+	// Not t.TempDir: its parent is private to this user, and the
+	// server may run as another.
+	base, err := os.MkdirTemp("", "sluice-xrootdhttp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.base = base
+	t.Cleanup(func() { os.RemoveAll(base) })
+	s.Dir = filepath.Join(base, "data")
+	adm, tlsDir := filepath.Join(base, "adm"), filepath.Join(base, "tls")
+	for _, d := range []string{s.Dir, adm, tlsDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	certFile, keyFile, caFile := s.CA.issue(t, tlsDir)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// The ports are free when chosen, but something else may take one
+	// before xrootd binds it: then xrootd exits at once, and is
+	// started again on others.
+	const attempts = 3
+	for i := 1; ; i++ {
+		xport, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hport, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := fmt.Sprintf(xrootdHTTPConfig, s.Dir, adm, adm, certFile, keyFile, caFile, hport)
+		if o.TPC {
+			cfg += xrootdHTTPTPCConfig
+		}
+		for _, line := range o.Config {
+			cfg += line + "\n"
+		}
+		cfgPath := filepath.Join(base, "xrootd.cfg")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s.own(t, base)
+		s.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hport))
+		err = s.start(t, bin, append(slices.Clone(args), "-p", strconv.Itoa(xport), "-n", "sluicehttp", "-c", cfgPath, "-l", filepath.Join(base, "log")))
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, errExited) || i == attempts {
+			s.dumpLogs(t)
+			t.Fatal(err)
+		}
+		t.Logf("%v; starting it again on other ports", err)
+	}
+}
+
+// start runs xrootd, stopped by the test's cleanup, and waits until it
+// answers HTTPS. It returns an error wrapping errExited if xrootd exited
+// first.
+func (s *XRootDHTTPServer) start(t testing.TB, bin string, args []string) error {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.base
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting xrootd: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Logf("started %s %s", bin, strings.Join(args, " "))
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() {
+			s.dumpLogs(t)
+		}
+	})
+	c := s.Client()
+	c.Timeout = time.Second
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// Any HTTP answer will do (a directory's listing, or a
+		// refusal): the server is up.
+		resp, err := c.Get(s.URL + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("xrootd did not answer HTTPS on %s: %w", s.URL, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Client is an HTTP client that trusts the server's certificate.
+func (s *XRootDHTTPServer) Client() *http.Client { return s.CA.Client() }
+
+// Local is the local name of p, a path below Dir.
+func (s *XRootDHTTPServer) Local(p string) string { return localName(s.Dir, p) }
+
+// Put writes data to p (a path below Dir; a name ending in "/" is made a
+// directory), creating its parents, owned by the server's user.
+func (s *XRootDHTTPServer) Put(t testing.TB, p string, data []byte) {
+	t.Helper()
+	putLocal(t, s.Local(p), strings.HasSuffix(p, "/"), data)
+	s.own(t, s.Dir)
+}
+
+// Read returns the content of p, a path below Dir.
+func (s *XRootDHTTPServer) Read(t testing.TB, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(s.Local(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Own gives local, below Dir, and everything below it to the server's
+// user, for what a test made there without Put.
+func (s *XRootDHTTPServer) Own(t testing.TB, local string) {
+	t.Helper()
+	s.own(t, local)
+}
+
+func (s *XRootDHTTPServer) own(t testing.TB, local string) {
+	t.Helper()
+	chownTree(t, local, s.uid, s.gid)
+}
+
+// RunsAsOtherUser reports whether the server runs as another user than
+// the test: then file permissions the test sets do stop it.
+func (s *XRootDHTTPServer) RunsAsOtherUser() bool { return s.uid >= 0 }
+
+// Log returns what the server has logged so far.
+func (s *XRootDHTTPServer) Log() string { return readLogs(s.base, "log") }
+
+func (s *XRootDHTTPServer) dumpLogs(t testing.TB) {
+	if l := s.Log(); l != "" {
+		t.Logf("xrootd (HTTP) log:\n%s", l)
+	}
+}
