@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend/root"
 	"github.com/sluice-dtn/sluice/backend/s3"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/backend/webdav"
 )
 
 // Registry returns a registry of every backend.
@@ -20,11 +21,12 @@ func Registry() *backend.Registry {
 	r.Register(gridftp.Open, "ftp", "gsiftp")
 	r.Register(root.Open, "root", "xroot")
 	r.Register(s3.Open, s3.Scheme, s3.SchemeHTTP)
+	r.Register(webdav.Open, "davs", "https", "dav", "http")
 	return r
 }
 
 // Storage returns a registry of the backends of storage servers only
-// (GridFTP, XRootD, S3): what an agent may open for the service. Local
+// (GridFTP, XRootD, S3, WebDAV): what an agent may open for the service. Local
 // files and other agents are not in it, so no request can make an agent
 // open a path outside its root or another agent through it.
 func Storage() *backend.Registry {
@@ -32,5 +34,6 @@ func Storage() *backend.Registry {
 	r.Register(gridftp.Open, "ftp", "gsiftp")
 	r.Register(root.Open, "root", "xroot")
 	r.Register(s3.Open, s3.Scheme, s3.SchemeHTTP)
+	r.Register(webdav.Open, "davs", "https", "dav", "http")
 	return r
 }
