@@ -52,9 +52,10 @@ const defaultMarkerTimeout = 2 * time.Minute
 //
 // A missing source is backend.ErrNotFound, a refusal by either server
 // backend.ErrPermission; a source the destination cannot reach is an
-// error that says so. When ctx ends the request is abandoned; whether
-// the server then stops its copy is its own affair (XRootD's does when
-// the connection closes).
+// error that says so. When ctx ends the request's connection is closed
+// and CopyFileFrom returns at once; whether the server then stops its
+// copy is its own affair (HTTP-TPC has no cancel request), so what it
+// had written may stay at dstPath.
 func (b *Backend) CopyFileFrom(ctx context.Context, src backend.Backend, srcPath, dstPath string, progress func(int64)) error {
 	s, ok := src.(*Backend)
 	if !ok {
@@ -82,7 +83,10 @@ func (b *Backend) CopyFileFrom(ctx context.Context, src backend.Backend, srcPath
 		if other.o.Username != "" && !strings.HasPrefix(other.base, "https:") {
 			return fmt.Errorf("webdav: %s: %w: a password for plain HTTP", what, backend.ErrInvalid)
 		}
-		hdr.Set("TransferHeaderAuthorization", auth)
+		// Set as spelled, not in Go's canonical form
+		// (Transferheaderauthorization): XRootD matches the
+		// "TransferHeader" prefix case-sensitively.
+		hdr["TransferHeaderAuthorization"] = []string{auth}
 	}
 	u := dstURL
 	if b.o.Push {

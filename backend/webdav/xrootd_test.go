@@ -60,6 +60,18 @@ func TestCopyFileFrom(t *testing.T) {
 		return b
 	}
 	src := open(t, srv.URL, false)
+	// nginx cannot copy, but it can be the source a destination pulls
+	// from; this one wants a token, which the destination must present
+	// (TransferHeaderAuthorization).
+	nginx := storagetest.WebDAV(t, storagetest.WebDAVOptions{TLS: true, CA: ca, Token: "src-token"})
+	withToken := func(t *testing.T, tok string) *Backend {
+		b, err := New(nginx.URL, Options{Client: ca.Client(), Token: backend.StaticToken(tok)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
 	for _, tc := range []struct {
 		name     string
 		size     int
@@ -67,6 +79,7 @@ func TestCopyFileFrom(t *testing.T) {
 		push     bool
 		src      *Backend // nil: src
 		noSource bool     // the source file is not made
+		onNginx  bool     // the source file is on nginx
 		want     error    // a sentinel the error must wrap
 		wantText string   // what the error must say
 	}{
@@ -76,12 +89,17 @@ func TestCopyFileFrom(t *testing.T) {
 		{name: "push", size: 5 << 20, push: true},
 		{name: "missing source", noSource: true, want: backend.ErrNotFound},
 		{name: "unreachable source", size: 10, src: open(t, closedURL(t), false), wantText: "could not reach the other server"},
+		{name: "pull from nginx with a token", size: 3<<20 + 1, src: withToken(t, "src-token"), onNginx: true},
+		{name: "pull from nginx with a wrong token", size: 10, src: withToken(t, "wrong"), onNginx: true, want: backend.ErrPermission},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := strings.ReplaceAll(tc.name, " ", "-")
 			sp, dp := "src/"+name+".dat", "dst/deeper/"+name+".dat"
 			data := random(tc.size, uint64(tc.size))
-			if !tc.noSource {
+			switch {
+			case tc.onNginx:
+				nginx.Put(t, sp, data)
+			case !tc.noSource:
 				srv.Put(t, sp, data)
 			}
 			if tc.existing != nil {
@@ -196,4 +214,65 @@ func TestXRootDHTTP(t *testing.T) {
 	if err := b.Remove(c, "/a/g"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCopyFileFromSlow pulls from an nginx that sends at 4 MB/s, so
+// that the copy runs long enough for performance markers: the progress
+// shows bytes before the end; and a copy cancelled while it runs returns
+// at once, with the context's error.
+func TestCopyFileFromSlow(t *testing.T) {
+	ca := storagetest.NewTestCA(t)
+	nginx := storagetest.WebDAV(t, storagetest.WebDAVOptions{TLS: true, CA: ca, Config: []string{"limit_rate 4m;"}})
+	dsrv := storagetest.XRootDHTTP(t, storagetest.XRootDHTTPOptions{CA: ca, TPC: true})
+	src, err := New(nginx.URL, Options{Client: ca.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := New(dsrv.URL, Options{Client: ca.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	const size = 28 << 20 // 7 s at 4 MB/s: a marker or more on the way
+	data := random(size, 5)
+	nginx.Put(t, "slow.dat", data)
+
+	t.Run("progress", func(t *testing.T) {
+		var seen []int64
+		if err := dst.CopyFileFrom(ctxFor(t), src, "slow.dat", "slow.dat", func(n int64) { seen = append(seen, n) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := dsrv.Read(t, "slow.dat"); !bytes.Equal(got, data) {
+			t.Fatalf("destination has %d bytes, want %d", len(got), size)
+		}
+		if len(seen) < 2 || seen[0] <= 0 || seen[0] >= size || seen[len(seen)-1] != size {
+			t.Errorf("progress %v: want some bytes before the end, then %d", seen, size)
+		}
+		for i := 1; i < len(seen); i++ {
+			if seen[i] <= seen[i-1] {
+				t.Errorf("progress did not increase: %v", seen)
+			}
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(ctxFor(t))
+		defer cancel()
+		var cancelledAt time.Time
+		err := dst.CopyFileFrom(ctx, src, "slow.dat", "cancelled.dat", func(n int64) {
+			if cancelledAt.IsZero() {
+				cancelledAt = time.Now()
+				cancel()
+			}
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("CopyFileFrom cancelled: %v, want context.Canceled", err)
+		}
+		if cancelledAt.IsZero() {
+			t.Fatal("no progress before the end")
+		}
+		if d := time.Since(cancelledAt); d > 2*time.Second {
+			t.Errorf("CopyFileFrom returned %s after its context ended", d)
+		}
+	})
 }
