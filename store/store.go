@@ -102,8 +102,8 @@ type Job struct {
 	// Metadata is what the submitter attached to the job (JSON, as sent;
 	// FTS3's job_metadata), or "": written by CreateJob, read by Job.
 	Metadata string
-	Owner   string // the owner's name (filled by reads)
-	VO      string // the owner's VO at submission
+	Owner    string // the owner's name (filled by reads)
+	VO       string // the owner's VO at submission
 	// SubmissionID, if set, makes submission idempotent per owner: a
 	// second CreateJob with the same owner and SubmissionID returns the
 	// first job.
