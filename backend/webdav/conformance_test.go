@@ -30,6 +30,7 @@ func nginxLacks() backendtest.Lacks {
 		NoReplaceRenamer: "not implemented yet (MOVE with Overwrite: F would give it where the server honours it)",
 		ModTimeSetter:    "WebDAV's getlastmodified is a live property servers do not let a PROPPATCH set",
 		Permissions:      "nginx answers a path its workers may not reach with 404 Not Found or 500, never 403: the backend cannot tell it from a missing file or a failure",
+		DotNames:         "nginx's dav-ext module leaves names that begin with a dot out of PROPFIND listings",
 	}
 }
 
