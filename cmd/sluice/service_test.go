@@ -49,6 +49,7 @@ func eachStore(t *testing.T, test func(t *testing.T, db string)) {
 type proc struct {
 	t    *testing.T
 	args []string
+	env  []string // added to the test's environment
 	cmd  *exec.Cmd
 	log  testout.Buffer // what it wrote, over every start
 }
@@ -63,7 +64,13 @@ func (p *proc) waitOutput(timeout time.Duration, subs ...string) bool {
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, args: args}
+	return startProcEnv(t, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the child's environment.
+func startProcEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, args: args, env: env}
 	p.start()
 	t.Cleanup(func() {
 		p.kill()
@@ -76,7 +83,7 @@ func startProc(t *testing.T, args ...string) *proc {
 
 func (p *proc) start() {
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	p.cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(p.args, "\x1f"))
+	p.cmd.Env = append(append(os.Environ(), p.env...), "SLUICE_TEST_RUN="+strings.Join(p.args, "\x1f"))
 	p.cmd.Stdout, p.cmd.Stderr = &p.log, &p.log
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
@@ -119,6 +126,7 @@ type cluster struct {
 	admin   *client.Client
 	db      string
 	adminTo string
+	env     []string // added to every process's environment
 }
 
 // newCluster starts `sluice serve` (with extra flags) and agents named
@@ -144,15 +152,29 @@ func newClusterSerial(t *testing.T, agents int, serveFlags ...string) *cluster {
 	return startCluster(t, "", agents, serveFlags...)
 }
 
+// newClusterEnv is newCluster with env added to the environment of its
+// server and agents (SSL_CERT_FILE naming a test's certificate authority,
+// say).
+func newClusterEnv(t *testing.T, env []string, agents int, serveFlags ...string) *cluster {
+	t.Helper()
+	t.Parallel()
+	return startClusterEnv(t, "", env, agents, serveFlags...)
+}
+
 func startCluster(t *testing.T, db string, agents int, serveFlags ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, addrs: map[string]string{}, db: db}
+	return startClusterEnv(t, db, nil, agents, serveFlags...)
+}
+
+func startClusterEnv(t *testing.T, db string, env []string, agents int, serveFlags ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), agents: map[string]*proc{}, roots: map[string]string{}, addrs: map[string]string{}, db: db, env: env}
 	c.addr = freeAddr(t)
 	args := append([]string{"serve", "--listen", c.addr, "--data-dir", filepath.Join(c.dir, "data"), "--heartbeat-timeout", "3"}, serveFlags...)
 	if c.db != "" {
 		args = append(args, "--db", c.db)
 	}
-	c.server = startProc(t, args...)
+	c.server = startProcEnv(t, env, args...)
 	waitListening(t, c.addr, c.server)
 	tok, err := os.ReadFile(filepath.Join(c.dir, "data", "admin.token"))
 	if err != nil {
@@ -178,7 +200,7 @@ func (c *cluster) addAgent(name string, extra ...string) {
 	c.addrs[name] = addr
 	args := append([]string{"agent", "--listen", addr, "--root", root, "--name", name,
 		"--server", "http://" + c.addr, "--join-token", "@" + filepath.Join(c.dir, "data", "join.token")}, extra...)
-	c.agents[name] = startProc(c.t, args...)
+	c.agents[name] = startProcEnv(c.t, c.env, args...)
 	c.roots[name] = root
 	waitListening(c.t, addr, c.agents[name])
 	// The agent listens and joins before it opens its root (the key

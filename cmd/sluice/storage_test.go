@@ -200,23 +200,39 @@ func readFile(t *testing.T, p string) []byte {
 	return b
 }
 
-// TestServiceS3Job: a job with an S3 endpoint (a real S3 server,
-// versitygw) at either end: an agent's file to S3 (the agent uploads the
+// TestServiceS3AndWebDAVJob: one job mixes schemes against real
+// servers: an agent's file to S3 (versitygw; the agent uploads the
 // object whole, a multipart upload with parallel parts), an object from
-// S3 to XRootD (the via agent relays: S3 and XRootD cannot copy
-// between themselves) and from S3 into an agent; every copy is its
-// source's bytes.
-func TestServiceS3Job(t *testing.T) {
+// S3 to XRootD (the via agent relays: they cannot copy between
+// themselves), one from S3 into an agent, and a WebDAV file to another
+// WebDAV server by HTTP third-party copy (two XRootD HTTPS servers: the
+// destination pulls from the source, and neither the server nor an
+// agent reads or writes its bytes); every copy is its source's bytes.
+func TestServiceS3AndWebDAVJob(t *testing.T) {
 	if err := storagetest.XRootDAvailable(); err != nil {
 		t.Skip(err)
 	}
-	c := newCluster(t, 2)
+	if err := storagetest.XRootDHTTPAvailable(true); err != nil {
+		t.Skip(err)
+	}
+	ca := storagetest.NewTestCA(t)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The service trusts the test's authority as a site trusts its own.
+	c := newClusterEnv(t, []string{"SSL_CERT_FILE=" + caFile}, 2)
 	s3 := storagetest.S3(t, storagetest.S3Options{})
 	x := storagetest.XRootD(t, storagetest.XRootDOptions{})
+	da := storagetest.XRootDHTTP(t, storagetest.XRootDHTTPOptions{CA: ca, TPC: true})
+	db := storagetest.XRootDHTTP(t, storagetest.XRootDHTTPOptions{CA: ca, TPC: true})
+	davs := func(s *storagetest.XRootDHTTPServer) string { return "davs://" + strings.TrimPrefix(s.URL, "https://") }
 	ctx := context.Background()
 	for name, in := range map[string]wire.StorageEndpointIn{
 		"s3": {URL: "s3+http://" + s3.Endpoint, Via: "a1", Credential: &wire.CredentialIn{Username: s3.AccessKey, Password: s3.SecretKey}},
 		"x":  {URL: "root://" + x.Addr},
+		"da": {URL: davs(da)},
+		"db": {URL: davs(db)},
 	} {
 		if _, err := c.admin.PutStorageEndpoint(ctx, name, in); err != nil {
 			t.Fatalf("registering %s: %v", name, err)
@@ -235,8 +251,14 @@ func TestServiceS3Job(t *testing.T) {
 	if err := os.WriteFile(local("in/obj.dat"), obj, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	tpc := make([]byte, 24<<20+3)
+	for i := range tpc {
+		tpc[i] = byte(i*7 + i>>16)
+	}
+	da.Put(t, "in/tpc.dat", tpc)
 	j, _, err := c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{
 		{Source: "sluice://a1/up/big.dat", Destination: s3.URL("out/big.dat")},
+		{Source: da.URL + "/in/tpc.dat", Destination: davs(db) + "/out/tpc.dat"},
 		{Source: s3.URL("in/obj.dat"), Destination: x.URL("fromS3/obj.dat")},
 		{Source: "sluice://s3/" + s3.Bucket + "/in/obj.dat", Destination: "sluice://a2/fromS3/obj.dat"},
 	}})
@@ -255,6 +277,7 @@ func TestServiceS3Job(t *testing.T) {
 		{"agent to S3", readFile(t, local("out/big.dat")), want},
 		{"S3 to XRootD via an agent", x.Read(t, "fromS3/obj.dat"), obj},
 		{"S3 to an agent", readFile(t, c.path("a2", "fromS3/obj.dat")), obj},
+		{"WebDAV to WebDAV by HTTP third-party copy", db.Read(t, "out/tpc.dat"), tpc},
 	} {
 		if !bytes.Equal(chk.got, chk.want) {
 			t.Errorf("%s: %d bytes differ from the source's %d", chk.what, len(chk.got), len(chk.want))
@@ -262,5 +285,33 @@ func TestServiceS3Job(t *testing.T) {
 	}
 	if strings.Contains(c.server.output(), s3.SecretKey) || strings.Contains(c.agents["a1"].output(), s3.SecretKey) {
 		t.Error("the S3 secret was logged")
+	}
+
+	// An HTTP third-party copy alone: its bytes pass through neither
+	// the server nor an agent.
+	const big = 64 << 20
+	da.Put(t, "in/big.dat", bytes.Repeat([]byte("webdav!!"), big/8))
+	pids := map[string]int{"server": c.server.cmd.Process.Pid, "a1": c.agents["a1"].cmd.Process.Pid, "a2": c.agents["a2"].cmd.Process.Pid}
+	before := map[string]int64{}
+	for n, pid := range pids {
+		before[n] = procIO(t, pid)
+	}
+	j, _, err = c.admin.Submit(ctx, api.JobIn{Files: []api.FileIn{{Source: "sluice://da/in/big.dat", Destination: "sluice://db/big/tpc.dat"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jj := c.waitJob(c.admin, j.ID, 3*time.Minute); jj.State != store.StateDone {
+		fs, _ := c.admin.Files(ctx, j.ID, 0, 10)
+		t.Fatalf("HTTP third-party job %s: %+v", jj.State, fs)
+	}
+	for n, pid := range pids {
+		moved := procIO(t, pid) - before[n]
+		t.Logf("%s read and wrote %d bytes while an HTTP third-party copy moved %d", n, moved, big)
+		if moved > big/4 {
+			t.Errorf("%s read and wrote %d bytes during an HTTP third-party copy of %d", n, moved, big)
+		}
+	}
+	if got := db.Read(t, "big/tpc.dat"); len(got) != big || !bytes.Equal(got[:8], []byte("webdav!!")) {
+		t.Errorf("HTTP third-party copy: %d bytes", len(got))
 	}
 }
