@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dtn/sluice/internal/storagetest"
 	"github.com/sluice-dtn/sluice/wan"
 )
 
@@ -485,5 +486,91 @@ func TestWANS3Job(t *testing.T) {
 		len(data)>>20, secs, float64(len(data))/secs/1e6, crossed/1e6)
 	if crossed < uint64(len(data)) {
 		t.Errorf("only %d bytes crossed the emulated link for a copy of %d", crossed, len(data))
+	}
+}
+
+// wanHost is host of n as the storage harnesses run servers there.
+func wanHost(n *wan.Net, host string) *storagetest.Host {
+	return &storagetest.Host{
+		Addr: n.Addr(host).String(),
+		Command: func(name string, args ...string) (*exec.Cmd, error) {
+			return n.Command(context.Background(), host, name, args...)
+		},
+		Listening: func(port int) bool {
+			out, _ := n.Exec(context.Background(), host, "ss", "-ltnH", "sport = :"+strconv.Itoa(port))
+			return len(bytes.TrimSpace(out)) > 0
+		},
+	}
+}
+
+// TestWANHTTPThirdPartyCopy: a job copies a file between two WebDAV
+// servers (XRootD over HTTPS) in hosts a and b of wan-untuned by HTTP
+// third-party copy: the destination in b pulls it from a across the
+// emulated link, driven by the service in b; the file's bytes cross a>b
+// once, and the copy is the source's.
+func TestWANHTTPThirdPartyCopy(t *testing.T) {
+	if err := storagetest.XRootDHTTPAvailable(true); err != nil {
+		t.Skip(err)
+	}
+	n := upWAN(t, "wan-untuned")
+	ca := storagetest.NewTestCA(t)
+	src := storagetest.XRootDHTTP(t, storagetest.XRootDHTTPOptions{CA: ca, TPC: true, Host: wanHost(n, "a")})
+	dst := storagetest.XRootDHTTP(t, storagetest.XRootDHTTPOptions{CA: ca, TPC: true, Host: wanHost(n, "b")})
+	data := make([]byte, 32<<20)
+	rand.Read(data)
+	src.Put(t, "in/f.dat", data)
+
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := n.Addr("b").String()
+	api := "http://" + b + ":17500"
+	data_ := filepath.Join(dir, "data")
+	serve := sluiceIn(t, n, "b", "serve", "--listen", b+":17500", "--data-dir", data_)
+	serve.Env = append(serve.Env, "SSL_CERT_FILE="+caFile)
+	var log bytes.Buffer
+	serve.Stdout, serve.Stderr = &log, &log
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Kill()
+		serve.Wait()
+		if t.Failed() {
+			t.Logf("sluice serve:\n%s", log.String())
+		}
+	})
+	waitListen(t, n, "b", "17500")
+	cli := func(args ...string) {
+		t.Helper()
+		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
+		if out, err := sluiceIn(t, n, "b", args...).CombinedOutput(); err != nil {
+			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	davs := func(s *storagetest.XRootDHTTPServer) string { return "davs://" + strings.TrimPrefix(s.URL, "https://") }
+	cli("endpoint", "add", "da", davs(src))
+	cli("endpoint", "add", "db", davs(dst))
+	st0, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	cli("submit", src.URL+"/in/f.dat", dst.URL+"/out/f.dat", "--watch")
+	secs := time.Since(began).Seconds()
+	st1, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.Read(t, "out/f.dat"); !bytes.Equal(got, data) {
+		t.Fatalf("the copy in b differs from the source in a (%d bytes of %d)", len(got), len(data))
+	}
+	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
+	t.Logf("HTTP third-party copy a>b over wan-untuned: %d MB in %.1f s (%.1f MB/s); %d MB crossed a>b",
+		len(data)>>20, secs, float64(len(data))/secs/1e6, crossed/1e6)
+	if crossed < uint64(len(data)) || crossed > uint64(len(data))*5/4 {
+		t.Errorf("%d bytes crossed the emulated link for a copy of %d: want the file once", crossed, len(data))
 	}
 }

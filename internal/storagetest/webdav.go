@@ -32,6 +32,9 @@ type WebDAVOptions struct {
 	// Config holds further directives for the server block, one a
 	// line, put after the harness's own.
 	Config []string
+	// Host, if set, runs the server elsewhere (a host of the emulated
+	// WAN), listening on Host.Addr.
+	Host *Host
 }
 
 // WebDAVServer is an nginx process serving a temporary directory
@@ -47,6 +50,8 @@ type WebDAVServer struct {
 
 	uid, gid int // nginx's workers' user (-1: the test's)
 	base     string
+	host     *Host // where it runs (nil: here)
+	port     int
 }
 
 // davExtModule is where Debian's libnginx-mod-http-dav-ext puts the
@@ -79,7 +84,7 @@ http {
 	types {}
 	default_type application/octet-stream;
 	server {
-		listen 127.0.0.1:%[4]d%[5]s;
+		listen %[9]s:%[4]d%[5]s;
 		%[6]s
 		root %[7]s;
 		client_max_body_size 0;
@@ -196,12 +201,13 @@ func WebDAV(t testing.TB, o WebDAVOptions) *WebDAVServer {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := fmt.Sprintf(nginxConfig, base, davExtModule, userLine, port, tlsListen, tlsLines, s.Dir, strings.Join(extra, "\n"))
+		cfg := fmt.Sprintf(nginxConfig, base, davExtModule, userLine, port, tlsListen, tlsLines, s.Dir, strings.Join(extra, "\n"), o.Host.addr())
 		cfgPath := filepath.Join(base, "nginx.conf")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s.URL = scheme + "://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.URL = scheme + "://" + net.JoinHostPort(o.Host.addr(), strconv.Itoa(port))
+		s.port, s.host = port, o.Host
 		// -e: the error log before the configuration is read, which
 		// would otherwise be the system's.
 		err = s.start(t, bin, []string{"-p", base, "-c", cfgPath, "-e", filepath.Join(base, "error.log")})
@@ -221,7 +227,10 @@ func WebDAV(t testing.TB, o WebDAVOptions) *WebDAVServer {
 // first.
 func (s *WebDAVServer) start(t testing.TB, bin string, args []string) error {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd, err := s.host.command(bin, args...)
+	if err != nil {
+		return err
+	}
 	cmd.Dir = s.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -242,10 +251,16 @@ func (s *WebDAVServer) start(t testing.TB, bin string, args []string) error {
 	defer c.CloseIdleConnections()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := c.Get(s.URL + "/")
-		if err == nil {
+		if s.host != nil {
+			if s.host.Listening(s.port) {
+				return nil
+			}
+			err = fmt.Errorf("nothing listens on port %d", s.port)
+		} else if resp, gerr := c.Get(s.URL + "/"); gerr == nil {
 			resp.Body.Close()
 			return nil
+		} else {
+			err = gerr
 		}
 		select {
 		case <-exited:

@@ -77,11 +77,12 @@ func (ca *TestCA) Client() *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-// issue writes into dir a server certificate for 127.0.0.1 and localhost
+// issue writes into dir a server certificate for 127.0.0.1, localhost
+// and hosts
 // signed by the authority (cert.pem, with the authority's certificate
 // after it), its key (key.pem, mode 0600) and the authority's certificate
 // (ca.pem), and returns their names.
-func (ca *TestCA) issue(t testing.TB, dir string) (certFile, keyFile, caFile string) {
+func (ca *TestCA) issue(t testing.TB, dir string, hosts ...string) (certFile, keyFile, caFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -102,6 +103,13 @@ func (ca *TestCA) issue(t testing.TB, dir string) (certFile, keyFile, caFile str
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		DNSNames:    []string{"localhost"},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -144,6 +152,38 @@ type XRootDHTTPOptions struct {
 	// Config holds further configuration directives, one a line, put
 	// after the harness's own.
 	Config []string
+	// Host, if set, runs the server elsewhere (a host of the emulated
+	// WAN): its certificate also names Host.Addr.
+	Host *Host
+}
+
+// Host is where a harness runs a server other than this process's
+// network: a host of the emulated WAN, say.
+type Host struct {
+	// Addr is the host's address: servers listen there, and their URLs
+	// name it.
+	Addr string
+	// Command makes the command that runs name there.
+	Command func(name string, args ...string) (*exec.Cmd, error)
+	// Listening reports whether something listens on port there (a
+	// harness cannot connect to it from here).
+	Listening func(port int) bool
+}
+
+// command is how a harness runs a server: here, or on h.
+func (h *Host) command(name string, args ...string) (*exec.Cmd, error) {
+	if h == nil {
+		return exec.Command(name, args...), nil
+	}
+	return h.Command(name, args...)
+}
+
+// addr is the address a server listens on and is reached at.
+func (h *Host) addr() string {
+	if h == nil {
+		return "127.0.0.1"
+	}
+	return h.Addr
 }
 
 // XRootDHTTPServer is an xrootd process that speaks HTTPS (XrdHttp,
@@ -160,6 +200,8 @@ type XRootDHTTPServer struct {
 
 	uid, gid int // the server's user (-1: the test's)
 	base     string
+	host     *Host // where it runs (nil: here)
+	port     int   // its HTTPS port
 }
 
 // xrootdHTTPConfig is the configuration of every XRootD HTTP server: the
@@ -229,7 +271,7 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 		t.Skipf("no XRootD HTTP server for this test: %v", err)
 	}
 	bin, _ := exec.LookPath("xrootd")
-	s := &XRootDHTTPServer{uid: -1, gid: -1, CA: o.CA}
+	s := &XRootDHTTPServer{uid: -1, gid: -1, CA: o.CA, host: o.Host}
 	if s.CA == nil {
 		s.CA = NewTestCA(t)
 	}
@@ -258,7 +300,11 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 			t.Fatal(err)
 		}
 	}
-	certFile, keyFile, caFile := s.CA.issue(t, tlsDir)
+	var hosts []string
+	if o.Host != nil {
+		hosts = append(hosts, o.Host.Addr)
+	}
+	certFile, keyFile, caFile := s.CA.issue(t, tlsDir, hosts...)
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +334,8 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 			t.Fatal(err)
 		}
 		s.own(t, base)
-		s.URL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hport))
+		s.URL = "https://" + net.JoinHostPort(o.Host.addr(), strconv.Itoa(hport))
+		s.port = hport
 		err = s.start(t, bin, append(slices.Clone(args), "-p", strconv.Itoa(xport), "-n", "sluicehttp", "-c", cfgPath, "-l", filepath.Join(base, "log")))
 		if err == nil {
 			return s
@@ -306,7 +353,10 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 // first.
 func (s *XRootDHTTPServer) start(t testing.TB, bin string, args []string) error {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd, err := s.host.command(bin, args...)
+	if err != nil {
+		return err
+	}
 	cmd.Dir = s.base
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -328,11 +378,17 @@ func (s *XRootDHTTPServer) start(t testing.TB, bin string, args []string) error 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		// Any HTTP answer will do (a directory's listing, or a
-		// refusal): the server is up.
-		resp, err := c.Get(s.URL + "/")
-		if err == nil {
+		// refusal): the server is up. Elsewhere, its port listening.
+		if s.host != nil {
+			if s.host.Listening(s.port) {
+				return nil
+			}
+			err = fmt.Errorf("nothing listens on port %d", s.port)
+		} else if resp, gerr := c.Get(s.URL + "/"); gerr == nil {
 			resp.Body.Close()
 			return nil
+		} else {
+			err = gerr
 		}
 		select {
 		case <-exited:
