@@ -28,6 +28,10 @@ var fts3Refused = map[string]string{
 	"staging_metadata":  "staging files from tape is not supported",
 }
 
+// fts3Kept are the parameters Sluice does not schedule by but keeps and
+// gives back with the job (jobSpec takes them).
+var fts3Kept = map[string]bool{"job_metadata": true}
+
 // fts3Warned are the parameters Sluice accepts and does not use, with
 // what that means for the job.
 var fts3Warned = map[string]string{
@@ -68,7 +72,7 @@ func fts3Params(p *ParamsIn) ([]string, error) {
 	var warnings, refused []string
 	for _, k := range names {
 		raw := others[k]
-		if isOff(k, raw) {
+		if isOff(k, raw) || fts3Kept[k] {
 			continue
 		}
 		v := strings.TrimSpace(string(raw))

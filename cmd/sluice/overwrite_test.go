@@ -196,8 +196,9 @@ func TestServiceFTS3Fields(t *testing.T) {
 			params: `"overwrite":false,"bring_online":-1,"copy_pin_lifetime":-1,"multihop":false,"reuse":null,"job_metadata":null,"id_generator":"standard","strict_copy":false,"max_time_in_queue":null`,
 			quiet:  []string{"bring_online", "copy_pin_lifetime", "multihop", "reuse", "job_metadata", "id_generator", "strict_copy", "max_time_in_queue"}},
 		{name: "harmless ones warned", params: `"job_metadata":{"exp":"cms"},"reuse":true,"timeout":3600,"fancy_new_thing":1`,
-			file: `,"metadata":{"k":"v"},"activity":"Production"`,
-			warn: []string{"params.job_metadata", "params.reuse", "params.timeout", "params.fancy_new_thing", "files[].metadata ignored (1 files)", "files[].activity ignored (1 files)"}},
+			file:  `,"metadata":{"k":"v"},"activity":"Production"`,
+			warn:  []string{"params.reuse", "params.timeout", "params.fancy_new_thing", "files[].activity ignored (1 files)"},
+			quiet: []string{"params.job_metadata", "files[].metadata"}}, // kept, and given back
 		{name: "staging refused", params: `"bring_online":3600`, status: http.StatusUnprocessableEntity, warn: []string{"params.bring_online 3600: staging files from tape is not supported"}},
 		{name: "multihop refused", params: `"multihop":true`, status: http.StatusUnprocessableEntity, warn: []string{"params.multihop"}},
 		{name: "pin refused", params: `"copy_pin_lifetime":600`, status: http.StatusUnprocessableEntity, warn: []string{"params.copy_pin_lifetime"}},
@@ -242,9 +243,10 @@ func TestServiceFTS3Fields(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit -f: %v\n%s", err, out)
 	}
-	for _, w := range []string{"warning: params.job_metadata", "warning: files[].metadata"} {
-		if !strings.Contains(out, w) {
-			t.Errorf("sluice submit -f does not print %q:\n%s", w, out)
+	// Metadata is kept and given back, so no warning names it.
+	for _, w := range []string{"job_metadata", "metadata"} {
+		if strings.Contains(out, w) {
+			t.Errorf("sluice submit -f warns about %q, which is kept:\n%s", w, out)
 		}
 	}
 	os.WriteFile(job, []byte(`{"files":[{"sources":["sluice://a1/fts/f"],"destinations":["sluice://a2/fts/cli2"]}],"params":{"bring_online":60}}`), 0o644)
