@@ -246,6 +246,7 @@ func (w *world) storeEndpoints(eps []store.Endpoint) {
 			cur.Up = false // the heartbeat check decides
 			w.eps[e.Name] = cur
 		}
+		cur.removed = false // in the store: registered (again)
 		if cur.URL == "" || !w.s.localBeat(e.Name) {
 			up := cur.Up
 			cur.Endpoint = e

@@ -222,7 +222,11 @@ func (s *Server) DeleteStorageEndpoint(ctx context.Context, c Caller, name strin
 	}
 	// The loop forgets it too: its files then fail, the endpoint
 	// unknown, instead of running against a server no longer wanted.
-	s.post(func(w *world) { delete(w.eps, e.Name) })
+	s.post(func(w *world) {
+		if ep := w.eps[e.Name]; ep != nil {
+			ep.removed = true
+		}
+	})
 	s.log.Info("storage endpoint removed", "by", c.User.Name, "endpoint", name)
 	return nil
 }
@@ -428,6 +432,9 @@ type runEnds struct {
 
 // openEnds opens both ends of p's run.
 func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
+	if p.srcURL == "" || p.dstURL == "" {
+		return nil, fmt.Errorf("%w: endpoint not registered", backend.ErrInvalid)
+	}
 	if p.srcStorage == nil && p.dstStorage == nil {
 		src, dst, srcTok, err := s.backends(ctx, p)
 		if err != nil {

@@ -100,11 +100,11 @@ func (j storeJournals) Delete(ctx context.Context, key string) error {
 // plan copies what a run of t needs.
 func (w *world) plan(t *task) plan {
 	p := plan{task: t.Task, checksum: t.job.Checksum, overwrite: t.job.Overwrite, preserveMtime: t.job.PreserveModTime, checkpointEvery: w.checkpointEvery()}
-	if e := w.eps[t.SrcEndpoint]; e != nil {
+	if e := w.eps[t.SrcEndpoint]; e != nil && !e.removed {
 		p.srcURL, p.srcAud = e.URL, e.Name
 		p.srcStorage = storageOf(e.Endpoint)
 	}
-	if e := w.eps[t.DstEndpoint]; e != nil {
+	if e := w.eps[t.DstEndpoint]; e != nil && !e.removed {
 		p.dstURL, p.dstAud = e.URL, e.Name
 		p.dstStorage = storageOf(e.Endpoint)
 	}

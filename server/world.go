@@ -104,6 +104,10 @@ type endpoint struct {
 	// downAtLoad: the store had it down when this server started; it
 	// stays down until its agent is heard from (heartbeats).
 	downAtLoad bool
+	// removed: an admin removed this storage endpoint; its files fail
+	// (no endpoint) rather than run against it. Kept in the table so
+	// that what still names it finds an entry.
+	removed bool
 	// heard is its last heartbeat known here (this server's, another's
 	// through the store, or the store's from before a restart); zero
 	// if never heard from.
@@ -473,6 +477,9 @@ func (w *world) snapshot(now time.Time, trig sched.Trigger) *sched.Snapshot {
 	w.s.mu.Unlock()
 	for name, e := range snap.Endpoints {
 		ep := w.eps[name]
+		if ep == nil {
+			continue // named by tasks only (an endpoint removed meanwhile)
+		}
 		ep.observed, ep.cc = e.Observed, e.CC
 		if e.Observed > ep.peak {
 			ep.peak = e.Observed
