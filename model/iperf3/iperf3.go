@@ -281,7 +281,7 @@ func Estimate(ctx context.Context, o Options) (Result, error) {
 		if !ok {
 			break
 		}
-		s, version, err := o.test(ctx, n)
+		s, version, err := o.test(ctx, n, len(e.Samples) > 0)
 		if err != nil {
 			return Result{}, fmt.Errorf("iperf3 sampling %s with %d streams: %w", e.Server, n, err)
 		}
@@ -313,7 +313,7 @@ func Estimate(ctx context.Context, o Options) (Result, error) {
 
 // test runs one iperf3 test with n streams, retrying while the server is
 // busy, and returns the sample and the iperf3 version.
-func (o Options) test(ctx context.Context, n int) (Sample, string, error) {
+func (o Options) test(ctx context.Context, n int, reached bool) (Sample, string, error) {
 	args := o.args(n)
 	limit := time.Duration(o.Seconds+o.Omit)*time.Second + runSlack
 	wait := o.Backoff
@@ -331,7 +331,7 @@ func (o Options) test(ctx context.Context, n int) (Sample, string, error) {
 		}
 		r, perr := parseReport(out)
 		switch {
-		case perr == nil && r.Error != "" && isBusy(r.Error) && attempt <= o.Retries:
+		case perr == nil && r.Error != "" && (isBusy(r.Error) || reached && isRefused(r.Error)) && attempt <= o.Retries:
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
@@ -361,6 +361,16 @@ func (o Options) test(ctx context.Context, n int) (Sample, string, error) {
 // isBusy tells iperf3's "the server is busy running a test. try again
 // later" from other errors.
 func isBusy(msg string) bool { return strings.Contains(strings.ToLower(msg), "server is busy") }
+
+// isRefused tells a refused connection: an iperf3 server closes its
+// listener between two tests and opens it again, so a test that comes
+// just after another may find nothing listening for a moment (seen on a
+// loaded machine). Once a test of the estimate has reached the server,
+// a refusal is retried as a busy server is; before, it fails at once (a
+// wrong host or port).
+func isRefused(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "connection refused")
+}
 
 // report is the part of iperf3's -J output that Estimate reads.
 type report struct {

@@ -174,6 +174,17 @@ func TestEstimate(t *testing.T) {
 			wantErr:    []string{"-c 127.0.0.1 -p 52099 -P 1", "unable to connect to server: Connection refused"},
 		},
 		{
+			// An iperf3 server closes its listener between two tests:
+			// once it has been reached, a refusal is a moment of that.
+			name:       "connection refused after a first test is retried",
+			opt:        Options{Growth: 2, Host: "127.0.0.1", Port: 52099, MaxStreams: 2, Backoff: time.Millisecond},
+			script:     map[int][]reply{1: capped(1), 2: append(ok(recorded(t, "refused.json")), capped(2)...)},
+			wantLevels: []int{1, 2, 2},
+			wantStop:   "next level 4 exceeds the maximum 2",
+			wantStream: [2]int{2, 2},
+			attempts:   []int{1, 2},
+		},
+		{
 			name:       "error in a later level",
 			opt:        Options{Growth: 2, Host: "dtn.example.org"},
 			script:     map[int][]reply{1: capped(1), 2: ok(recorded(t, "interrupted.json"))},
