@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,7 +66,8 @@ func (j *Joiner) next() { j.cur = (j.cur + 1) % len(j.Servers) }
 
 // Join registers, retrying while no server is reachable (agents often
 // start before their servers) or while its name is held by a live agent
-// elsewhere (409); any other refusal (bad join token, bad name) is final.
+// elsewhere (409); any other refusal (bad join token, bad name), and a
+// server certificate it does not trust, is final.
 func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 	wait := 500 * time.Millisecond
 	for {
@@ -92,6 +94,12 @@ func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 			}
 			if errors.As(err, &e) && e.Status < 500 {
 				return out, fmt.Errorf("agent: the server refused the registration: %w", err)
+			}
+			if certRefused(err) {
+				// The server's certificate is not one to trust (another
+				// name's, or an unknown authority's): the join token
+				// must not go to it, and waiting will not change it.
+				return out, fmt.Errorf("agent: the server %s: %w", j.Server(), err)
 			}
 			j.Log.Warn("cannot reach the server; trying the next", "server", j.Server(), "err", err)
 			j.next()
@@ -171,4 +179,13 @@ func (j *Joiner) Beat(ctx context.Context, hc *http.Client) error {
 		j.next()
 	}
 	return err
+}
+
+// certRefused reports whether err is a server certificate that failed
+// verification: for another name, by an unknown authority, or invalid.
+func certRefused(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }

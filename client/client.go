@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dtn/sluice/pki"
 	"github.com/sluice-dtn/sluice/wire"
 )
 
@@ -88,7 +89,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("client: %s %s: %w", method, path, err)
+		// A certificate the client does not trust says what to do.
+		return 0, fmt.Errorf("client: %s %s: %w", method, path, pki.Explain(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,12 +19,14 @@ import (
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/auth"
 	"github.com/sluice-dtn/sluice/backend/all"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/emul"
+	"github.com/sluice-dtn/sluice/pki"
 	"github.com/sluice-dtn/sluice/wire"
 )
 
 func newAgentCmd() *cobra.Command {
-	var listen, root, name, keyFile, tlsCert, tlsKey string
+	var listen, root, name, keyFile, tlsCert, tlsKey, caFile string
 	var serverURL, joinToken, advertise string
 	var emulate string
 	var pullFrom []string
@@ -81,6 +85,12 @@ func newAgentCmd() *cobra.Command {
 					return fmt.Errorf("agent: --emulate: %w", err)
 				}
 			}
+			// The servers' and other agents' certificates are checked
+			// against the system's roots and the site's authority.
+			trust, err := pki.ClientTLS(caFile)
+			if err != nil {
+				return fmt.Errorf("agent: --ca: %w", err)
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -96,19 +106,22 @@ func newAgentCmd() *cobra.Command {
 					return err
 				}
 				j = &agent.Joiner{Servers: servers, Info: wire.AgentIn{Name: name, URL: advertiseURL(advertise, ln.Addr(), tlsCert != ""),
-					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, Log: log}
+					MaxThroughput: maxMBps * 1e6, MaxCC: maxCC}, Log: log, Transport: trustingTransport(trust)}
 				if j.Token, err = secretArg(joinToken); err != nil {
 					return fmt.Errorf("agent: --join-token: %w", err)
 				}
 				joined, err := j.Join(ctx)
 				if err != nil {
-					return err
+					return pki.Explain(err)
 				}
 				key = joined.Key
 				go j.Heartbeats(ctx, time.Duration(joined.HeartbeatSeconds*float64(time.Second)))
 				fmt.Fprintf(cmd.OutOrStdout(), "sluice agent %s joined %s (scheduler %s) as %s\n", name, j.Server(), joined.Scheduler, j.Info.URL)
 			}
-			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation, PullFrom: pullFrom, Storage: all.Storage()})
+			pulls := sluice.NewTransport()
+			pulls.TLSClientConfig = trust
+			s, err := agent.New(agent.Config{Name: name, Root: root, Key: key, Logger: log, Emulation: emulation, PullFrom: pullFrom, Storage: all.Storage(),
+				Client: &http.Client{Transport: pulls}})
 			if err != nil {
 				return err
 			}
@@ -135,6 +148,7 @@ func newAgentCmd() *cobra.Command {
 	f.StringVar(&keyFile, "token-key", "", "file with the token key, mode 0600 (required; see sluice keygen)")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve HTTPS (sluices://)")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key for --tls-cert")
+	f.StringVar(&caFile, "ca", "", "the site's CA certificate (PEM): servers' and other agents' certificates are checked against it besides the system's")
 	f.StringVar(&serverURL, "server", "", "join this sluice server (http(s)://host:port; several, comma-separated, for servers sharing one database: the agent fails over between them) instead of using --token-key")
 	f.StringVar(&joinToken, "join-token", "", "the server's join token, or @FILE to read it from a file")
 	f.StringSliceVar(&pullFrom, "pull-from", nil, "restrict third-party copies to sources at these host:port, IP addresses or CIDR prefixes (comma-separated; default: any source the server names but link-local and multicast addresses)")
@@ -198,4 +212,11 @@ func newTokenCmd() *cobra.Command {
 	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
 	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
 	return cmd
+}
+
+// trustingTransport is an HTTP transport that verifies servers with cfg.
+func trustingTransport(cfg *tls.Config) http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = cfg
+	return t
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/client"
 	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/pki"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/stork"
@@ -31,6 +33,9 @@ import (
 type clientConfig struct {
 	Server string `json:"server"`
 	Token  string `json:"token"`
+	// CA is the site's authority the server's certificate is checked
+	// against, besides the system's roots (`sluice ca init` makes one).
+	CA string `json:"ca,omitempty"`
 }
 
 func clientConfigFile() string {
@@ -49,7 +54,21 @@ func clientFlags(cmd *cobra.Command) *clientConfig {
 	c := &clientConfig{}
 	cmd.Flags().StringVar(&c.Server, "server", "", "server URL (default $SLUICE_SERVER, then what sluice login saved)")
 	cmd.Flags().StringVar(&c.Token, "token", "", "API token or @FILE (default $SLUICE_TOKEN, then what sluice login saved)")
+	cmd.Flags().StringVar(&c.CA, "ca", "", "the site's CA certificate (PEM) to check an https:// server against, besides the system's (default $SLUICE_CA, then what sluice login saved)")
 	return c
+}
+
+// httpClient is the HTTP client of a command that talks to the server:
+// it verifies the server's certificate against the system's roots and
+// the site's authority caFile, if given.
+func httpClient(caFile string) (*http.Client, error) {
+	cfg, err := pki.ClientTLS(caFile)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	return &http.Client{Timeout: 60 * time.Second, Transport: tr}, nil
 }
 
 func (c *clientConfig) client() (*client.Client, error) {
@@ -74,6 +93,12 @@ func (c *clientConfig) client() (*client.Client, error) {
 	if cfg.Token == "" {
 		cfg.Token = file.Token
 	}
+	if cfg.CA == "" {
+		cfg.CA = os.Getenv("SLUICE_CA")
+	}
+	if cfg.CA == "" {
+		cfg.CA = file.CA
+	}
 	if cfg.Server == "" {
 		return nil, errors.New("no server: give --server, set SLUICE_SERVER, or run `sluice login`")
 	}
@@ -84,7 +109,11 @@ func (c *clientConfig) client() (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--token: %w", err)
 	}
-	return client.New(cfg.Server, tok, nil)
+	hc, err := httpClient(cfg.CA)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	return client.New(cfg.Server, tok, hc)
 }
 
 func newLoginCmd() *cobra.Command {
@@ -104,7 +133,20 @@ func newLoginCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("login: --token: %w", err)
 		}
-		cl, err := client.New(c.Server, tok, nil)
+		if c.CA == "" {
+			c.CA = os.Getenv("SLUICE_CA")
+		}
+		if c.CA != "" {
+			// Saved by its absolute name: later commands run elsewhere.
+			if abs, err := filepath.Abs(c.CA); err == nil {
+				c.CA = abs
+			}
+		}
+		hc, err := httpClient(c.CA)
+		if err != nil {
+			return fmt.Errorf("login: --ca: %w", err)
+		}
+		cl, err := client.New(c.Server, tok, hc)
 		if err != nil {
 			return err
 		}
@@ -116,7 +158,7 @@ func newLoginCmd() *cobra.Command {
 		if name == "" {
 			return errors.New("login: no configuration directory")
 		}
-		b, _ := json.MarshalIndent(clientConfig{Server: c.Server, Token: tok}, "", "  ")
+		b, _ := json.MarshalIndent(clientConfig{Server: c.Server, Token: tok, CA: c.CA}, "", "  ")
 		if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 			return fmt.Errorf("login: %w", err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/pki"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
@@ -47,6 +50,9 @@ type serveConfig struct {
 	BatchMax         string  `json:"batch_max"`
 	BatchBDP         string  `json:"batch_bdp"`
 	ListPage         int     `json:"list_page"`
+	TLSCert          string  `json:"tls_cert"`
+	TLSKey           string  `json:"tls_key"`
+	CA               string  `json:"ca"`
 }
 
 func defaultDataDir() string {
@@ -97,11 +103,14 @@ docs/SCALING.md). Agents list every server in --server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes, tls_cert, tls_key, ca")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
 	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
 	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
 	f.StringVar(&c.Listen, "listen", c.Listen, "address of the API (host:port)")
+	f.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; read again when the file changes (sluice ca issue makes one)")
+	f.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&c.CA, "ca", "", "the site's CA certificate (PEM): agents' and storage servers' certificates are checked against it besides the system's")
 	f.StringVar(&c.DB, "db", "", "store: postgres://... for PostgreSQL (default: SQLite file sluice.db in the data directory)")
 	f.StringVar(&c.DataDir, "data-dir", "", "directory for the SQLite store and first-start tokens (default "+defaultDataDir()+")")
 	f.StringVar(&c.Scheduler, "scheduler", c.Scheduler, fmt.Sprintf("scheduling algorithm: %v", sched.Names()))
@@ -187,7 +196,25 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	if fc.ListPage != 0 {
 		set("list-page", func() { c.ListPage = fc.ListPage })
 	}
+	if fc.TLSCert != "" {
+		set("tls-cert", func() { c.TLSCert = fc.TLSCert })
+	}
+	if fc.TLSKey != "" {
+		set("tls-key", func() { c.TLSKey = fc.TLSKey })
+	}
+	if fc.CA != "" {
+		set("ca", func() { c.CA = fc.CA })
+	}
 	return nil
+}
+
+// agentClient is the server's client of agents: the agents' transport
+// (sluice.NewTransport), verifying their certificates against cfg's
+// roots.
+func agentClient(cfg *tls.Config) *http.Client {
+	t := sluice.NewTransport()
+	t.TLSClientConfig = cfg
+	return &http.Client{Transport: t}
 }
 
 func runServe(cmd *cobra.Command, c serveConfig) error {
@@ -196,6 +223,20 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	}
 	if c.ListPage < 1 || c.ListPage > 10000 {
 		return fmt.Errorf("serve: --list-page %d: want 1 to 10000 entries", c.ListPage)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("serve: --tls-cert and --tls-key go together")
+	}
+	var certs *pki.Reloader
+	if c.TLSCert != "" {
+		var err error
+		if certs, err = pki.NewReloader(c.TLSCert, c.TLSKey); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	outbound, err := pki.ClientTLS(c.CA)
+	if err != nil {
+		return fmt.Errorf("serve: --ca: %w", err)
 	}
 	if c.DataTokenTTL < 1 {
 		return fmt.Errorf("serve: --data-token-ttl %g: want at least 1 second", c.DataTokenTTL)
@@ -251,6 +292,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		BatchMax:         batchMax,
 		BatchBDP:         batchBDP,
 		ListPage:         c.ListPage,
+		Client:           agentClient(outbound),
 	})
 	if err != nil {
 		return err
@@ -262,9 +304,18 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer ln.Close()
-	srv.SetURL("http://" + ln.Addr().String())
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+	}
+	srv.SetURL(scheme + "://" + ln.Addr().String())
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "sluice serve: scheduler %s, store %s (%s), API http://%s/ (OpenAPI at /openapi.json)\n", srv.Scheduler(), st.Dialect(), redact(c.DB), ln.Addr())
+	fmt.Fprintf(out, "sluice serve: scheduler %s, store %s (%s), API %s://%s/ (OpenAPI at /openapi.json)\n", srv.Scheduler(), st.Dialect(), redact(c.DB), scheme, ln.Addr())
+	if certs == nil {
+		fmt.Fprintln(out, "plain HTTP: API and join tokens cross the network unencrypted; for a demo on loopback only (serve HTTPS with --tls-cert and --tls-key: sluice ca init, sluice ca issue HOST)")
+	} else {
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12})
+	}
 	if st.Dialect() == "postgres" {
 		fmt.Fprintf(out, "server ID %s: schedules a share of the endpoints with the other servers on this database\n", srv.Status().Server)
 	}
