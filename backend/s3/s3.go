@@ -716,7 +716,19 @@ func (b *Backend) Mkdir(ctx context.Context, p string) error {
 		if dir {
 			continue
 		}
-		if _, err := b.c.PutObject(ctx, at.bucket, at.prefix(), strings.NewReader(""), 0, minio.PutObjectOptions{ContentType: "application/x-directory"}); err != nil {
+		// An empty marker may be put again: one more try after a
+		// transport failure (versitygw was seen to drop such a PUT's
+		// connection now and then, "unexpected EOF").
+		for try := 0; try < 2; try++ {
+			if _, err = b.c.PutObject(ctx, at.bucket, at.prefix(), strings.NewReader(""), 0, minio.PutObjectOptions{ContentType: "application/x-directory"}); err == nil || ctx.Err() != nil {
+				break
+			}
+			var re minio.ErrorResponse
+			if errors.As(err, &re) && re.StatusCode > 0 && re.StatusCode < 500 {
+				break // the server answered: a refusal, not a dropped connection
+			}
+		}
+		if err != nil {
 			return fail("mkdir", at, err)
 		}
 	}
