@@ -438,10 +438,13 @@ func newStatusCmd() *cobra.Command {
 			}
 		}
 		if asJSON {
-			return writeJSON(out, struct {
+			if err := writeJSON(out, struct {
 				api.JobOut
 				FileList []api.FileOut `json:"file_list,omitempty"`
-			}{j, fs})
+			}{j, fs}); err != nil {
+				return err
+			}
+			return jobEnded(j)
 		}
 		printJob(out, j)
 		if files {
@@ -450,14 +453,29 @@ func newStatusCmd() *cobra.Command {
 			for _, f := range fs {
 				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\n", f.Index, f.State, f.Size, f.CC, f.Throughput/1e6, f.Checksum, f.Destination, f.Error)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
 		}
-		return nil
+		return jobEnded(j)
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&files, "files", false, "list the job's files")
 	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
 	return cmd
+}
+
+// jobEnded is the error a command that shows one job ends with: none
+// while it runs or once it is done, one for a job that failed (some of
+// its files) or was canceled, so that a script sees it in the exit
+// status and not only in the text.
+func jobEnded(j api.JobOut) error {
+	switch j.State {
+	case store.StateFailed, store.StateCanceled:
+		return fmt.Errorf("job %d %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
+			j.ID, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, j.ID)
+	}
+	return nil
 }
 
 func progressBytes(j api.JobOut) string {

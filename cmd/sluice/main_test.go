@@ -299,3 +299,15 @@ func TestTestbedUpFailsWhenServerStops(t *testing.T) {
 		t.Fatal("testbed up goes on after its server stopped")
 	}
 }
+
+// TestVersion: `sluice version` and `sluice --version` say which build
+// this is, the same way.
+func TestVersion(t *testing.T) {
+	a, err := run(t, "version")
+	if err != nil || !strings.HasPrefix(a, "sluice ") || !strings.Contains(a, "agent protocol") {
+		t.Fatalf("version: %v %q", err, a)
+	}
+	if b, err := run(t, "--version"); err != nil || b != a {
+		t.Errorf("--version: %v %q, want %q", err, b, a)
+	}
+}

@@ -1333,6 +1333,17 @@ func TestServiceCLI(t *testing.T) {
 	if out, err = run(t, "status", id, "--files"); err != nil || !strings.Contains(out, "adler32:") {
 		t.Errorf("status --files: %v\n%s", err, out)
 	}
+	// A failed job: status shows it and exits non-zero, text or JSON.
+	out, err = run(t, "submit", "sluice://a1/cli/missing", "sluice://a2/cli/missing", "--watch")
+	if err == nil {
+		t.Fatalf("submit --watch of a missing source succeeded:\n%s", out)
+	}
+	failed := strings.Fields(out)[0]
+	for _, args := range [][]string{{"status", failed}, {"status", failed, "--json"}} {
+		if out, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "failed") || !strings.Contains(out, "failed") {
+			t.Errorf("%v of a failed job: %v\n%s; want it shown and an error", args, err, out)
+		}
+	}
 	if out, err = run(t, "watch", id); err != nil || !strings.Contains(out, "1 done") {
 		t.Errorf("watch of a finished job: %v\n%s", err, out)
 	}
