@@ -421,7 +421,6 @@ type runEnds struct {
 	// what multi-source runs and batches need.
 	agentSrc, agentDst *sluice.Backend
 	srcTok             sluice.TokenSource
-	how                string // how the bytes move, for the run's note
 	// subWrite, if not 0, is what a request moves, and the least
 	// (engine.Spec.PullMin): each range a storage server sends or takes
 	// costs a new data connection (and its slow start), where agents
@@ -503,7 +502,6 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 		default:
 			return fail(fmt.Errorf("%w: %s cannot copy from %s itself", backend.ErrInvalid, p.dstStorage.name, p.srcStorage.name))
 		}
-		e.how = "third-party copy " + p.srcStorage.name + " -> " + p.dstStorage.name
 	case p.srcStorage != nil && p.dstStorage != nil:
 		via := p.dstStorage.via
 		if via == "" {
@@ -527,7 +525,6 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 		}
 		e.pull = s.copyPull(a, p.srcStorage, p.dstStorage)
 		e.src, e.dst = s.summedBy(a, p.srcStorage, e.src), s.summedBy(a, p.dstStorage, e.dst)
-		e.how = "streamed by agent " + via
 	case p.srcStorage != nil:
 		// To an agent: it reads the storage itself.
 		dstTok, err := s.withRemotes(p, auth.Claims{Sub: sub, Scope: auth.ScopeRW, Prefix: dstDir, Base: baseFor(p.dstBase, dstDir), Aud: p.dstAud}, p.srcStorage.base)
@@ -541,7 +538,6 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 		e.dst, e.agentDst = a, a
 		e.src = s.summedBy(a, p.srcStorage, e.src)
 		e.pull = s.copyPull(a, p.srcStorage, nil)
-		e.how = "read from " + p.srcStorage.name + " by agent " + p.dstAud
 	default:
 		// From an agent: it writes the storage itself.
 		srcTok, err := s.withRemotes(p, auth.Claims{Sub: sub, Scope: auth.ScopeRead, Prefix: p.srcPath, Base: baseFor(p.srcBase, p.srcPath), Aud: p.srcAud}, p.dstStorage.base)
@@ -555,7 +551,6 @@ func (s *Server) openEnds(ctx context.Context, p plan) (*runEnds, error) {
 		e.src, e.agentSrc = a, a
 		e.dst = s.summedBy(a, p.dstStorage, e.dst)
 		e.pull = s.copyPull(a, nil, p.dstStorage)
-		e.how = "written to " + p.dstStorage.name + " by agent " + p.srcAud
 	}
 	return e, nil
 }
