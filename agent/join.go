@@ -66,11 +66,15 @@ func (j *Joiner) next() { j.cur = (j.cur + 1) % len(j.Servers) }
 
 // Join registers, retrying while no server is reachable (agents often
 // start before their servers) or while its name is held by a live agent
-// elsewhere (409); any other refusal (bad join token, bad name), and a
-// server certificate it does not trust, is final.
+// elsewhere (409); any other refusal (bad join token, bad name) is
+// final, and so is a round in which every server's certificate failed
+// verification (the token never goes to such a server; waiting will not
+// change its certificate).
 func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 	wait := 500 * time.Millisecond
 	for {
+		var certErr error
+		untrusted := 0
 		for range j.Servers {
 			c, err := client.New(j.Server(), j.Token, &http.Client{Timeout: 10 * time.Second, Transport: j.Transport})
 			if err != nil {
@@ -96,13 +100,16 @@ func (j *Joiner) Join(ctx context.Context) (wire.JoinedOut, error) {
 				return out, fmt.Errorf("agent: the server refused the registration: %w", err)
 			}
 			if certRefused(err) {
-				// The server's certificate is not one to trust (another
-				// name's, or an unknown authority's): the join token
-				// must not go to it, and waiting will not change it.
-				return out, fmt.Errorf("agent: the server %s: %w", j.Server(), err)
+				// Another name's certificate, or an unknown authority's:
+				// the next server may have a good one.
+				untrusted++
+				certErr = fmt.Errorf("agent: the server %s: %w", j.Server(), err)
 			}
 			j.Log.Warn("cannot reach the server; trying the next", "server", j.Server(), "err", err)
 			j.next()
+		}
+		if untrusted == len(j.Servers) {
+			return wire.JoinedOut{}, certErr
 		}
 		j.Log.Warn("no server reachable yet; retrying", "servers", strings.Join(j.Servers, ","), "in", wait)
 		select {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -163,4 +165,36 @@ func TestJoinAndHeartbeatTimes(t *testing.T) {
 			t.Errorf("heartbeats at %v, want %v", beats, want)
 		}
 	})
+}
+
+// TestJoinUntrustedServer: a server whose certificate the agent does not
+// trust is skipped for the next one, and when every server's is
+// untrusted the join fails at once (it would fail for good) with the
+// verification error, the join token sent to none of them.
+func TestJoinUntrustedServer(t *testing.T) {
+	var registered atomic.Int32
+	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("a server whose certificate is untrusted got %s %s", r.Method, r.URL.Path)
+	}))
+	defer untrusted.Close()
+	good := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		registered.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"key":"` + strings.Repeat("k", 44) + `","heartbeat_seconds":1}`))
+	}))
+	defer good.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	info := wire.AgentIn{Name: "a1", URL: "http://127.0.0.1:1"}
+
+	j := &Joiner{Servers: []string{untrusted.URL}, Token: "t", Info: info, Log: quiet}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ua x509.UnknownAuthorityError
+	if _, err := j.Join(ctx); !errors.As(err, &ua) {
+		t.Fatalf("join of an untrusted server only: %v, want the unknown authority at once", err)
+	}
+	j = &Joiner{Servers: []string{untrusted.URL, good.URL}, Token: "t", Info: info, Log: quiet}
+	if _, err := j.Join(ctx); err != nil || registered.Load() != 1 || j.Server() != good.URL {
+		t.Fatalf("join past an untrusted server: %v, registered %d, at %s", err, registered.Load(), j.Server())
+	}
 }
