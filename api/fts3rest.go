@@ -434,6 +434,13 @@ func (f *fts3Handler) getJobs(w http.ResponseWriter, r *http.Request, c server.C
 	if q := r.URL.Query().Get("files"); q != "" {
 		fields = strings.Split(q, ",")
 	}
+	eachJob(w, list, func(s string) (wire.FTS3Job, error) { return f.jobWithFiles(r.Context(), c, s, fields) })
+}
+
+// eachJob answers a request for one job or a list of them (ID or
+// ID,ID,...) with what do gives for each: one id, the job or its error;
+// several, a list of jobs and errors, 207 if there are errors.
+func eachJob(w http.ResponseWriter, list string, do func(id string) (wire.FTS3Job, error)) {
 	ids := strings.Split(list, ",")
 	var out []any
 	errs := 0
@@ -441,15 +448,14 @@ func (f *fts3Handler) getJobs(w http.ResponseWriter, r *http.Request, c server.C
 		if s == "" {
 			continue
 		}
-		j, err := f.jobWithFiles(r.Context(), c, s, fields)
+		j, err := do(s)
 		if err != nil {
 			if len(ids) == 1 {
 				fts3Error(w, fts3Code(err), "%v", err)
 				return
 			}
 			errs++
-			code := fts3Code(err)
-			out = append(out, map[string]string{"job_id": s, "http_status": fts3Status(code), "http_message": err.Error()})
+			out = append(out, map[string]string{"job_id": s, "http_status": fts3Status(fts3Code(err)), "http_message": err.Error()})
 			continue
 		}
 		if len(ids) == 1 {
@@ -607,37 +613,7 @@ func (f *fts3Handler) dm(w http.ResponseWriter, r *http.Request, c server.Caller
 // job's final state) if it had ended already; several ids: a list, 207
 // if one failed.
 func (f *fts3Handler) cancel(w http.ResponseWriter, r *http.Request, c server.Caller, list string) {
-	ids := strings.Split(list, ",")
-	var out []any
-	errs := 0
-	for _, s := range ids {
-		if s == "" {
-			continue
-		}
-		j, err := f.cancelOne(r.Context(), c, s)
-		if err != nil {
-			if len(ids) == 1 {
-				fts3Error(w, fts3Code(err), "%v", err)
-				return
-			}
-			errs++
-			out = append(out, map[string]string{"job_id": s, "http_status": fts3Status(fts3Code(err)), "http_message": err.Error()})
-			continue
-		}
-		if len(ids) == 1 {
-			writeFTS3(w, http.StatusOK, j)
-			return
-		}
-		out = append(out, j)
-	}
-	code := http.StatusOK
-	if errs > 0 {
-		code = http.StatusMultiStatus
-	}
-	if out == nil {
-		out = []any{}
-	}
-	writeFTS3(w, code, out)
+	eachJob(w, list, func(s string) (wire.FTS3Job, error) { return f.cancelOne(r.Context(), c, s) })
 }
 
 func (f *fts3Handler) cancelOne(ctx context.Context, c server.Caller, s string) (wire.FTS3Job, error) {

@@ -43,15 +43,14 @@ type WebDAVOptions struct {
 type WebDAVServer struct {
 	// URL is the server's http(s)://127.0.0.1:port, without a slash.
 	URL string
-	// Dir is the local directory the server serves as "/".
-	Dir string
+	// The directory it serves (Dir), owned by nginx's workers' user.
+	localFiles
 	// CA issued the server's certificate (nil without TLS).
 	CA *TestCA
 
-	uid, gid int // nginx's workers' user (-1: the test's)
-	base     string
-	host     *Host // where it runs (nil: here)
-	port     int
+	base string
+	host *Host // where it runs (nil: here)
+	port int
 }
 
 // davExtModule is where Debian's libnginx-mod-http-dav-ext puts the
@@ -127,7 +126,7 @@ func WebDAV(t testing.TB, o WebDAVOptions) *WebDAVServer {
 	if err != nil {
 		bin = "/usr/sbin/nginx"
 	}
-	s := &WebDAVServer{uid: -1, gid: -1}
+	s := &WebDAVServer{localFiles: localFiles{uid: -1, gid: -1}}
 	userLine := ""
 	if os.Geteuid() == 0 {
 		if u, err := user.Lookup("www-data"); err == nil {
@@ -189,8 +188,8 @@ func WebDAV(t testing.TB, o WebDAVOptions) *WebDAVServer {
 	for i, l := range extra {
 		extra[i] = "\t\t" + l
 	}
-	s.own(t, s.Dir)
-	s.own(t, filepath.Join(base, "tmp"))
+	s.Own(t, s.Dir)
+	s.Own(t, filepath.Join(base, "tmp"))
 
 	// The port is free when chosen, but something else may take it
 	// before nginx binds it: then nginx exits at once, and is started
@@ -232,93 +231,21 @@ func (s *WebDAVServer) start(t testing.TB, bin string, args []string) error {
 		return err
 	}
 	cmd.Dir = s.base
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting nginx: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Logf("started %s %s", bin, strings.Join(args, " "))
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			s.dumpLogs(t)
-		}
-	})
 	c := s.Client()
 	c.Timeout = time.Second
 	defer c.CloseIdleConnections()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if s.host != nil {
-			if s.host.Listening(s.port) {
-				return nil
-			}
-			err = fmt.Errorf("nothing listens on port %d", s.port)
-		} else if resp, gerr := c.Get(s.URL + "/"); gerr == nil {
-			resp.Body.Close()
-			return nil
-		} else {
-			err = gerr
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nginx did not answer on %s: %w", s.URL, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := runServer(t, cmd, s.dumpLogs, 15*time.Second, 50*time.Millisecond, httpReady(s.host, s.port, c, s.URL)); err != nil {
+		return fmt.Errorf("nginx on %s: %w", s.URL, err)
 	}
+	return nil
 }
 
-// Client is an HTTP client for the server (one that trusts its
-// certificate, with TLS).
 func (s *WebDAVServer) Client() *http.Client {
 	if s.CA != nil {
 		return s.CA.Client()
 	}
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }
-
-// Local is the local name of p, a path below Dir.
-func (s *WebDAVServer) Local(p string) string { return localName(s.Dir, p) }
-
-// Put writes data to p (a path below Dir; a name ending in "/" is made a
-// directory), creating its parents, owned by the workers' user.
-func (s *WebDAVServer) Put(t testing.TB, p string, data []byte) {
-	t.Helper()
-	putLocal(t, s.Local(p), strings.HasSuffix(p, "/"), data)
-	s.own(t, s.Dir)
-}
-
-// Read returns the content of p, a path below Dir.
-func (s *WebDAVServer) Read(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(s.Local(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// Own gives local, below Dir, and everything below it to the workers'
-// user, for what a test made there without Put.
-func (s *WebDAVServer) Own(t testing.TB, local string) {
-	t.Helper()
-	s.own(t, local)
-}
-
-func (s *WebDAVServer) own(t testing.TB, local string) {
-	t.Helper()
-	chownTree(t, local, s.uid, s.gid)
-}
-
-// RunsAsOtherUser reports whether nginx's workers run as another user
-// than the test: then file permissions the test sets do stop them.
-func (s *WebDAVServer) RunsAsOtherUser() bool { return s.uid >= 0 }
 
 // Log returns what nginx has logged so far (errors, then requests).
 func (s *WebDAVServer) Log() string {
@@ -331,44 +258,133 @@ func (s *WebDAVServer) dumpLogs(t testing.TB) {
 	}
 }
 
-// localName is the local name of p, a slash-separated path below dir.
-func localName(dir, p string) string {
-	return filepath.Join(dir, filepath.FromSlash(path.Clean("/"+p)))
+// localFiles is the side of a server a harness started that a test
+// reaches through the file system: the directory the server serves, and
+// the user who must own what the test puts there so that the server can
+// write over it.
+type localFiles struct {
+	// Dir is the local directory the server serves as "/".
+	Dir string
+	// uid and gid are the server's user (-1: the test's own user runs
+	// the server).
+	uid, gid int
 }
 
-// putLocal writes data to local, or makes it a directory, with its
-// parents.
-func putLocal(t testing.TB, local string, dir bool, data []byte) {
+// Local is the local name of p, a path below Dir.
+func (f *localFiles) Local(p string) string {
+	return filepath.Join(f.Dir, filepath.FromSlash(path.Clean("/"+p)))
+}
+
+// Put writes data to p (a path below Dir; a name ending in "/" is made a
+// directory), creating its parents, all of it owned by the server's
+// user.
+func (f *localFiles) Put(t testing.TB, p string, data []byte) {
 	t.Helper()
-	if dir {
+	local := f.Local(p)
+	if strings.HasSuffix(p, "/") {
 		if err := os.MkdirAll(local, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return
+	} else {
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(local, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(local, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f.Own(t, f.Dir)
 }
 
-// chownTree gives local and everything below it to uid:gid (nothing to
-// do for uid -1: the test's own user runs the server).
-func chownTree(t testing.TB, local string, uid, gid int) {
+// Read returns the content of p, a path below Dir.
+func (f *localFiles) Read(t testing.TB, p string) []byte {
 	t.Helper()
-	if uid < 0 {
+	b, err := os.ReadFile(f.Local(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Own gives local, a file or directory below Dir, and everything below
+// it to the server's user (nothing to do when the test's user runs the
+// server), for what a test made there without Put.
+func (f *localFiles) Own(t testing.TB, local string) {
+	t.Helper()
+	if f.uid < 0 {
 		return
 	}
 	err := filepath.WalkDir(local, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, uid, gid)
+		return os.Lchown(p, f.uid, f.gid)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RunsAsOtherUser reports whether the server runs as another user than
+// the test: then file permissions the test sets do stop it.
+func (f *localFiles) RunsAsOtherUser() bool { return f.uid >= 0 }
+
+// runServer starts cmd in a process group of its own, killed with
+// everything it started by the test's cleanup (dump, if set, then shows
+// its logs on a failure), and polls ready every poll until it answers
+// nil, for at most wait. It returns an error wrapping errExited if the
+// process exits first.
+func runServer(t testing.TB, cmd *exec.Cmd, dump func(testing.TB), wait, poll time.Duration, ready func() error) error {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Logf("started %s", strings.Join(cmd.Args, " "))
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		if t.Failed() && dump != nil {
+			dump(t)
+		}
+	})
+	deadline := time.Now().Add(wait)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(poll)
+	}
+}
+
+// httpReady is a runServer readiness check: any HTTP answer from url
+// (a listing, a refusal) means the server is up; on another host, whose
+// address this process cannot reach, its port listening.
+func httpReady(host *Host, port int, c *http.Client, url string) func() error {
+	return func() error {
+		if host != nil {
+			if host.Listening(port) {
+				return nil
+			}
+			return fmt.Errorf("nothing listens on port %d", port)
+		}
+		resp, err := c.Get(url + "/")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
 	}
 }
 

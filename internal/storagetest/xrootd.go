@@ -44,13 +44,10 @@ type XRootDOptions struct {
 type XRootDServer struct {
 	// Addr is the server's address, 127.0.0.1:port.
 	Addr string
-	// Dir is the local directory the server exports as "/".
-	Dir string
+	// The directory it exports (Dir), owned by the server's user.
+	localFiles
 
-	// uid and gid are the server's user, who must own what the tests
-	// put into Dir (-1: the test's own user runs the server).
-	uid, gid int
-	base     string // Dir, the configuration, logs and admin files below it
+	base string // Dir, the configuration, logs and admin files below it
 }
 
 // xrootdConfig is the configuration of every server: the data directory
@@ -118,7 +115,7 @@ func XRootD(t testing.TB, o XRootDOptions) *XRootDServer {
 		t.Skipf("no XRootD server for this test: %v", err)
 	}
 	bin, _ := exec.LookPath("xrootd")
-	s := &XRootDServer{uid: -1, gid: -1}
+	s := &XRootDServer{localFiles: localFiles{uid: -1, gid: -1}}
 	var args []string
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("xrootd")
@@ -163,7 +160,7 @@ func XRootD(t testing.TB, o XRootDOptions) *XRootDServer {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.own(t, base)
+	s.Own(t, base)
 
 	// The port is free when chosen, but something else may take it
 	// before xrootd binds it (tests run in parallel): then xrootd exits
@@ -276,71 +273,6 @@ func handshake(addr string, timeout time.Duration) error {
 func (s *XRootDServer) URL(p string) string {
 	return "root://" + s.Addr + "/" + path.Clean("/"+p)
 }
-
-// Local is the local name of p, a path below Dir.
-func (s *XRootDServer) Local(p string) string {
-	return filepath.Join(s.Dir, filepath.FromSlash(path.Clean("/"+p)))
-}
-
-// Put writes data to p (a path below Dir), creating its parent
-// directories, all of it owned by the server's user so that the server
-// can write over it. A name that ends in "/" is made a directory.
-func (s *XRootDServer) Put(t testing.TB, p string, data []byte) {
-	t.Helper()
-	local := s.Local(p)
-	if strings.HasSuffix(p, "/") {
-		if err := os.MkdirAll(local, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(local, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Own(t, s.Dir)
-}
-
-// Read returns the content of p, a path below Dir.
-func (s *XRootDServer) Read(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(s.Local(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// Own gives local, a file or directory below Dir, and everything below
-// it to the server's user (nothing to do when the test's user runs the
-// server), for what a test made there without Put.
-func (s *XRootDServer) Own(t testing.TB, local string) {
-	t.Helper()
-	s.own(t, local)
-}
-
-func (s *XRootDServer) own(t testing.TB, local string) {
-	t.Helper()
-	if s.uid < 0 {
-		return
-	}
-	err := filepath.WalkDir(local, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, s.uid, s.gid)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// RunsAsOtherUser reports whether the server runs as another user than
-// the test (root's tests run it as xrootd): then file permissions the test
-// sets do stop it.
-func (s *XRootDServer) RunsAsOtherUser() bool { return s.uid >= 0 }
 
 // Log returns what the server has logged so far.
 func (s *XRootDServer) Log() string {

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -193,15 +192,14 @@ func (h *Host) addr() string {
 type XRootDHTTPServer struct {
 	// URL is the server's https://127.0.0.1:port, without a slash.
 	URL string
-	// Dir is the local directory the server exports as "/".
-	Dir string
+	// The directory it exports (Dir), owned by the server's user.
+	localFiles
 	// CA issued the server's certificate.
 	CA *TestCA
 
-	uid, gid int // the server's user (-1: the test's)
-	base     string
-	host     *Host // where it runs (nil: here)
-	port     int   // its HTTPS port
+	base string
+	host *Host // where it runs (nil: here)
+	port int   // its HTTPS port
 }
 
 // xrootdHTTPConfig is the configuration of every XRootD HTTP server: the
@@ -271,7 +269,7 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 		t.Skipf("no XRootD HTTP server for this test: %v", err)
 	}
 	bin, _ := exec.LookPath("xrootd")
-	s := &XRootDHTTPServer{uid: -1, gid: -1, CA: o.CA, host: o.Host}
+	s := &XRootDHTTPServer{localFiles: localFiles{uid: -1, gid: -1}, CA: o.CA, host: o.Host}
 	if s.CA == nil {
 		s.CA = NewTestCA(t)
 	}
@@ -333,7 +331,7 @@ func XRootDHTTP(t testing.TB, o XRootDHTTPOptions) *XRootDHTTPServer {
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s.own(t, base)
+		s.Own(t, base)
 		s.URL = "https://" + net.JoinHostPort(o.Host.addr(), strconv.Itoa(hport))
 		s.port = hport
 		err = s.start(t, bin, append(slices.Clone(args), "-p", strconv.Itoa(xport), "-n", "sluicehttp", "-c", cfgPath, "-l", filepath.Join(base, "log")))
@@ -358,89 +356,17 @@ func (s *XRootDHTTPServer) start(t testing.TB, bin string, args []string) error 
 		return err
 	}
 	cmd.Dir = s.base
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting xrootd: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Logf("started %s %s", bin, strings.Join(args, " "))
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		if t.Failed() {
-			s.dumpLogs(t)
-		}
-	})
 	c := s.Client()
 	c.Timeout = time.Second
 	defer c.CloseIdleConnections()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		// Any HTTP answer will do (a directory's listing, or a
-		// refusal): the server is up. Elsewhere, its port listening.
-		if s.host != nil {
-			if s.host.Listening(s.port) {
-				return nil
-			}
-			err = fmt.Errorf("nothing listens on port %d", s.port)
-		} else if resp, gerr := c.Get(s.URL + "/"); gerr == nil {
-			resp.Body.Close()
-			return nil
-		} else {
-			err = gerr
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%w: %v", errExited, cmd.ProcessState)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("xrootd did not answer HTTPS on %s: %w", s.URL, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := runServer(t, cmd, s.dumpLogs, 20*time.Second, 100*time.Millisecond, httpReady(s.host, s.port, c, s.URL)); err != nil {
+		return fmt.Errorf("xrootd (HTTPS) on %s: %w", s.URL, err)
 	}
+	return nil
 }
 
 // Client is an HTTP client that trusts the server's certificate.
 func (s *XRootDHTTPServer) Client() *http.Client { return s.CA.Client() }
-
-// Local is the local name of p, a path below Dir.
-func (s *XRootDHTTPServer) Local(p string) string { return localName(s.Dir, p) }
-
-// Put writes data to p (a path below Dir; a name ending in "/" is made a
-// directory), creating its parents, owned by the server's user.
-func (s *XRootDHTTPServer) Put(t testing.TB, p string, data []byte) {
-	t.Helper()
-	putLocal(t, s.Local(p), strings.HasSuffix(p, "/"), data)
-	s.own(t, s.Dir)
-}
-
-// Read returns the content of p, a path below Dir.
-func (s *XRootDHTTPServer) Read(t testing.TB, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(s.Local(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// Own gives local, below Dir, and everything below it to the server's
-// user, for what a test made there without Put.
-func (s *XRootDHTTPServer) Own(t testing.TB, local string) {
-	t.Helper()
-	s.own(t, local)
-}
-
-func (s *XRootDHTTPServer) own(t testing.TB, local string) {
-	t.Helper()
-	chownTree(t, local, s.uid, s.gid)
-}
-
-// RunsAsOtherUser reports whether the server runs as another user than
-// the test: then file permissions the test sets do stop it.
-func (s *XRootDHTTPServer) RunsAsOtherUser() bool { return s.uid >= 0 }
 
 // Log returns what the server has logged so far.
 func (s *XRootDHTTPServer) Log() string { return readLogs(s.base, "log") }
