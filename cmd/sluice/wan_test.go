@@ -168,13 +168,7 @@ func TestWANAgentCopyIsWindowLimited(t *testing.T) {
 // TestWANGridFTP: globus-url-copy in b fetches from a GridFTP server in a
 // across wan-untuned, one stream, at no more than window/RTT.
 func TestWANGridFTP(t *testing.T) {
-	for _, tool := range []string{"globus-url-copy", "globus-gridftp-server"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
-				t.Skipf("needs %s (scripts/ci-deps.sh installs it)", tool)
-			}
-		}
-	}
+	needGridFTP(t)
 	n := upWAN(t, "wan-untuned")
 	dir, err := os.MkdirTemp("", "sluice-wan-gridftp-")
 	if err != nil {
@@ -191,17 +185,8 @@ func TestWANGridFTP(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := n.Addr("a").String()
-	srv, err := n.Command(context.Background(), "a", "globus-gridftp-server", "-aa", "-p", "2811",
-		"-control-interface", a, "-data-interface", a, "-anonymous-user", "nobody", "-S", "-pidfile", filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := srv.CombinedOutput(); err != nil {
-		t.Fatalf("globus-gridftp-server: %v: %s", err, out)
-	}
 	// Closing the network kills what runs in its hosts, the server too.
-	waitListen(t, n, "a", "2811")
+	gridftpIn(t, n, "a", filepath.Join(dir, "pid"))
 	dst := filepath.Join(dir, "dst")
 	start := time.Now()
 	if out, err := n.Exec(context.Background(), "b", "globus-url-copy", "ftp://a:2811"+src, "file://"+dst); err != nil {
@@ -279,11 +264,89 @@ func TestNetCommands(t *testing.T) {
 	}
 }
 
-// TestWANStorageJob: a job of the service crosses the emulated WAN
-// between protocols: an agent in b reads a file from a GridFTP server
-// in a (a storage endpoint) and writes it into its own directory; the
-// bytes cross the link a>b, and the copy is the source's.
-func TestWANStorageJob(t *testing.T) {
+// wanService is a sluice server, and an agent of the host's name when
+// asked for, started in a host of an emulated network, with its data
+// directory and the agent's root below dir.
+type wanService struct {
+	n          *wan.Net
+	host       string
+	api        string
+	data, root string
+}
+
+// serviceIn starts the service in host (env added to the server's
+// environment), and an agent named host if agent is set.
+func serviceIn(t *testing.T, n *wan.Net, host, dir string, agent bool, env ...string) *wanService {
+	t.Helper()
+	addr := n.Addr(host).String()
+	w := &wanService{n: n, host: host, api: "http://" + addr + ":17500", data: filepath.Join(dir, "data"), root: filepath.Join(dir, host)}
+	start := func(env []string, args ...string) {
+		cmd := sluiceIn(t, n, host, args...)
+		cmd.Env = append(cmd.Env, env...)
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			if t.Failed() || os.Getenv("SLUICE_TEST_LOGS") != "" {
+				t.Logf("sluice %s:\n%s", args[0], log.String())
+			}
+		})
+	}
+	start(env, "serve", "--listen", addr+":17500", "--data-dir", w.data)
+	waitListen(t, n, host, "17500")
+	if agent {
+		if err := os.Mkdir(w.root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		start(nil, "agent", "--listen", addr+":17400", "--root", w.root, "--name", host, "--server", w.api, "--join-token", "@"+filepath.Join(w.data, "join.token"))
+		waitListen(t, n, host, "17400")
+	}
+	return w
+}
+
+// cli runs a command of the CLI against the service, in its host, as its
+// admin.
+func (w *wanService) cli(t *testing.T, args ...string) {
+	t.Helper()
+	args = append(args, "--server", w.api, "--token", "@"+filepath.Join(w.data, "admin.token"))
+	var out []byte
+	var err error
+	for range 50 { // the agent joins just after it listens
+		if out, err = sluiceIn(t, w.n, w.host, args...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("no agent of that name")) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// crossing runs copy and returns how long it took and how many bytes
+// crossed the network's first link (a>b) meanwhile.
+func crossing(t *testing.T, n *wan.Net, copy func()) (secs float64, crossed uint64) {
+	t.Helper()
+	st0, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	copy()
+	secs = time.Since(began).Seconds()
+	st1, err := n.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secs, st1.Links[0].Bytes - st0.Links[0].Bytes
+}
+
+// needGridFTP skips a test without the Globus GridFTP server and client.
+func needGridFTP(t *testing.T) {
+	t.Helper()
 	for _, tool := range []string{"globus-url-copy", "globus-gridftp-server"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
@@ -291,6 +354,30 @@ func TestWANStorageJob(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gridftpIn starts globus-gridftp-server in host on port 2811, serving
+// anonymous logins as nobody (it runs until the network is closed).
+func gridftpIn(t *testing.T, n *wan.Net, host, pidfile string) {
+	t.Helper()
+	a := n.Addr(host).String()
+	srv, err := n.Command(context.Background(), host, "globus-gridftp-server", "-aa", "-p", "2811",
+		"-control-interface", a, "-data-interface", a, "-anonymous-user", "nobody", "-S", "-pidfile", pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := srv.CombinedOutput(); err != nil {
+		t.Fatalf("globus-gridftp-server: %v: %s", err, out)
+	}
+	waitListen(t, n, host, "2811")
+}
+
+// TestWANStorageJob: a job of the service crosses the emulated WAN
+// between protocols: an agent in b reads a file from a GridFTP server
+// in a (a storage endpoint) and writes it into its own directory; the
+// bytes cross the link a>b, and the copy is the source's.
+func TestWANStorageJob(t *testing.T) {
+	needGridFTP(t)
 	n := upWAN(t, "wan-untuned")
 	dir, err := os.MkdirTemp("", "sluice-wan-storage-")
 	if err != nil {
@@ -306,76 +393,14 @@ func TestWANStorageJob(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, b := n.Addr("a").String(), n.Addr("b").String()
-	srv, err := n.Command(context.Background(), "a", "globus-gridftp-server", "-aa", "-p", "2811",
-		"-control-interface", a, "-data-interface", a, "-anonymous-user", "nobody", "-S", "-pidfile", filepath.Join(dir, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := srv.CombinedOutput(); err != nil {
-		t.Fatalf("globus-gridftp-server: %v: %s", err, out)
-	}
-	waitListen(t, n, "a", "2811")
-
-	// The service and its agent in b.
-	data_ := filepath.Join(dir, "data")
-	root := filepath.Join(dir, "b")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	start := func(args ...string) {
-		cmd := sluiceIn(t, n, "b", args...)
-		var log bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			if t.Failed() || os.Getenv("SLUICE_TEST_LOGS") != "" {
-				t.Logf("sluice %s:\n%s", args[0], log.String())
-			}
-		})
-	}
-	api := "http://" + b + ":17500"
-	start("serve", "--listen", b+":17500", "--data-dir", data_)
-	waitListen(t, n, "b", "17500")
-	start("agent", "--listen", b+":17400", "--root", root, "--name", "b", "--server", api, "--join-token", "@"+filepath.Join(data_, "join.token"))
-	waitListen(t, n, "b", "17400")
-	cli := func(args ...string) string {
-		t.Helper()
-		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
-		var out []byte
-		var err error
-		for range 50 { // the agent joins just after it listens
-			if out, err = sluiceIn(t, n, "b", args...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("no agent of that name")) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	cli("endpoint", "add", "ftpa", "ftp://a:2811", "--via", "b")
-	st0, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	cli("submit", "ftp://a:2811"+src, "sluice://b/in/copy.dat", "--watch")
-	secs := time.Since(began).Seconds()
-	st1, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(root, "in", "copy.dat"))
+	gridftpIn(t, n, "a", filepath.Join(dir, "pid"))
+	svc := serviceIn(t, n, "b", dir, true)
+	svc.cli(t, "endpoint", "add", "ftpa", "ftp://a:2811", "--via", "b")
+	secs, crossed := crossing(t, n, func() { svc.cli(t, "submit", "ftp://a:2811"+src, "sluice://b/in/copy.dat", "--watch") })
+	got, err := os.ReadFile(filepath.Join(svc.root, "in", "copy.dat"))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the copy in b differs from the source in a (%v)", err)
 	}
-	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
 	t.Logf("GridFTP in a to an agent in b over wan-untuned: %d MB in %.1f s (%.1f MB/s, window/RTT of one stream %.1f); %d MB crossed a>b",
 		len(data)>>20, secs, float64(len(data))/secs/1e6, windowBound, crossed/1e6)
 	if crossed < uint64(len(data)) {
@@ -408,7 +433,7 @@ func TestWANS3Job(t *testing.T) {
 	if err := os.WriteFile(obj, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, b := n.Addr("a").String(), n.Addr("b").String()
+	a := n.Addr("a").String()
 	key, secret := "AKIASLUICEWANTEST", "wan-test-secret-"+strconv.Itoa(os.Getpid())
 	srv, err := n.Command(context.Background(), "a", gw, "--port", a+":9000", "--quiet", "posix", filepath.Join(dir, "gw"))
 	if err != nil {
@@ -421,67 +446,19 @@ func TestWANS3Job(t *testing.T) {
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	waitListen(t, n, "a", "9000")
 
-	data_ := filepath.Join(dir, "data")
-	root := filepath.Join(dir, "b")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	api := "http://" + b + ":17500"
-	for _, args := range [][]string{
-		{"serve", "--listen", b + ":17500", "--data-dir", data_},
-		{"agent", "--listen", b + ":17400", "--root", root, "--name", "b", "--server", api, "--join-token", "@" + filepath.Join(data_, "join.token")},
-	} {
-		cmd := sluiceIn(t, n, "b", args...)
-		var log bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			if t.Failed() {
-				t.Logf("sluice %s:\n%s", args[0], log.String())
-			}
-		})
-		waitListen(t, n, "b", args[2][strings.LastIndexByte(args[2], ':')+1:])
-	}
+	svc := serviceIn(t, n, "b", dir, true)
 	secretFile := filepath.Join(dir, "secret")
 	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cli := func(args ...string) {
-		t.Helper()
-		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
-		var out []byte
-		var err error
-		for range 50 { // the agent joins just after it listens
-			if out, err = sluiceIn(t, n, "b", args...).CombinedOutput(); err == nil || !bytes.Contains(out, []byte("no agent of that name")) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
-	cli("endpoint", "add", "s3a", "s3+http://a:9000", "--via", "b", "--user", key, "--password-file", secretFile)
-	st0, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	cli("submit", "s3+http://a:9000/bucket/in/obj.dat", "sluice://b/in/copy.dat", "--watch")
-	secs := time.Since(began).Seconds()
-	st1, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(filepath.Join(root, "in", "copy.dat"))
+	svc.cli(t, "endpoint", "add", "s3a", "s3+http://a:9000", "--via", "b", "--user", key, "--password-file", secretFile)
+	secs, crossed := crossing(t, n, func() {
+		svc.cli(t, "submit", "s3+http://a:9000/bucket/in/obj.dat", "sluice://b/in/copy.dat", "--watch")
+	})
+	got, err := os.ReadFile(filepath.Join(svc.root, "in", "copy.dat"))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the copy in b differs from the object in a (%v)", err)
 	}
-	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
 	t.Logf("S3 in a to an agent in b over wan-untuned: %d MB in %.1f s (%.1f MB/s); %d MB crossed a>b",
 		len(data)>>20, secs, float64(len(data))/secs/1e6, crossed/1e6)
 	if crossed < uint64(len(data)) {
@@ -525,49 +502,14 @@ func TestWANHTTPThirdPartyCopy(t *testing.T) {
 	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := n.Addr("b").String()
-	api := "http://" + b + ":17500"
-	data_ := filepath.Join(dir, "data")
-	serve := sluiceIn(t, n, "b", "serve", "--listen", b+":17500", "--data-dir", data_)
-	serve.Env = append(serve.Env, "SSL_CERT_FILE="+caFile)
-	var log bytes.Buffer
-	serve.Stdout, serve.Stderr = &log, &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		serve.Process.Kill()
-		serve.Wait()
-		if t.Failed() {
-			t.Logf("sluice serve:\n%s", log.String())
-		}
-	})
-	waitListen(t, n, "b", "17500")
-	cli := func(args ...string) {
-		t.Helper()
-		args = append(args, "--server", api, "--token", "@"+filepath.Join(data_, "admin.token"))
-		if out, err := sluiceIn(t, n, "b", args...).CombinedOutput(); err != nil {
-			t.Fatalf("sluice %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	svc := serviceIn(t, n, "b", dir, false, "SSL_CERT_FILE="+caFile)
 	davs := func(s *storagetest.XRootDHTTPServer) string { return "davs://" + strings.TrimPrefix(s.URL, "https://") }
-	cli("endpoint", "add", "da", davs(src))
-	cli("endpoint", "add", "db", davs(dst))
-	st0, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	cli("submit", src.URL+"/in/f.dat", dst.URL+"/out/f.dat", "--watch")
-	secs := time.Since(began).Seconds()
-	st1, err := n.Status(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc.cli(t, "endpoint", "add", "da", davs(src))
+	svc.cli(t, "endpoint", "add", "db", davs(dst))
+	secs, crossed := crossing(t, n, func() { svc.cli(t, "submit", src.URL+"/in/f.dat", dst.URL+"/out/f.dat", "--watch") })
 	if got := dst.Read(t, "out/f.dat"); !bytes.Equal(got, data) {
 		t.Fatalf("the copy in b differs from the source in a (%d bytes of %d)", len(got), len(data))
 	}
-	crossed := st1.Links[0].Bytes - st0.Links[0].Bytes // a>b
 	t.Logf("HTTP third-party copy a>b over wan-untuned: %d MB in %.1f s (%.1f MB/s); %d MB crossed a>b",
 		len(data)>>20, secs, float64(len(data))/secs/1e6, crossed/1e6)
 	if crossed < uint64(len(data)) || crossed > uint64(len(data))*5/4 {
