@@ -2,17 +2,12 @@ package storagetest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -140,11 +135,12 @@ func S3(t testing.TB, o S3Options) *S3Server {
 	}
 	if o.TLS {
 		s.TLS = true
-		args, err := s.makeCert(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Args = append(args, o.Args...)
+		// A certificate of a test authority that only this
+		// server's clients trust.
+		ca := NewTestCA(t)
+		cert, key, _ := ca.issue(t, base)
+		s.roots = ca.Pool()
+		o.Args = append([]string{"--cert", cert, "--key", key}, o.Args...)
 	}
 	// The port is free when chosen, but another test may take it before
 	// the gateway binds it: then it exits, and is started again on
@@ -224,50 +220,6 @@ func (s *S3Server) start(t testing.TB, bin string, extra []string) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// makeCert makes a self-signed certificate for 127.0.0.1 in dir, and
-// returns versitygw's options to serve it.
-func (s *S3Server) makeCert(dir string) ([]string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "sluice test S3 server"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:         true,
-
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	s.roots = x509.NewCertPool()
-	s.roots.AddCert(cert)
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		return nil, err
-	}
-	return []string{"--cert", certPath, "--key", keyPath}, nil
 }
 
 // dumpLog writes the gateway's output to the test's log.

@@ -1,16 +1,10 @@
 package storagetest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,52 +16,42 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-dtn/sluice/pki"
 )
 
-// TestCA is a certificate authority made for one test: the servers the
-// harnesses start over TLS get certificates it issues for 127.0.0.1 and
-// localhost, and clients trust it alone. Two servers that must reach each
-// other (an HTTP third-party copy) share one.
+// TestCA is a certificate authority made for one test (package pki's,
+// as `sluice ca` makes them): the servers the harnesses start over TLS
+// get certificates it issues for 127.0.0.1 and localhost, and clients
+// trust it alone. Two servers that must reach each other (an HTTP
+// third-party copy) share one.
 type TestCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	dir  string // the authority's files (pki.CACert, pki.CAKey)
+	pool *x509.CertPool
 	// PEM is the authority's certificate, PEM-encoded.
 	PEM []byte
 }
 
-// NewTestCA makes a certificate authority valid for a day.
+// NewTestCA makes a certificate authority.
 func NewTestCA(t testing.TB) *TestCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	dir := t.TempDir()
+	if err := pki.InitCA(dir, "sluice test CA", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	pemData, err := os.ReadFile(filepath.Join(dir, pki.CACert))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "sluice test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		t.Fatal("storagetest: the test authority's certificate does not parse")
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &TestCA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &TestCA{dir: dir, pool: pool, PEM: pemData}
 }
 
 // Pool is a certificate pool holding the authority alone.
-func (ca *TestCA) Pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
-}
+func (ca *TestCA) Pool() *x509.CertPool { return ca.pool }
 
 // Client is an HTTP client that trusts the authority alone.
 func (ca *TestCA) Client() *http.Client {
@@ -77,61 +61,18 @@ func (ca *TestCA) Client() *http.Client {
 }
 
 // issue writes into dir a server certificate for 127.0.0.1, localhost
-// and hosts
-// signed by the authority (cert.pem, with the authority's certificate
-// after it), its key (key.pem, mode 0600) and the authority's certificate
-// (ca.pem), and returns their names.
+// and hosts signed by the authority (cert.pem, with the authority's
+// certificate after it), its key (cert.key, mode 0600) and the
+// authority's certificate (ca.pem), and returns their names.
 func (ca *TestCA) issue(t testing.TB, dir string, hosts ...string) (certFile, keyFile, caFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	certFile, keyFile, err := pki.Issue(ca.dir, append([]string{"localhost", "127.0.0.1"}, hosts...), filepath.Join(dir, "cert"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
+	caFile = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		// Client auth too: XRootD presents its host certificate when
-		// it pulls or pushes a third-party copy.
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:    []string{"localhost"},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
-	chain := append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), ca.PEM...)
-	for _, f := range []struct {
-		name string
-		data []byte
-		mode os.FileMode
-	}{
-		{certFile, chain, 0o644},
-		{keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600},
-		{caFile, ca.PEM, 0o644},
-	} {
-		if err := os.WriteFile(f.name, f.data, f.mode); err != nil {
-			t.Fatal(err)
-		}
 	}
 	return certFile, keyFile, caFile
 }
