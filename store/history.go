@@ -11,9 +11,9 @@ import (
 // Sample is one row of a server's history: what one link (Src to Dst)
 // carried for one job owner since the server's previous sample (Bytes,
 // Done, Failed) and what it held at the sample (Queued, Running). A row
-// with OwnerID 0 is the server's mark that it sampled at At: a time with
-// marks and no other rows was idle, a time without marks is unknown (no
-// server was sampling).
+// with OwnerID 0 is the server's mark that it sampled at At, Seconds
+// after its previous sample: a time with marks and no other rows was
+// idle, a time without marks is unknown (no server was sampling).
 type Sample struct {
 	Server   string
 	At       time.Time
@@ -25,6 +25,7 @@ type Sample struct {
 	Running  int
 	Done     int
 	Failed   int
+	Seconds  float64
 }
 
 // SampleQuery selects history: samples taken in [From, To), summed into
@@ -40,7 +41,8 @@ type SampleQuery struct {
 // SampleSum is the sum of one server's samples of one link in one bucket
 // (Bucket counts Steps from the query's From). Src and Dst are "" for the
 // server's marks, whose Samples is how many times it sampled in the
-// bucket (what its gauges, Queued and Running, are averaged over).
+// bucket (what its gauges, Queued and Running, are averaged over) and
+// Seconds the time those samples cover (what its Bytes are a rate over).
 type SampleSum struct {
 	Server                        string
 	Bucket                        int
@@ -48,6 +50,7 @@ type SampleSum struct {
 	Bytes                         int64
 	Queued, Running, Done, Failed int64
 	Samples                       int
+	Seconds                       float64
 }
 
 // AddSamples writes a server's samples and deletes every server's
@@ -60,16 +63,16 @@ func (s *sqlStore) AddSamples(ctx context.Context, samples []Sample, pruneBefore
 				return err
 			}
 		}
-		const cols = 11
+		const cols = 12
 		const batch = 256
 		for start := 0; start < len(samples); start += batch {
 			chunk := samples[start:min(start+batch, len(samples))]
 			args := make([]any, 0, len(chunk)*cols)
 			for _, h := range chunk {
-				args = append(args, h.Server, toNanos(h.At), h.Src, h.Dst, h.OwnerID, h.VO, h.Bytes, h.Queued, h.Running, h.Done, h.Failed)
+				args = append(args, h.Server, toNanos(h.At), h.Src, h.Dst, h.OwnerID, h.VO, h.Bytes, h.Queued, h.Running, h.Done, h.Failed, h.Seconds)
 			}
 			var b strings.Builder
-			b.WriteString(`INSERT INTO history (server, at, src, dst, owner_id, vo, bytes, queued, running, done, failed) VALUES `)
+			b.WriteString(`INSERT INTO history (server, at, src, dst, owner_id, vo, bytes, queued, running, done, failed, seconds) VALUES `)
 			writeValues(&b, len(chunk), cols, numbered, nil)
 			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 				return err
@@ -105,7 +108,7 @@ func (s *sqlStore) Samples(ctx context.Context, q SampleQuery) ([]SampleSum, err
 	// Grouped by position (both dialects take it): the bucket is an
 	// expression. The marks (owner_id 0) have src = dst = ''.
 	rows, err := s.r.QueryContext(ctx, `SELECT server, (at - `+from+`) / `+arg(int64(q.Step))+`, src, dst,
-		SUM(bytes), SUM(queued), SUM(running), SUM(done), SUM(failed), COUNT(*)
+		SUM(bytes), SUM(queued), SUM(running), SUM(done), SUM(failed), COUNT(*), SUM(seconds)
 		FROM history WHERE `+where+` GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: history: %w", err)
@@ -115,7 +118,7 @@ func (s *sqlStore) Samples(ctx context.Context, q SampleQuery) ([]SampleSum, err
 	for rows.Next() {
 		var h SampleSum
 		var bucket int64
-		if err := rows.Scan(&h.Server, &bucket, &h.Src, &h.Dst, &h.Bytes, &h.Queued, &h.Running, &h.Done, &h.Failed, &h.Samples); err != nil {
+		if err := rows.Scan(&h.Server, &bucket, &h.Src, &h.Dst, &h.Bytes, &h.Queued, &h.Running, &h.Done, &h.Failed, &h.Samples, &h.Seconds); err != nil {
 			return nil, fmt.Errorf("store: history: %w", err)
 		}
 		h.Bucket = int(bucket)

@@ -15,7 +15,14 @@ func TestSamples(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		t0 := ts(0, 0)
 		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-		mark := func(server string, sec int) Sample { return Sample{Server: server, At: at(sec)} }
+		// Each mark covers the time since the server's previous one: 10 s
+		// for s1, 20 s for s2.
+		mark := func(server string, sec int) Sample {
+			if server == "s1" {
+				return Sample{Server: server, At: at(sec), Seconds: 10}
+			}
+			return Sample{Server: server, At: at(sec), Seconds: 20}
+		}
 		var rows []Sample
 		// s1 samples every 10 s from 0 to 50, s2 at 5, 25 and 45.
 		for sec := 0; sec <= 50; sec += 10 {
@@ -37,7 +44,14 @@ func TestSamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := func(server string, bucket int, src, dst string, bytes, queued, running, done, failed int64, n int) SampleSum {
-			return SampleSum{Server: server, Bucket: bucket, Src: src, Dst: dst, Bytes: bytes, Queued: queued, Running: running, Done: done, Failed: failed, Samples: n}
+			h := SampleSum{Server: server, Bucket: bucket, Src: src, Dst: dst, Bytes: bytes, Queued: queued, Running: running, Done: done, Failed: failed, Samples: n}
+			if src == "" {
+				h.Seconds = 10 * float64(n)
+				if server == "s2" {
+					h.Seconds = 20 * float64(n)
+				}
+			}
+			return h
 		}
 		for _, tc := range []struct {
 			name string

@@ -3,9 +3,10 @@
 -- or so (older rows are pruned as new ones are written). One row per
 -- link (src, dst endpoint) and job owner that had something queued,
 -- running, done, failed or moved since the server's previous sample;
--- owner_id 0 is the server's mark that it sampled at that time (with
--- nothing in it), so that a time without rows reads as idle, not as
--- unknown. bytes, done and failed count since the previous sample;
+-- owner_id 0 is the server's mark that it sampled at that time, so that
+-- a time without other rows reads as idle, not as unknown; its seconds
+-- are the time since the server's previous sample (what its bytes are
+-- counted over). bytes, done and failed count since the previous sample;
 -- queued and running are the counts at the sample. Keep it
 -- column-for-column identical to ../sqlite/00013_history.sql.
 --
@@ -24,7 +25,8 @@ CREATE TABLE history (
     queued   INTEGER NOT NULL DEFAULT 0,
     running  INTEGER NOT NULL DEFAULT 0,
     done     INTEGER NOT NULL DEFAULT 0,
-    failed   INTEGER NOT NULL DEFAULT 0
+    failed   INTEGER NOT NULL DEFAULT 0,
+    seconds  DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 CREATE INDEX history_at ON history (at);
 CREATE INDEX tasks_failed ON tasks (finished) WHERE state = 'failed';
