@@ -189,6 +189,10 @@ type Config struct {
 	// PollEvery is how often the store is polled for new work,
 	// cancellations and loads when no NOTIFY hint comes (default 1 s).
 	PollEvery time.Duration
+	// SampleEvery is how often the loop records what it schedules in
+	// the dashboard's history, and SampleKeep how long the samples are
+	// kept (defaults DefaultSampleEvery, DefaultSampleKeep; history.go).
+	SampleEvery, SampleKeep time.Duration
 	// StoreCheck is how often the loop checks that the store still is
 	// the database it opened (store.Store.Check: a SQLite file removed
 	// or replaced under the server), and stops with an error if not

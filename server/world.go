@@ -178,6 +178,8 @@ type world struct {
 	toResolve []*task       // tasks whose source needs a stat, in order
 	runTasks  []*task       // the running tasks at the last snapshot
 
+	hist sampler // the dashboard's history (history.go)
+
 	parts   map[string]int64
 	ext     map[string]cluster.Load
 	seen    map[string]time.Time
@@ -1151,6 +1153,7 @@ func (w *world) flush() {
 	}
 	for _, c := range pw.done {
 		t := c.t
+		w.hist.taskEnded(t, c.failed)
 		if c.failed {
 			t.job.failed++
 		} else {
@@ -1319,6 +1322,7 @@ func (w *world) tick(now time.Time) {
 	w.tendVOAllocs(now)
 	w.tendAdaptive(now)
 	w.s.met.observe(w)
+	w.sample(now)
 }
 
 // saveProgress writes the checkpointed bytes of running tasks.
