@@ -44,6 +44,7 @@ type HistoryLink struct {
 
 // FailureOut is a failed file, for the list of recent failures.
 type FailureOut struct {
+	ID          int64     `json:"id" doc:"The file's task id: before_id, to page on from this entry."`
 	Job         int64     `json:"job"`
 	Index       int       `json:"index" doc:"The file's position in its job (GET /v1/jobs/{job}/files?from=index&limit=1)."`
 	Label       string    `json:"label,omitempty" doc:"The job's label."`
