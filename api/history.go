@@ -35,9 +35,9 @@ func (h *handlers) registerHistory(api huma.API) {
 }
 
 type historyIn struct {
-	From time.Time `query:"from" doc:"Start (RFC 3339; default: an hour before to)."`
+	From time.Time `query:"from" doc:"Start (RFC 3339; default: an hour before to). History is kept for a day or so (the server's --sample-keep): an earlier start is cut to the oldest kept."`
 	To   time.Time `query:"to" doc:"End (RFC 3339; default: now)."`
-	Step int       `query:"step" minimum:"0" doc:"Bucket width in seconds (0: about 240 buckets; at least the sampling interval; at most 1000 buckets)."`
+	Step int       `query:"step" minimum:"0" maximum:"604800" doc:"Bucket width in seconds (0: about 240 buckets; at least the sampling interval; at most 1000 buckets)."`
 	User string    `query:"user" maxLength:"64" doc:"One user's transfers (admins; a user may name only themselves)."`
 	VO   string    `query:"vo" maxLength:"64" doc:"One VO's transfers."`
 }

@@ -91,8 +91,15 @@ func TestHistoryAndFailuresAPI(t *testing.T) {
 		}},
 		{"alice may not ask for another's history", ts.Alice, "/v1/history?user=admin", http.StatusForbidden, nil},
 		{"an unknown user", ts.Admin, "/v1/history?user=nobody", http.StatusNotFound, nil},
-		{"from after to", ts.Admin, "/v1/history?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", http.StatusUnprocessableEntity, nil},
-		{"too many points", ts.Admin, "/v1/history?from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z&step=15", http.StatusUnprocessableEntity, nil},
+		{"from after to", ts.Admin, "/v1/history?from=" + ago(time.Hour) + "&to=" + ago(2*time.Hour), http.StatusUnprocessableEntity, nil},
+		{"too many points", ts.Admin, "/v1/history?from=" + ago(20*time.Hour) + "&to=" + ago(0) + "&step=15", http.StatusUnprocessableEntity, nil},
+		{"before anything is kept", ts.Admin, "/v1/history?from=" + ago(50*time.Hour) + "&to=" + ago(40*time.Hour), http.StatusUnprocessableEntity, nil},
+		{"far past and future: cut to what is kept", ts.Admin, "/v1/history?from=1970-01-01T00:00:00Z&to=9999-12-31T00:00:00Z", http.StatusOK, func(t *testing.T, b []byte) {
+			h := decode[api.HistoryOut](t, b)
+			if d := h.To.Sub(h.From); d < 24*time.Hour || d > 26*time.Hour || len(h.Times) > 1000 {
+				t.Errorf("from %v to %v, %d points", h.From, h.To, len(h.Times))
+			}
+		}},
 		{"alice: her failure", ts.Alice, "/v1/failures", http.StatusOK, func(t *testing.T, b []byte) {
 			fs := decode[failures](t, b)
 			if len(fs) != 1 || fs[0].Job != mine.ID || fs[0].Index != 0 || fs[0].Error != "checksum mismatch" || fs[0].Owner != "alice" ||
@@ -139,6 +146,9 @@ func TestHistoryAndFailuresAPI(t *testing.T) {
 		})
 	}
 }
+
+// ago is the time d before now, as a query parameter.
+func ago(d time.Duration) string { return url.QueryEscape(time.Now().Add(-d).UTC().Format(time.RFC3339)) }
 
 func decode[T any](t *testing.T, b []byte) T {
 	t.Helper()

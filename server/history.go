@@ -179,9 +179,10 @@ func (w *world) sample(now time.Time) {
 	}
 }
 
-// HistoryQuery selects history: a range, the bucket width (0: chosen for
-// about defaultHistoryPoints points, at least the sampling interval), and
-// for admins one user's or one VO's transfers.
+// HistoryQuery selects history: a range (zero To: now; zero From: an hour
+// before To; cut to the SampleKeep before now), the bucket width (0:
+// chosen for about defaultHistoryPoints points; at least the sampling
+// interval), and for admins one user's or one VO's transfers.
 type HistoryQuery struct {
 	From, To time.Time
 	Step     time.Duration
@@ -196,15 +197,24 @@ func (s *Server) History(ctx context.Context, c Caller, q HistoryQuery) (wire.Hi
 	if err != nil {
 		return wire.HistoryOut{}, err
 	}
+	// Nothing older than SampleKeep is kept, nor anything to come: a
+	// range beyond is cut to what can hold samples (and no time far
+	// from now reaches the store's arithmetic).
 	now := s.now()
 	if q.To.IsZero() {
 		q.To = now
+	} else if latest := now.Add(time.Minute); q.To.After(latest) {
+		q.To = latest
 	}
 	if q.From.IsZero() {
 		q.From = q.To.Add(-time.Hour)
 	}
+	if oldest := now.Add(-s.sampleKeep()); q.From.Before(oldest) {
+		q.From = oldest
+	}
 	if !q.From.Before(q.To) {
-		return wire.HistoryOut{}, fmt.Errorf("%w: from %s is not before to %s", ErrInvalid, q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
+		return wire.HistoryOut{}, fmt.Errorf("%w: from %s is not before to %s (history is kept for %s, until now)", ErrInvalid,
+			q.From.Format(time.RFC3339), q.To.Format(time.RFC3339), s.sampleKeep())
 	}
 	every := s.sampleEvery()
 	span := q.To.Sub(q.From)

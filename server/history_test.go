@@ -32,7 +32,7 @@ func TestHistory(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	const every = 10 * time.Second
-	w := loadedWorld(t, Config{Store: st, Clock: clk, SampleEvery: every, SampleKeep: time.Hour})
+	w := loadedWorld(t, Config{Store: st, Clock: clk, SampleEvery: every, SampleKeep: 3 * time.Hour})
 	s := w.s
 	alice, err := st.EnsureUser(ctx, "alice", "phys", false)
 	if err != nil {
@@ -162,17 +162,20 @@ func TestHistory(t *testing.T) {
 	if _, err := s.History(ctx, Caller{User: admin}, HistoryQuery{User: "nobody"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an admin asks for an unknown user's history: %v, want not found", err)
 	}
-	if _, err := s.History(ctx, Caller{User: admin}, HistoryQuery{From: t0, To: t0.Add(24 * time.Hour), Step: every}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("8640 points: %v, want invalid", err)
+	if _, err := s.History(ctx, Caller{User: admin}, HistoryQuery{From: t0.Add(-3 * time.Hour), To: t0.Add(time.Minute), Step: every}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("1080 points: %v, want invalid", err)
+	}
+	if _, err := s.History(ctx, Caller{User: admin}, HistoryQuery{From: t0.Add(-5 * time.Hour), To: t0.Add(-4 * time.Hour)}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a range older than SampleKeep: %v, want invalid", err)
 	}
 	// Without a step: whole sampling intervals, at most a few hundred
-	// points over a day.
+	// points; a day asked for is cut to the 3 hours kept.
 	day, err := s.History(ctx, Caller{User: admin}, HistoryQuery{From: t0.Add(-24 * time.Hour), To: t0.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(day.Times); n < 100 || n > defaultHistoryPoints+2 || int64(day.Step)%10 != 0 {
-		t.Errorf("a day: %d points of %v s", n, day.Step)
+	if n := len(day.Times); n < 100 || n > defaultHistoryPoints+2 || int64(day.Step)%10 != 0 || day.From.Before(t0.Add(-3*time.Hour-time.Duration(day.Step)*time.Second)) {
+		t.Errorf("a day: %d points of %v s from %v", n, day.Step, day.From)
 	}
 
 	// Failures: alice sees none of hers, an admin bob's.
@@ -223,14 +226,14 @@ func TestHistory(t *testing.T) {
 	}
 
 	// Past SampleKeep, a sample prunes the old rows (of both servers).
-	clk.Advance(2 * time.Hour)
+	clk.Advance(4 * time.Hour)
 	w.sample(clk.Now())
-	old, err := s.History(ctx, Caller{User: admin}, HistoryQuery{From: t0, To: t0.Add(time.Hour), Step: time.Hour})
+	old, err := st.Samples(ctx, store.SampleQuery{From: t0, To: clk.Now(), Step: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(old.Servers) != 0 || old.Total.Throughput[0] != nil {
-		t.Errorf("after %v, samples of %v are still there: %+v", 2*time.Hour, old.Servers, old.Total)
+	if len(old) != 0 {
+		t.Errorf("after 4 hours, samples from before are still there: %+v", old)
 	}
 }
 

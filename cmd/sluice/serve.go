@@ -53,6 +53,8 @@ type serveConfig struct {
 	TLSCert          string  `json:"tls_cert"`
 	TLSKey           string  `json:"tls_key"`
 	CA               string  `json:"ca"`
+	SampleEvery      float64 `json:"sample_every_seconds"`
+	SampleKeep       float64 `json:"sample_keep_seconds"`
 }
 
 func defaultDataDir() string {
@@ -67,7 +69,8 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), DataTokenTTL: server.DefaultDataTokenTTL.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds()}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), DataTokenTTL: server.DefaultDataTokenTTL.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds(),
+		SampleEvery: server.DefaultSampleEvery.Seconds(), SampleKeep: server.DefaultSampleKeep.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
@@ -103,7 +106,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes, tls_cert, tls_key, ca")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes, tls_cert, tls_key, ca, sample_every_seconds, sample_keep_seconds")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
 	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
 	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
@@ -123,6 +126,8 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.IntVar(&c.ListPage, "list-page", server.DefaultListPage, "entries a listing of a directory a job copies whole asks its agent for at a time (1 to 10000)")
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
 	f.StringVar(&c.BatchBDP, "batch-bdp", "", "one connection's bandwidth-delay product on your paths (e.g. 256KiB, the default): a batch carries 1 + this / the mean file size files")
+	f.Float64Var(&c.SampleEvery, "sample-every", c.SampleEvery, "seconds between two samples of what this server schedules, for the dashboard's history")
+	f.Float64Var(&c.SampleKeep, "sample-keep", c.SampleKeep, "seconds the dashboard's history is kept")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
 	return cmd
 }
@@ -192,6 +197,12 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	}
 	if fc.BatchBDP != "" {
 		set("batch-bdp", func() { c.BatchBDP = fc.BatchBDP })
+	}
+	if fc.SampleEvery != 0 {
+		set("sample-every", func() { c.SampleEvery = fc.SampleEvery })
+	}
+	if fc.SampleKeep != 0 {
+		set("sample-keep", func() { c.SampleKeep = fc.SampleKeep })
 	}
 	if fc.ListPage != 0 {
 		set("list-page", func() { c.ListPage = fc.ListPage })
@@ -292,6 +303,8 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		BatchMax:         batchMax,
 		BatchBDP:         batchBDP,
 		ListPage:         c.ListPage,
+		SampleEvery:      time.Duration(c.SampleEvery * float64(time.Second)),
+		SampleKeep:       time.Duration(c.SampleKeep * float64(time.Second)),
 		Client:           agentClient(outbound),
 	})
 	if err != nil {
