@@ -148,7 +148,9 @@ func TestHistoryAndFailuresAPI(t *testing.T) {
 }
 
 // ago is the time d before now, as a query parameter.
-func ago(d time.Duration) string { return url.QueryEscape(time.Now().Add(-d).UTC().Format(time.RFC3339)) }
+func ago(d time.Duration) string {
+	return url.QueryEscape(time.Now().Add(-d).UTC().Format(time.RFC3339))
+}
 
 func decode[T any](t *testing.T, b []byte) T {
 	t.Helper()
