@@ -116,7 +116,11 @@ func (h *sampler) taskEnded(t *task, failed bool) {
 func (w *world) sample(now time.Time) {
 	h := &w.hist
 	every := w.s.sampleEvery()
-	if !h.last.IsZero() && now.Sub(h.last) < every {
+	// One sample in each window of SampleEvery, the windows aligned as
+	// History's buckets are: a sample due every SampleEvery after the
+	// last would drift by up to a cycle each time, and a bucket would
+	// now and then hold none (and read as unknown).
+	if !h.last.IsZero() && now.Truncate(every).Equal(h.last.Truncate(every)) {
 		return
 	}
 	span := every // the first sample covers what ran since the loop began

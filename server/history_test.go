@@ -78,7 +78,7 @@ func TestHistory(t *testing.T) {
 	w.sample(clk.Now()) // t0: 300 bytes of a->b
 	clk.Advance(5 * time.Second)
 	x.done = 500
-	w.sample(clk.Now()) // not due: nothing written
+	w.sample(clk.Now()) // not due (the same 10 s window): nothing written
 	clk.Advance(5 * time.Second)
 	x.done = 700
 	w.sample(clk.Now()) // t0+10: 300 more (400 to 700)
@@ -259,5 +259,34 @@ func sameSeries(t *testing.T, what string, got, want wire.HistorySeries) {
 	}
 	if g, w := str(got), str(want); g != w {
 		t.Errorf("%s:\n got %s\nwant %s", what, g, w)
+	}
+}
+
+// The loop samples once in each window of SampleEvery, aligned as
+// History's buckets are, however its ticks fall: a sample due every
+// SampleEvery after the last one drifts by up to a cycle each time, and
+// then a bucket now and then held no sample and charted as unknown.
+func TestSampleWindows(t *testing.T) {
+	st := testStore(t, "a")
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	w := loadedWorld(t, Config{Store: st, Clock: clk, SampleEvery: time.Second})
+	// Ticks every 0.7 s (a cycle that does not divide the interval).
+	for i := range 30 {
+		w.sample(t0.Add(time.Duration(i) * 700 * time.Millisecond))
+	}
+	sums, err := st.Samples(context.Background(), store.SampleQuery{From: t0, To: t0.Add(21 * time.Second), Step: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int, 21)
+	for _, s := range sums {
+		got[s.Bucket] += s.Samples
+	}
+	for b, n := range got {
+		if n != 1 {
+			t.Errorf("second %d holds %d samples, want 1: %v", b, n, got)
+			break
+		}
 	}
 }
