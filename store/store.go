@@ -3,7 +3,9 @@
 // that registered), checkpoints (the transfer engine's journals of
 // completed byte ranges), observations (the throughput model's history),
 // the estimation service's optimisations, the Policy Service's stream
-// allocations, settings, and an audit log of state changes.
+// allocations, settings, an audit log of state changes, and the
+// dashboard's history (each server's samples of what it schedules,
+// history.go).
 //
 // Store is an interface with one implementation over database/sql and two
 // dialects: embedded SQLite (modernc.org/sqlite, the default: one file in

@@ -82,27 +82,27 @@ try {
   check(after >= pts, `after a reload a4's chart still has its ${after} samples (${pts} before)`);
   await page.locator('[data-ep="a4"] .chart canvas').waitFor();
   await page.waitForTimeout(300); // the last frame of the charts
-  await shot(page, "console-1-overview");
+  await shot(page, "console-01-overview");
 
   // Links, and one link's charts and failures.
   await page.getByRole("link", { name: "Links", exact: true }).click();
   await page.locator("#links-table").getByRole("link", { name: "a4 → a2" }).waitFor();
   check(await page.locator("#links-table").getByRole("link", { name: "a1 → a3" }).count() === 1, "the links view lists a4 → a2 and the held a1 → a3");
-  await shot(page, "console-2-links");
+  await shot(page, "console-02-links");
   await page.locator("#links-table").getByRole("link", { name: "a1 → a2" }).click();
   await page.getByRole("heading", { name: "Link a1 → a2" }).waitFor();
   for (const id of ["d-thr", "d-files", "d-ends"]) await page.locator(`#${id} canvas`).waitFor();
   await page.locator("#detail-failures td.reason").first().waitFor();
   check(/checksum/i.test(await page.locator("#detail-failures td.reason").first().textContent()), "the link's failures say why: the checksum");
   await page.waitForTimeout(300);
-  await shot(page, "console-3-link");
+  await shot(page, "console-03-link");
 
   // Failures: the failed file with its reason, linking to its job at it.
   await page.getByRole("link", { name: "Failures" }).click();
   const frow = page.locator("#failures .failures-table tbody tr", { hasText: "mixed-job" });
   await frow.first().waitFor();
   check(await frow.count() === 1 && /checksum/i.test(await frow.locator("td.reason").textContent()), "the failures panel lists the mixed job's failed file and why");
-  await shot(page, "console-4-failures");
+  await shot(page, "console-04-failures");
   await frow.getByRole("link", { name: `job ${env.MIXED_JOB} #4` }).click();
   await page.locator("#files-table tbody tr.hit").waitFor();
   check(/failed/.test(await page.locator("#files-table tbody tr.hit").textContent()), "the failure opens its job at the failed file");
@@ -114,14 +114,14 @@ try {
   check(await page.locator("#endpoints-table tbody tr", { hasText: "a3" }).locator(".pill.down").count() === 1 &&
     await eprow.locator(".pill.up").count() === 1, "the endpoints page shows a3 down and a4 up");
   check(/learned|configured/.test(await eprow.textContent()), "with a4's capacity and where it comes from");
-  await shot(page, "console-5-endpoints");
+  await shot(page, "console-05-endpoints");
   await page.locator("#endpoints-table").getByRole("link", { name: "a2", exact: true }).click();
   await page.getByRole("heading", { name: "Endpoint a2" }).waitFor();
   await page.locator("#d-thr canvas").waitFor();
   await page.locator("#detail-links").getByRole("link", { name: "a4 → a2" }).waitFor();
   check(true, "an endpoint's view charts it and lists its links");
   await page.waitForTimeout(300);
-  await shot(page, "console-6-endpoint");
+  await shot(page, "console-06-endpoint");
 
   // Jobs table: all jobs, keyboard navigation, detail.
   await page.getByRole("link", { name: "Jobs", exact: true }).click();
@@ -135,7 +135,7 @@ try {
   const second = await page.evaluate(() => document.activeElement.dataset.job);
   const ids = await page.locator("#jobs a[data-job]").evaluateAll((as) => as.map((a) => a.dataset.job));
   check(second === ids[1], "ArrowDown moves to the next row");
-  await shot(page, "console-7-jobs");
+  await shot(page, "console-07-jobs");
   // Filters: one user's jobs; a search of the labels.
   await page.getByLabel("User").fill(env.USER_NAME);
   await page.getByLabel("User").press("Enter");
@@ -172,7 +172,7 @@ try {
   await page.locator("#files-table .state-running").waitFor();
   check(await page.locator("#files-table .state-done").count() === 4 && await page.locator("#files-table .state-failed").count() === 1,
     "the mixed job's page shows 4 files done, 1 failed and 1 running");
-  await shot(page, "console-8-job");
+  await shot(page, "console-08-job");
 
   // A running job's progress advances on the page (events, no reload),
   // then it is cancelled from its page.
@@ -225,7 +225,7 @@ try {
   await est.waitFor({ timeout: 30000 });
   check(/\d+ kB|MB|GB/.test(await est.textContent()) && await page.getByRole("button", { name: "Submit" }).isEnabled(),
     "the estimate shows streams, throughput and time for a1 → a2 before submitting: " + (await est.textContent()).replace(/\s+/g, " "));
-  await shot(page, "console-9-submit");
+  await shot(page, "console-09-submit");
   await page.getByRole("button", { name: "Submit" }).click();
   await page.getByRole("heading", { name: /from-the-form/ }).waitFor();
   await page.locator("#job-detail dd .state-done").waitFor({ timeout: 20000 });
