@@ -27,8 +27,31 @@ func (x *progressXfer) Pause(context.Context) error { return nil }
 // one user's or VO's. Two servers on one store each sample their own
 // partition and History sums them. Samples older than SampleKeep go.
 func TestHistory(t *testing.T) {
+	for dialect, url := range testStores(t) {
+		t.Run(dialect, func(t *testing.T) { testHistory(t, openWith(t, url, "a", "b", "c")) })
+	}
+}
+
+// openWith opens the store at url, closed when the test ends, with the
+// named endpoints registered and up.
+func openWith(t *testing.T, url string, endpoints ...string) store.Store {
+	t.Helper()
 	ctx := context.Background()
-	st := testStore(t, "a", "b", "c")
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	for _, e := range endpoints {
+		if err := st.UpsertEndpoint(ctx, store.Endpoint{Name: e, URL: "http://" + e + ".invalid:7000", Up: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func testHistory(t *testing.T, st store.Store) {
+	ctx := context.Background()
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	const every = 10 * time.Second

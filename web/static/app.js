@@ -208,8 +208,8 @@
     for (const e of es) st.endpoints.set(e.name, e);
     schedule();
   }
-  // The history of the filters' range, read again every few samples
-  // (at most every 5 s) while the page is open. A range that begins
+  // The history of the filters' range, read again while the page is
+  // open. A range that begins
   // before the servers' first sample (a service started half an hour
   // ago, charted over 6 hours) is charted from that sample on, in finer
   // steps, rather than as an empty chart with the data squeezed at its
@@ -238,7 +238,11 @@
       st.hist = h;
       schedule();
     } finally {
-      if (st.token && !st.synthetic) histTimer = setTimeout(() => loadHistory().catch(showError), 1000 * Math.max(5, (st.hist && st.hist.sample_seconds) || 15));
+      // Again after a sample, or half a bucket of a long range: a day's
+      // buckets change every few minutes, and reading one costs the
+      // store a scan of the day's samples.
+      const h = st.hist;
+      if (st.token && !st.synthetic) histTimer = setTimeout(() => loadHistory().catch(showError), 1000 * Math.max(5, (h && h.sample_seconds) || 15, (h && h.step_seconds / 2) || 0));
     }
   }
   let failQuery = "";
