@@ -89,9 +89,9 @@ func (h *sampler) counted(t *task) int64 {
 	return t.runDone
 }
 
-// ended counts a task whose end the store has taken (flush): done, with
-// the bytes of its run not yet counted, or failed.
-func (h *sampler) taskEnded(t *task, failed bool) {
+// endedRow is the row of the next sample that counts what ended on
+// t's link for its owner.
+func (h *sampler) endedRow(t *task) *store.Sample {
 	if h.ended == nil {
 		h.ended = map[linkOwner]*store.Sample{}
 	}
@@ -101,6 +101,30 @@ func (h *sampler) taskEnded(t *task, failed bool) {
 		row = &store.Sample{}
 		h.ended[k] = row
 	}
+	return row
+}
+
+// runEnded counts the bytes run x of t wrote since the last sample, as
+// it ends (preempted, stopped, failed or done): a run shorter than the
+// sampling interval, or the end of a longer one, would go uncounted.
+func (h *sampler) runEnded(t *task, x transfer) {
+	base := h.counted(t)
+	done := x.Progress().Done
+	if done <= base {
+		return
+	}
+	row := h.endedRow(t)
+	row.Bytes = store.AddBytes(row.Bytes, done-base)
+	if h.seen == nil {
+		h.seen = map[int64]runBytes{}
+	}
+	h.seen[t.ID] = runBytes{run: t.run, done: done}
+}
+
+// taskEnded counts a task whose end the store has taken (flush): done,
+// with the bytes of its run not yet counted, or failed.
+func (h *sampler) taskEnded(t *task, failed bool) {
+	row := h.endedRow(t)
 	if failed {
 		row.Failed++
 	} else {
@@ -137,33 +161,30 @@ func (w *world) sample(now time.Time) {
 	h.ended = nil
 	seen := make(map[int64]runBytes, len(h.seen))
 	for t := range w.tasks.all() {
-		var row *store.Sample
-		get := func() *store.Sample {
-			if row == nil {
-				k := sampleKey(t)
-				if row = rows[k]; row == nil {
-					row = &store.Sample{}
-					rows[k] = row
-				}
-			}
-			return row
+		running := t.State == store.StateRunning
+		if !running && t.State != store.StateQueued && t.State != store.StateResolving {
+			continue
 		}
-		switch t.State {
-		case store.StateQueued, store.StateResolving:
-			get().Queued++
-		case store.StateRunning:
-			get().Running++
-			if t.xfer == nil {
-				continue
-			}
-			base := h.counted(t)
-			done := t.xfer.Progress().Done
-			if done > base {
-				get().Bytes = store.AddBytes(get().Bytes, done-base)
-				base = done
-			}
-			seen[t.ID] = runBytes{run: t.run, done: base}
+		k := sampleKey(t)
+		row := rows[k]
+		if row == nil {
+			row = &store.Sample{}
+			rows[k] = row
 		}
+		if !running {
+			row.Queued++
+			continue
+		}
+		row.Running++
+		if t.xfer == nil {
+			continue
+		}
+		base := h.counted(t)
+		if done := t.xfer.Progress().Done; done > base {
+			row.Bytes = store.AddBytes(row.Bytes, done-base)
+			base = done
+		}
+		seen[t.ID] = runBytes{run: t.run, done: base}
 	}
 	h.seen = seen
 	server := w.s.cfg.ServerID

@@ -313,3 +313,60 @@ func TestSampleWindows(t *testing.T) {
 		}
 	}
 }
+
+// The bytes of a run that ends between two samples (here preempted) are
+// counted at the next one, and a new run of the file counts from where
+// it resumed.
+func TestHistoryCountsEndedRuns(t *testing.T) {
+	ctx := context.Background()
+	st := testStore(t, "a", "b")
+	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	w := loadedWorld(t, Config{Store: st, Clock: clk, SampleEvery: 10 * time.Second})
+	u, err := st.EnsureUser(ctx, "alice", "phys", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := store.Job{OwnerID: u.ID, VO: u.VO, Class: store.ClassBatch, Checksum: "adler32", Created: t0}
+	if _, err := st.CreateJob(ctx, &j, []store.Task{{Src: "sluice://a/f", Dst: "sluice://b/f", SrcEndpoint: "a", DstEndpoint: "b", Size: 1000, State: store.StateQueued}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, _ := claimPartitions(t, w, st, "local", 1, "a")
+	f := w.tasks.get(claimed[0].ID)
+	run := func(n int, from, done int64) *progressXfer {
+		x := &progressXfer{done: done}
+		f.State, f.xfer, f.run, f.runDone, f.Done, f.CC = store.StateRunning, x, n, from, from, 1
+		w.inflight++
+		return x
+	}
+	bytesAt := func(at time.Time) int64 {
+		t.Helper()
+		sums, err := st.Samples(ctx, store.SampleQuery{From: at, To: at.Add(time.Second), Step: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b int64
+		for _, s := range sums {
+			b += s.Bytes
+		}
+		return b
+	}
+	x := run(1, 0, 100)
+	w.sample(t0) // 100
+	clk.Advance(3 * time.Second)
+	x.done = 400
+	f.stop = stopPreempted
+	w.finished(f.ID, 1, engine.Result{}, context.Canceled) // 300 more, before the next sample
+	if f.State != store.StateQueued {
+		t.Fatalf("the preempted file is %s", f.State)
+	}
+	clk.Advance(7 * time.Second)
+	w.sample(clk.Now())
+	run(2, 250, 600) // resumed from its checkpoint at 250
+	clk.Advance(10 * time.Second)
+	w.sample(clk.Now())
+	got := []int64{bytesAt(t0), bytesAt(t0.Add(10 * time.Second)), bytesAt(t0.Add(20 * time.Second))}
+	if fmt.Sprint(got) != "[100 300 350]" {
+		t.Errorf("bytes per sample %v, want [100 300 350]", got)
+	}
+}

@@ -933,6 +933,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		if p := x.Progress(); p.Journaled > t.Done {
 			t.Done = p.Journaled
 		}
+		w.hist.runEnded(t, x)
 	}
 	w.addConns(t, -t.conns())
 	stop := t.stop
