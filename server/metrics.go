@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"syscall"
 
@@ -49,10 +50,11 @@ type metrics struct {
 	storeSeconds *prometheus.HistogramVec
 	storeErrors  *prometheus.CounterVec
 
-	// pairs are the endpoint pairs whose gauges were set: an idle pair
-	// reads 0 rather than vanishing, so that "queued and nothing
-	// running" is a comparison of two series. Only the loop touches it
-	// (observe).
+	// pairs are the endpoint pairs whose gauges observe sets: every pair
+	// it saw a task of, or a file of which ended (a small job may start
+	// and end between two looks). An idle pair reads 0 rather than
+	// vanishing, so that "queued and nothing running" is a comparison
+	// of two series. Only the loop touches it.
 	pairs map[[2]string]bool
 }
 
@@ -159,6 +161,15 @@ func newMetrics(r *prometheus.Registry) *metrics {
 	for _, c := range []string{store.ClassInteractive, store.ClassBatch} {
 		m.filesDone.WithLabelValues(c)
 		m.bytesDone.WithLabelValues(c)
+	}
+	// Each store operation's error count too (not its latency: a
+	// histogram per operation never called would be many series of
+	// nothing).
+	st := reflect.TypeFor[store.Store]()
+	for i := range st.NumMethod() {
+		if op := st.Method(i).Name; !untimed[op] {
+			m.storeErrors.WithLabelValues(op)
+		}
 	}
 	r.MustRegister(m.queued, m.running, m.throughput, m.endpointCC, m.slowdown, m.cycleSeconds,
 		m.preemptions, m.retries, m.jobsSubmitted, m.filesDone, m.bytesDone, m.batches, m.batchFiles,
@@ -270,6 +281,7 @@ func (m *metrics) moved(t *task, done int64) {
 
 // finished records a task that completed (its done state written).
 func (m *metrics) finished(t *task) {
+	m.pairs[[2]string{t.SrcEndpoint, t.DstEndpoint}] = true
 	c := className(t.Batch)
 	m.filesDone.WithLabelValues(c).Inc()
 	m.bytesDone.WithLabelValues(c).Add(float64(t.Size))
@@ -284,7 +296,15 @@ func (m *metrics) finished(t *task) {
 	}
 }
 
-// failed records n files that failed for reason (one of failReasons).
+// taskFailed records a task of the loop that failed for reason (its
+// failed state written).
+func (m *metrics) taskFailed(t *task, reason string) {
+	m.pairs[[2]string{t.SrcEndpoint, t.DstEndpoint}] = true
+	m.failed(reason, 1)
+}
+
+// failed records n files that failed for reason (one of failReasons);
+// safe outside the loop.
 func (m *metrics) failed(reason string, n int) {
 	m.filesFailed.WithLabelValues(reason).Add(float64(n))
 }

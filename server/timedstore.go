@@ -28,6 +28,9 @@ func (ts timedStore) done(op string, start time.Time, err *error) {
 	}
 }
 
+// untimed are the store's methods timedStore passes through untimed.
+var untimed = map[string]bool{"Dialect": true, "Close": true, "Listen": true}
+
 // storeFailed reports whether err is the store failing, not one of the
 // answers callers expect and act on: not found, a conflict, a lease
 // another server holds now, or the caller giving up (its context

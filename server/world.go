@@ -1162,7 +1162,7 @@ func (w *world) flush() {
 		t := c.t
 		if c.failed {
 			t.job.failed++
-			w.s.met.failed(c.reason, 1)
+			w.s.met.taskFailed(t, c.reason)
 		} else {
 			w.s.met.finished(t)
 			t.job.FilesDone++
