@@ -197,16 +197,22 @@ func (m *metrics) observe(w *world) {
 	var q, r [2]float64
 	thr := map[[2]string]float64{}
 	pairs := map[[2]string]*pairCount{}
+	// The tasks of a pair mostly come one after another (a job's files):
+	// the last pair's counts spare a map lookup per task, of which there
+	// may be a million.
+	var last [2]string
+	var p *pairCount
 	for t := range w.tasks.all() {
 		c := 0
 		if t.Batch {
 			c = 1
 		}
-		k := [2]string{t.SrcEndpoint, t.DstEndpoint}
-		p := pairs[k]
-		if p == nil {
-			p = &pairCount{}
-			pairs[k] = p
+		if k := [2]string{t.SrcEndpoint, t.DstEndpoint}; p == nil || k != last {
+			if p = pairs[k]; p == nil {
+				p = &pairCount{}
+				pairs[k] = p
+			}
+			last = k
 		}
 		switch t.State {
 		case store.StateQueued, store.StateResolving:
@@ -231,7 +237,7 @@ func (m *metrics) observe(w *world) {
 		m.pairs[k] = true
 	}
 	for k := range m.pairs {
-		p := pairs[k]
+		p = pairs[k]
 		if p == nil {
 			p = &pairCount{}
 		}
