@@ -13,7 +13,11 @@ import (
 
 func main() {
 	root, stopProfile := newRoot(), func() {}
+	configured := root.PersistentPreRunE
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := configured(cmd, args); err != nil {
+			return err
+		}
 		// A CPU profile of any command, for diagnosing Sluice's own cost
 		// (benchmarks; sluice serve stops on SIGINT or SIGTERM and writes
 		// it then).
@@ -68,6 +72,12 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	// Flags not given on the command line come from their environment
+	// variables and the configuration file (config.go).
+	addConfigFileFlag(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		return configure(cmd, os.LookupEnv, defaultConfigFile)
+	}
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
