@@ -4,8 +4,8 @@
 # GridFTP server and client (backend/gridftp), the XRootD server
 # (backend/root), nginx and XRootD's HTTP (backend/webdav), gfal2 (interoperability tests), rsvg-convert (the report charts' SVGs are rendered
 # in a test), iperf3 (`sluice estimate --iperf3`, and with ping from
-# iputils-ping the emulated WAN's validation, wan/), and chromium, node and playwright-core (the dashboard's
-# browser test, web/browser_test.go), and promtool (the monitoring rules, below). Tests that need a missing one skip with a message, so
+# iputils-ping the emulated WAN's validation, wan/), chromium, node and playwright-core (the dashboard's
+# browser test, web/browser_test.go), promtool (the monitoring rules, below), and systemd-analyze and nfpm (the package check). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
 set -uo pipefail
@@ -33,6 +33,9 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+# The package check (scripts/dist-check.sh): systemd-analyze verifies the
+# units; dpkg, which installs the package into an empty root, is essential.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO="sudo -n"
@@ -118,6 +121,11 @@ fi
 if [ -n "$promtool" ]; then
 	echo "export SLUICE_PROMTOOL='$promtool'"
 fi
+
+# nfpm, the packager of `make dist` and of the package check in `make
+# test`: built from the Go module proxy once per version (scripts/nfpm.sh,
+# about 30 s). The check skips, saying why, when this fails.
+bash "$(dirname "$0")/nfpm.sh" >/dev/null || echo "ci-deps: could not build nfpm; the package check will skip" >&2
 
 # The S3 server backend/s3's tests run against: the Versity S3 Gateway
 # (versitygw) with its posix backend, each object a file (the conformance

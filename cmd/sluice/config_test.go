@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,65 @@ func TestConfigFileRealCommand(t *testing.T) {
 	}
 	if len(got.Traces) != 1 || got.Traces[0].Trace != "25" || len(got.Traces[0].Schedulers) != 2 || got.Traces[0].Schedulers["seal"] == nil {
 		t.Errorf("want trace 25 under basecc1 and seal, got %s", out)
+	}
+}
+
+// TestPackagedConfigFile: the commented configuration file the package
+// installs (dist/sluice.toml) is valid as shipped, and so is each of its
+// commented examples once uncommented: every section names a command,
+// every key a flag of it, and every value is one the flag takes, for
+// every command of the tree. A flag renamed or removed fails here, not
+// on a facility's host after an upgrade.
+func TestPackagedConfigFile(t *testing.T) {
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "dist", "sluice.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := regexp.MustCompile(`(?m)^# ([a-z][a-z0-9-]* = )`)
+	if n := len(example.FindAll(shipped, -1)); n < 20 {
+		t.Fatalf("only %d commented examples in the shipped file: the test's pattern no longer finds them", n)
+	}
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		name string
+		text []byte
+	}{
+		{"as shipped", shipped},
+		{"with every example", example.ReplaceAll(shipped, []byte("$1"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "sluice.toml")
+			if err := os.WriteFile(file, tc.text, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := loadSettings(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := newRoot()
+			if err := s.check(root); err != nil {
+				t.Fatal(err)
+			}
+			var walk func(c *cobra.Command)
+			walk = func(c *cobra.Command) {
+				if err := c.ParseFlags(nil); err != nil {
+					t.Fatalf("%s: %v", c.CommandPath(), err)
+				}
+				if err := s.apply(c, noEnv); err != nil {
+					t.Errorf("%s: %v", c.CommandPath(), err)
+				}
+				for _, sub := range c.Commands() {
+					walk(sub)
+				}
+			}
+			walk(root)
+			serve, _, err := root.Find([]string{"serve"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dir, _ := serve.Flags().GetString("data-dir"); dir != "/var/lib/sluice" {
+				t.Errorf("serve's data directory is %q, want /var/lib/sluice, the unit's StateDirectory", dir)
+			}
+		})
 	}
 }
