@@ -34,6 +34,10 @@ const (
 	// named: where the package installs its commented file.
 	defaultConfigFile = "/etc/sluice/sluice.toml"
 	envPrefix         = "SLUICE_"
+	// sourceAnnotation records, on a flag set by configure, where its
+	// value came from (a variable, or the file and its section), for
+	// withSources.
+	sourceAnnotation = "sluice-source"
 )
 
 // addConfigFileFlag gives root (and so every command) --config-file.
@@ -244,7 +248,9 @@ func (s *settings) apply(cmd *cobra.Command, getenv func(string) (string, bool))
 			if v, ok := getenv(env); ok && v != "" {
 				if err := flags.Set(f.Name, v); err != nil {
 					first = fmt.Errorf("environment variable %s=%q: %w", env, v, err)
+					return
 				}
+				_ = flags.SetAnnotation(f.Name, sourceAnnotation, []string{env})
 				return
 			}
 		}
@@ -257,9 +263,49 @@ func (s *settings) apply(cmd *cobra.Command, getenv func(string) (string, bool))
 		}
 		if err := setFromFile(flags, f, v); err != nil {
 			first = fmt.Errorf("%s: %s %s = %s: %w", s.file, sectionName(in), f.Name, tomlValue(v), err)
+			return
 		}
+		_ = flags.SetAnnotation(f.Name, sourceAnnotation, []string{s.file + " " + sectionName(in)})
 	})
 	return first
+}
+
+// withSources adds to a command's error the origin of each flag it names
+// that was not on the command line: `sluice agent --token-key K` with
+// SLUICE_SERVER in the environment fails "--token-key and --server exclude
+// each other", which is a puzzle until it says "--server from
+// SLUICE_SERVER".
+func withSources(cmd *cobra.Command, err error) error {
+	if cmd == nil || err == nil {
+		return err
+	}
+	msg := err.Error()
+	var notes []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		src := f.Annotations[sourceAnnotation]
+		if len(src) > 0 && namesFlag(msg, f.Name) {
+			notes = append(notes, fmt.Sprintf("--%s from %s", f.Name, src[0]))
+		}
+	})
+	if len(notes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(notes, "; "))
+}
+
+// namesFlag says whether msg holds --name as a whole flag (--server, not
+// --server-id).
+func namesFlag(msg, name string) bool {
+	for rest := msg; ; {
+		i := strings.Index(rest, "--"+name)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2+len(name):]
+		if rest == "" || !(rest[0] == '-' || rest[0] >= 'a' && rest[0] <= 'z' || rest[0] >= '0' && rest[0] <= '9') {
+			return true
+		}
+	}
 }
 
 // setFromFile sets f to the TOML value v: a list for a flag that takes

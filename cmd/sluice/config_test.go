@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -298,5 +299,42 @@ func TestPackagedConfigFile(t *testing.T) {
 				t.Errorf("serve's data directory is %q, want /var/lib/sluice, the unit's StateDirectory", dir)
 			}
 		})
+	}
+}
+
+// TestConfigErrorSources: an error naming a flag the command line did not
+// give says where its value came from, the variable or the file's section;
+// a flag given on the command line, and one the error does not name, get
+// no note.
+func TestConfigErrorSources(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.toml")
+	if err := os.WriteFile(file, []byte("[agent]\nroot = \"/data\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SLUICE_LISTEN": ":7001"}
+	for _, tc := range []struct {
+		args []string
+		err  string
+		want string // the whole message
+	}{
+		{[]string{"agent"}, "--listen and --root exclude each other",
+			"--listen and --root exclude each other (--listen from SLUICE_LISTEN; --root from " + file + " [agent])"},
+		{[]string{"agent", "--listen", ":7002"}, "--listen and --root exclude each other",
+			"--listen and --root exclude each other (--root from " + file + " [agent])"},
+		{[]string{"agent"}, "--listen-address is bad", "--listen-address is bad"},
+		{[]string{"agent"}, "no flag named", "no flag named"},
+	} {
+		var g configured
+		root := configTree(&g, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, file)
+		agent, _, err := root.Find([]string{"agent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		agent.RunE = func(*cobra.Command, []string) error { return errors.New(tc.err) }
+		root.SetArgs(tc.args)
+		cmd, err := root.ExecuteC()
+		if got := withSources(cmd, err); got == nil || got.Error() != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, got, tc.want)
+		}
 	}
 }

@@ -32,9 +32,10 @@ func main() {
 		stopProfile = stop
 		return nil
 	}
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	stopProfile()
 	if err != nil {
+		err = withSources(cmd, err)
 		// A command run by net exec has said why it failed.
 		if !errors.As(err, new(*execStatusError)) {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
