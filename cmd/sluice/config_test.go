@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // configured is what the commands of configTree were given.
@@ -337,4 +338,25 @@ func TestConfigErrorSources(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, got, tc.want)
 		}
 	}
+}
+
+// isolateConfig keeps this host's configuration out of the tests (run
+// from TestMain, before them): no /etc/sluice/sluice.toml of an installed
+// package, and no SLUICE_ variable of a flag left in the developer's shell
+// (SLUICE_SERVER would make a standalone agent's start fail). Tests set
+// the variables they mean with t.Setenv, which children inherit.
+func isolateConfig() {
+	os.Setenv(envName(configFileFlag), os.DevNull)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if env := envName(f.Name); env != "" && f.Name != configFileFlag {
+				os.Unsetenv(env)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot())
 }
