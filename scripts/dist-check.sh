@@ -75,7 +75,7 @@ if ! dpkg_root -i "$deb" >"$work/install.log" 2>&1; then
 	finish
 fi
 ok
-for f in usr/bin/sluice usr/lib/systemd/system/sluice.service usr/lib/systemd/system/sluice-agent@.service \
+for f in usr/bin/sluice usr/lib/systemd/system/sluice-serve.service usr/lib/systemd/system/sluice-agent@.service \
 	usr/lib/sysusers.d/sluice.conf etc/sluice/sluice.toml usr/share/bash-completion/completions/sluice \
 	usr/share/zsh/vendor-completions/_sluice usr/share/fish/vendor_completions.d/sluice.fish \
 	usr/share/doc/sluice/operator-guide.md; do
@@ -98,7 +98,7 @@ if command -v systemd-analyze >/dev/null 2>&1 && [ -d /usr/lib/systemd/system ];
 	# verify resolves the units' dependencies (sysinit.target, ...) and
 	# ExecStart= in the root: the host's units join the package's there.
 	cp -rn /usr/lib/systemd/system/. "$root/usr/lib/systemd/system/"
-	for unit in sluice.service sluice-agent@srv-data.service; do
+	for unit in sluice-serve.service sluice-agent@srv-data.service; do
 		out=$(systemd-analyze verify --root="$root" "$unit" 2>&1)
 		rc=$?
 		if [ $rc -eq 0 ] && [ -z "$out" ]; then ok; else bad "systemd-analyze verify $unit (exit $rc): $out"; fi
