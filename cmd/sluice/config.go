@@ -57,6 +57,20 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// envAnnotation names, on a flag, the environment variable that sets it
+// when that is not the one envName gives: cp's --token takes data tokens
+// (SLUICE_DATA_TOKEN), while SLUICE_TOKEN is the API token of the
+// service's commands, cp's --api-token among them.
+const envAnnotation = "sluice-env"
+
+// envFor is the environment variable that sets f.
+func envFor(f *pflag.Flag) string {
+	if v := f.Annotations[envAnnotation]; len(v) == 1 {
+		return v[0]
+	}
+	return envName(f.Name)
+}
+
 // settable says whether the configuration file may set flag: not --help
 // and --version, nor --config-file itself.
 func settable(flag string) bool {
@@ -244,7 +258,7 @@ func (s *settings) apply(cmd *cobra.Command, getenv func(string) (string, bool))
 		}
 		// An empty variable is an unset one, as SLUICE_SERVER= was
 		// before variables set flags.
-		if env := envName(f.Name); env != "" {
+		if env := envFor(f); env != "" {
 			if v, ok := getenv(env); ok && v != "" {
 				if err := flags.Set(f.Name, v); err != nil {
 					first = fmt.Errorf("environment variable %s=%q: %w", env, v, err)

@@ -350,7 +350,7 @@ func isolateConfig() {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			if env := envName(f.Name); env != "" && f.Name != configFileFlag {
+			if env := envFor(f); env != "" && f.Name != configFileFlag {
 				os.Unsetenv(env)
 			}
 		})

@@ -203,6 +203,8 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.StringVar(&f.svc.Server, "server", "", "the service that sluice://ENDPOINT/path names (default $SLUICE_SERVER, then what sluice login saved)")
 	fl.StringVar(&f.svc.Token, "api-token", "", "API token or @FILE for --server (default $SLUICE_TOKEN, then what sluice login saved)")
 	fl.StringVar(&f.svc.CA, "ca", "", "the site's CA certificate (PEM) for https:// servers and sluices:// agents (default $SLUICE_CA, then what sluice login saved)")
+	_ = fl.SetAnnotation("token", envAnnotation, []string{"SLUICE_DATA_TOKEN"})
+	_ = fl.SetAnnotation("api-token", envAnnotation, []string{"SLUICE_TOKEN"})
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
 	fl.DurationVar(&f.tokenTTL, "token-ttl", tokenLife, "lifetime of each token minted with --token-key (a longer copy mints fresh ones as it goes)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
