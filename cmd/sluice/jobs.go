@@ -725,47 +725,6 @@ func newEndpointsCmd() *cobra.Command {
 	return cmd
 }
 
-func newTokenCreateCmd() *cobra.Command {
-	var in api.TokenIn
-	var ttl time.Duration
-	cmd := &cobra.Command{
-		Use:   "create",
-		Short: "Create an API token (for yourself, or as an admin for any user)",
-		Example: `  sluice token create --user alice --vo cms --ttl 720h
-  SLUICE_TOKEN=$(sluice token create --user alice) sluice status`,
-		Args: cobra.NoArgs,
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if ttl < 0 {
-			return errors.New("token create: --ttl must not be negative")
-		}
-		in.TTLSeconds = int64(ttl / time.Second)
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token create: %w", err)
-		}
-		out, err := cl.CreateToken(cmd.Context(), in)
-		if err != nil {
-			return fmt.Errorf("token create: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), out.Token)
-		until := "no expiry"
-		if out.Expires != nil {
-			until = "expires " + out.Expires.Format(time.RFC3339)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "token for %s (VO %s, admin %v, %s)\n", out.User, out.VO, out.Admin, until)
-		return nil
-	}
-	f := cmd.Flags()
-	f.StringVar(&in.User, "user", "", "user (default: yourself); created if new")
-	f.StringVar(&in.VO, "vo", "", "the new user's VO")
-	f.BoolVar(&in.Admin, "admin", false, "make the new user an admin")
-	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry; a user's own new token expires no later than the token used)")
-	f.StringVar(&in.Label, "label", "", "a label for the token")
-	return cmd
-}
-
 // isClassAd reports whether the input is a ClassAd (opens with '[') rather
 // than JSON, without consuming it.
 func isClassAd(r *bufio.Reader) bool {
@@ -783,68 +742,4 @@ func isClassAd(r *bufio.Reader) bool {
 			return c == '['
 		}
 	}
-}
-
-func newTokenListCmd() *cobra.Command {
-	var user string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List your API tokens (admins: --user for another's); secrets are never shown",
-		Args:  cobra.NoArgs,
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token list: %w", err)
-		}
-		ts, err := cl.Tokens(cmd.Context(), user)
-		if err != nil {
-			return fmt.Errorf("token list: %w", err)
-		}
-		if asJSON {
-			return printJSON(cmd.OutOrStdout(), ts)
-		}
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tLABEL\tCREATED\tEXPIRES")
-		for _, t := range ts {
-			exp := "never"
-			if !t.Expires.IsZero() {
-				exp = t.Expires.Format(time.RFC3339)
-				if t.Expired {
-					exp += " (expired)"
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, dash(t.Label), t.Created.Format(time.RFC3339), exp)
-		}
-		return tw.Flush()
-	}
-	cmd.Flags().StringVar(&user, "user", "", "another user's tokens (admins)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func newTokenRevokeCmd() *cobra.Command {
-	var user string
-	cmd := &cobra.Command{
-		Use:     "revoke ID",
-		Short:   "Revoke an API token at once (its ID from `sluice token list`)",
-		Example: `  sluice token list; sluice token revoke 3f9a0c12b4e7`,
-		Args:    cobra.ExactArgs(1),
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token revoke: %w", err)
-		}
-		if err := cl.RevokeToken(cmd.Context(), user, args[0]); err != nil {
-			return fmt.Errorf("token revoke: %w", err)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "token %s revoked\n", args[0])
-		return nil
-	}
-	cmd.Flags().StringVar(&user, "user", "", "another user's token (admins)")
-	return cmd
 }

@@ -69,7 +69,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
-	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
+	root.AddCommand(newAgentCmd(), newKeygenCmd(), newDataTokenCmd(), newAPITokenCmd(), newLegacyTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
 		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd(), newVersionCmd())
 	// --version prints what `sluice version` does.
