@@ -161,7 +161,8 @@ func newAgentCmd() *cobra.Command {
 }
 
 func newKeygenCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "keygen FILE",
 		Short: "Write a new random token key to FILE (mode 0600; never overwrites)",
 		Args:  cobra.ExactArgs(1),
@@ -169,10 +170,17 @@ func newKeygenCmd() *cobra.Command {
 			if _, err := auth.GenerateKey(args[0]); err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					KeyFile string `json:"key_file"`
+				}{args[0]})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote a new token key to %s (anyone who can read it can mint tokens)\n", args[0])
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }
 
 // trustingTransport is an HTTP transport that verifies servers with cfg.

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/stork"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // clientConfig is where the CLI finds the server: flags, then the
@@ -125,6 +126,8 @@ func newLoginCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	c := clientFlags(cmd)
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the server, the user and where the login was saved")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if c.Server == "" || c.Token == "" {
 			return errors.New("login: --server and --token are required")
@@ -165,10 +168,20 @@ func newLoginCmd() *cobra.Command {
 		if err := os.WriteFile(name, append(b, '\n'), 0o600); err != nil {
 			return fmt.Errorf("login: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), loginOut{Server: c.Server, User: u, SavedIn: name})
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "logged in to %s as %s (VO %s); saved in %s\n", c.Server, u.Name, u.VO, name)
 		return nil
 	}
 	return cmd
+}
+
+// loginOut is what `sluice login --json` prints.
+type loginOut struct {
+	Server  string       `json:"server"`
+	User    wire.UserOut `json:"user"`
+	SavedIn string       `json:"saved_in"`
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -352,7 +365,7 @@ named on stderr.`,
 			// stdout stays what submit prints, the job id (or with --json
 			// one JSON document), so that JOB=$(sluice submit ... --watch)
 			// works: the summary goes to stderr, after the progress.
-			return watchEnded(cmd.Context(), cl, j.ID, cmd.ErrOrStderr(), true)
+			return watchEnded(cmd.Context(), cl, j.ID, cmd.ErrOrStderr(), printJob)
 		}
 		return nil
 	}
@@ -395,33 +408,31 @@ func parseJobID(s string) (int64, error) {
 func newStatusCmd() *cobra.Command {
 	var asJSON, files bool
 	var state string
+	var limit int
+	var before int64
 	cmd := &cobra.Command{
 		Use:   "status [JOB]",
-		Short: "Show jobs, or one job (with --files, its files)",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Show jobs, or one job (with --files, its files); exits 1 for a job that failed, wholly or in part",
+		Example: `  sluice status                      # the newest 100 jobs
+  sluice status --before 812         # the 100 before job 812
+  sluice status 812 --files --json`,
+		Args: cobra.MaximumNArgs(1),
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if limit < 0 || before < 0 {
+			return errors.New("status: --limit and --before take 0 or more")
+		}
+		if len(args) > 0 && (cmd.Flags().Changed("limit") || cmd.Flags().Changed("before") || state != "") {
+			return errors.New("status: --limit, --before and --state list jobs: give them without a JOB")
+		}
 		cl, err := cc.client()
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
 		ctx, out := cmd.Context(), cmd.OutOrStdout()
 		if len(args) == 0 {
-			js, err := cl.Jobs(ctx, state, 100)
-			if err != nil {
-				return fmt.Errorf("status: %w", err)
-			}
-			if asJSON {
-				return writeJSON(out, js)
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB\tOWNER\tCLASS\tSTATE\tFILES\tBYTES\tMB/S\tLABEL")
-			for _, j := range js {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%.1f\t%s\n", j.ID, j.Owner, j.Class, j.State,
-					j.FilesDone, j.Files, progressBytes(j), j.Throughput/1e6, j.Label)
-			}
-			return tw.Flush()
+			return listJobs(ctx, cl, client.JobsQuery{State: state, Before: before, Limit: limit}, asJSON, out, cmd.ErrOrStderr())
 		}
 		id, err := parseJobID(args[0])
 		if err != nil {
@@ -449,9 +460,9 @@ func newStatusCmd() *cobra.Command {
 		printJob(out, j)
 		if files {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "#\tSTATE\tSIZE\tCC\tMB/S\tCHECKSUM\tDESTINATION\tERROR")
+			fmt.Fprintln(tw, "#\tSTATE\tSIZE\tCC\tRATE\tCHECKSUM\tDESTINATION\tERROR")
 			for _, f := range fs {
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\n", f.Index, f.State, f.Size, f.CC, f.Throughput/1e6, f.Checksum, f.Destination, f.Error)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", f.Index, f.State, siBytes(f.Size), f.CC, siRate(f.Throughput), f.Checksum, f.Destination, f.Error)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -459,27 +470,74 @@ func newStatusCmd() *cobra.Command {
 		}
 		return jobEnded(j)
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&files, "files", false, "list the job's files")
-	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVar(&files, "files", false, "list the job's files")
+	f.StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
+	f.IntVar(&limit, "limit", 100, "list at most this many jobs, newest first (0: all)")
+	f.Int64Var(&before, "before", 0, "list the jobs older than this job ID (the next page: the last ID listed)")
 	return cmd
 }
 
-// jobEnded is the error a command that shows one job ends with: none
-// while it runs or once it is done, one for a job that failed (some of
-// its files) or was canceled, so that a script sees it in the exit
-// status and not only in the text.
-func jobEnded(j api.JobOut) error {
-	switch j.State {
-	case store.StateFailed, store.StateCanceled:
-		return fmt.Errorf("job %d %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
-			j.ID, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, j.ID)
+// listJobs prints the jobs q selects, a table or JSON, and says on stderr
+// how to list the next page when there is one.
+func listJobs(ctx context.Context, cl *client.Client, q client.JobsQuery, asJSON bool, out, errs io.Writer) error {
+	want := q.Limit
+	if want > 0 {
+		q.Limit++ // one more: is there a next page?
+	}
+	js, err := cl.ListJobs(ctx, q)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	more := want > 0 && len(js) > want
+	if more {
+		js = js[:want]
+	}
+	if asJSON {
+		if err := writeJSON(out, js); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOB\tOWNER\tCLASS\tSTATE\tFILES\tBYTES\tRATE\tLABEL")
+		for _, j := range js {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Owner, j.Class, j.State,
+				j.FilesDone, j.Files, progressBytes(j), siRate(j.Throughput), j.Label)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if more {
+		fmt.Fprintf(errs, "more jobs: sluice status --before %d\n", js[len(js)-1].ID)
 	}
 	return nil
 }
 
+// jobEnded is the error a command that shows one job ends with: none
+// while it runs or once every file of it is done; one for a job that
+// failed (all of its files or some: a job that finished with failed files
+// is failed) or was canceled, so that a script sees it in the exit status
+// and not only in the text.
+func jobEnded(j api.JobOut) error {
+	if !store.Terminal(j.State) {
+		return nil
+	}
+	if j.State == store.StateDone && j.FilesFailed == 0 && j.FilesCanceled == 0 && j.ListingError == "" {
+		return nil
+	}
+	how := j.State
+	if j.State != store.StateCanceled && j.FilesDone > 0 {
+		how = "partly failed"
+	}
+	return fmt.Errorf("job %d %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
+		j.ID, how, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, j.ID)
+}
+
+// progressBytes is a job's bytes done of its total, in decimal units.
 func progressBytes(j api.JobOut) string {
-	return fmt.Sprintf("%.1f/%.1f MB", float64(j.BytesDone)/1e6, float64(j.Bytes)/1e6)
+	return siBytes(j.BytesDone) + " / " + siBytes(j.Bytes)
 }
 
 func printJob(w io.Writer, j api.JobOut) {
@@ -497,10 +555,10 @@ func printJob(w io.Writer, j api.JobOut) {
 	}
 	fmt.Fprintf(w, "  bytes  %s", progressBytes(j))
 	if j.Throughput > 0 {
-		fmt.Fprintf(w, " at %.1f MB/s", j.Throughput/1e6)
+		fmt.Fprintf(w, " at %s", siRate(j.Throughput))
 	}
-	if j.ETA > 0 {
-		fmt.Fprintf(w, ", about %s left", (time.Duration(j.ETA) * time.Second).Round(time.Second))
+	if e := etaText(time.Duration(j.ETA * float64(time.Second))); e != "" {
+		fmt.Fprintf(w, ", %s", e)
 	}
 	fmt.Fprintln(w)
 	if j.VerifyChecksum {
@@ -518,10 +576,14 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newWatchCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "watch JOB",
-		Short: "Show a job's progress live (from the server's event stream) until it ends",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a job's progress live until it ends; exits 1 unless every file was done",
+		Long: `watch shows a job's progress (a bar with its rate and ETA on a terminal, a line
+every two seconds otherwise) on stderr until the job ends, then the job on
+stdout. It exits 1 for a job that failed, wholly or in part, or was canceled.`,
+		Args: cobra.ExactArgs(1),
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -536,26 +598,34 @@ func newWatchCmd() *cobra.Command {
 		if err := watchJob(cmd.Context(), cl, id, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
-		return watchEnded(cmd.Context(), cl, id, cmd.OutOrStdout(), true)
+		show := printJob
+		if asJSON {
+			show = func(w io.Writer, j api.JobOut) { writeJSON(w, j) }
+		}
+		return watchEnded(cmd.Context(), cl, id, cmd.OutOrStdout(), show)
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the ended job as JSON (the progress stays on stderr)")
 	return cmd
 }
 
-// watchEnded reads a job whose watch saw it end, prints it (if show),
-// and fails unless every file was done: `sluice watch` and `sluice submit
-// --watch` exit non-zero for a failed or canceled job, so that a script
-// does not go on as if the data had arrived.
-func watchEnded(ctx context.Context, cl *client.Client, id int64, out io.Writer, show bool) error {
+// watchEnded reads a job whose watch saw it end, prints it with show (if
+// not nil), and fails unless every file was done: `sluice watch` and
+// `sluice submit --watch` exit non-zero for a job that failed, wholly or
+// in part, or was canceled, so that a script does not go on as if the
+// data had arrived.
+func watchEnded(ctx context.Context, cl *client.Client, id int64, out io.Writer, show func(io.Writer, api.JobOut)) error {
 	j, err := cl.Job(ctx, id)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
-	if show {
-		printJob(out, j)
+	if show != nil {
+		show(out, j)
+	}
+	if err := jobEnded(j); err != nil {
+		return err
 	}
 	if j.State != store.StateDone {
-		return fmt.Errorf("job %d ended %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
-			id, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, id)
+		return fmt.Errorf("job %d is %s: it has not ended", id, j.State)
 	}
 	return nil
 }
@@ -664,6 +734,7 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 }
 
 func newCancelCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "Cancel a job (files already done stay; partial copies are removed)",
@@ -683,9 +754,13 @@ func newCancelCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("cancel: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), j)
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "job %d %s: %d files done, %d canceled\n", j.ID, j.State, j.FilesDone, j.FilesCanceled)
 		return nil
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
 	return cmd
 }
 
