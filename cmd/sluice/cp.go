@@ -421,6 +421,10 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 			return jerr
 		}
 	}
+	if err != nil && !f.jsonOut && errors.Is(err, context.Canceled) {
+		// Ctrl-C: say what is kept before saying how to resume.
+		fmt.Fprintln(stderr, keptLine(rep.Summary, show.latest()))
+	}
 	var given *copyjob.FilesError
 	if err != nil && (f.jsonOut || !errors.As(err, &given)) {
 		return cpError(err)
@@ -467,6 +471,29 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 			a.RTTms, a.Bandwidth/1e6, a.BandwidthFrom, float64(a.BDP)/1e6, len(sum.Steps), last.PP, last.P, last.CC)
 	}
 	return nil
+}
+
+// keptLine says what an interrupted copy leaves for the same command run
+// again: the files put in place whole, and the bytes of unfinished ones
+// that their checkpoint journals keep (bytes in flight since the last
+// checkpoint are sent again). p is the copy's last progress, for the
+// totals.
+func keptLine(sum copyjob.Summary, p copyjob.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "interrupted: %d of %d files copied (%s", sum.Files, p.Files, siBytes(sum.Bytes))
+	if sum.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d of them already in place", sum.Skipped)
+	}
+	b.WriteString(")")
+	if sum.PartialFiles > 0 {
+		noun := "files"
+		if sum.PartialFiles == 1 {
+			noun = "file"
+		}
+		fmt.Fprintf(&b, "; %s of %d unfinished %s kept to resume from", siBytes(sum.PartialBytes), sum.PartialFiles, noun)
+	}
+	fmt.Fprintf(&b, "; %s of %s kept in all", siBytes(sum.Bytes+sum.PartialBytes), siBytes(p.Bytes))
+	return b.String()
 }
 
 // cpReport is what `sluice cp --json` prints: the copy's summary and, for
@@ -617,7 +644,8 @@ func (v *verbosePlanner) Observe(bytesPerSec float64) {
 }
 
 // progressView shows progress: a bar on a terminal, a line every two
-// seconds otherwise.
+// seconds otherwise, each with the rate and an ETA, sizes and rates in
+// decimal units.
 type progressView struct {
 	w     io.Writer
 	tty   bool
@@ -627,6 +655,11 @@ type progressView struct {
 	bar   *mpb.Bar
 	last  time.Time
 	total int64
+	// shown is the most bytes the bar has shown of total. The bar does
+	// not go back: a copy stopped by Ctrl-C counts only its finished
+	// files at the end (the bytes of the one in flight are in its
+	// journal), which redrew the bar at 0.0 b of 2.0 GiB.
+	shown int64
 	// refresh draws the bar on a writer that is not a terminal (tests).
 	refresh bool
 }
@@ -648,24 +681,30 @@ func (v *progressView) update(p copyjob.Progress) {
 	v.mu.Unlock()
 	if v.tty {
 		if v.p == nil {
-			v.p = mpb.New(mpb.WithOutput(v.w), mpb.WithWidth(40), mpb.ContainerOptional(mpb.WithAutoRefresh(), v.refresh))
+			v.p = mpb.New(mpb.WithOutput(v.w), mpb.ContainerOptional(mpb.WithAutoRefresh(), v.refresh))
 			// Made without a total, since mpb takes one (SetTotal)
 			// only for such a bar: a job watched from its submission
 			// has no size until the server has stated its files.
-			v.bar = v.p.New(0, mpb.BarStyle(),
-				mpb.PrependDecorators(decor.Name("copy "), decor.CountersKibiByte("% .1f / % .1f")),
+			v.bar = v.p.New(0, mpb.BarStyle(), mpb.BarWidth(30),
+				mpb.PrependDecorators(decor.CountersKiloByte("% .1f / % .1f")),
 				mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
 					v.mu.Lock()
 					c := v.cur
 					v.mu.Unlock()
-					return fmt.Sprintf(" %.1f MB/s  %d/%d files", c.Rate/1e6, c.FilesDone, c.Files)
+					// Short enough for the bar to fit in 80 columns.
+					s := fmt.Sprintf(" %s %d/%d files", siRate(c.Rate), c.FilesDone, c.Files)
+					if e := etaText(eta(c.Bytes, c.Done, c.Rate)); e != "" {
+						s += " " + e
+					}
+					return s
 				})))
 		}
 		if p.Bytes != v.total {
 			v.bar.SetTotal(p.Bytes, false)
-			v.total = p.Bytes
+			v.total, v.shown = p.Bytes, 0
 		}
-		v.bar.SetCurrent(barCurrent(p))
+		v.shown = max(v.shown, barCurrent(p))
+		v.bar.SetCurrent(v.shown)
 		if p.Files > 0 && p.FilesDone >= p.Files {
 			// The bar ends at its total, and takes no other after.
 			v.bar.EnableTriggerComplete()
@@ -676,8 +715,12 @@ func (v *progressView) update(p copyjob.Progress) {
 		return
 	}
 	v.last = time.Now()
-	fmt.Fprintf(v.w, "%5.1f%%  %.1f / %.1f MB  %.1f MB/s  %d/%d files  %d retries\n",
-		percent(p), float64(p.Done)/1e6, float64(p.Bytes)/1e6, p.Rate/1e6, p.FilesDone, p.Files, p.Retries)
+	e := etaText(eta(p.Bytes, p.Done, p.Rate))
+	if e != "" {
+		e = "  " + e
+	}
+	fmt.Fprintf(v.w, "%5.1f%%  %s / %s  %s  %d/%d files  %d retries%s\n",
+		percent(p), siBytes(p.Done), siBytes(p.Bytes), siRate(p.Rate), p.FilesDone, p.Files, p.Retries, e)
 }
 
 // percent is how far a copy is, by bytes: never 100 while files remain,
@@ -702,6 +745,13 @@ func barCurrent(p copyjob.Progress) int64 {
 		return p.Bytes - 1
 	}
 	return p.Done
+}
+
+// latest is the last progress shown.
+func (v *progressView) latest() copyjob.Progress {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cur
 }
 
 func (v *progressView) finish() {
