@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -319,12 +320,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	if st.Dialect() == "postgres" {
 		fmt.Fprintf(out, "server ID %s: schedules a share of the endpoints with the other servers on this database\n", srv.Status().Server)
 	}
-	if srv.AdminTokenFile != "" {
-		fmt.Fprintf(out, "first start: admin API token in %s\n", srv.AdminTokenFile)
-	}
-	if srv.JoinTokenFile != "" {
-		fmt.Fprintf(out, "first start: agents join with the token in %s\n", srv.JoinTokenFile)
-	}
+	printTokenFiles(out, c.DataDir, srv.AdminTokenFile, srv.JoinTokenFile)
 	hs := apiServer(api.New(srv), log)
 	// The loop and the HTTP server each report on their own channel, so
 	// that the stop below knows whether the loop has already returned
@@ -467,4 +463,29 @@ func startCPUProfile(file string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// printTokenFiles says where the admin and join tokens are: the files a
+// first start wrote, or those an earlier start left in the data
+// directory. A first start that fails after writing them (its port
+// taken, say) never got to say where they are, and the retry, no longer a
+// first start, said nothing either; so every start names them while they
+// are there.
+func printTokenFiles(w io.Writer, dataDir, adminWritten, joinWritten string) {
+	for _, f := range []struct{ written, name, first, later string }{
+		{adminWritten, "admin.token", "first start: admin API token in %s\n", "admin API token (of the first start) in %s\n"},
+		{joinWritten, "join.token", "first start: agents join with the token in %s\n", "agents join with the token in %s\n"},
+	} {
+		if f.written != "" {
+			fmt.Fprintf(w, f.first, f.written)
+			continue
+		}
+		if dataDir == "" {
+			continue
+		}
+		p := filepath.Join(dataDir, f.name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			fmt.Fprintf(w, f.later, p)
+		}
+	}
 }
