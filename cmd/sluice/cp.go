@@ -61,78 +61,12 @@ func newCpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cp [flags] SRC... DST",
 		Short: "Copy files and directories between local paths and sluice agents",
-		Long: `Copies files with concurrency, pipelining and parallelism, verifies an end-to-end
-checksum, and writes every file under a temporary name that is renamed only after
-verification: the destination never holds a partial file.
-
-The settings mean what they mean for globus-url-copy: --cc files in flight at once,
---pp files asked for in one request (a batch GET from an agent: one round trip for
-many small files; it applies only when the source is an agent and the bytes pass
-through this process), --p partial transfers of one large file at once.
-
---auto (the default unless --cc, --p or --pp is given) tunes the copy while it
-runs: it measures the round-trip time to the agents and, every twenty round trips
-(1-3 s), the throughput, and moves the number of streams (the
-partial transfers of a large file; files or batches in flight with -r) as a TCP
-sender moves its window: doubling while that pays by 10%, then holding (at the
-last doubling unless it cost 5%: fewer streams regrow their windows slowly), and
-trying half as many again every few windows, so that it keeps up when the path's
-bandwidth changes. Small files go in batches of up to 8 MiB (one round trip
-each). -v prints each window; --json has them as "tuning". With -r, --sample plans
-by sampling instead, as the flexible GridFTP client of Yildirim (SC'13) does: a
-short probe of the bandwidth (or --bandwidth), pipelining for the bandwidth-delay
-product, and parallelism and concurrency sampled on chunks of the dataset until
-throughput stops rising ("steps" in --json). --auto=false sends everything with
---cc/--pp/--p.
-
-SRC and DST are local paths (or file:///abs/path), agent URLs
-(sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, through
-globus-url-copy, one stream per partial transfer; gsiftp:// needs a GSI control
-channel that is not implemented, so cp refuses it: use the server's ftp:// endpoint)
-or XRootD URLs (root://host//path). Between two agents the destination
-pulls the data from the source itself (third-party copy).
-
-As rclone copy (and rsync SRC/ DST) do, not as cp -r: cp -r SRC DST copies SRC's
-contents to DST (made if missing, merged if not); DST/ with a trailing slash receives
-DST/SRC. The same command run again lands where the first run did: it resumes large
-files from their checkpoint journal and skips files already in place (same size and
-checksum; same size with --checksum none). A different file at the destination is
-not replaced without --overwrite: cp copies the others and fails, naming it; nor is
-a file that appears there during the copy (the final rename refuses to replace it,
-except on GridFTP and XRootD destinations, which cannot rename so). With --sync LEVEL
-(Globus's sync levels) a file already there is kept when it matches its source by
-the level's test and replaced otherwise: exists (anything there), size, mtime (same
-size, modified no earlier than the source), checksum.
-
-Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
-tokens from the key the agents were started with.
-
-With --policy-server, cp is the adaptive transfer client of the Policy Service
-(Chervenak et al., Fig. 3): it asks the server for an allocation of streams on
-the pair, moves files in batches of c at a time with --p partial transfers each,
-starting at c = min(--ci, streams/p), and every --adapt-every files updates the
-allocation and moves c by --delta when the rate changed by more than --threshold,
-never past the allocation or --cmax. --follow-allocation runs at what the
-allocation allows instead (the paper's non-adaptive client of a pacing service).
-The allocation is released when the copy ends.
-
-With --sources URL1,URL2,... DST, one file with replicas at several sources is
-downloaded from all of them at once (Yang, Schopf and Foster's multi-source
-transfers): cp probes each link for --probe, predicts the mean and variability of
-its bandwidth over the transfer (the Network Weather Service's predictors on
-interval series), splits the file with --split (bos: best source only; eas: equal
-parts; ms: time-balanced on the mean; ntss: on mean + SD; tcs: on mean + TF x SD,
-the Tuned Conservative Scheduling; tcs-minus: on mean - TF x SD; tcs-dynamic: tcs,
-and replicas that finish early take over the tail of the slowest), and moves the
-parts with the same journal, resume and checksum as any copy. A replica that
-fails is dropped and the others carry on; one that sends or holds wrong bytes is
-found by the replicas' majority vote on range checksums, dropped, and its ranges
-fetched again (two replicas that differ fail the copy: no majority says which is right).`,
-		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
-  sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
-  sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json
-  sluice cp -r --policy-server http://sched:8080 --p 4 --ci 1 --cmax 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/
-  sluice cp --sources sluice://dtn1:7000/d/f.h5,sluice://dtn2:7000/d/f.h5,sluice://dtn3:7000/d/f.h5 /data/ --split tcs -v`,
+		Long: `cp copies files and trees between local paths, agents (sluice://host:port/path),
+GridFTP (ftp://) and XRootD (root://) servers, without a service: checksummed,
+renamed into place, tuned while it runs (--auto), resumed by running it again.
+cp -r SRC DST copies SRC's contents into DST, as rclone copy. See docs/cp.md.`,
+		Example: `  sluice cp --token-key ~/.sluice/key big.h5 sluice://dtn1:7000/data/
+  sluice cp -r --cc 16 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && len(cmd.Flags().Lookup("sources").Value.(pflag.SliceValue).GetSlice()) > 0 {
 				return nil // sluice cp --sources A,B DST
@@ -206,6 +140,9 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
 	f.multi.register(fl)
+	moreFlags(cmd, "docs/cp.md", "pp", "verbose", "sample", "bandwidth", "chunk-min", "sub-write", "journal-dir", "no-third-party",
+		"preserve-mtime", "token-ttl", "sources", "split", "probe", "no-replica-check", "policy-server", "policy-token",
+		"policy-pair", "policy-client", "ci", "cmax", "delta", "adapt-every", "threshold", "follow-allocation")
 	return cmd
 }
 

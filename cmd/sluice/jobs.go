@@ -192,35 +192,13 @@ func newSubmitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit [SRC DST | --sources A,B,... DST | -f job.json | -f job.classad]",
 		Short: "Submit a transfer job to the server (prints the job id)",
-		Long: `submit sends a job to the server. SRC and DST are sluice://ENDPOINT/path URLs
-(ENDPOINT: a registered agent's name). With -f, the job is read from a JSON
-file (- for stdin) in Sluice's shape ({"files":[{"source":..,"destination":..}]})
-or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}),
-or a Stork submit file of ClassAds ([ dap_type = "transfer"; src_url = ..;
-dest_url = ..; optimization = "YES"; ]; dap_type = "estimation" ads are
-answered by the estimation service, and need size = "BYTES").
-With --optimize (optimization in the job), the service first estimates each
-endpoint pair's best concurrency (from a fresh stored estimate, or by
-sampling the path with the job's first file) and runs the files with it.
-With --sources (or several "sources" of a file in the job), the file has
-replicas on several endpoints and is downloaded from all of them at once,
-split by --selection (tcs by default; see sluice cp --sources).
-Nothing at a destination is replaced unless the job asks (--overwrite, or
-"overwrite": true in the job; an FTS3 job follows its params.overwrite): a
-file already there and identical to the source is recorded done without
-being copied ("already in place"), any other fails. With --sync LEVEL
-(sync_level in the job; Globus's), a file already there is kept when it
-matches the source by the level's test and replaced otherwise: exists
-(anything there), size, mtime (same size, modified no earlier than the
-source), checksum; submitting a finished job again with --sync checksum
-moves nothing. Fields of the job the
-service accepts without honouring (FTS3 parameters, Stork attributes) are
-named on stderr.`,
-		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
-  sluice submit --batch --label nightly -f job.json
-  sluice submit --sync checksum -f job.json     # again: only what changed moves
+		Long: `submit sends a job to the server and prints its ID. SRC and DST are
+sluice://ENDPOINT/path URLs; -f reads a job file: Sluice's or FTS3's JSON, or a
+Stork submit file. Nothing at a destination is replaced unless the job asks
+(--overwrite, --sync). See docs/user-guide.md.`,
+		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5 --watch
   sluice submit -r sluice://dtn1/run42 sluice://dtn2/archive/run42
-  sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
+  sluice submit --sync checksum -f job.json     # again: only what changed moves`,
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -386,6 +364,7 @@ named on stderr.`,
 	f.StringVar(&syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")
+	moreFlags(cmd, "docs/user-guide.md", "ca", "class", "checksum", "submission-id", "selection", "streams", "preserve-mtime", "optimize", "sources")
 	return cmd
 }
 

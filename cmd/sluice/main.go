@@ -75,5 +75,9 @@ func newRoot() *cobra.Command {
 	// --version prints what `sluice version` does.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
+	setUsage(root)
+	// sluice completion bash|zsh|fish|powershell works, unlisted: the
+	// list of commands fits on a screen (docs/user-guide.md names it).
+	root.CompletionOptions.HiddenDefaultCmd = true
 	return root
 }

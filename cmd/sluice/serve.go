@@ -72,26 +72,11 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
-		Long: `serve runs the Sluice service. It keeps its state in a store (SQLite in the
-data directory by default, PostgreSQL with --db postgres://...), accepts jobs
-over the REST API (OpenAPI at /openapi.json), registers agents that join with
-the join token, and every cycle asks the scheduler which transfers run with
-which concurrency; the agents move the bytes between themselves.
-
-On first start with an empty store it writes admin.token (an admin API token)
-and join.token (for agents) to the data directory and prints their paths. An
-empty store in a data directory that holds those files is refused: the
-earlier server's database is gone (restore it, or move the files away to
-start afresh). A SQLite file removed or replaced while the server runs stops
-it, after it saved the database it still had open (sluice.db.saved-TIME).
-
-Several servers may share one PostgreSQL database (give each a unique,
-stable --server-id): any of them answers the API and takes agents'
-heartbeats, and scheduling is shared out by source endpoint under leases that
-move to the surviving servers within --lease-ttl when one dies (see
-docs/SCALING.md). Agents list every server in --server.`,
-		Example: `  sluice serve --listen :8080 --scheduler seal   # the paper's SEAL instead of seal+
-  sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token
+		Long: `serve runs the Sluice service: the REST API (OpenAPI at /openapi.json), the
+store (SQLite in the data directory, or PostgreSQL with --db, shared by several
+servers), and the scheduler of the transfers between the agents that join it.
+Each start names the admin and join token files. See docs/operator-guide.md.`,
+		Example: `  sluice serve --listen :8080 --tls-cert sched1.pem --tls-key sched1.key
   sluice serve --db postgres://sluice@db/sluice --server-id sched1 --listen :8080   # one of several`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,6 +110,8 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
 	f.StringVar(&c.BatchBDP, "batch-bdp", "", "one connection's bandwidth-delay product on your paths (e.g. 256KiB, the default): a batch carries 1 + this / the mean file size files")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
+	moreFlags(cmd, "docs/operator-guide.md", "batch-bdp", "batch-max", "cycle", "data-token-ttl", "down-give-up", "heartbeat-timeout",
+		"journal-writes", "lease-ttl", "list-page", "startup-cost", "total-max-cc")
 	return cmd
 }
 
