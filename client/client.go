@@ -480,3 +480,12 @@ func (c *Client) EventsFrom(ctx context.Context, job int64, open func() bool, f 
 	}
 	return errors.New("client: the event stream ended")
 }
+
+// DataToken asks the server for a data token to read (or, with write,
+// write in the directory of) one path of an agent, named
+// sluice://ENDPOINT/path.
+func (c *Client) DataToken(ctx context.Context, u string, write bool) (wire.DataTokenOut, error) {
+	var out wire.DataTokenOut
+	_, err := c.do(ctx, http.MethodPost, "/v1/data-tokens", wire.DataTokenIn{URL: u, Write: write}, &out)
+	return out, err
+}

@@ -309,8 +309,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
+	met := newMetrics(cfg.Registry)
 	s := &Server{
-		cfg: cfg, st: cfg.Store, log: cfg.Logger, client: cfg.Client, sch: sch,
+		// Every store call the server makes is timed here (timedStore).
+		cfg: cfg, st: timedStore{s: cfg.Store, met: met}, met: met, log: cfg.Logger, client: cfg.Client, sch: sch,
 		epoch:  cfg.Clock.Now(),
 		inbox:  make(chan func(*world), 1024),
 		events: newBroker(cfg.Clock),
@@ -322,7 +324,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.spawn = func(f func()) { go f() }
 	s.runs = engineRunner{s}
-	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dtn/sluice/backend"
 	"github.com/sluice-dtn/sluice/backend/all"
 	"github.com/sluice-dtn/sluice/backend/sluice"
+	"github.com/sluice-dtn/sluice/client"
 	"github.com/sluice-dtn/sluice/copyjob"
 	"github.com/sluice-dtn/sluice/dataset"
 )
@@ -54,6 +55,11 @@ type cpFlags struct {
 	tokenTTL time.Duration
 	pol      cpPolicyFlags
 	multi    cpMultiFlags
+	// svc is the login that sluice://NAME/path locations (the service's
+	// endpoint names) are resolved with; svcClient its client, once
+	// made.
+	svc       clientConfig
+	svcClient *client.Client
 }
 
 func newCpCmd() *cobra.Command {
@@ -61,12 +67,12 @@ func newCpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cp [flags] SRC... DST",
 		Short: "Copy files and directories between local paths and sluice agents",
-		Long: `cp copies files and trees between local paths, agents (sluice://host:port/path),
-GridFTP (ftp://) and XRootD (root://) servers, without a service: checksummed,
-renamed into place, tuned while it runs (--auto), resumed by running it again.
-cp -r SRC DST copies SRC's contents into DST, as rclone copy. See docs/cp.md.`,
-		Example: `  sluice cp --token-key ~/.sluice/key big.h5 sluice://dtn1:7000/data/
-  sluice cp -r --cc 16 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json`,
+		Long: `cp copies files and trees between local paths, the service's endpoints after
+sluice login (sluice://ENDPOINT/path), agents by address (sluice://host:port/path),
+GridFTP (ftp://) and XRootD (root://) servers: checksummed, renamed into place,
+tuned while it runs, resumed by running it again. See docs/cp.md.`,
+		Example: `  sluice cp -r sluice://dtn1/run42 /data/run42      # after sluice login
+  sluice cp --token-key ~/.sluice/key big.h5 sluice://dtn1:7000/data/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && len(cmd.Flags().Lookup("sources").Value.(pflag.SliceValue).GetSlice()) > 0 {
 				return nil // sluice cp --sources A,B DST
@@ -127,7 +133,10 @@ cp -r SRC DST copies SRC's contents into DST, as rclone copy. See docs/cp.md.`,
 	fl.Float64Var(&f.bandwidth, "bandwidth", 0, "the path's bandwidth in MB/s for --sample (default: a short probe)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print each tuning window (with --sample, each chunk's settings and throughput)")
 	fl.StringVar(&f.checksum, "checksum", "auto", "adler32, md5, sha256, crc32c, none, or auto: crc32c between local files and sluice agents, adler32 when a GridFTP or XRootD server is one end")
-	fl.StringVar(&f.token, "token", os.Getenv("SLUICE_TOKEN"), "bearer token for agents (default $SLUICE_TOKEN)")
+	fl.StringVar(&f.token, "token", defaultDataToken(), "data token for agents named by host:port (default $SLUICE_DATA_TOKEN)")
+	fl.StringVar(&f.svc.Server, "server", "", "the service that sluice://ENDPOINT/path names (default $SLUICE_SERVER, then what sluice login saved)")
+	fl.StringVar(&f.svc.Token, "api-token", "", "API token or @FILE for --server (default $SLUICE_TOKEN, then what sluice login saved)")
+	fl.StringVar(&f.svc.CA, "ca", "", "the site's CA certificate (PEM) for https:// servers and sluices:// agents (default $SLUICE_CA, then what sluice login saved)")
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
 	fl.DurationVar(&f.tokenTTL, "token-ttl", tokenLife, "lifetime of each token minted with --token-key (a longer copy mints fresh ones as it goes)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
@@ -140,7 +149,7 @@ cp -r SRC DST copies SRC's contents into DST, as rclone copy. See docs/cp.md.`,
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
 	f.multi.register(fl)
-	moreFlags(cmd, "docs/cp.md", "pp", "verbose", "sample", "bandwidth", "chunk-min", "sub-write", "journal-dir", "no-third-party",
+	moreFlags(cmd, "docs/cp.md", "server", "api-token", "ca", "pp", "verbose", "sample", "bandwidth", "chunk-min", "sub-write", "journal-dir", "no-third-party",
 		"preserve-mtime", "token-ttl", "sources", "split", "probe", "no-replica-check", "policy-server", "policy-token",
 		"policy-pair", "policy-client", "ci", "cmax", "delta", "adapt-every", "threshold", "follow-allocation")
 	return cmd
@@ -166,8 +175,20 @@ func autoChecksum(eps ...copyjob.Endpoint) string {
 
 // endpoint turns a command-line location into a copyjob endpoint,
 // through the registry of backends (backend/all).
+// sluice://NAME/path (no port) names one of the service's endpoints:
+// the server says where that agent is and gives the tokens, with the
+// user's access rules.
 func (f *cpFlags) endpoint(ctx context.Context, loc string, write bool, client *http.Client) (copyjob.Endpoint, error) {
-	ep, closeEp, err := copyjob.Open(ctx, all.Registry(), loc, backend.OpenOptions{Write: write, HTTPClient: client, Tokens: f.tokensFor})
+	tokens := f.tokensFor
+	if name, rest, ok := serviceName(loc); ok {
+		agent, src, err := f.serviceAgent(ctx, loc, name, rest, write)
+		if err != nil {
+			return copyjob.Endpoint{}, err
+		}
+		loc = agent
+		tokens = func(string, bool) (sluice.TokenSource, error) { return src, nil }
+	}
+	ep, closeEp, err := copyjob.Open(ctx, all.Registry(), loc, backend.OpenOptions{Write: write, HTTPClient: client, Tokens: tokens})
 	if err != nil {
 		return copyjob.Endpoint{}, err
 	}
@@ -188,7 +209,10 @@ const tokenLife = time.Hour
 func (f *cpFlags) tokensFor(p string, write bool) (sluice.TokenSource, error) {
 	if f.tokenKey == "" {
 		if f.token == "" {
-			return nil, errors.New("an agent URL needs --token, $SLUICE_TOKEN or --token-key")
+			return nil, errors.New("an agent named by host:port needs --token, $SLUICE_DATA_TOKEN or --token-key (or name it as the service does, sluice://ENDPOINT/path, after `sluice login`)")
+		}
+		if strings.HasPrefix(f.token, "sk_") || strings.HasPrefix(f.token, "sj_") {
+			return nil, errors.New("--token is not a data token (API tokens start sk_): agents take data tokens (`sluice data-token`), or name the endpoint as the service does, sluice://ENDPOINT/path, to use your login")
 		}
 		return backend.StaticToken(f.token), nil
 	}
@@ -239,21 +263,25 @@ func cpError(err error) error {
 	return err
 }
 
-// newCpClient is the HTTP client of a copy: one transport for the whole
-// copy, so that connections opened by one chunk serve the next and no
-// sample of --auto pays a start-up; enough idle connections per agent for
-// cc channels, each with a batch and the checksums asked for beside it.
-func newCpClient() *http.Client {
+// newCpTransport is the transport of a copy: one for the whole copy, so
+// that connections opened by one chunk serve the next and no sample of
+// --auto pays a start-up; enough idle connections per agent for cc
+// channels, each with a batch and the checksums asked for beside it.
+func newCpTransport() *http.Transport {
 	tr := sluice.NewTransport()
 	tr.MaxIdleConnsPerHost = 1024
-	return &http.Client{Transport: tr}
+	return tr
 }
 
 // resolve turns the command line's locations into endpoints on one HTTP
 // client, and finds the journal directory; done closes what the endpoints
 // opened.
 func (f *cpFlags) resolve(ctx context.Context, srcArgs []string, dstArg string) (srcs []copyjob.Endpoint, dst copyjob.Endpoint, journalDir string, done func(), err error) {
-	client := newCpClient()
+	tr, err := f.agentTransport()
+	if err != nil {
+		return nil, dst, "", nil, err
+	}
+	client := &http.Client{Transport: tr}
 	release := func() {}
 	closeAll := func() {
 		release()

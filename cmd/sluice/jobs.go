@@ -73,12 +73,36 @@ func httpClient(caFile string) (*http.Client, error) {
 }
 
 func (c *clientConfig) client() (*client.Client, error) {
+	cfg, err := c.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Server == "" {
+		return nil, errors.New("no server: give --server, set SLUICE_SERVER, or run `sluice login`")
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("no API token: give --token, set SLUICE_TOKEN, or run `sluice login`")
+	}
+	tok, err := secretArg(cfg.Token)
+	if err != nil {
+		return nil, fmt.Errorf("--token: %w", err)
+	}
+	hc, err := httpClient(cfg.CA)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
+	}
+	return client.New(cfg.Server, tok, hc)
+}
+
+// resolve fills what c leaves empty from the environment, then from the
+// file `sluice login` wrote; what none gives stays empty.
+func (c *clientConfig) resolve() (clientConfig, error) {
 	cfg := *c
 	var file clientConfig
 	if name := clientConfigFile(); name != "" {
 		if b, err := os.ReadFile(name); err == nil {
 			if err := json.Unmarshal(b, &file); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return cfg, fmt.Errorf("%s: %w", name, err)
 			}
 		}
 	}
@@ -100,21 +124,7 @@ func (c *clientConfig) client() (*client.Client, error) {
 	if cfg.CA == "" {
 		cfg.CA = file.CA
 	}
-	if cfg.Server == "" {
-		return nil, errors.New("no server: give --server, set SLUICE_SERVER, or run `sluice login`")
-	}
-	if cfg.Token == "" {
-		return nil, errors.New("no API token: give --token, set SLUICE_TOKEN, or run `sluice login`")
-	}
-	tok, err := secretArg(cfg.Token)
-	if err != nil {
-		return nil, fmt.Errorf("--token: %w", err)
-	}
-	hc, err := httpClient(cfg.CA)
-	if err != nil {
-		return nil, fmt.Errorf("--ca: %w", err)
-	}
-	return client.New(cfg.Server, tok, hc)
+	return cfg, nil
 }
 
 func newLoginCmd() *cobra.Command {

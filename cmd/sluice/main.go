@@ -71,7 +71,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
 	root.AddCommand(newAgentCmd(), newKeygenCmd(), newDataTokenCmd(), newAPITokenCmd(), newLegacyTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
-		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd(), newVersionCmd())
+		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd(), newVersionCmd(), newBackupCmd())
 	// --version prints what `sluice version` does.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")

@@ -23,10 +23,16 @@ import (
 // the test if it runs longer than limit.
 func runSluice(t *testing.T, limit time.Duration, args ...string) (string, int) {
 	t.Helper()
+	return runSluiceEnv(t, limit, nil, args...)
+}
+
+// runSluiceEnv is runSluice with env added to the child's environment.
+func runSluiceEnv(t *testing.T, limit time.Duration, env []string, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
+	cmd.Env = append(append(os.Environ(), env...), "SLUICE_TEST_RUN="+strings.Join(args, "\x1f"))
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("sluice %s still runs after %s; output:\n%s", strings.Join(args, " "), limit, out)
