@@ -19,12 +19,14 @@ import (
 // (moreFlags); its value is the guide that describes it.
 const moreFlagAnnotation = "sluice_more"
 
-// moreFlags lists cmd's flags names in its help by name only, pointing to
-// guide (a path under the repository, docs/...) for what they do.
+// moreFlags has cmd's help name the flags names without describing them,
+// pointing to guide (a path in the repository, docs/...) for what they do.
 func moreFlags(cmd *cobra.Command, guide string, names ...string) {
 	for _, n := range names {
 		f := cmd.Flags().Lookup(n)
 		if f == nil {
+			// A mistake in this program, not in its input: every test
+			// that builds the commands (newRoot) finds it.
 			panic(fmt.Sprintf("%s: no flag --%s to list under more flags", cmd.CommandPath(), n))
 		}
 		if f.Annotations == nil {
