@@ -56,7 +56,7 @@ KEY=$W/key
 CPPORT=$(freeport)
 # Standalone: not the service's agent (SLUICE_SERVER would set its --server).
 env -u SLUICE_SERVER "$S" agent --listen 127.0.0.1:"$CPPORT" --root "$W/src" --name cpsrc --token-key "$KEY" >"$W/cp-agent.log" 2>&1 & pids+=($!)
-CPTOK=$("$S" token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
+CPTOK=$("$S" data-token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
 sleep 2
 
 run_service() {

@@ -506,7 +506,7 @@ type Caller struct {
 func (s *Server) Authenticate(ctx context.Context, bearer string) (Caller, error) {
 	bearer = strings.TrimSpace(bearer)
 	if bearer == "" {
-		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice token create`)", ErrUnauthorized)
+		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice api-token create`)", ErrUnauthorized)
 	}
 	u, exp, err := s.st.TokenUser(ctx, hashToken(bearer), s.now())
 	if errors.Is(err, store.ErrNotFound) {
@@ -611,7 +611,7 @@ func (s *Server) RevokeToken(ctx context.Context, c Caller, user, id string) err
 	}
 	id = strings.ToLower(strings.TrimSpace(id))
 	if len(id) < 8 || strings.Trim(id, "0123456789abcdef") != "" {
-		return fmt.Errorf("%w: token id %q: want at least 8 hex digits, as `sluice token list` shows", ErrInvalid, id)
+		return fmt.Errorf("%w: token id %q: want at least 8 hex digits, as `sluice api-token list` shows", ErrInvalid, id)
 	}
 	switch err := s.st.DeleteToken(ctx, u.ID, id); {
 	case errors.Is(err, store.ErrNotFound):

@@ -80,11 +80,15 @@ func newRoot() *cobra.Command {
 		return configure(cmd, os.LookupEnv, defaultConfigFile)
 	}
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
-	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
+	root.AddCommand(newAgentCmd(), newKeygenCmd(), newDataTokenCmd(), newAPITokenCmd(), newLegacyTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
 		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd(), newVersionCmd(), newBackupCmd())
 	// --version prints what `sluice version` does.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
+	setUsage(root)
+	// sluice completion bash|zsh|fish|powershell works, unlisted: the
+	// list of commands fits on a screen (docs/user-guide.md names it).
+	root.CompletionOptions.HiddenDefaultCmd = true
 	return root
 }

@@ -1366,7 +1366,7 @@ func TestServiceCLI(t *testing.T) {
 		t.Errorf("submit to an unknown endpoint: %v\n%s", err, out)
 	}
 	// A second user sees none of the admin's jobs.
-	out, err = run(t, "token", "create", "--user", "carol", "--vo", "lhcb")
+	out, err = run(t, "api-token", "create", "--user", "carol", "--vo", "lhcb")
 	if err != nil {
 		t.Fatal(err)
 	}
