@@ -78,8 +78,10 @@ func usageText(c *cobra.Command) string {
 	}
 	if c.HasAvailableSubCommands() {
 		b.WriteString("\n\nAvailable Commands:")
+		// Not help (sluice help COMMAND works, unlisted: the last
+		// line says how to get a command's help), as not completion.
 		for _, s := range c.Commands() {
-			if s.IsAvailableCommand() || s.Name() == "help" {
+			if s.IsAvailableCommand() {
 				fmt.Fprintf(&b, "\n  %-*s %s", s.NamePadding(), s.Name(), s.Short)
 			}
 		}
