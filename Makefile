@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run stop sim test smoke eval vet bench bench-wan clean
+.PHONY: build run stop sim test smoke eval vet bench bench-wan dist clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
@@ -41,6 +41,9 @@ test: build
 	# the race detector.
 	$(GO) test -race -count=1 ./policy
 	BIN=$(BIN) bash scripts/api-fuzz.sh
+	# The Debian package installed into an empty root, and its systemd
+	# units verified (a few seconds).
+	BIN=$(BIN) bash scripts/dist-check.sh
 	$(MAKE) smoke
 
 # The emulated testbed's smoke run: a small trace under two schedulers on
@@ -62,6 +65,11 @@ bench: build
 # ceiling (root; docs/results/wan.md).
 bench-wan: build
 	BIN=$(BIN) bash bench/wan.sh
+
+# Release archives and Debian packages for linux/amd64 and linux/arm64 in
+# bin/dist/ (scripts/dist.sh; dist/ holds the units, sluice.toml, nfpm.yaml).
+dist:
+	bash scripts/dist.sh
 
 clean:
 	rm -rf bin

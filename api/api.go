@@ -50,7 +50,7 @@ func New(s *server.Server) http.Handler {
 	// huma's page loads its renderer from a CDN.
 	cfg.DocsPath = ""
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		"bearer": {Type: "http", Scheme: "bearer", Description: "An API token (`sluice token create`)."},
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An API token (`sluice api-token create`)."},
 	}
 	// No "$schema" links in bodies: clients post back what they read.
 	cfg.CreateHooks = nil

@@ -29,6 +29,7 @@ type jobBody struct {
 func (h *handlers) register(api huma.API) {
 	h.registerPolicy(api)
 	h.registerAccess(api)
+	h.registerDataTokens(api)
 	h.registerHistory(api)
 	huma.Register(api, huma.Operation{
 		OperationID: "submit-job", Method: http.MethodPost, Path: "/v1/jobs", Tags: []string{"jobs"},

@@ -110,7 +110,7 @@ func testHistory(t *testing.T, st store.Store) {
 	w.complete(a0, engine.Result{}, clk.Now())
 	b1 := file(jb, 1)
 	b1.Error = "no space left on device"
-	w.endFailed(b1, w.setState(b1, store.StateFailed, b1.Error, clk.Now()))
+	w.endFailed(b1, w.setState(b1, store.StateFailed, b1.Error, clk.Now()), reasonNoSpace)
 	w.flush()
 	clk.Advance(8 * time.Second)
 	w.sample(clk.Now()) // t0+20

@@ -339,7 +339,7 @@ func (s *Server) credential(ctx context.Context, name string) (*backend.Credenti
 		}
 	}
 	if !c.Expires.IsZero() && !c.Expires.After(now) {
-		return nil, fmt.Errorf("%w: the credential of endpoint %q expired at %s (an admin sets a new one: sluice endpoint set)", backend.ErrPermission, name, c.Expires.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w: the credential of endpoint %q expired at %s (an admin gives it a new one: sluice endpoint add NAME URL with the new credential)", backend.ErrPermission, name, c.Expires.UTC().Format(time.RFC3339))
 	}
 	cred := c.Credential
 	return &cred, nil

@@ -36,3 +36,22 @@ type TokenInfo struct {
 	Expires time.Time `json:"expires,omitzero" doc:"Absent: no expiry."`
 	Expired bool      `json:"expired,omitempty"`
 }
+
+// DataTokenIn asks for a data token for one path of an agent, for
+// reading or writing it directly (sluice cp with the service's names).
+type DataTokenIn struct {
+	URL   string `json:"url" minLength:"1" maxLength:"4096" doc:"sluice://ENDPOINT/path of an agent (by the endpoint's name); a path ending in / names a directory."`
+	Write bool   `json:"write,omitempty" doc:"Read and write in the path's directory (in the path itself when it ends in /), where a copy writes its temporary file and renames it; otherwise read the path and what is below it."`
+}
+
+// DataTokenOut is a data token for one agent, scoped by the caller's
+// access rules as a job's file would be.
+type DataTokenOut struct {
+	Endpoint string    `json:"endpoint"`
+	Agent    string    `json:"agent" doc:"The agent's address, sluice://host:port or sluices://host:port (TLS)."`
+	Path     string    `json:"path" doc:"The path asked for, cleaned."`
+	Prefix   string    `json:"prefix" doc:"What the token covers: the path (reading) or its directory (writing)."`
+	Scope    string    `json:"scope" doc:"read, or rw."`
+	Token    string    `json:"token" doc:"Bearer token for the agent's data requests."`
+	Expires  time.Time `json:"expires" doc:"Ask for a new one before then."`
+}
