@@ -94,6 +94,10 @@ if "$fts3_venv/bin/python" -c 'import fts3.rest.client.easy' >/dev/null 2>&1; th
 	echo "export SLUICE_FTS3_PYTHON='$fts3_venv/bin/python'"
 fi
 
+# The Python SDK's tests (make test-python): a venv with httpx, pytest,
+# nbclient and the rest of python/requirements-ci.txt in .cache/py-venv.
+bash "$(dirname "$0")/python-sdk-deps.sh" >&2
+
 # The S3 server backend/s3's tests run against: the Versity S3 Gateway
 # (versitygw) with its posix backend, each object a file (the conformance
 # suite looks at them on disk). Not in Debian: built from the Go module

@@ -28,6 +28,12 @@ REPO = Path(__file__).resolve().parents[2]
 A2_RATE = 16e6
 
 
+def pytest_configure(config):
+    # `make test-python` tests the wheel it built, installed: not the tree.
+    if os.environ.get("SLUICE_WHEEL") and Path(sluice.__file__).resolve().is_relative_to(REPO / "python" / "src"):
+        raise pytest.UsageError(f"SLUICE_WHEEL is set but sluice comes from the source tree ({sluice.__file__})")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
