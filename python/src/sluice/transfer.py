@@ -174,15 +174,15 @@ class TransferData:
         at a time and starts its files while it lists; empty directories
         are made too.
 
-        recursive must be True: the service copies directories whole (list
-        a directory yourself, with :meth:`Client.ls` or the fsspec file
-        system, to pick files). sync_level sets the job's sync level, as
+        recursive must be True: the service copies directories whole (to
+        pick some of a directory's files, list it with the fsspec file
+        system, ``fsspec.filesystem("sluice").ls(url)``, and add them). sync_level sets the job's sync level, as
         the constructor's does (Globus's add_item with sync_level).
         """
         if not recursive:
             raise ValueError(
                 "add_dir(recursive=False): the service copies a directory whole; to copy only some "
-                "of its files, list it (Client.ls) and add() them")
+                "of its files, list it (fsspec.filesystem('sluice').ls(url)) and add() them")
         level = _sync_level(sync_level)
         if level:
             if self.sync_level and self.sync_level != level:
