@@ -56,7 +56,7 @@ test-python: build
 		exit 0; \
 	fi; \
 	set -e; rm -rf .cache/py-dist; \
-	$(PYVENV)/bin/python -m build --wheel --no-isolation --outdir .cache/py-dist python >/dev/null; \
+	out=$$($(PYVENV)/bin/python -m build --wheel --no-isolation --outdir .cache/py-dist python 2>&1) || { echo "$$out" >&2; exit 1; }; \
 	$(PYVENV)/bin/python -m pip install -q --force-reinstall --no-deps .cache/py-dist/sluice-*.whl; \
 	cd python && SLUICE_BIN=$(CURDIR)/$(BIN) SLUICE_WHEEL=1 ../$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider tests
 

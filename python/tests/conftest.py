@@ -80,8 +80,9 @@ class Service:
         self.port = _free_port()
         self.url = f"https://127.0.0.1:{self.port}"
         self.data = d / "srv"
-        self._start("server", "serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data),
-                    "--tls-cert", str(d / "server.pem"), "--tls-key", str(d / "server.key"), "--cycle", "0.1")
+        self.server_args = ["serve", "--listen", f"127.0.0.1:{self.port}", "--data-dir", str(self.data),
+                            "--tls-cert", str(d / "server.pem"), "--tls-key", str(d / "server.key"), "--cycle", "0.1"]
+        self.server = self._start("server", *self.server_args)
         _wait_for(lambda: (self.data / "join.token").exists() and self._listening(), "the server", logs=self.logs)
         self.token = (self.data / "admin.token").read_text().strip()
         self.roots: dict[str, Path] = {}
@@ -100,10 +101,22 @@ class Service:
     def _run(self, *args: str) -> None:
         subprocess.run([self.bin, *args], check=True, capture_output=True)
 
-    def _start(self, name: str, *args: str) -> None:
+    def _start(self, name: str, *args: str) -> subprocess.Popen:
         log = self.d / f"{name}.log"
         self.logs.append(log)
-        self.procs.append(subprocess.Popen([self.bin, *args], stdout=log.open("w"), stderr=subprocess.STDOUT))
+        p = subprocess.Popen([self.bin, *args], stdout=log.open("a"), stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def restart_server(self) -> None:
+        """Kill the server (SIGKILL: a crash; a SIGTERM waits up to 5 s for
+        open event streams) and start it again on the same port and store;
+        the agents stay up."""
+        self.server.kill()
+        self.server.wait(timeout=30)
+        self.procs.remove(self.server)
+        self.server = self._start("server", *self.server_args)
+        _wait_for(self._listening, "the restarted server", logs=self.logs)
 
     def _listening(self) -> bool:
         try:

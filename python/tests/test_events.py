@@ -125,3 +125,18 @@ def test_past_the_streams_a_user_may_hold_wait_reads_the_job_instead(client, tre
     finally:
         for s in held:
             s.close()
+
+
+def test_wait_and_events_outlast_a_server_restart(service, client, tree):
+    name, p = tree
+    sub = _slow_job(client, p, name)
+    seen, restarted = [], False
+    for ev in client.events(sub, timeout=120):
+        seen.append(ev)
+        if not restarted and ev.type == "progress" and ev.bytes_done > 0:
+            restarted = True
+            service.restart_server()
+    assert restarted
+    assert any(e.type == "resync" and e.detail == "reconnected" for e in seen), seen
+    assert client.wait(sub, timeout=120).state == "done"
+    assert (p["a2"] / "slow.dat").read_bytes() == (p["a1"] / "slow.dat").read_bytes()

@@ -50,7 +50,8 @@ def _in_notebook() -> bool:
 class JobProgress:
     """One job's bar, fed with the job's status and its events. The bar's
     position is the job's bytes done, so tqdm's rate and ETA are the job's;
-    the postfix counts files."""
+    the postfix counts files. It is redrawn at most once per progress
+    event (about a second): a notebook's output stays short."""
 
     def __init__(self, factory: Callable[..., Any], job: int, **kw: Any) -> None:
         self.factory = factory
@@ -60,22 +61,27 @@ class JobProgress:
         self.files_done = 0
         self.files = 0
 
-    def _ensure(self, total: int) -> Any:
-        if self.bar is None:
-            opts = dict(desc=f"job {self.job}", unit="B", unit_scale=True, unit_divisor=1024,
-                        total=total or None, dynamic_ncols=True, leave=True)
-            opts.update(self.kw)
-            self.bar = self.factory(**opts)
-        return self.bar
+    def _files(self) -> str:
+        if self.files >= self.files_done and self.files:
+            return f"{self.files_done}/{self.files} files"
+        return f"{self.files_done} files"  # a directory still being listed
 
     def _show(self, bytes_done: int, total: int) -> None:
-        bar = self._ensure(total)
+        created = self.bar is None
+        if created:
+            opts = dict(desc=f"job {self.job}", unit="B", unit_scale=True, unit_divisor=1000,
+                        total=total or None, dynamic_ncols=True, leave=True, postfix=self._files())
+            opts.update(self.kw)
+            self.bar = self.factory(**opts)
+        bar = self.bar
         if total and bar.total != total:
             bar.total = total  # a directory's listing adds files as it goes
+        bar.set_postfix_str(self._files(), refresh=False)
         delta = bytes_done - bar.n
         if delta > 0:
             bar.update(delta)
-        bar.set_postfix_str(f"{self.files_done}/{self.files} files", refresh=delta <= 0)
+        elif not created:
+            bar.refresh()
 
     def job_status(self, j: Job) -> None:
         self.files_done, self.files = j.files_done, j.files
@@ -86,15 +92,15 @@ class JobProgress:
             self.files_done = max(self.files_done, e.files_done)
             if e.files:
                 self.files = e.files
-            self._show(e.bytes_done, e.bytes or (self.bar.total if self.bar is not None and self.bar.total else 0))
-        elif e.type == "task" and e.state == "done" and self.bar is not None:
-            self.files_done += 1
-            self.bar.set_postfix_str(f"{self.files_done}/{self.files} files")
+            total = e.bytes or (self.bar.total if self.bar is not None and self.bar.total else 0)
+            self._show(e.bytes_done, total)
+        elif e.type == "task" and e.state == "done":
+            self.files_done += 1  # shown with the next progress event
 
     def close(self, final: Job | None = None) -> None:
         if final is not None:
             self.job_status(final)
             if self.bar is not None:
-                self.bar.set_description_str(f"job {final.id} {final.state}")
+                self.bar.set_description_str(f"job {final.id} {final.state}", refresh=False)
         if self.bar is not None:
             self.bar.close()
