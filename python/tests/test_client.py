@@ -160,6 +160,11 @@ def test_a_failed_file_is_named_by_wait(client, tree):
     assert err.failed[0].error
     assert f"sluice://a1/{name}/missing.dat" in str(err) and err.failed[0].error in str(err)
     assert (p["a2"] / "here.dat").exists() and not (p["a2"] / "missing.dat").exists()
+    # The server's state filter: the failed file alone, the done one alone.
+    assert [f.index for f in client.files(sub, state="failed")] == [1]
+    assert [f.index for f in client.files(sub, state="done")] == [0]
+    with pytest.raises(ValueError, match="state 'broken'"):
+        client.files(sub, state="broken")
 
 
 def test_cancel_a_running_job(client, tree):

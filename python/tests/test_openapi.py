@@ -151,7 +151,7 @@ def test_every_request_the_sdk_builds_is_an_operation(openapi):
     job.add("sluice://a1/f", "sluice://a2/f", size=1, checksum="adler32:00000001", metadata={"k": 1})
     job.add_dir("sluice://a1/d", "sluice://a2/d")
     calls = [
-        core.whoami(), core.submit(job), core.status(7), core.jobs("done", 10, 5), core.files(7, 3, 10),
+        core.whoami(), core.submit(job), core.status(7), core.jobs("done", 10, 5), core.files(7, 3, 10, "failed"),
         core.cancel(7), core.endpoints(), core.data_token("sluice://a1/f", True),
         core.estimate("sluice://a1/f", "sluice://a2/", 10, sample_size=65536, max_streams=4, growth=2,
                       use_history=True),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import typing
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from . import __version__
 from .config import Login
 from .errors import (APIError, EventStreamError, JobCanceled, JobError, JobFailed, ServerUnreachable,
                      SluiceError, api_error)
-from .models import DataToken, Endpoint, Estimate, Event, File, Job, Submitted, User, decode
+from .models import DataToken, Endpoint, Estimate, Event, File, FileState, Job, Submitted, User, decode
 from .transfer import TransferData
 
 T = TypeVar("T")
@@ -33,6 +34,8 @@ T = TypeVar("T")
 STREAM_READ_TIMEOUT = 45.0
 #: Largest page of files the API gives (list-files' limit's maximum).
 MAX_FILES_PAGE = 100_000
+#: A file's states (list-files' state filter).
+FILE_STATES = typing.get_args(FileState)
 #: How long a watch waits for a server that stopped answering (the CLI's).
 DEFAULT_PATIENCE = 120.0
 
@@ -148,12 +151,15 @@ class Core:
         return Call(self.request("GET", "/v1/jobs", params={"state": state, "limit": limit, "before": before}),
                     lambda r: [decode(Job, j) for j in r.json()])
 
-    def files(self, job: Any, start: int = 0, limit: int = 1000) -> Call[list[File]]:
+    def files(self, job: Any, start: int = 0, limit: int = 1000, state: str | None = None) -> Call[list[File]]:
         if start < 0:
             raise ValueError(f"start {start}: want 0 or more")
         if not 0 < limit <= MAX_FILES_PAGE:
             raise ValueError(f"limit {limit}: want 1 to {MAX_FILES_PAGE}")
-        return Call(self.request("GET", f"/v1/jobs/{job_id(job)}/files", params={"from": start, "limit": limit}),
+        if state is not None and state not in FILE_STATES:
+            raise ValueError(f"state {state!r}: want one of {', '.join(FILE_STATES)}")
+        params = {"from": start, "limit": limit, "state": state}
+        return Call(self.request("GET", f"/v1/jobs/{job_id(job)}/files", params=params),
                     lambda r: [decode(File, f) for f in r.json()])
 
     def cancel(self, job: Any) -> Call[Job]:
@@ -189,7 +195,8 @@ class Core:
 
 def next_start(page: list[File], limit: int) -> int | None:
     """Where the next page of files starts (None: that was the last). The
-    API pages by file index (from), which a job's files hold in order."""
+    API pages by file index (from), which a job's files hold in order,
+    also those of one state."""
     if len(page) < limit or not page:
         return None
     return page[-1].index + 1

@@ -76,14 +76,15 @@ class AsyncClient:
     async def jobs(self, state: str | None = None, *, limit: int = 100, before: int | None = None) -> list[Job]:
         return await self._call(self._core.jobs(state, limit, before))
 
-    async def files(self, job: int | Job, start: int = 0, limit: int = 1000) -> list[File]:
-        return await self._call(self._core.files(job, start, limit))
+    async def files(self, job: int | Job, start: int = 0, limit: int = 1000, *,
+                    state: str | None = None) -> list[File]:
+        return await self._call(self._core.files(job, start, limit, state))
 
     async def iter_files(self, job: int | Job, *, state: str | None = None,
                          page_size: int = 1000) -> AsyncIterator[File]:
         start: int | None = 0
         while start is not None:
-            page = await self.files(job, start, page_size)
+            page = await self.files(job, start, page_size, state=state)
             for f in page:
                 if state is None or f.state == state:
                     yield f

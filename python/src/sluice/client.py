@@ -91,17 +91,20 @@ class Client:
         pages on (only jobs with a smaller id)."""
         return self._call(self._core.jobs(state, limit, before))
 
-    def files(self, job: int | Job, start: int = 0, limit: int = 1000) -> list[File]:
+    def files(self, job: int | Job, start: int = 0, limit: int = 1000, *, state: str | None = None) -> list[File]:
         """One page of a job's files: at most limit (up to 100,000) from
-        file index start. :meth:`iter_files` pages through them all."""
-        return self._call(self._core.files(job, start, limit))
+        file index start, only those in state if given (resolving, queued,
+        running, done, failed, canceled). :meth:`iter_files` pages through
+        them all."""
+        return self._call(self._core.files(job, start, limit, state))
 
     def iter_files(self, job: int | Job, *, state: str | None = None, page_size: int = 1000) -> Iterator[File]:
         """Every file of a job, page by page (only those in state, if
-        given)."""
+        given: the server filters them)."""
         start: int | None = 0
         while start is not None:
-            page = self.files(job, start, page_size)
+            page = self.files(job, start, page_size, state=state)
+            # A server from before the state filter lists every file.
             yield from (f for f in page if state is None or f.state == state)
             start = _core.next_start(page, page_size)
 
