@@ -8,6 +8,7 @@ the paging of files are state machines here that both drive.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import ssl
 import typing
@@ -336,7 +337,7 @@ class EventFollower:
                 raise explain(err, "GET", "/v1/events") from err
             raise ServerUnreachable(f"events: {err}") from err
         self.failures += 1
-        delay = min(5.0, 0.1 * 2 ** min(self.failures, 6))
+        delay = min(5.0, 0.1 * 2.0 ** min(self.failures, 6))
         if self.deadline is not None:
             delay = min(delay, max(0.0, self.deadline - now))
         return delay
@@ -350,9 +351,7 @@ class StreamEnded(Exception):
         return "the event stream ended"
 
 
-def _now():
-    import datetime as _dt
-
+def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
 

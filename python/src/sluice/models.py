@@ -39,13 +39,15 @@ JobClass = Literal["interactive", "batch"]
 IfExists = Literal["skip_identical", "fail", "replace", "sync"]
 Selection = Literal["bos", "eas", "ms", "ntss", "tcs", "tcs-minus", "tcs-dynamic", ""]
 
+T = typing.TypeVar("T")
+
 #: The SDK's type of each schema of the OpenAPI document it mirrors.
 SCHEMAS: dict[str, type] = {}
 
 
-def _schema(name: str):
-    def register(cls: type) -> type:
-        SCHEMAS[name] = cls
+def _schema(name: str) -> typing.Callable[[T], T]:
+    def register(cls: T) -> T:
+        SCHEMAS[name] = cls  # type: ignore[assignment]
         cls.__schema__ = name  # type: ignore[attr-defined]
         return cls
 
@@ -393,12 +395,12 @@ def parse_time(s: str) -> _dt.datetime:
     return _dt.datetime.fromisoformat(head + zone)
 
 
-def json_name(f: dataclasses.Field) -> str:
+def json_name(f: dataclasses.Field[Any]) -> str:
     """The JSON name of a dataclass field."""
-    return f.metadata.get("json", f.name)
+    return str(f.metadata.get("json", f.name))
 
 
-def api_fields(cls: type) -> list[dataclasses.Field]:
+def api_fields(cls: type) -> list[dataclasses.Field[Any]]:
     """The fields of an answer type that the API sends (not the SDK's own)."""
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("sdk")]
 
@@ -434,9 +436,6 @@ def _convert(tp: Any, v: Any) -> Any:
     if tp is float and isinstance(v, int):
         return float(v)
     return v
-
-
-T = typing.TypeVar("T")
 
 
 def decode(cls: type[T], obj: dict[str, Any], **extra: Any) -> T:
