@@ -55,6 +55,8 @@ def test_a_server_certificate_the_site_ca_did_not_sign_is_refused(service, tmp_p
     with sluice.Client(service.url, service.token) as c:  # no CA: the system's roots only
         with pytest.raises(sluice.ServerUnreachable, match="certificate is not trusted.*SLUICE_CA"):
             c.whoami()
+        with pytest.raises(sluice.ServerUnreachable, match="certificate is not trusted"):
+            next(c.events())  # at once: not a restart to wait out
 
 
 def test_wrong_token_is_the_servers_401(service):

@@ -330,17 +330,29 @@ class EventFollower:
         now = self.clock()
         if self.failing_since is None:
             self.failing_since = now
-        if not self.reconnect or now - self.failing_since > self.patience:
-            if isinstance(err, (APIError, ServerUnreachable)):
-                raise err
-            if isinstance(err, httpx.TransportError):
-                raise explain(err, "GET", "/v1/events") from err
-            raise ServerUnreachable(f"events: {err}") from err
+        if not self.reconnect or (self.connections == 0 and isinstance(err, httpx.ConnectError)):
+            # No reconnection asked for, or a server never reached (a wrong
+            # address, an untrusted certificate): not a restart to wait out.
+            raise self._error(err) from err
+        if now - self.failing_since > self.patience:
+            if isinstance(err, APIError):
+                raise err  # the server's own answer, e.g. 503 all along
+            raise ServerUnreachable(
+                f"events: the server has not answered for {self.patience:g} s: {self._error(err)}") from err
         self.failures += 1
         delay = min(5.0, 0.1 * 2.0 ** min(self.failures, 6))
         if self.deadline is not None:
             delay = min(delay, max(0.0, self.deadline - now))
         return delay
+
+
+    @staticmethod
+    def _error(err: BaseException) -> BaseException:
+        if isinstance(err, (APIError, ServerUnreachable)):
+            return err
+        if isinstance(err, httpx.TransportError):
+            return explain(err, "GET", "/v1/events")
+        return ServerUnreachable(f"events: {err}")
 
 
 class StreamEnded(Exception):
