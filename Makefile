@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run stop sim test test-python smoke eval vet bench bench-wan clean
+.PHONY: build run stop sim test test-python smoke eval vet bench bench-wan dist clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
@@ -42,6 +42,9 @@ test: build
 	$(GO) test -race -count=1 ./policy
 	$(MAKE) test-python
 	BIN=$(BIN) bash scripts/api-fuzz.sh
+	# The Debian package installed into an empty root, and its systemd
+	# units verified (a few seconds).
+	BIN=$(BIN) bash scripts/dist-check.sh
 	$(MAKE) smoke
 
 # The Python SDK (python/): its wheel, built and installed into the venv
@@ -79,6 +82,11 @@ bench: build
 # ceiling (root; docs/results/wan.md).
 bench-wan: build
 	BIN=$(BIN) bash bench/wan.sh
+
+# Release archives and Debian packages for linux/amd64 and linux/arm64 in
+# bin/dist/ (scripts/dist.sh; dist/ holds the units, sluice.toml, nfpm.yaml).
+dist:
+	bash scripts/dist.sh
 
 clean:
 	rm -rf bin

@@ -46,9 +46,11 @@ func New(s *server.Server) http.Handler {
 	cfg := huma.DefaultConfig("Sluice", Version)
 	cfg.Info.Description = "Schedules and moves bulk scientific data between storage endpoints."
 	cfg.OpenAPIPath = "/openapi"
-	cfg.DocsPath = "/docs"
+	// The reference at /docs is package web's, served from the binary:
+	// huma's page loads its renderer from a CDN.
+	cfg.DocsPath = ""
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		"bearer": {Type: "http", Scheme: "bearer", Description: "An API token (`sluice token create`)."},
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An API token (`sluice api-token create`)."},
 	}
 	// No "$schema" links in bodies: clients post back what they read.
 	cfg.CreateHooks = nil
@@ -69,6 +71,9 @@ func New(s *server.Server) http.Handler {
 	dash := web.Handler() // the dashboard: its page at /, its assets under /ui/
 	mux.Handle("GET /{$}", dash)
 	mux.Handle("GET /ui/", dash)
+	docs := web.Docs() // the API reference: its page at /docs, its assets under /docs/
+	mux.Handle("GET /docs", docs)
+	mux.Handle("GET /docs/", docs)
 	// FTS3's REST API, for FTS3's clients (fts3rest.go): outside the mux,
 	// whose redirects of the doubled slashes they send would break them.
 	fts3 := &fts3Handler{s: s, jobs: jobs}

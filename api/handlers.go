@@ -30,6 +30,7 @@ func (h *handlers) register(api huma.API) {
 	h.registerPolicy(api)
 	h.registerAccess(api)
 	h.registerDataTokens(api)
+	h.registerHistory(api)
 	huma.Register(api, huma.Operation{
 		OperationID: "submit-job", Method: http.MethodPost, Path: "/v1/jobs", Tags: []string{"jobs"},
 		Summary:       "Submit a job",
@@ -291,6 +292,9 @@ func (h *handlers) submit(ctx context.Context, in *submitIn) (*submitOut, error)
 
 type listJobsIn struct {
 	State  string `query:"state" enum:"active,done,failed,canceled," doc:"Only jobs in this state."`
+	User   string `query:"user" maxLength:"64" doc:"Only this user's jobs (admins; a user may name only themselves)."`
+	VO     string `query:"vo" maxLength:"64" doc:"Only jobs submitted in this VO."`
+	Search string `query:"q" maxLength:"256" doc:"Only jobs whose label contains this (ignoring case)."`
 	Limit  int    `query:"limit" minimum:"0" maximum:"1000" default:"100"`
 	Before int64  `query:"before" minimum:"0" doc:"Only jobs with a smaller id (paging)."`
 }
@@ -304,7 +308,7 @@ func (h *handlers) listJobs(ctx context.Context, in *listJobsIn) (*listJobsOut, 
 	if err != nil {
 		return nil, err
 	}
-	js, err := h.s.Jobs(ctx, c, store.JobFilter{State: in.State, Limit: in.Limit, Before: in.Before})
+	js, err := h.s.JobsFor(ctx, c, in.User, store.JobFilter{State: in.State, VO: in.VO, Search: in.Search, Limit: in.Limit, Before: in.Before})
 	if err != nil {
 		return nil, problem(err)
 	}

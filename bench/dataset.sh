@@ -105,7 +105,7 @@ trap cleanup EXIT
 $S agent --listen 127.0.0.1:$PORT --root "$BENCH_DIR/src" --name src --token-key "$KEY" \
   --emulate "$BENCH_DIR/path.json" >"$BENCH_DIR/agent.log" 2>&1 & pids+=($!)
 sleep 1
-TOKEN=$($S token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
+TOKEN=$($S data-token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
 
 configs=${CONFIGS:-"cc1pp1 cc1pp8 cc4pp1 cc4pp8 cc16pp1 cc16pp8 auto"}
 filebytes() { find "$1" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'; }

@@ -54,8 +54,9 @@ export SLUICE_SERVER=http://127.0.0.1:$port SLUICE_TOKEN=@$W/srv/admin.token
 KEY=$W/key
 [ -f "$KEY" ] || "$S" keygen "$KEY" >/dev/null
 CPPORT=$(freeport)
-"$S" agent --listen 127.0.0.1:"$CPPORT" --root "$W/src" --name cpsrc --token-key "$KEY" >"$W/cp-agent.log" 2>&1 & pids+=($!)
-CPTOK=$("$S" token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
+# Standalone: not the service's agent (SLUICE_SERVER would set its --server).
+env -u SLUICE_SERVER "$S" agent --listen 127.0.0.1:"$CPPORT" --root "$W/src" --name cpsrc --token-key "$KEY" >"$W/cp-agent.log" 2>&1 & pids+=($!)
+CPTOK=$("$S" data-token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
 sleep 2
 
 run_service() {

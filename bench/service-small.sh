@@ -81,7 +81,7 @@ KEY=$W/key
 CPPORT=$(freeport)
 "$S" agent --listen 127.0.0.1:"$CPPORT" --root "$W/src" --name cpsrc --token-key "$KEY" \
   --emulate "$W/path.json" >"$W/cp-agent.log" 2>&1 & pids+=($!)
-CPTOK=$("$S" token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
+CPTOK=$("$S" data-token --token-key "$KEY" --scope read --prefix / --aud '*' --ttl 12h)
 sleep 2
 
 bytes=$((FILES * SIZE))

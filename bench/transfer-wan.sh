@@ -189,7 +189,7 @@ for _ in $(seq 100); do
 	net exec a -- ss -ltnH "sport = :$P_AGENT_A" | grep -q . && net exec b -- ss -ltnH "sport = :$P_AGENT_B" | grep -q . && break
 	sleep 0.1
 done
-TOKEN=$($S token --token-key "$KEY" --scope rw --prefix / --aud '*' --ttl 4h)
+TOKEN=$($S data-token --token-key "$KEY" --scope rw --prefix / --aud '*' --ttl 4h)
 
 warm() { # dataset bytes: the source re-read, memory touched, the destination empty
 	find "$BENCH_DIR/src/$1" -type f -exec cat {} + >/dev/null

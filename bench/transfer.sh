@@ -184,7 +184,7 @@ http { access_log off; sendfile on; autoindex on;
 EOF
 "${INCG[@]}" "$(tasks nginx)" nginx -c "$BENCH_DIR/nginx.conf"
 sleep 1
-TOKEN=$($S token --token-key "$KEY" --scope rw --prefix / --aud '*' --ttl 4h)
+TOKEN=$($S data-token --token-key "$KEY" --scope rw --prefix / --aud '*' --ttl 4h)
 
 warm() { # path: make the source warm, give the memory a touch, clear the destination
   find "$1" -type f -exec cat {} + >/dev/null

@@ -251,8 +251,19 @@ func (c *Client) Estimate(ctx context.Context, in wire.EstimateIn) (wire.Estimat
 	return out, err
 }
 
-// Jobs lists jobs (state "" for all).
+// Jobs lists the newest jobs, at most limit (state "" for all; limit 0:
+// the server's default page, 100).
 func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]wire.JobOut, error) {
+	return c.JobsPage(ctx, state, 0, limit)
+}
+
+// MaxJobsPage is the most jobs the server lists in one answer.
+const MaxJobsPage = 1000
+
+// JobsPage lists one page of jobs, newest first: at most limit (1 to
+// MaxJobsPage; 0: the server's default, 100) with IDs below before (0:
+// from the newest). The next page is before the last ID of this one.
+func (c *Client) JobsPage(ctx context.Context, state string, before int64, limit int) ([]wire.JobOut, error) {
 	q := url.Values{}
 	if state != "" {
 		q.Set("state", state)
@@ -260,9 +271,48 @@ func (c *Client) Jobs(ctx context.Context, state string, limit int) ([]wire.JobO
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
+	if before > 0 {
+		q.Set("before", strconv.FormatInt(before, 10))
+	}
 	var out []wire.JobOut
 	_, err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &out)
 	return out, err
+}
+
+// JobsQuery says which jobs ListJobs lists.
+type JobsQuery struct {
+	State  string // only jobs in this state ("": all)
+	Before int64  // only jobs with smaller IDs (0: from the newest)
+	Limit  int    // at most this many (0: all)
+	// Page is how many jobs each request asks for (0: MaxJobsPage).
+	Page int
+}
+
+// ListJobs lists the jobs q selects, newest first, asking the server
+// for them a page at a time.
+func (c *Client) ListJobs(ctx context.Context, q JobsQuery) ([]wire.JobOut, error) {
+	page := q.Page
+	if page <= 0 || page > MaxJobsPage {
+		page = MaxJobsPage
+	}
+	var all []wire.JobOut
+	before := q.Before
+	for q.Limit <= 0 || len(all) < q.Limit {
+		n := page
+		if q.Limit > 0 {
+			n = min(n, q.Limit-len(all))
+		}
+		js, err := c.JobsPage(ctx, q.State, before, n)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, js...)
+		if len(js) < n {
+			break // the last page
+		}
+		before = js[len(js)-1].ID
+	}
+	return all, nil
 }
 
 // Job returns one job.

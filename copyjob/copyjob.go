@@ -190,6 +190,12 @@ type Summary struct {
 	// Resent is how many bytes were sent more than once (retries,
 	// resumed chunks).
 	Resent int64 `json:"resent"`
+	// PartialBytes are the bytes of files not finished (an interrupted
+	// or failed copy) that their checkpoint journals keep: the same copy
+	// run again resumes from them instead of sending them again.
+	// PartialFiles is how many such files there are.
+	PartialBytes int64 `json:"partial_bytes,omitempty"`
+	PartialFiles int   `json:"partial_files,omitempty"`
 	// Steps are the chunks of a copy run by RunDataset, each with its
 	// files, pipelining, parallelism, concurrency and throughput.
 	Steps []dataset.StepReport `json:"steps,omitempty"`
@@ -506,6 +512,7 @@ func (st *state) summary(elapsed time.Duration) Summary {
 		Bytes: st.done.Load(), Seconds: sec, Files: int(st.filesDone.Load()), Skipped: int(st.skipped.Load()),
 		SkippedBytes: st.skippedBytes.Load(),
 		Retries:      int(st.retries.Load()), Checksum: st.o.Checksum, Resent: st.resent.Load(), Dirs: st.dirs,
+		PartialBytes: st.partial.Load(), PartialFiles: int(st.partialFiles.Load()),
 	}
 	if sec > 0 {
 		sum.MBps = float64(sum.Bytes-sum.SkippedBytes) / sec / 1e6 // what moved
@@ -533,7 +540,9 @@ type state struct {
 	retries      atomic.Int64
 	resent       atomic.Int64
 	moving       atomic.Int64 // bytes of small files in flight
-	tuning       []TunePoint  // a tuned large file's windows (Options.Tune)
+	partial      atomic.Int64 // bytes journaled of large files that did not finish
+	partialFiles atomic.Int64
+	tuning       []TunePoint // a tuned large file's windows (Options.Tune)
 
 	committer committer // lands files copied whole, in groups
 
@@ -745,6 +754,11 @@ func (st *state) copyBig(ctx context.Context, it item, cc int, chunkMin int64, t
 			// to the space that ran out: give it back.
 			st.dst.Backend.Remove(context.WithoutCancel(ctx), engine.TempName(it.dst))
 			os.Remove(spec.Journal)
+		} else if c, ok, _ := engine.ReadCheckpoint(context.WithoutCancel(ctx), engine.FileJournals{}, spec.Journal); ok && c.Done > 0 {
+			// What the journal on disk keeps (the engine writes it on
+			// the way out): what the same copy run again resumes from.
+			st.partial.Add(c.Done)
+			st.partialFiles.Add(1)
 		}
 		return fmt.Errorf("%s -> %s: %w", it.src, it.dst, err)
 	}

@@ -4,8 +4,8 @@
 # GridFTP server and client (backend/gridftp), the XRootD server
 # (backend/root), nginx and XRootD's HTTP (backend/webdav), gfal2 (interoperability tests), rsvg-convert (the report charts' SVGs are rendered
 # in a test), iperf3 (`sluice estimate --iperf3`, and with ping from
-# iputils-ping the emulated WAN's validation, wan/), and chromium, node and playwright-core (the dashboard's
-# browser test, web/browser_test.go). Tests that need a missing one skip with a message, so
+# iputils-ping the emulated WAN's validation, wan/), chromium, node and playwright-core (the dashboard's
+# browser test, web/browser_test.go), promtool (the monitoring rules, below), and systemd-analyze and nfpm (the package check). Tests that need a missing one skip with a message, so
 # this script warns rather than fails when it cannot install something.
 # Prints the environment the tests need (eval it).
 set -uo pipefail
@@ -33,6 +33,9 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+# The package check (scripts/dist-check.sh): systemd-analyze verifies the
+# units; dpkg, which installs the package into an empty root, is essential.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
 	SUDO=""
 	[ "$(id -u)" = 0 ] || SUDO="sudo -n"
@@ -93,6 +96,36 @@ fi
 if "$fts3_venv/bin/python" -c 'import fts3.rest.client.easy' >/dev/null 2>&1; then
 	echo "export SLUICE_FTS3_PYTHON='$fts3_venv/bin/python'"
 fi
+
+# promtool, from Debian's prometheus package: the alert rules in
+# monitoring/ are checked (`promtool check rules`) and unit-tested
+# (`promtool test rules`) by monitoring's tests. Only the tool is taken
+# from the package (apt-get download, dpkg-deb -x into ~/.cache/sluice):
+# installing the package would also set up a Prometheus server that
+# starts as a service on a machine with an init system. The tests skip,
+# saying why, when this fails.
+prom_dir="$HOME/.cache/sluice/prometheus"
+promtool=$(command -v promtool 2>/dev/null || true)
+if [ -z "$promtool" ] && [ ! -x "$prom_dir/usr/bin/promtool" ]; then
+	prom_tmp=$(mktemp -d)
+	get_prom() { (cd "$prom_tmp" && apt-get download -qq prometheus) >&2 2>/dev/null; }
+	if { get_prom || { apt-get update -qq >&2 && get_prom; }; } && mkdir -p "$prom_dir" &&
+		dpkg-deb -x "$prom_tmp"/prometheus_*.deb "$prom_dir" >&2; then
+		:
+	else
+		echo "ci-deps: could not get promtool from Debian's prometheus package; the monitoring checks will skip" >&2
+	fi
+	rm -rf "$prom_tmp"
+fi
+[ -n "$promtool" ] || { [ -x "$prom_dir/usr/bin/promtool" ] && promtool="$prom_dir/usr/bin/promtool"; }
+if [ -n "$promtool" ]; then
+	echo "export SLUICE_PROMTOOL='$promtool'"
+fi
+
+# nfpm, the packager of `make dist` and of the package check in `make
+# test`: built from the Go module proxy once per version (scripts/nfpm.sh,
+# about 30 s). The check skips, saying why, when this fails.
+bash "$(dirname "$0")/nfpm.sh" >/dev/null || echo "ci-deps: could not build nfpm; the package check will skip" >&2
 
 # The Python SDK's tests (make test-python): a venv with httpx, pytest,
 # nbclient and the rest of python/requirements-ci.txt in .cache/py-venv.

@@ -6,6 +6,9 @@
 set -euo pipefail
 
 BIN=${BIN:-bin/sluice}
+# By its absolute path, so that the commands the closing hint prints work
+# from any directory (a relative bin/sluice only from the repository's).
+case $BIN in */*) BIN=$(realpath -- "$BIN") ;; esac
 PORT=${SLUICE_DEMO_PORT:-8080}
 DEMO=$(mktemp -d "${TMPDIR:-/tmp}/sluice-demo.XXXXXX")
 SERVER=http://127.0.0.1:$PORT

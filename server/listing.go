@@ -201,7 +201,7 @@ func (s *Server) runListing(ctx context.Context, lr lister) {
 		if len(entries) > 0 {
 			next.LastPath = entries[len(entries)-1].Path
 		}
-		tasks, dirs, err := s.listedTasks(ctx, lr, dst, entries)
+		tasks, dirs, failed, err := s.listedTasks(ctx, lr, dst, entries)
 		if err != nil {
 			if ctx.Err() != nil || !retry("making directories at "+l.Dst, err) {
 				return
@@ -218,6 +218,9 @@ func (s *Server) runListing(ctx context.Context, lr lister) {
 				return
 			}
 			continue
+		}
+		for reason, n := range failed {
+			s.met.failed(reason, n)
 		}
 		wait = time.Second
 		l = next
@@ -253,12 +256,12 @@ func (s *Server) listingEnded(ctx context.Context, id int64) {
 // listedTasks turns a page of a listing into tasks: a queued file for
 // each file, a failed one saying why for each entry that cannot be
 // copied (as `cp -r` reports them); each directory is made at the
-// destination (empty ones too), and counted.
-func (s *Server) listedTasks(ctx context.Context, lr lister, dst *sluice.Backend, entries []backend.FileInfo) ([]store.Task, int, error) {
+// destination (empty ones too), and counted. failed counts the failed
+// ones by reason (metrics.failed), once the page is stored.
+func (s *Server) listedTasks(ctx context.Context, lr lister, dst *sluice.Backend, entries []backend.FileInfo) (tasks []store.Task, dirs int, failed map[string]int, err error) {
 	now := s.now()
+	failed = map[string]int{}
 	srcScheme, dstScheme := scheme(lr.l.Src), scheme(lr.l.Dst)
-	var tasks []store.Task
-	dirs := 0
 	for _, e := range entries {
 		rel, ok := strings.CutPrefix(e.Path, strings.TrimSuffix(lr.srcDir, "/")+"/")
 		if !ok {
@@ -266,12 +269,13 @@ func (s *Server) listedTasks(ctx context.Context, lr lister, dst *sluice.Backend
 			// not dropped.
 			tasks = append(tasks, store.Task{Src: srcScheme + lr.srcName + e.Path, Dst: lr.l.Dst, SrcEndpoint: lr.srcName, DstEndpoint: lr.dstName,
 				State: store.StateFailed, Error: "not copied: the agent listed it outside " + lr.srcDir, Arrival: now, Finished: now})
+			failed[reasonOther]++
 			continue
 		}
 		dp := path.Join(lr.dstDir, rel)
 		if e.Err == "" && e.IsDir {
 			if err := dst.Mkdir(ctx, dp); err != nil && !errors.Is(err, backend.ErrExist) {
-				return nil, 0, err
+				return nil, 0, nil, err
 			}
 			dirs++
 			continue
@@ -281,12 +285,15 @@ func (s *Server) listedTasks(ctx context.Context, lr lister, dst *sluice.Backend
 		switch {
 		case e.Err != "":
 			t.State, t.Size, t.Error, t.Finished = store.StateFailed, 0, "not copied: "+e.Err, now
+			failed[listedReason(e.Err)]++
 		case e.Size < 0 || e.Size > store.MaxSize:
 			t.State, t.Size, t.Error, t.Finished = store.StateFailed, 0, fmt.Sprintf("not copied: a size of %d bytes", e.Size), now
+			failed[reasonInvalid]++
 		case len(dp) > maxPathBytes:
 			t.State, t.Size, t.Error, t.Finished = store.StateFailed, 0, fmt.Sprintf("not copied: its destination's path has %d bytes; at most %d", len(dp), maxPathBytes), now
+			failed[reasonInvalid]++
 		}
 		tasks = append(tasks, t)
 	}
-	return tasks, dirs, nil
+	return tasks, dirs, failed, nil
 }

@@ -189,6 +189,10 @@ type Config struct {
 	// PollEvery is how often the store is polled for new work,
 	// cancellations and loads when no NOTIFY hint comes (default 1 s).
 	PollEvery time.Duration
+	// SampleEvery is how often the loop records what it schedules in
+	// the dashboard's history, and SampleKeep how long the samples are
+	// kept (defaults DefaultSampleEvery, DefaultSampleKeep; history.go).
+	SampleEvery, SampleKeep time.Duration
 	// StoreCheck is how often the loop checks that the store still is
 	// the database it opened (store.Store.Check: a SQLite file removed
 	// or replaced under the server), and stops with an error if not
@@ -309,8 +313,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
+	met := newMetrics(cfg.Registry)
 	s := &Server{
-		cfg: cfg, st: cfg.Store, log: cfg.Logger, client: cfg.Client, sch: sch,
+		// Every store call the server makes is timed here (timedStore).
+		cfg: cfg, st: timedStore{s: cfg.Store, met: met}, met: met, log: cfg.Logger, client: cfg.Client, sch: sch,
 		epoch:  cfg.Clock.Now(),
 		inbox:  make(chan func(*world), 1024),
 		events: newBroker(cfg.Clock),
@@ -322,7 +328,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.spawn = func(f func()) { go f() }
 	s.runs = engineRunner{s}
-	s.met = newMetrics(cfg.Registry)
 	if err := s.bootstrap(ctx); err != nil {
 		return nil, err
 	}
@@ -505,7 +510,7 @@ type Caller struct {
 func (s *Server) Authenticate(ctx context.Context, bearer string) (Caller, error) {
 	bearer = strings.TrimSpace(bearer)
 	if bearer == "" {
-		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice token create`)", ErrUnauthorized)
+		return Caller{}, fmt.Errorf("%w: no bearer token (create one with `sluice api-token create`)", ErrUnauthorized)
 	}
 	u, exp, err := s.st.TokenUser(ctx, hashToken(bearer), s.now())
 	if errors.Is(err, store.ErrNotFound) {
@@ -610,7 +615,7 @@ func (s *Server) RevokeToken(ctx context.Context, c Caller, user, id string) err
 	}
 	id = strings.ToLower(strings.TrimSpace(id))
 	if len(id) < 8 || strings.Trim(id, "0123456789abcdef") != "" {
-		return fmt.Errorf("%w: token id %q: want at least 8 hex digits, as `sluice token list` shows", ErrInvalid, id)
+		return fmt.Errorf("%w: token id %q: want at least 8 hex digits, as `sluice api-token list` shows", ErrInvalid, id)
 	}
 	switch err := s.st.DeleteToken(ctx, u.ID, id); {
 	case errors.Is(err, store.ErrNotFound):

@@ -957,14 +957,14 @@ func (w *world) sized(id int64, size int64, err error) {
 		t.Error = fmt.Sprintf("the source has %d bytes; the service moves files of at most %d bytes (1 EiB)", size, int64(store.MaxSize))
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.endFailed(t, a)
+		w.endFailed(t, a, reasonInvalid)
 	case err == nil && t.Size >= 0 && size != t.Size:
 		// The submission said how big the file is (and only replicas
 		// made the service stat it): the replicas are something else.
 		t.Error = fmt.Sprintf("the sources have %d bytes, the submission said %d", size, t.Size)
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.endFailed(t, a)
+		w.endFailed(t, a, reasonInvalid)
 	case err == nil:
 		if t.Size < 0 {
 			t.job.Bytes = store.AddBytes(t.job.Bytes, size)
@@ -983,7 +983,7 @@ func (w *world) sized(id int64, size int64, err error) {
 		t.Error = err.Error()
 		a := w.setState(t, store.StateFailed, t.Error, now)
 		t.Finished = now
-		w.endFailed(t, a)
+		w.endFailed(t, a, failReason(err))
 	default:
 		w.s.log.Warn("stat of source failed; will retry", "task", id, "err", err)
 		w.waitNote(t, "stat of the source failed, will retry: "+err.Error())

@@ -67,6 +67,10 @@ type task struct {
 	// connection (batch.go): it uses none of its own, so it counts no
 	// streams at its endpoints and the scheduler does not see it.
 	rider bool
+	// metered is how far into the file the metrics counted run
+	// meterRun's bytes (metrics.moved).
+	meterRun int
+	metered  int64
 
 	// The loop's endpoints of the task, looked up once: the snapshot
 	// needs them for every queued task every cycle. w.eps entries are
@@ -177,6 +181,8 @@ type world struct {
 	pw        pendingWrites // written at the end of the turn
 	toResolve []*task       // tasks whose source needs a stat, in order
 	runTasks  []*task       // the running tasks at the last snapshot
+
+	hist sampler // the dashboard's history (history.go)
 
 	parts   map[string]int64
 	ext     map[string]cluster.Load
@@ -319,6 +325,7 @@ func (s *Server) load(ctx context.Context) (*world, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: failing stored tasks out of range: %w", err)
 	}
+	s.met.failed(reasonInvalid, len(bad))
 	for _, t := range bad {
 		s.log.Error("failed a stored task out of range", "job", t.JobID, "task", t.ID, "index", t.Index,
 			"size", t.Size, "done", t.Done, "why", store.OutOfRange(t.Size, t.Done))
@@ -619,7 +626,7 @@ func (w *world) giveUp(now time.Time) {
 		if !t.Started.IsZero() {
 			w.s.cleanup(t.Task)
 		}
-		w.endFailed(t, a)
+		w.endFailed(t, a, reasonEndpointDown)
 	}
 }
 
@@ -928,9 +935,12 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 	x := t.xfer
 	t.xfer, t.cancel, t.pending = nil, nil, false
 	if x != nil {
-		if p := x.Progress(); p.Journaled > t.Done {
+		p := x.Progress()
+		if p.Journaled > t.Done {
 			t.Done = p.Journaled
 		}
+		w.s.met.moved(t, p.Done)
+		w.hist.runEnded(t, x)
 	}
 	w.addConns(t, -t.conns())
 	stop := t.stop
@@ -981,7 +991,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 		// space (of a full disk, say) for good.
 		w.s.cleanup(t.Task)
 		w.s.log.Warn("transfer failed", "task", t.ID, "src", t.Src, "dst", t.Dst, "err", err)
-		w.endFailed(t, a)
+		w.endFailed(t, a, failReason(err))
 		w.releaseVictims(id)
 	default:
 		t.Attempts++
@@ -991,7 +1001,7 @@ func (w *world) finished(id int64, run int, res engine.Result, err error) {
 			a := w.setState(t, store.StateFailed, fmt.Sprintf("gave up after %d attempts: %v", t.Attempts, err), now)
 			t.Finished = now
 			w.s.cleanup(t.Task)
-			w.endFailed(t, a)
+			w.endFailed(t, a, failReason(err))
 		} else {
 			a := w.setState(t, store.StateQueued, "retry: "+t.Error, now)
 			t.CC = 0
@@ -1054,6 +1064,7 @@ type completion struct {
 	t      *task
 	obs    *store.Observation
 	failed bool
+	reason string // why it failed (failReasons)
 }
 
 // endFailed takes t, failed (its state and audit entry a set), out of the
@@ -1061,12 +1072,13 @@ type completion struct {
 // its job counts it failed only once the store has it: a write the store
 // refused (a full disk) is made again at the next turn, rather than leave
 // the file running in the store with nothing running it, and its job
-// active until a restart.
-func (w *world) endFailed(t *task, a store.AuditEntry) {
+// active until a restart. reason is the failure's, for the metrics
+// (failReasons).
+func (w *world) endFailed(t *task, a store.AuditEntry, reason string) {
 	w.tasks.remove(t)
 	w.pw.tasks = append(w.pw.tasks, t)
 	w.pw.audit = append(w.pw.audit, a)
-	w.pw.done = append(w.pw.done, completion{t: t, failed: true})
+	w.pw.done = append(w.pw.done, completion{t: t, failed: true, reason: reason})
 }
 
 // pendingWrites are task writes the loop makes together at the end of a
@@ -1151,8 +1163,10 @@ func (w *world) flush() {
 	}
 	for _, c := range pw.done {
 		t := c.t
+		w.hist.taskEnded(t, c.failed)
 		if c.failed {
 			t.job.failed++
+			w.s.met.taskFailed(t, c.reason)
 		} else {
 			w.s.met.finished(t)
 			t.job.FilesDone++
@@ -1319,6 +1333,7 @@ func (w *world) tick(now time.Time) {
 	w.tendVOAllocs(now)
 	w.tendAdaptive(now)
 	w.s.met.observe(w)
+	w.sample(now)
 }
 
 // saveProgress writes the checkpointed bytes of running tasks.

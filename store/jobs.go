@@ -169,8 +169,14 @@ func (s *sqlStore) Jobs(ctx context.Context, f JobFilter) ([]Job, error) {
 	if f.OwnerID != 0 {
 		conds = append(conds, "owner_id = "+arg(f.OwnerID))
 	}
+	if f.VO != "" {
+		conds = append(conds, "vo = "+arg(f.VO))
+	}
 	if f.State != "" {
 		conds = append(conds, "state = "+arg(f.State))
+	}
+	if f.Search != "" {
+		conds = append(conds, "LOWER(label) LIKE "+arg(likePattern(f.Search))+` ESCAPE '\'`)
 	}
 	if f.Before != 0 {
 		conds = append(conds, "id < "+arg(f.Before))

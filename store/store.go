@@ -3,7 +3,9 @@
 // that registered), checkpoints (the transfer engine's journals of
 // completed byte ranges), observations (the throughput model's history),
 // the estimation service's optimisations, the Policy Service's stream
-// allocations, settings, and an audit log of state changes.
+// allocations, settings, an audit log of state changes, and the
+// dashboard's history (each server's samples of what it schedules,
+// history.go).
 //
 // Store is an interface with one implementation over database/sql and two
 // dialects: embedded SQLite (modernc.org/sqlite, the default: one file in
@@ -369,8 +371,12 @@ type AuditEntry struct {
 // JobFilter selects jobs.
 type JobFilter struct {
 	OwnerID int64  // 0: any owner
+	VO      string // "": any VO (the owner's at submission)
 	State   string // "": any state
-	Limit   int    // 0: a default of 100
+	// Search, if set, keeps the jobs whose label contains it (ignoring
+	// case).
+	Search string
+	Limit  int // 0: a default of 100
 	// Before, if non-zero, returns jobs with ID < Before (paging, newest
 	// first).
 	Before int64
@@ -505,6 +511,14 @@ type Store interface {
 	SaveAllocations(ctx context.Context, put []Allocation, del []AllocationGone) error
 	// Allocations returns every stored allocation, by ID.
 	Allocations(ctx context.Context) ([]Allocation, error)
+
+	// AddSamples writes a server's history samples and prunes every
+	// server's older than pruneBefore (history.go); Samples sums them
+	// into buckets for the dashboard's charts. FailedTasks lists failed
+	// files, newest first.
+	AddSamples(ctx context.Context, samples []Sample, pruneBefore time.Time) error
+	Samples(ctx context.Context, q SampleQuery) ([]SampleSum, error)
+	FailedTasks(ctx context.Context, f FailureFilter) ([]Failure, error)
 
 	// Several servers (cluster.go): scheduling leases per partition
 	// (source endpoint), task claiming and fenced writes, the live

@@ -21,12 +21,20 @@ import (
 
 // The dashboard in a real browser: Debian's chromium driven by
 // playwright-core (scripts/web-test-deps.sh installs it) against a
-// `sluice serve` with two agents. testdata/browser.mjs signs in as the
-// admin, sees the jobs, opens one, cancels an active one from the page,
-// signs in as another user who must not see the admin's jobs, and
-// measures the overview with 100 endpoints and 1,000 running jobs.
+// `sluice serve` with three agents (and a fourth that is down), sampling
+// its history every second. After a mixed job (files done, one failed,
+// one still running), testdata/browser.mjs signs in as the admin, looks
+// at every view of the console (overview, links and a link, failures,
+// endpoints and an endpoint, jobs and a job, submit with its estimate,
+// allocations) and the API reference at /docs, reloads to see the charts
+// survive, filters by user and searches, submits a job from the form,
+// cancels jobs from their pages, signs in as another user who must not
+// see the admin's jobs, and measures the overview with 100 endpoints and
+// 1,000 running jobs. Every request the browser makes is recorded and
+// the test fails on any to a host that is not this machine's loopback.
 // Screenshots go to $TEST_OUTPUT, else the test's artifact directory
-// (go test -artifacts keeps it).
+// (go test -artifacts keeps it); docs/screenshots holds those of the
+// console's views (see docs/operator-guide.md).
 func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server, agents and a browser")
@@ -71,7 +79,7 @@ func TestBrowser(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	addr := freeAddr(t)
 	base := "http://" + addr
-	server := start(t, bin, "serve", "--listen", addr, "--data-dir", data, "--heartbeat-timeout", "3")
+	server := start(t, bin, "serve", "--listen", addr, "--data-dir", data, "--heartbeat-timeout", "3", "--sample-every", "1")
 	waitHTTP(t, base+"/healthz", server)
 	admin := readToken(t, filepath.Join(data, "admin.token"))
 	join := readToken(t, filepath.Join(data, "join.token"))
@@ -159,6 +167,22 @@ func TestBrowser(t *testing.T) {
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "paged-job", "files": pf}, &paged)
 	var running job
 	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "running-job", "files": []map[string]any{{"source": "sluice://a4/big", "destination": "sluice://a2/big"}}}, &running)
+	// The mixed job: four files done, one failed (its expected checksum
+	// is wrong), one still running (1 GiB from a4 at 8 MB/s).
+	var mixed job
+	mf := files("mixed", "a2", 5)
+	mf[4]["checksum"] = "adler32:00000001"
+	mf = append(mf, map[string]any{"source": "sluice://a4/big", "destination": "sluice://a2/mixed/big"})
+	call(t, base, admin, "POST", "/v1/jobs", map[string]any{"label": "mixed-job", "files": mf}, &mixed)
+	waitFor(t, 30*time.Second, "the mixed job: 4 files done, 1 failed, 1 running", func() bool {
+		var j struct {
+			State       string
+			FilesDone   int `json:"files_done"`
+			FilesFailed int `json:"files_failed"`
+		}
+		call(t, base, admin, "GET", fmt.Sprintf("/v1/jobs/%d", mixed.ID), nil, &j)
+		return j.State == "active" && j.FilesDone == 4 && j.FilesFailed == 1
+	})
 	var alice struct{ Token string }
 	call(t, base, admin, "PUT", "/v1/access", map[string]any{"rules": []map[string]any{
 		{"endpoint": "*", "path": "/", "user": "*", "access": "write"}}}, nil)
@@ -171,7 +195,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"BASE_URL="+base, "ADMIN_TOKEN="+admin, "USER_TOKEN="+alice.Token, "USER_NAME=alice",
 		fmt.Sprintf("DONE_JOB=%d", done.ID), fmt.Sprintf("HELD_JOB=%d", held.ID), fmt.Sprintf("USER_JOB=%d", mine.ID),
-		fmt.Sprintf("RUNNING_JOB=%d", running.ID), fmt.Sprintf("PAGED_JOB=%d", paged.ID),
+		fmt.Sprintf("RUNNING_JOB=%d", running.ID), fmt.Sprintf("PAGED_JOB=%d", paged.ID), fmt.Sprintf("MIXED_JOB=%d", mixed.ID),
 		"CHROMIUM="+chromium, "PW_DIR="+deps, "OUT_DIR="+out)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

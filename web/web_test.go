@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -42,11 +43,22 @@ func TestPageWeight(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
-	h := Handler()
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", Handler())
+	mux.Handle("GET /ui/", Handler())
+	mux.Handle("GET /docs", Docs())
+	mux.Handle("GET /docs/", Docs())
+	h := mux
 	for _, c := range []struct {
 		path, ctype, contains string
 		status                int
 	}{
+		{"/docs", "text/html", "<title>Sluice API reference</title>", 200},
+		{"/docs/", "text/html", "swagger-ui-bundle.js", 200},
+		{"/docs/docs.js", "javascript", "/openapi.json", 200},
+		{"/docs/swagger-ui-bundle.js", "javascript", "SwaggerUIBundle", 200},
+		{"/docs/swagger-ui.css", "text/css", ".swagger-ui", 200},
+		{"/docs/nope.js", "", "", 404},
 		{"/", "text/html", "<title>Sluice dashboard</title>", 200},
 		{"/ui/", "text/html", "API token", 200},
 		{"/ui/app.js", "javascript", "sluiceDashboard", 200},
@@ -71,6 +83,9 @@ func TestHandler(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), c.contains) {
 			t.Errorf("%s: body lacks %q", c.path, c.contains)
 		}
+		if csp := rec.Header().Get("Content-Security-Policy"); strings.HasSuffix(c.ctype, "html") && !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("%s: Content-Security-Policy %q", c.path, csp)
+		}
 		// Revalidation by ETag.
 		req := httptest.NewRequest(http.MethodGet, c.path, nil)
 		req.Header.Set("If-None-Match", rec.Header().Get("ETag"))
@@ -82,10 +97,43 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// No file refers to another origin: the page works offline.
+// A large asset goes gzipped to a client that takes it, as it is to one
+// that does not.
+func TestGzip(t *testing.T) {
+	h := Docs()
+	plain := httptest.NewRecorder()
+	h.ServeHTTP(plain, httptest.NewRequest(http.MethodGet, "/docs/swagger-ui-bundle.js", nil))
+	req := httptest.NewRequest(http.MethodGet, "/docs/swagger-ui-bundle.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	zipped := httptest.NewRecorder()
+	h.ServeHTTP(zipped, req)
+	if zipped.Header().Get("Content-Encoding") != "gzip" || plain.Header().Get("Content-Encoding") != "" {
+		t.Fatalf("Content-Encoding %q with gzip accepted, %q without", zipped.Header().Get("Content-Encoding"), plain.Header().Get("Content-Encoding"))
+	}
+	if zipped.Header().Get("ETag") == plain.Header().Get("ETag") {
+		t.Error("the gzipped body has the plain one's ETag")
+	}
+	zr, err := gzip.NewReader(zipped.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, plain.Body.Bytes()) || zipped.Body.Len() >= len(b)/2 {
+		t.Errorf("gzipped %d bytes to %d; unzipped equal: %v", len(b), zipped.Body.Len(), bytes.Equal(b, plain.Body.Bytes()))
+	}
+}
+
+// No file refers to another origin: the pages work offline.
 func TestNoCDN(t *testing.T) {
-	for _, name := range []string{"index.html", "app.js", "app.css"} {
-		b, err := fs.ReadFile(Static(), name)
+	for _, f := range []struct {
+		fsys fs.FS
+		name string
+	}{{Static(), "index.html"}, {Static(), "app.js"}, {Static(), "app.css"}, {DocsFiles(), "index.html"}, {DocsFiles(), "docs.css"}} {
+		name := f.name
+		b, err := fs.ReadFile(f.fsys, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +142,15 @@ func TestNoCDN(t *testing.T) {
 				t.Errorf("%s contains %q", name, bad)
 			}
 		}
+	}
+	// Swagger UI sends the document to validator.swagger.io for a badge
+	// unless told not to.
+	b, err := fs.ReadFile(DocsFiles(), "docs.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "validatorUrl: null") {
+		t.Error("docs.js does not turn Swagger UI's validator off (validatorUrl: null)")
 	}
 }
 

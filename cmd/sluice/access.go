@@ -46,9 +46,7 @@ func newAccessShowCmd() *cobra.Command {
 			return fmt.Errorf("access show: %w", err)
 		}
 		if asJSON {
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(a)
+			return writeJSON(cmd.OutOrStdout(), a)
 		}
 		if len(a.Rules) == 0 {
 			fmt.Fprintln(cmd.OutOrStdout(), "no access rules: only admins' jobs may read or write files")
@@ -73,6 +71,7 @@ func dash(s string) string {
 }
 
 func newAccessSetCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "set FILE",
 		Short: "Replace the access rules with those in FILE (JSON; - for stdin; admins)",
@@ -110,8 +109,12 @@ func newAccessSetCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("access set: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "%d access rules set\n", len(out.Rules))
 		return nil
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rules now in force as JSON")
 	return cmd
 }

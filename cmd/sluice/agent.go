@@ -161,7 +161,8 @@ func newAgentCmd() *cobra.Command {
 }
 
 func newKeygenCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "keygen FILE",
 		Short: "Write a new random token key to FILE (mode 0600; never overwrites)",
 		Args:  cobra.ExactArgs(1),
@@ -169,48 +170,16 @@ func newKeygenCmd() *cobra.Command {
 			if _, err := auth.GenerateKey(args[0]); err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					KeyFile string `json:"key_file"`
+				}{args[0]})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote a new token key to %s (anyone who can read it can mint tokens)\n", args[0])
 			return nil
 		},
 	}
-}
-
-func newTokenCmd() *cobra.Command {
-	var keyFile, scope, prefix, aud, sub string
-	var ttl time.Duration
-	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Print a data token signed with a token key (`token create`: an API token)",
-		Example: `  sluice token --token-key token.key --scope read --prefix /data/run7 --aud dtn1 --ttl 30m
-  curl -H "Authorization: Bearer $(sluice token --token-key token.key)" http://dtn1:7000/v1/info`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if keyFile == "" {
-				return errors.New("token: --token-key is required")
-			}
-			if ttl < time.Second || ttl > 366*24*time.Hour {
-				return fmt.Errorf("token: --ttl %s: want from 1s to a year (8784h); data tokens are meant to be short-lived", ttl)
-			}
-			key, err := auth.LoadKey(keyFile)
-			if err != nil {
-				return fmt.Errorf("token: %w", err)
-			}
-			tok, err := auth.Mint(key, auth.Claims{Sub: sub, Scope: scope, Prefix: prefix, Aud: aud, Exp: time.Now().Add(ttl).Unix()})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), tok)
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&keyFile, "token-key", "", "file with the token key (required)")
-	f.StringVar(&scope, "scope", "rw", "read, write or rw")
-	f.StringVar(&prefix, "prefix", "/", "subtree the token covers")
-	f.StringVar(&aud, "aud", "*", "agent name the token is for (* for any)")
-	f.StringVar(&sub, "sub", os.Getenv("USER"), "who the token is for (shows in agent logs)")
-	f.DurationVar(&ttl, "ttl", time.Hour, "how long the token is valid")
-	cmd.AddCommand(newTokenCreateCmd(), newTokenListCmd(), newTokenRevokeCmd())
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 
 func newBackupCmd() *cobra.Command {
 	var dataDir, db string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "backup OUT",
 		Short: "Copy the service's SQLite store to a new file, while it runs",
@@ -32,11 +33,18 @@ the server. A PostgreSQL store is backed up with pg_dump (docs/operator-guide.md
 			if err := store.BackupSQLite(cmd.Context(), db, args[0]); err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Database string `json:"database"`
+					Backup   string `json:"backup"`
+				}{db, args[0]})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "backed up %s to %s\n", db, args[0])
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the server's data directory (default "+defaultDataDir()+")")
 	cmd.Flags().StringVar(&db, "db", "", "the SQLite database file, if not DATA_DIR/sluice.db")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the database and its backup")
 	return cmd
 }

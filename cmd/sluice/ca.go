@@ -23,6 +23,7 @@ for a server or an agent by its host names and addresses. Servers serve it with
 and agents trust the authority with --ca ca.pem (or SLUICE_CA).`,
 	}
 	var dir string
+	var asJSON bool
 	initCmd := &cobra.Command{
 		Use:     "init",
 		Short:   "Make a certificate authority in --dir",
@@ -32,8 +33,11 @@ and agents trust the authority with --ca ca.pem (or SLUICE_CA).`,
 			if err := pki.InitCA(dir, "", time.Now()); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "authority in %s: give %s to clients and agents (--ca), keep %s here\n",
-				dir, filepath.Join(dir, pki.CACert), filepath.Join(dir, pki.CAKey))
+			cert, key := filepath.Join(dir, pki.CACert), filepath.Join(dir, pki.CAKey)
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), caFilesOut{Cert: cert, Key: key})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "authority in %s: give %s to clients and agents (--ca), keep %s here\n", dir, cert, key)
 			return nil
 		},
 	}
@@ -52,6 +56,9 @@ and agents trust the authority with --ca ca.pem (or SLUICE_CA).`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), caFilesOut{Cert: cert, Key: key, Hosts: args, ValidDays: int(pki.CertLifetime.Hours() / 24)})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "certificate %s, key %s (for %v, valid %d days)\n", cert, key, args, int(pki.CertLifetime.Hours()/24))
 			return nil
 		},
@@ -59,8 +66,17 @@ and agents trust the authority with --ca ca.pem (or SLUICE_CA).`,
 	for _, c := range []*cobra.Command{initCmd, issueCmd} {
 		c.Flags().StringVar(&dir, "dir", "", "the authority's directory (required)")
 		_ = c.MarkFlagRequired("dir")
+		c.Flags().BoolVar(&asJSON, "json", false, "print the files written as JSON")
 	}
 	issueCmd.Flags().StringVar(&out, "out", "", "where to write OUT.pem and OUT.key (default: DIR/HOST)")
 	cmd.AddCommand(initCmd, issueCmd)
 	return cmd
+}
+
+// caFilesOut is what `sluice ca init --json` and `ca issue --json` print.
+type caFilesOut struct {
+	Cert      string   `json:"cert"`
+	Key       string   `json:"key"`
+	Hosts     []string `json:"hosts,omitempty"`
+	ValidDays int      `json:"valid_days,omitempty"`
 }

@@ -67,78 +67,12 @@ func newCpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cp [flags] SRC... DST",
 		Short: "Copy files and directories between local paths and sluice agents",
-		Long: `Copies files with concurrency, pipelining and parallelism, verifies an end-to-end
-checksum, and writes every file under a temporary name that is renamed only after
-verification: the destination never holds a partial file.
-
-The settings mean what they mean for globus-url-copy: --cc files in flight at once,
---pp files asked for in one request (a batch GET from an agent: one round trip for
-many small files; it applies only when the source is an agent and the bytes pass
-through this process), --p partial transfers of one large file at once.
-
---auto (the default unless --cc, --p or --pp is given) tunes the copy while it
-runs: it measures the round-trip time to the agents and, every twenty round trips
-(1-3 s), the throughput, and moves the number of streams (the
-partial transfers of a large file; files or batches in flight with -r) as a TCP
-sender moves its window: doubling while that pays by 10%, then holding (at the
-last doubling unless it cost 5%: fewer streams regrow their windows slowly), and
-trying half as many again every few windows, so that it keeps up when the path's
-bandwidth changes. Small files go in batches of up to 8 MiB (one round trip
-each). -v prints each window; --json has them as "tuning". With -r, --sample plans
-by sampling instead, as the flexible GridFTP client of Yildirim (SC'13) does: a
-short probe of the bandwidth (or --bandwidth), pipelining for the bandwidth-delay
-product, and parallelism and concurrency sampled on chunks of the dataset until
-throughput stops rising ("steps" in --json). --auto=false sends everything with
---cc/--pp/--p.
-
-SRC and DST are local paths (or file:///abs/path), agent URLs
-(sluice://host:port/path, sluices:// for TLS), GridFTP URLs (ftp://, through
-globus-url-copy, one stream per partial transfer; gsiftp:// needs a GSI control
-channel that is not implemented, so cp refuses it: use the server's ftp:// endpoint)
-or XRootD URLs (root://host//path). Between two agents the destination
-pulls the data from the source itself (third-party copy).
-
-As rclone copy (and rsync SRC/ DST) do, not as cp -r: cp -r SRC DST copies SRC's
-contents to DST (made if missing, merged if not); DST/ with a trailing slash receives
-DST/SRC. The same command run again lands where the first run did: it resumes large
-files from their checkpoint journal and skips files already in place (same size and
-checksum; same size with --checksum none). A different file at the destination is
-not replaced without --overwrite: cp copies the others and fails, naming it; nor is
-a file that appears there during the copy (the final rename refuses to replace it,
-except on GridFTP and XRootD destinations, which cannot rename so). With --sync LEVEL
-(Globus's sync levels) a file already there is kept when it matches its source by
-the level's test and replaced otherwise: exists (anything there), size, mtime (same
-size, modified no earlier than the source), checksum.
-
-Tokens: --token (or SLUICE_TOKEN) is sent as is; --token-key FILE mints short-lived
-tokens from the key the agents were started with.
-
-With --policy-server, cp is the adaptive transfer client of the Policy Service
-(Chervenak et al., Fig. 3): it asks the server for an allocation of streams on
-the pair, moves files in batches of c at a time with --p partial transfers each,
-starting at c = min(--ci, streams/p), and every --adapt-every files updates the
-allocation and moves c by --delta when the rate changed by more than --threshold,
-never past the allocation or --cmax. --follow-allocation runs at what the
-allocation allows instead (the paper's non-adaptive client of a pacing service).
-The allocation is released when the copy ends.
-
-With --sources URL1,URL2,... DST, one file with replicas at several sources is
-downloaded from all of them at once (Yang, Schopf and Foster's multi-source
-transfers): cp probes each link for --probe, predicts the mean and variability of
-its bandwidth over the transfer (the Network Weather Service's predictors on
-interval series), splits the file with --split (bos: best source only; eas: equal
-parts; ms: time-balanced on the mean; ntss: on mean + SD; tcs: on mean + TF x SD,
-the Tuned Conservative Scheduling; tcs-minus: on mean - TF x SD; tcs-dynamic: tcs,
-and replicas that finish early take over the tail of the slowest), and moves the
-parts with the same journal, resume and checksum as any copy. A replica that
-fails is dropped and the others carry on; one that sends or holds wrong bytes is
-found by the replicas' majority vote on range checksums, dropped, and its ranges
-fetched again (two replicas that differ fail the copy: no majority says which is right).`,
-		Example: `  sluice cp --token-key ~/.sluice/key --p 8 big.h5 sluice://dtn1:7000/data/
-  sluice cp -r -v sluice://dtn1:7000/run7 /data/archive/
-  sluice cp -r --cc 16 --pp 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/ --json
-  sluice cp -r --policy-server http://sched:8080 --p 4 --ci 1 --cmax 8 sluice://dtn1:7000/run7 sluice://dtn2:7000/archive/
-  sluice cp --sources sluice://dtn1:7000/d/f.h5,sluice://dtn2:7000/d/f.h5,sluice://dtn3:7000/d/f.h5 /data/ --split tcs -v`,
+		Long: `cp copies files and trees between local paths, the service's endpoints after
+sluice login (sluice://ENDPOINT/path), agents by address (sluice://host:port/path),
+GridFTP (ftp://) and XRootD (root://) servers: checksummed, renamed into place,
+tuned while it runs, resumed by running it again. See docs/cp.md.`,
+		Example: `  sluice cp -r sluice://dtn1/run42 /data/run42      # after sluice login
+  sluice cp --token-key ~/.sluice/key big.h5 sluice://dtn1:7000/data/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && len(cmd.Flags().Lookup("sources").Value.(pflag.SliceValue).GetSlice()) > 0 {
 				return nil // sluice cp --sources A,B DST
@@ -203,6 +137,8 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.StringVar(&f.svc.Server, "server", "", "the service that sluice://ENDPOINT/path names (default $SLUICE_SERVER, then what sluice login saved)")
 	fl.StringVar(&f.svc.Token, "api-token", "", "API token or @FILE for --server (default $SLUICE_TOKEN, then what sluice login saved)")
 	fl.StringVar(&f.svc.CA, "ca", "", "the site's CA certificate (PEM) for https:// servers and sluices:// agents (default $SLUICE_CA, then what sluice login saved)")
+	_ = fl.SetAnnotation("token", envAnnotation, []string{"SLUICE_DATA_TOKEN"})
+	_ = fl.SetAnnotation("api-token", envAnnotation, []string{"SLUICE_TOKEN"})
 	fl.StringVar(&f.tokenKey, "token-key", "", "mint short-lived tokens from this key file")
 	fl.DurationVar(&f.tokenTTL, "token-ttl", tokenLife, "lifetime of each token minted with --token-key (a longer copy mints fresh ones as it goes)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print a JSON summary")
@@ -215,6 +151,9 @@ fetched again (two replicas that differ fail the copy: no majority says which is
 	fl.Int64Var(&f.subWrite, "sub-write", 0, "bytes per checkpointed write (default 4 MiB locally, 16 MiB to an agent)")
 	f.pol.register(fl)
 	f.multi.register(fl)
+	moreFlags(cmd, "docs/cp.md", "server", "api-token", "ca", "pp", "verbose", "sample", "bandwidth", "chunk-min", "sub-write", "journal-dir", "no-third-party",
+		"preserve-mtime", "token-ttl", "sources", "split", "probe", "no-replica-check", "policy-server", "policy-token",
+		"policy-pair", "policy-client", "ci", "cmax", "delta", "adapt-every", "threshold", "follow-allocation")
 	return cmd
 }
 
@@ -275,7 +214,7 @@ func (f *cpFlags) tokensFor(p string, write bool) (sluice.TokenSource, error) {
 			return nil, errors.New("an agent named by host:port needs --token, $SLUICE_DATA_TOKEN or --token-key (or name it as the service does, sluice://ENDPOINT/path, after `sluice login`)")
 		}
 		if strings.HasPrefix(f.token, "sk_") || strings.HasPrefix(f.token, "sj_") {
-			return nil, errors.New("--token is not a data token (API tokens start sk_): agents take data tokens (`sluice token`), or name the endpoint as the service does, sluice://ENDPOINT/path, to use your login")
+			return nil, errors.New("--token is not a data token (API tokens start sk_): agents take data tokens (`sluice data-token`), or name the endpoint as the service does, sluice://ENDPOINT/path, to use your login")
 		}
 		return backend.StaticToken(f.token), nil
 	}
@@ -449,6 +388,10 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 			return jerr
 		}
 	}
+	if err != nil && !f.jsonOut && errors.Is(err, context.Canceled) {
+		// Ctrl-C: say what is kept before saying how to resume.
+		fmt.Fprintln(stderr, keptLine(rep.Summary, show.latest()))
+	}
 	var given *copyjob.FilesError
 	if err != nil && (f.jsonOut || !errors.As(err, &given)) {
 		return cpError(err)
@@ -495,6 +438,29 @@ func runCp(ctx context.Context, stdout, stderr io.Writer, f cpFlags, args []stri
 			a.RTTms, a.Bandwidth/1e6, a.BandwidthFrom, float64(a.BDP)/1e6, len(sum.Steps), last.PP, last.P, last.CC)
 	}
 	return nil
+}
+
+// keptLine says what an interrupted copy leaves for the same command run
+// again: the files put in place whole, and the bytes of unfinished ones
+// that their checkpoint journals keep (bytes in flight since the last
+// checkpoint are sent again). p is the copy's last progress, for the
+// totals.
+func keptLine(sum copyjob.Summary, p copyjob.Progress) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "interrupted: %d of %d files copied (%s", sum.Files, p.Files, siBytes(sum.Bytes))
+	if sum.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d of them already in place", sum.Skipped)
+	}
+	b.WriteString(")")
+	if sum.PartialFiles > 0 {
+		noun := "files"
+		if sum.PartialFiles == 1 {
+			noun = "file"
+		}
+		fmt.Fprintf(&b, "; %s of %d unfinished %s kept to resume from", siBytes(sum.PartialBytes), sum.PartialFiles, noun)
+	}
+	fmt.Fprintf(&b, "; %s of %s kept in all", siBytes(sum.Bytes+sum.PartialBytes), siBytes(p.Bytes))
+	return b.String()
 }
 
 // cpReport is what `sluice cp --json` prints: the copy's summary and, for
@@ -645,7 +611,8 @@ func (v *verbosePlanner) Observe(bytesPerSec float64) {
 }
 
 // progressView shows progress: a bar on a terminal, a line every two
-// seconds otherwise.
+// seconds otherwise, each with the rate and an ETA, sizes and rates in
+// decimal units.
 type progressView struct {
 	w     io.Writer
 	tty   bool
@@ -655,6 +622,11 @@ type progressView struct {
 	bar   *mpb.Bar
 	last  time.Time
 	total int64
+	// shown is the most bytes the bar has shown of total. The bar does
+	// not go back: a copy stopped by Ctrl-C counts only its finished
+	// files at the end (the bytes of the one in flight are in its
+	// journal), which redrew the bar at 0.0 b of 2.0 GiB.
+	shown int64
 	// refresh draws the bar on a writer that is not a terminal (tests).
 	refresh bool
 }
@@ -676,24 +648,30 @@ func (v *progressView) update(p copyjob.Progress) {
 	v.mu.Unlock()
 	if v.tty {
 		if v.p == nil {
-			v.p = mpb.New(mpb.WithOutput(v.w), mpb.WithWidth(40), mpb.ContainerOptional(mpb.WithAutoRefresh(), v.refresh))
+			v.p = mpb.New(mpb.WithOutput(v.w), mpb.ContainerOptional(mpb.WithAutoRefresh(), v.refresh))
 			// Made without a total, since mpb takes one (SetTotal)
 			// only for such a bar: a job watched from its submission
 			// has no size until the server has stated its files.
-			v.bar = v.p.New(0, mpb.BarStyle(),
-				mpb.PrependDecorators(decor.Name("copy "), decor.CountersKibiByte("% .1f / % .1f")),
+			v.bar = v.p.New(0, mpb.BarStyle(), mpb.BarWidth(30),
+				mpb.PrependDecorators(decor.CountersKiloByte("% .1f / % .1f")),
 				mpb.AppendDecorators(decor.Any(func(decor.Statistics) string {
 					v.mu.Lock()
 					c := v.cur
 					v.mu.Unlock()
-					return fmt.Sprintf(" %.1f MB/s  %d/%d files", c.Rate/1e6, c.FilesDone, c.Files)
+					// Short enough for the bar to fit in 80 columns.
+					s := fmt.Sprintf(" %s %d/%d files", siRate(c.Rate), c.FilesDone, c.Files)
+					if e := etaText(eta(c.Bytes, c.Done, c.Rate)); e != "" {
+						s += " " + e
+					}
+					return s
 				})))
 		}
 		if p.Bytes != v.total {
 			v.bar.SetTotal(p.Bytes, false)
-			v.total = p.Bytes
+			v.total, v.shown = p.Bytes, 0
 		}
-		v.bar.SetCurrent(barCurrent(p))
+		v.shown = max(v.shown, barCurrent(p))
+		v.bar.SetCurrent(v.shown)
 		if p.Files > 0 && p.FilesDone >= p.Files {
 			// The bar ends at its total, and takes no other after.
 			v.bar.EnableTriggerComplete()
@@ -704,8 +682,12 @@ func (v *progressView) update(p copyjob.Progress) {
 		return
 	}
 	v.last = time.Now()
-	fmt.Fprintf(v.w, "%5.1f%%  %.1f / %.1f MB  %.1f MB/s  %d/%d files  %d retries\n",
-		percent(p), float64(p.Done)/1e6, float64(p.Bytes)/1e6, p.Rate/1e6, p.FilesDone, p.Files, p.Retries)
+	e := etaText(eta(p.Bytes, p.Done, p.Rate))
+	if e != "" {
+		e = "  " + e
+	}
+	fmt.Fprintf(v.w, "%5.1f%%  %s / %s  %s  %d/%d files  %d retries%s\n",
+		percent(p), siBytes(p.Done), siBytes(p.Bytes), siRate(p.Rate), p.FilesDone, p.Files, p.Retries, e)
 }
 
 // percent is how far a copy is, by bytes: never 100 while files remain,
@@ -730,6 +712,13 @@ func barCurrent(p copyjob.Progress) int64 {
 		return p.Bytes - 1
 	}
 	return p.Done
+}
+
+// latest is the last progress shown.
+func (v *progressView) latest() copyjob.Progress {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.cur
 }
 
 func (v *progressView) finish() {

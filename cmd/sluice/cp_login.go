@@ -51,7 +51,7 @@ func (f *cpFlags) service() (*client.Client, error) {
 		return nil, fmt.Errorf("--api-token: %w", err)
 	}
 	if isDataToken(tok) {
-		return nil, errors.New("the API token is a data token (an agent's, from `sluice token`): endpoint names need your API token (`sluice login`); give data tokens with --token, for agents named by host:port")
+		return nil, errors.New("the API token is a data token (an agent's, from `sluice data-token`): endpoint names need your API token (`sluice login`); give data tokens with --token, for agents named by host:port")
 	}
 	hc, err := httpClient(cfg.CA)
 	if err != nil {

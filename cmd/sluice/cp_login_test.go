@@ -195,3 +195,36 @@ func TestServiceName(t *testing.T) {
 		}
 	}
 }
+
+// TestCpTokenVariables: cp's --token takes data tokens from
+// SLUICE_DATA_TOKEN, and SLUICE_TOKEN, the service commands' API token,
+// sets its --api-token instead: before, a logged-in shell's SLUICE_TOKEN
+// was sent to agents named by host:port as if it were a data token.
+func TestCpTokenVariables(t *testing.T) {
+	for _, tc := range []struct {
+		env             map[string]string
+		token, apiToken string
+	}{
+		{map[string]string{"SLUICE_TOKEN": "sk_api"}, "", "sk_api"},
+		{map[string]string{"SLUICE_DATA_TOKEN": "p.s", "SLUICE_TOKEN": "sk_api"}, "p.s", "sk_api"},
+		{map[string]string{}, "", ""},
+	} {
+		root := newRoot()
+		cmd, _, err := root.Find([]string{"cp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		getenv := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		if err := configure(cmd, getenv, os.DevNull); err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := cmd.Flags().GetString("token")
+		api, _ := cmd.Flags().GetString("api-token")
+		if tok != tc.token || api != tc.apiToken {
+			t.Errorf("%v: --token %q --api-token %q; want %q and %q", tc.env, tok, api, tc.token, tc.apiToken)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -350,20 +351,87 @@ func TestProgressViewFinishes(t *testing.T) {
 // --watch) takes the job's size when the server learns it. A job read
 // right after its submission has no size yet; before, the bar kept that
 // first total of 0 and showed "352.0 MiB / 0.0 b" with an empty bar for
-// the whole job (make run), and never completed.
+// the whole job (make run), and never completed. Sizes are in decimal
+// units, as the rate beside them (MB and MB/s), with an ETA.
 func TestProgressViewLearnsTotal(t *testing.T) {
 	var out bytes.Buffer
 	v := &progressView{w: &out, last: time.Now(), tty: true, refresh: true}
 	v.update(copyjob.Progress{Files: 2})
-	v.update(copyjob.Progress{Bytes: 100 << 20, Done: 50 << 20, Files: 2, FilesDone: 1})
+	v.update(copyjob.Progress{Bytes: 100e6, Done: 50e6, Files: 2, FilesDone: 1, Rate: 10e6})
 	time.Sleep(300 * time.Millisecond) // a frame at half way
-	v.update(copyjob.Progress{Bytes: 100 << 20, Done: 100 << 20, Files: 2, FilesDone: 2})
+	v.update(copyjob.Progress{Bytes: 100e6, Done: 100e6, Files: 2, FilesDone: 2, Rate: 10e6})
 	v.finish()
 	if !v.bar.Completed() {
 		t.Error("the bar of a finished job did not complete")
 	}
-	if s := out.String(); !strings.Contains(s, "50.0 MiB / 100.0 MiB") || !strings.Contains(s, "100.0 MiB / 100.0 MiB") {
-		t.Errorf("the bar does not show the job's size:\n%s", s)
+	s := out.String()
+	if !strings.Contains(s, "50.0 MB / 100.0 MB") || !strings.Contains(s, "100.0 MB / 100.0 MB") {
+		t.Errorf("the bar does not show the job's size in MB:\n%s", s)
+	}
+	if !strings.Contains(s, "10 MB/s 1/2 files ETA 5s") {
+		t.Errorf("the bar does not show the rate and ETA:\n%s", s)
+	}
+	if strings.Contains(s, "MiB") {
+		t.Errorf("the bar mixes binary units with MB/s:\n%s", s)
+	}
+}
+
+// TestProgressViewHoldsOnStop: the bar of a copy stopped by Ctrl-C keeps
+// what it showed; the copy's last progress counts only finished files
+// (the bytes of the one in flight are in its journal), and the bar was
+// redrawn at "0.0 b / 2.0 GiB".
+func TestProgressViewHoldsOnStop(t *testing.T) {
+	v := &progressView{w: io.Discard, last: time.Now(), tty: true}
+	v.update(copyjob.Progress{Bytes: 2e9, Done: 1.2e9, Files: 1, Rate: 100e6})
+	v.update(copyjob.Progress{Bytes: 2e9, Done: 0, Files: 1})
+	if got := v.bar.Current(); got != 1.2e9 {
+		t.Errorf("bar at %d after the stop, want 1.2e9", got)
+	}
+	v.update(copyjob.Progress{Bytes: 3e9, Done: 0, Files: 2}) // a new total starts over
+	if got := v.bar.Current(); got != 0 {
+		t.Errorf("bar at %d of a new total, want 0", got)
+	}
+	v.finish()
+}
+
+// TestProgressLine: off a terminal, progress is a line with sizes and
+// rate in one system and an ETA once the rate is known.
+func TestProgressLine(t *testing.T) {
+	for _, tc := range []struct {
+		p    copyjob.Progress
+		want string
+	}{
+		{copyjob.Progress{Bytes: 2e9, Done: 1.2e9, Rate: 100e6, Files: 10, FilesDone: 6}, " 60.0%  1.2 GB / 2.0 GB  100 MB/s  6/10 files  0 retries  ETA 8s\n"},
+		{copyjob.Progress{Bytes: 2e9, Done: 0, Files: 10}, "  0.0%  0 B / 2.0 GB  0 B/s  0/10 files  0 retries\n"},
+		{copyjob.Progress{Bytes: 5e12, Done: 1e12, Rate: 250e6, Files: 1}, " 20.0%  1.0 TB / 5.0 TB  250 MB/s  0/1 files  0 retries  ETA 4h27m\n"},
+	} {
+		var out bytes.Buffer
+		v := &progressView{w: &out}
+		v.update(tc.p)
+		if out.String() != tc.want {
+			t.Errorf("line %q, want %q", out.String(), tc.want)
+		}
+	}
+}
+
+// TestETAText: an ETA reads as a person would say it.
+func TestETAText(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, ""}, {-time.Second, ""}, {400 * time.Millisecond, ""}, {42 * time.Second, "ETA 42s"},
+		{59600 * time.Millisecond, "ETA 1m00s"}, {185 * time.Second, "ETA 3m05s"}, {2*time.Hour + 14*time.Minute + 10*time.Second, "ETA 2h14m"},
+	} {
+		if got := etaText(tc.d); got != tc.want {
+			t.Errorf("etaText(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	if got := eta(100, 100, 5); got != 0 {
+		t.Errorf("eta of a finished copy: %v", got)
+	}
+	if got := eta(100, 0, 0); got != 0 {
+		t.Errorf("eta without a rate: %v", got)
 	}
 }
 
@@ -424,6 +492,11 @@ func TestCpInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "run the same command again to resume") {
 		t.Errorf("the message does not say how to resume:\n%s", log.String())
+	}
+	// And what is kept: the file's checkpointed bytes, not "0.0 b".
+	if s := log.String(); !strings.Contains(s, "interrupted: 0 of 1 files copied (0 B); ") ||
+		!strings.Contains(s, " of 1 unfinished file kept to resume from; ") || !strings.Contains(s, " of 25 MB kept in all") {
+		t.Errorf("the message does not say what was kept:\n%s", s)
 	}
 	if _, err := os.Stat(dst); !os.IsNotExist(err) {
 		t.Fatal("the destination path exists after an interrupted copy")

@@ -154,8 +154,10 @@ done
 			fmt.Fprintf(&b, "mount --bind %q %q\n", filepath.Join(root, short(name), d), d)
 		}
 		fmt.Fprintf(&b, "export HOME=%q PATH=%q:$PATH GUIDE_ROOT=%q\ncd \"$HOME\"\n", filepath.Join(root, short(name), "home"), bin, root)
-		// The caller's service settings are not the guide's.
-		b.WriteString("unset SLUICE_SERVER SLUICE_TOKEN SLUICE_CA SLUICE_CONFIG SLUICE_DATA_TOKEN XDG_CONFIG_HOME XDG_STATE_HOME\n")
+		// The caller's service settings are not the guide's: each host
+		// reads its own /etc/sluice/sluice.toml (TestMain points
+		// SLUICE_CONFIG_FILE at /dev/null for the other tests).
+		b.WriteString("unset SLUICE_SERVER SLUICE_TOKEN SLUICE_CA SLUICE_CONFIG SLUICE_CONFIG_FILE SLUICE_DATA_TOKEN XDG_CONFIG_HOME XDG_STATE_HOME\n")
 		return b.String()
 	}
 	ready := map[string]string{"sluice serve": "API https://", "sluice agent": " serving "}

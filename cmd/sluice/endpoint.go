@@ -34,7 +34,7 @@ func newEndpointAddCmd() *cobra.Command {
 	var in wire.StorageEndpointIn
 	var user, passwordFile, tokenFile, proxyFile, refresh string
 	var expires time.Duration
-	var noCredential bool
+	var noCredential, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "add NAME URL",
 		Short: "Register (or change) a storage endpoint",
@@ -83,6 +83,9 @@ func newEndpointAddCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("endpoint add: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), e)
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "storage endpoint %s: %s", e.Name, e.URL)
 		if e.Via != "" {
 			fmt.Fprintf(cmd.OutOrStdout(), " (via agent %s)", e.Via)
@@ -104,10 +107,12 @@ func newEndpointAddCmd() *cobra.Command {
 	f.DurationVar(&expires, "expires", 0, "the credential stops working this long from now (with --refresh, it is renewed before then)")
 	f.StringVar(&refresh, "refresh", "", "command on the server that prints a fresh credential as JSON (username, password, token, x509_proxy, expires)")
 	f.BoolVar(&noCredential, "no-credential", false, "remove the endpoint's credential")
+	f.BoolVar(&asJSON, "json", false, "print the endpoint as JSON")
 	return cmd
 }
 
 func newEndpointRmCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rm NAME",
 		Short: "Remove a storage endpoint and its credential",
@@ -122,8 +127,18 @@ func newEndpointRmCmd() *cobra.Command {
 		if err := cl.DeleteStorageEndpoint(cmd.Context(), args[0]); err != nil {
 			return fmt.Errorf("endpoint rm: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), removedOut{Name: args[0], Removed: true})
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "storage endpoint %s removed\n", args[0])
 		return nil
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// removedOut is what `sluice endpoint rm --json` prints.
+type removedOut struct {
+	Name    string `json:"name"`
+	Removed bool   `json:"removed"`
 }

@@ -29,34 +29,13 @@ func newEstimateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "estimate SRC DST --size SIZE | --iperf3 HOST[:PORT]",
 		Short: "Predict how many streams a transfer needs, and how fast and long it will be (the service, or iperf3)",
-		Long: `estimate asks the server's estimation service (Yin, Yildirim et al.) about a
-transfer from SRC to DST (sluice://ENDPOINT/path URLs). Unless --use-history
-finds a fresh answer for the endpoint pair, the server samples the path: it
-copies the first --sample bytes of SRC beside DST (under a hidden temporary
-name, removed afterwards) with 1, 4, 16, ... streams until throughput stops
-rising (Algorithm 2 of the paper, which doubles, as --growth 2 does; four
-times apart, the samples span the range, so the model interpolates rather
-than extrapolates), fits the parallel-stream model
-Th(n) = n/sqrt(a n² + b n + c), and answers with the optimal streams, the
-predicted throughput and the time --size bytes would take, the samples and
-what sampling cost. The throughput is shown with the fit's uncertainty and
-is never above every sample by more than it: where the fitted curve
-claims more (three samples fit it exactly, and it can peak far above all
-of them), the answer is clamped to the best sample plus the uncertainty
-and says so.
-
-With --iperf3 HOST[:PORT] (no SRC, DST or server) it samples the network
-path from this host to an iperf3 server instead, as the paper does with
-Iperf: iperf3 -c HOST -p PORT -P n -t SECONDS -O OMIT -J for n = 1, 4, 16, ...
-by the same rule and the same model, with no files moved. iperf3 must be
-installed here (Debian: apt-get install iperf3) and a server running there
-(iperf3 -s). --omit leaves each test's first seconds (TCP slow start) out of
-the measurement, so that a short test shows the steady rate a long transfer
-gets; they are still sent and counted in the cost.`,
+		Long: `estimate predicts, for a transfer from SRC to DST, the best number of streams,
+the throughput and the time --size bytes take: the server samples the path with
+1, 4, 16, ... streams and fits a model (Yin, Yildirim et al.). With --iperf3
+HOST it samples from this host with iperf3 instead. See docs/user-guide.md.`,
 		Example: `  sluice estimate sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5 --size 5G
   sluice estimate sluice://dtn1/data/run7.h5 sluice://dtn2/archive/ --size 5G --use-history --json
-  sluice estimate --iperf3 dtn2.example.org --size 5G
-  sluice estimate --iperf3 dtn2.example.org:5202 --seconds 1 --max-streams 8 --json`,
+  sluice estimate --iperf3 dtn2.example.org --size 5G`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("iperf3") {
 				if len(args) > 0 {
@@ -122,6 +101,7 @@ gets; they are still sent and counted in the cost.`,
 	f.StringVar(&iperfServer, "iperf3", "", "sample with iperf3 against the iperf3 server HOST[:PORT] (default port 5201) instead of asking the service")
 	f.Var(&seconds, "seconds", "with --iperf3: length of each iperf3 test (-t), in whole seconds")
 	f.IntVar(&omit, "omit", 1, "with --iperf3: seconds at the start of each test left out of the measurement (-O; 0: none)")
+	moreFlags(cmd, "docs/user-guide.md", "ca", "sample", "max-streams", "growth", "seconds", "omit")
 	return cmd
 }
 

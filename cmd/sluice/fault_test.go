@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	isolateConfig()
 	os.Exit(m.Run())
 }
 

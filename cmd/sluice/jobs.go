@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/stork"
+	"github.com/sluice-dtn/sluice/wire"
 )
 
 // clientConfig is where the CLI finds the server: flags, then the
@@ -135,6 +136,8 @@ func newLoginCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 	}
 	c := clientFlags(cmd)
+	var asJSON bool
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the server, the user and where the login was saved")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if c.Server == "" || c.Token == "" {
 			return errors.New("login: --server and --token are required")
@@ -175,10 +178,20 @@ func newLoginCmd() *cobra.Command {
 		if err := os.WriteFile(name, append(b, '\n'), 0o600); err != nil {
 			return fmt.Errorf("login: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), loginOut{Server: c.Server, User: u, SavedIn: name})
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "logged in to %s as %s (VO %s); saved in %s\n", c.Server, u.Name, u.VO, name)
 		return nil
 	}
 	return cmd
+}
+
+// loginOut is what `sluice login --json` prints.
+type loginOut struct {
+	Server  string       `json:"server"`
+	User    wire.UserOut `json:"user"`
+	SavedIn string       `json:"saved_in"`
 }
 
 func newSubmitCmd() *cobra.Command {
@@ -189,35 +202,13 @@ func newSubmitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit [SRC DST | --sources A,B,... DST | -f job.json | -f job.classad]",
 		Short: "Submit a transfer job to the server (prints the job id)",
-		Long: `submit sends a job to the server. SRC and DST are sluice://ENDPOINT/path URLs
-(ENDPOINT: a registered agent's name). With -f, the job is read from a JSON
-file (- for stdin) in Sluice's shape ({"files":[{"source":..,"destination":..}]})
-or FTS3's ({"files":[{"sources":[..],"destinations":[..]}],"params":{..}}),
-or a Stork submit file of ClassAds ([ dap_type = "transfer"; src_url = ..;
-dest_url = ..; optimization = "YES"; ]; dap_type = "estimation" ads are
-answered by the estimation service, and need size = "BYTES").
-With --optimize (optimization in the job), the service first estimates each
-endpoint pair's best concurrency (from a fresh stored estimate, or by
-sampling the path with the job's first file) and runs the files with it.
-With --sources (or several "sources" of a file in the job), the file has
-replicas on several endpoints and is downloaded from all of them at once,
-split by --selection (tcs by default; see sluice cp --sources).
-Nothing at a destination is replaced unless the job asks (--overwrite, or
-"overwrite": true in the job; an FTS3 job follows its params.overwrite): a
-file already there and identical to the source is recorded done without
-being copied ("already in place"), any other fails. With --sync LEVEL
-(sync_level in the job; Globus's), a file already there is kept when it
-matches the source by the level's test and replaced otherwise: exists
-(anything there), size, mtime (same size, modified no earlier than the
-source), checksum; submitting a finished job again with --sync checksum
-moves nothing. Fields of the job the
-service accepts without honouring (FTS3 parameters, Stork attributes) are
-named on stderr.`,
-		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5
-  sluice submit --batch --label nightly -f job.json
-  sluice submit --sync checksum -f job.json     # again: only what changed moves
+		Long: `submit sends a job to the server and prints its ID. SRC and DST are
+sluice://ENDPOINT/path URLs; -f reads a job file: Sluice's or FTS3's JSON, or a
+Stork submit file. Nothing at a destination is replaced unless the job asks
+(--overwrite, --sync). See docs/user-guide.md.`,
+		Example: `  sluice submit sluice://dtn1/data/run7.h5 sluice://dtn2/archive/run7.h5 --watch
   sluice submit -r sluice://dtn1/run42 sluice://dtn2/archive/run42
-  sluice submit --sources sluice://dtn1/d/f.h5,sluice://dtn3/d/f.h5 sluice://dtn2/archive/f.h5 --selection tcs-dynamic`,
+  sluice submit --sync checksum -f job.json     # again: only what changed moves`,
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -362,7 +353,7 @@ named on stderr.`,
 			// stdout stays what submit prints, the job id (or with --json
 			// one JSON document), so that JOB=$(sluice submit ... --watch)
 			// works: the summary goes to stderr, after the progress.
-			return watchEnded(cmd.Context(), cl, j.ID, cmd.ErrOrStderr(), true)
+			return watchEnded(cmd.Context(), cl, j.ID, cmd.ErrOrStderr(), printJob)
 		}
 		return nil
 	}
@@ -383,6 +374,7 @@ named on stderr.`,
 	f.StringVar(&syncLevel, "sync", "", "copy only what is missing or differs by this test, replacing what differs: "+strings.Join(backend.SyncLevels(), ", "))
 	f.StringSliceVar(&sources, "sources", nil, "replicas of one file on several endpoints (comma-separated sluice:// URLs)")
 	f.StringVar(&selection, "selection", "", "how files with several sources are split: "+strings.Join(copyjob.SplitNames(), ", ")+" (default tcs)")
+	moreFlags(cmd, "docs/user-guide.md", "ca", "class", "checksum", "submission-id", "selection", "streams", "preserve-mtime", "optimize", "sources")
 	return cmd
 }
 
@@ -405,33 +397,31 @@ func parseJobID(s string) (int64, error) {
 func newStatusCmd() *cobra.Command {
 	var asJSON, files bool
 	var state string
+	var limit int
+	var before int64
 	cmd := &cobra.Command{
 		Use:   "status [JOB]",
-		Short: "Show jobs, or one job (with --files, its files)",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Show jobs, or one job (with --files, its files); exits 1 for a job that failed, wholly or in part",
+		Example: `  sluice status                      # the newest 100 jobs
+  sluice status --before 812         # the 100 before job 812
+  sluice status 812 --files --json`,
+		Args: cobra.MaximumNArgs(1),
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if limit < 0 || before < 0 {
+			return errors.New("status: --limit and --before take 0 or more")
+		}
+		if len(args) > 0 && (cmd.Flags().Changed("limit") || cmd.Flags().Changed("before") || state != "") {
+			return errors.New("status: --limit, --before and --state list jobs: give them without a JOB")
+		}
 		cl, err := cc.client()
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
 		ctx, out := cmd.Context(), cmd.OutOrStdout()
 		if len(args) == 0 {
-			js, err := cl.Jobs(ctx, state, 100)
-			if err != nil {
-				return fmt.Errorf("status: %w", err)
-			}
-			if asJSON {
-				return writeJSON(out, js)
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "JOB\tOWNER\tCLASS\tSTATE\tFILES\tBYTES\tMB/S\tLABEL")
-			for _, j := range js {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%.1f\t%s\n", j.ID, j.Owner, j.Class, j.State,
-					j.FilesDone, j.Files, progressBytes(j), j.Throughput/1e6, j.Label)
-			}
-			return tw.Flush()
+			return listJobs(ctx, cl, client.JobsQuery{State: state, Before: before, Limit: limit}, asJSON, out, cmd.ErrOrStderr())
 		}
 		id, err := parseJobID(args[0])
 		if err != nil {
@@ -459,9 +449,9 @@ func newStatusCmd() *cobra.Command {
 		printJob(out, j)
 		if files {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "#\tSTATE\tSIZE\tCC\tMB/S\tCHECKSUM\tDESTINATION\tERROR")
+			fmt.Fprintln(tw, "#\tSTATE\tSIZE\tCC\tRATE\tCHECKSUM\tDESTINATION\tERROR")
 			for _, f := range fs {
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\n", f.Index, f.State, f.Size, f.CC, f.Throughput/1e6, f.Checksum, f.Destination, f.Error)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", f.Index, f.State, siBytes(f.Size), f.CC, siRate(f.Throughput), f.Checksum, f.Destination, f.Error)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -469,27 +459,74 @@ func newStatusCmd() *cobra.Command {
 		}
 		return jobEnded(j)
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVar(&files, "files", false, "list the job's files")
-	cmd.Flags().StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.BoolVar(&files, "files", false, "list the job's files")
+	f.StringVar(&state, "state", "", "only jobs in this state (active, done, failed, canceled)")
+	f.IntVar(&limit, "limit", 100, "list at most this many jobs, newest first (0: all)")
+	f.Int64Var(&before, "before", 0, "list the jobs older than this job ID (the next page: the last ID listed)")
 	return cmd
 }
 
-// jobEnded is the error a command that shows one job ends with: none
-// while it runs or once it is done, one for a job that failed (some of
-// its files) or was canceled, so that a script sees it in the exit
-// status and not only in the text.
-func jobEnded(j api.JobOut) error {
-	switch j.State {
-	case store.StateFailed, store.StateCanceled:
-		return fmt.Errorf("job %d %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
-			j.ID, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, j.ID)
+// listJobs prints the jobs q selects, a table or JSON, and says on stderr
+// how to list the next page when there is one.
+func listJobs(ctx context.Context, cl *client.Client, q client.JobsQuery, asJSON bool, out, errs io.Writer) error {
+	want := q.Limit
+	if want > 0 {
+		q.Limit++ // one more: is there a next page?
+	}
+	js, err := cl.ListJobs(ctx, q)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	more := want > 0 && len(js) > want
+	if more {
+		js = js[:want]
+	}
+	if asJSON {
+		if err := writeJSON(out, js); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOB\tOWNER\tCLASS\tSTATE\tFILES\tBYTES\tRATE\tLABEL")
+		for _, j := range js {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Owner, j.Class, j.State,
+				j.FilesDone, j.Files, progressBytes(j), siRate(j.Throughput), j.Label)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if more {
+		fmt.Fprintf(errs, "more jobs: sluice status --before %d\n", js[len(js)-1].ID)
 	}
 	return nil
 }
 
+// jobEnded is the error a command that shows one job ends with: none
+// while it runs or once every file of it is done; one for a job that
+// failed (all of its files or some: a job that finished with failed files
+// is failed) or was canceled, so that a script sees it in the exit status
+// and not only in the text.
+func jobEnded(j api.JobOut) error {
+	if !store.Terminal(j.State) {
+		return nil
+	}
+	if j.State == store.StateDone && j.FilesFailed == 0 && j.FilesCanceled == 0 && j.ListingError == "" {
+		return nil
+	}
+	how := j.State
+	if j.State != store.StateCanceled && j.FilesDone > 0 {
+		how = "partly failed"
+	}
+	return fmt.Errorf("job %d %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
+		j.ID, how, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, j.ID)
+}
+
+// progressBytes is a job's bytes done of its total, in decimal units.
 func progressBytes(j api.JobOut) string {
-	return fmt.Sprintf("%.1f/%.1f MB", float64(j.BytesDone)/1e6, float64(j.Bytes)/1e6)
+	return siBytes(j.BytesDone) + " / " + siBytes(j.Bytes)
 }
 
 func printJob(w io.Writer, j api.JobOut) {
@@ -507,10 +544,10 @@ func printJob(w io.Writer, j api.JobOut) {
 	}
 	fmt.Fprintf(w, "  bytes  %s", progressBytes(j))
 	if j.Throughput > 0 {
-		fmt.Fprintf(w, " at %.1f MB/s", j.Throughput/1e6)
+		fmt.Fprintf(w, " at %s", siRate(j.Throughput))
 	}
-	if j.ETA > 0 {
-		fmt.Fprintf(w, ", about %s left", (time.Duration(j.ETA) * time.Second).Round(time.Second))
+	if e := etaText(time.Duration(j.ETA * float64(time.Second))); e != "" {
+		fmt.Fprintf(w, ", %s", e)
 	}
 	fmt.Fprintln(w)
 	if j.VerifyChecksum {
@@ -528,10 +565,14 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newWatchCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "watch JOB",
-		Short: "Show a job's progress live (from the server's event stream) until it ends",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a job's progress live until it ends; exits 1 unless every file was done",
+		Long: `watch shows a job's progress (a bar with its rate and ETA on a terminal, a line
+every two seconds otherwise) on stderr until the job ends, then the job on
+stdout. It exits 1 for a job that failed, wholly or in part, or was canceled.`,
+		Args: cobra.ExactArgs(1),
 	}
 	cc := clientFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -546,26 +587,34 @@ func newWatchCmd() *cobra.Command {
 		if err := watchJob(cmd.Context(), cl, id, cmd.ErrOrStderr()); err != nil {
 			return err
 		}
-		return watchEnded(cmd.Context(), cl, id, cmd.OutOrStdout(), true)
+		show := printJob
+		if asJSON {
+			show = func(w io.Writer, j api.JobOut) { writeJSON(w, j) }
+		}
+		return watchEnded(cmd.Context(), cl, id, cmd.OutOrStdout(), show)
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the ended job as JSON (the progress stays on stderr)")
 	return cmd
 }
 
-// watchEnded reads a job whose watch saw it end, prints it (if show),
-// and fails unless every file was done: `sluice watch` and `sluice submit
-// --watch` exit non-zero for a failed or canceled job, so that a script
-// does not go on as if the data had arrived.
-func watchEnded(ctx context.Context, cl *client.Client, id int64, out io.Writer, show bool) error {
+// watchEnded reads a job whose watch saw it end, prints it with show (if
+// not nil), and fails unless every file was done: `sluice watch` and
+// `sluice submit --watch` exit non-zero for a job that failed, wholly or
+// in part, or was canceled, so that a script does not go on as if the
+// data had arrived.
+func watchEnded(ctx context.Context, cl *client.Client, id int64, out io.Writer, show func(io.Writer, api.JobOut)) error {
 	j, err := cl.Job(ctx, id)
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
-	if show {
-		printJob(out, j)
+	if show != nil {
+		show(out, j)
+	}
+	if err := jobEnded(j); err != nil {
+		return err
 	}
 	if j.State != store.StateDone {
-		return fmt.Errorf("job %d ended %s: %d of %d files done, %d failed, %d canceled (sluice status %d --files says why)",
-			id, j.State, j.FilesDone, j.Files, j.FilesFailed, j.FilesCanceled, id)
+		return fmt.Errorf("job %d is %s: it has not ended", id, j.State)
 	}
 	return nil
 }
@@ -674,6 +723,7 @@ func watchJob(ctx context.Context, cl *client.Client, id int64, w io.Writer) err
 }
 
 func newCancelCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "Cancel a job (files already done stay; partial copies are removed)",
@@ -693,9 +743,13 @@ func newCancelCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("cancel: %w", err)
 		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), j)
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "job %d %s: %d files done, %d canceled\n", j.ID, j.State, j.FilesDone, j.FilesCanceled)
 		return nil
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the job as JSON")
 	return cmd
 }
 
@@ -735,47 +789,6 @@ func newEndpointsCmd() *cobra.Command {
 	return cmd
 }
 
-func newTokenCreateCmd() *cobra.Command {
-	var in api.TokenIn
-	var ttl time.Duration
-	cmd := &cobra.Command{
-		Use:   "create",
-		Short: "Create an API token (for yourself, or as an admin for any user)",
-		Example: `  sluice token create --user alice --vo cms --ttl 720h
-  SLUICE_TOKEN=$(sluice token create --user alice) sluice status`,
-		Args: cobra.NoArgs,
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if ttl < 0 {
-			return errors.New("token create: --ttl must not be negative")
-		}
-		in.TTLSeconds = int64(ttl / time.Second)
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token create: %w", err)
-		}
-		out, err := cl.CreateToken(cmd.Context(), in)
-		if err != nil {
-			return fmt.Errorf("token create: %w", err)
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), out.Token)
-		until := "no expiry"
-		if out.Expires != nil {
-			until = "expires " + out.Expires.Format(time.RFC3339)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "token for %s (VO %s, admin %v, %s)\n", out.User, out.VO, out.Admin, until)
-		return nil
-	}
-	f := cmd.Flags()
-	f.StringVar(&in.User, "user", "", "user (default: yourself); created if new")
-	f.StringVar(&in.VO, "vo", "", "the new user's VO")
-	f.BoolVar(&in.Admin, "admin", false, "make the new user an admin")
-	f.DurationVar(&ttl, "ttl", 0, "lifetime (0: no expiry; a user's own new token expires no later than the token used)")
-	f.StringVar(&in.Label, "label", "", "a label for the token")
-	return cmd
-}
-
 // isClassAd reports whether the input is a ClassAd (opens with '[') rather
 // than JSON, without consuming it.
 func isClassAd(r *bufio.Reader) bool {
@@ -793,68 +806,4 @@ func isClassAd(r *bufio.Reader) bool {
 			return c == '['
 		}
 	}
-}
-
-func newTokenListCmd() *cobra.Command {
-	var user string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List your API tokens (admins: --user for another's); secrets are never shown",
-		Args:  cobra.NoArgs,
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token list: %w", err)
-		}
-		ts, err := cl.Tokens(cmd.Context(), user)
-		if err != nil {
-			return fmt.Errorf("token list: %w", err)
-		}
-		if asJSON {
-			return printJSON(cmd.OutOrStdout(), ts)
-		}
-		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tLABEL\tCREATED\tEXPIRES")
-		for _, t := range ts {
-			exp := "never"
-			if !t.Expires.IsZero() {
-				exp = t.Expires.Format(time.RFC3339)
-				if t.Expired {
-					exp += " (expired)"
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, dash(t.Label), t.Created.Format(time.RFC3339), exp)
-		}
-		return tw.Flush()
-	}
-	cmd.Flags().StringVar(&user, "user", "", "another user's tokens (admins)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
-func newTokenRevokeCmd() *cobra.Command {
-	var user string
-	cmd := &cobra.Command{
-		Use:     "revoke ID",
-		Short:   "Revoke an API token at once (its ID from `sluice token list`)",
-		Example: `  sluice token list; sluice token revoke 3f9a0c12b4e7`,
-		Args:    cobra.ExactArgs(1),
-	}
-	cc := clientFlags(cmd)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cl, err := cc.client()
-		if err != nil {
-			return fmt.Errorf("token revoke: %w", err)
-		}
-		if err := cl.RevokeToken(cmd.Context(), user, args[0]); err != nil {
-			return fmt.Errorf("token revoke: %w", err)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "token %s revoked\n", args[0])
-		return nil
-	}
-	cmd.Flags().StringVar(&user, "user", "", "another user's token (admins)")
-	return cmd
 }

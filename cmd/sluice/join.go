@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -31,14 +33,33 @@ func advertiseURL(flag string, addr net.Addr, tls bool) string {
 }
 
 // secretArg returns a flag's value, or the content of FILE for "@FILE".
+// A FILE of ~ or ~/... is in the home directory: the shell expands ~ only
+// at the start of a word, so it leaves --token @~/admin.token as it is.
 func secretArg(v string) (string, error) {
 	name, ok := strings.CutPrefix(v, "@")
 	if !ok {
 		return v, nil
+	}
+	name, err := expandHome(name)
+	if err != nil {
+		return "", err
 	}
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// expandHome replaces a leading ~ (alone or before a /) with the user's
+// home directory; ~user forms are left as they are.
+func expandHome(name string) (string, error) {
+	if name != "~" && !strings.HasPrefix(name, "~/") {
+		return name, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return filepath.Join(home, name[1:]), nil
 }

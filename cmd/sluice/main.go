@@ -13,7 +13,11 @@ import (
 
 func main() {
 	root, stopProfile := newRoot(), func() {}
+	configured := root.PersistentPreRunE
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := configured(cmd, args); err != nil {
+			return err
+		}
 		// A CPU profile of any command, for diagnosing Sluice's own cost
 		// (benchmarks; sluice serve stops on SIGINT or SIGTERM and writes
 		// it then).
@@ -28,9 +32,10 @@ func main() {
 		stopProfile = stop
 		return nil
 	}
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	stopProfile()
 	if err != nil {
+		err = withSources(cmd, err)
 		// A command run by net exec has said why it failed.
 		if !errors.As(err, new(*execStatusError)) {
 			fmt.Fprintln(os.Stderr, "sluice:", err)
@@ -68,12 +73,22 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().String("cpuprofile", "", "write a CPU profile of the command to this file")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	// Flags not given on the command line come from their environment
+	// variables and the configuration file (config.go).
+	addConfigFileFlag(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		return configure(cmd, os.LookupEnv, defaultConfigFile)
+	}
 	root.AddCommand(newTraceCmd(), newSimCmd(), newModelCmd())
-	root.AddCommand(newAgentCmd(), newKeygenCmd(), newTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
+	root.AddCommand(newAgentCmd(), newKeygenCmd(), newDataTokenCmd(), newAPITokenCmd(), newLegacyTokenCmd(), newAccessCmd(), newCpCmd(), newCACmd())
 	root.AddCommand(newServeCmd(), newSubmitCmd(), newStatusCmd(), newWatchCmd(), newCancelCmd(),
 		newEndpointsCmd(), newEndpointCmd(), newLoginCmd(), newTestbedCmd(), newEstimateCmd(), newNetCmd(), newVersionCmd(), newBackupCmd())
 	// --version prints what `sluice version` does.
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
+	setUsage(root)
+	// sluice completion bash|zsh|fish|powershell works, unlisted: the
+	// list of commands fits on a screen (docs/user-guide.md names it).
+	root.CompletionOptions.HiddenDefaultCmd = true
 	return root
 }

@@ -54,25 +54,12 @@ func newModelEval() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Predict measured throughput curves from a few samples and report the error",
-		Long: `Reads a tuning campaign in the SGData.csv layout (FileSize, FileCount,
-Bandwidth bit/s, RTT, Parallelism, Concurrency, Pipelining, Throughput Mbit/s,
-Duration; columns found by name). Each curve (one dataset, two knobs fixed,
-throughput over the third) is sampled as --samples says (by default as the
-estimation service samples a path: Algorithm 2, levels 1, 4, 16, ...),
-predicted with the second-order model (falling back to the dynamic-order
-model, then to the best sample), and compared with the measured medians at
-the other levels.
-
-Reported: median absolute percentage error of the predicted points, how often
-the predicted optimum is within one level of the measured one, and the
-measured throughput at the predicted optimum relative to the measured best.
-JSON figures are fractions (0.09 = 9%); the top level is the headline axis
-(parallelism unless --axis says otherwise), "axes" has every axis evaluated.`,
+		Long: `Reads a tuning campaign in the SGData.csv layout, samples each curve as the
+estimation service samples a path (--samples), predicts it with the throughput
+models and reports the error against the measured curve. See
+docs/calibration.md.`,
 		Example: `  sluice model eval --data ../shared/data/xsede-gridftp-tuning/SGData.csv
   sluice model eval --data SGData.csv --axis p --json
-  sluice model eval --data SGData.csv --samples alg2 --threshold 0.1
-  sluice model eval --data SGData.csv --samples alg2 --growth 4
-  sluice model eval --data SGData.csv --samples span
   sluice model eval --data SGData.csv --samples 1,8,32 --method best`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("threshold") && !isAlg2(samples) {

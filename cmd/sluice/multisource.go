@@ -33,23 +33,10 @@ func newTestbedMultiSource() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "multisource",
 		Short: "Evaluate the multi-source split policies (Yang, Schopf and Foster) on emulated replicas",
-		Long: `multisource reproduces the evaluation of "Improving Parallel Data Transfer Times
-Using Predicted Variances in Shared Networks" (Yang, Schopf and Foster, §5) on real bytes: three
-emulated replicas whose bandwidth varies over time with the mean and standard deviation
-of the paper's Table 1 (scaled: a Mb/s becomes 0.5 MB/s, a MB of data 125 kB, so a run
-takes 1/32 of the paper's time), one destination (this process), a link monitor that
-samples every link all along (probes when idle, the transfer's own bytes when busy), and
-the policies alternated run by run (§5.1). Each transfer is ` + "`sluice cp --sources`" + `'s.
-
-It prints per policy the mean and SD of transfer time (Table 2), the Compare counts
-among the paper's five policies (Table 3), and one-tailed paired and unpaired (Welch) t
-tests of TCS against each other policy (Tables 4 and 5).
-
---same-links runs every policy of a group against the same stretch of the links: the
-emulated links are rewound to the group's start before each run and every plan is made
-from the monitor's history frozen at that start (common random numbers). The paper, on
-real networks, could only alternate, so adjacent runs saw similar but not equal
-conditions; here a group's runs differ only by the policy's split.`,
+		Long: `multisource reproduces the evaluation of Yang, Schopf and Foster's multi-source
+transfers (§5) on real bytes: three emulated replicas whose bandwidth varies as
+the paper's Table 1 says, each transfer ` + "`sluice cp --sources`" + `'s, the policies
+alternated run by run; it prints the paper's Tables 2-5. See docs/testbed.md.`,
 		Example: `  sluice testbed multisource --config fig3 --runs 30
   sluice testbed multisource --config all --runs 30 --out docs/results/multisource`,
 		Args: cobra.NoArgs,

@@ -38,6 +38,7 @@ Shipped profiles: ` + strings.Join(wan.Profiles(), ", ") + `; or a JSON file.`,
 
 func newNetUp(o *wan.Options) *cobra.Command {
 	var profile string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "up --profile NAME|FILE",
 		Short: "Bring the network up (again: the same profile is left running; anything else under the prefix is replaced)",
@@ -59,6 +60,17 @@ func newNetUp(o *wan.Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				hosts := map[string]string{}
+				for _, h := range p.Hosts {
+					hosts[h.Name] = n.Addr(h.Name).String()
+				}
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Profile string            `json:"profile"`
+					PID     int               `json:"forwarder_pid"`
+					Hosts   map[string]string `json:"hosts"`
+				}{p.Name, n.PID(), hosts})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "network %s up (forwarder pid %d):", p.Name, n.PID())
 			for _, h := range p.Hosts {
 				fmt.Fprintf(cmd.OutOrStdout(), " %s=%s", h.Name, n.Addr(h.Name))
@@ -68,6 +80,7 @@ func newNetUp(o *wan.Options) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&profile, "profile", "", "a shipped profile's name or a profile file")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: the profile, the forwarder and each host's address")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
 }

@@ -30,12 +30,9 @@ func newTestbedPolicyExp() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy-exp",
 		Short: "Run the Policy Service experiments of Chervenak et al. on the emulated testbed",
-		Long: `policy-exp reproduces the experiments of "Adaptation and Policy-Based Resource
-Allocation for Efficient Bulk Data Transfers in High Performance Computing
-Environments" (Chervenak et al., §III) on real bytes: clients move a
-dataset (the paper's 488 files, scaled down) from the profile's source to its other
-endpoint, each client the adaptive client of ` + "`sluice cp --policy-server`" + `, with an
-allocation from the live server's Policy Service.
+		Long: `policy-exp reproduces the Policy Service experiments of Chervenak et al. (§III)
+on real bytes, each client the adaptive client of ` + "`sluice cp --policy-server`" + `
+(docs/testbed.md):
 
   slow-client   Table IV: 8 clients, 32 streams each from the service, c_i 1, d 4
   fast-client   Table V:  the same with c_i 4, d 2
@@ -43,10 +40,7 @@ allocation from the live server's Policy Service.
   fast-ps       Table VII: 16 streams, +4 every 2 files; clients follow
   constrained   Table VIII: one adaptive client with the service (c_i 20, Δ 4, d 2,
                 p 8, up to 128 files) against 128 files × 8 streams without it
-
-Each prints the completion time, throughput and peak streams; --csv DIR writes
-the streams each client used over time (Figs. 5-8) and the aggregate throughput
-(Fig. 9) as CSV, with the run as JSON.`,
+`,
 		Example: `  sluice testbed policy-exp --exp constrained --csv docs/results/policy
   sluice testbed policy-exp --exp all --files 96`,
 		Args: cobra.NoArgs,
@@ -127,6 +121,7 @@ the streams each client used over time (Figs. 5-8) and the aggregate throughput
 	fl.Uint64Var(&seed, "seed", 1, "seed of the file sizes")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress")
+	moreFlags(cmd, "docs/testbed.md", "dir", "min-size", "max-size", "seed")
 	return cmd
 }
 

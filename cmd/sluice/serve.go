@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -53,6 +54,8 @@ type serveConfig struct {
 	TLSCert          string  `json:"tls_cert"`
 	TLSKey           string  `json:"tls_key"`
 	CA               string  `json:"ca"`
+	SampleEvery      float64 `json:"sample_every_seconds"`
+	SampleKeep       float64 `json:"sample_keep_seconds"`
 }
 
 func defaultDataDir() string {
@@ -67,30 +70,16 @@ func defaultDataDir() string {
 
 func newServeCmd() *cobra.Command {
 	var cfgFile string
-	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), DataTokenTTL: server.DefaultDataTokenTTL.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds()}
+	c := serveConfig{Listen: "127.0.0.1:8080", Scheduler: server.DefaultScheduler, CycleSeconds: 0.5, HeartbeatTimeout: 10, DownGiveUp: server.DefaultDownGiveUp.Seconds(), DataTokenTTL: server.DefaultDataTokenTTL.Seconds(), LeaseTTL: server.DefaultLeaseTTL.Seconds(),
+		SampleEvery: server.DefaultSampleEvery.Seconds(), SampleKeep: server.DefaultSampleKeep.Seconds()}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the scheduler service: REST API, store, and transfers between registered agents",
-		Long: `serve runs the Sluice service. It keeps its state in a store (SQLite in the
-data directory by default, PostgreSQL with --db postgres://...), accepts jobs
-over the REST API (OpenAPI at /openapi.json), registers agents that join with
-the join token, and every cycle asks the scheduler which transfers run with
-which concurrency; the agents move the bytes between themselves.
-
-On first start with an empty store it writes admin.token (an admin API token)
-and join.token (for agents) to the data directory and prints their paths. An
-empty store in a data directory that holds those files is refused: the
-earlier server's database is gone (restore it, or move the files away to
-start afresh). A SQLite file removed or replaced while the server runs stops
-it, after it saved the database it still had open (sluice.db.saved-TIME).
-
-Several servers may share one PostgreSQL database (give each a unique,
-stable --server-id): any of them answers the API and takes agents'
-heartbeats, and scheduling is shared out by source endpoint under leases that
-move to the surviving servers within --lease-ttl when one dies (see
-docs/SCALING.md). Agents list every server in --server.`,
-		Example: `  sluice serve --listen :8080 --scheduler seal   # the paper's SEAL instead of seal+
-  sluice agent --listen :7000 --root /data --name dtn1 --server http://sched:8080 --join-token @/var/lib/sluice/join.token
+		Long: `serve runs the Sluice service: the REST API (OpenAPI at /openapi.json), the
+store (SQLite in the data directory, or PostgreSQL with --db, shared by several
+servers), and the scheduler of the transfers between the agents that join it.
+Each start names the admin and join token files. See docs/operator-guide.md.`,
+		Example: `  sluice serve --listen :8080 --tls-cert sched1.pem --tls-key sched1.key
   sluice serve --db postgres://sluice@db/sluice --server-id sched1 --listen :8080   # one of several`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,7 +92,7 @@ docs/SCALING.md). Agents list every server in --server.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes, tls_cert, tls_key, ca")
+	f.StringVar(&cfgFile, "config", "", "JSON file with listen, db, data_dir, scheduler, cycle_seconds, heartbeat_timeout_seconds, down_give_up_seconds, total_max_cc, startup_cost_seconds, policy, server_id, lease_ttl_seconds, journal_writes, tls_cert, tls_key, ca, sample_every_seconds, sample_keep_seconds")
 	f.StringVar(&c.ServerID, "server-id", "", "this server's name among several on one database: unique and stable across restarts (default: local with SQLite, HOSTNAME-PORT with PostgreSQL)")
 	f.Float64Var(&c.JournalWrites, "journal-writes", server.DefaultJournalWrites, "checkpoint writes per second to the store over all runs: beyond, runs checkpoint less often than every second")
 	f.Float64Var(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a partition's scheduling lease lasts unrenewed: how soon the others take over from a dead server")
@@ -123,7 +112,11 @@ docs/SCALING.md). Agents list every server in --server.`,
 	f.IntVar(&c.ListPage, "list-page", server.DefaultListPage, "entries a listing of a directory a job copies whole asks its agent for at a time (1 to 10000)")
 	f.StringVar(&c.BatchMax, "batch-max", "", "files up to this size (e.g. 8MiB) started in one cycle move in pull batches, back to back on one connection; 0 turns batching off (default: the engine's chunk size, 8 MiB)")
 	f.StringVar(&c.BatchBDP, "batch-bdp", "", "one connection's bandwidth-delay product on your paths (e.g. 256KiB, the default): a batch carries 1 + this / the mean file size files")
+	f.Float64Var(&c.SampleEvery, "sample-every", c.SampleEvery, "seconds between two samples of what this server schedules, for the dashboard's history")
+	f.Float64Var(&c.SampleKeep, "sample-keep", c.SampleKeep, "seconds the dashboard's history is kept")
 	f.Float64Var(&c.StartupCost, "startup-cost", server.DefaultStartupCost.Seconds(), "seconds a transfer's start (connections, authentication) costs on your paths; the scheduler weighs it against the gain of starting or preempting")
+	moreFlags(cmd, "docs/operator-guide.md", "batch-bdp", "batch-max", "cycle", "data-token-ttl", "down-give-up", "heartbeat-timeout",
+		"journal-writes", "lease-ttl", "list-page", "sample-every", "sample-keep", "startup-cost", "total-max-cc")
 	return cmd
 }
 
@@ -192,6 +185,12 @@ func loadServeConfig(name string, c *serveConfig, cmd *cobra.Command) error {
 	}
 	if fc.BatchBDP != "" {
 		set("batch-bdp", func() { c.BatchBDP = fc.BatchBDP })
+	}
+	if fc.SampleEvery != 0 {
+		set("sample-every", func() { c.SampleEvery = fc.SampleEvery })
+	}
+	if fc.SampleKeep != 0 {
+		set("sample-keep", func() { c.SampleKeep = fc.SampleKeep })
 	}
 	if fc.ListPage != 0 {
 		set("list-page", func() { c.ListPage = fc.ListPage })
@@ -292,6 +291,8 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 		BatchMax:         batchMax,
 		BatchBDP:         batchBDP,
 		ListPage:         c.ListPage,
+		SampleEvery:      time.Duration(c.SampleEvery * float64(time.Second)),
+		SampleKeep:       time.Duration(c.SampleKeep * float64(time.Second)),
 		Client:           agentClient(outbound),
 	})
 	if err != nil {
@@ -319,12 +320,7 @@ func runServe(cmd *cobra.Command, c serveConfig) error {
 	if st.Dialect() == "postgres" {
 		fmt.Fprintf(out, "server ID %s: schedules a share of the endpoints with the other servers on this database\n", srv.Status().Server)
 	}
-	if srv.AdminTokenFile != "" {
-		fmt.Fprintf(out, "first start: admin API token in %s\n", srv.AdminTokenFile)
-	}
-	if srv.JoinTokenFile != "" {
-		fmt.Fprintf(out, "first start: agents join with the token in %s\n", srv.JoinTokenFile)
-	}
+	printTokenFiles(out, c.DataDir, srv.AdminTokenFile, srv.JoinTokenFile)
 	hs := apiServer(api.New(srv), log)
 	// The loop and the HTTP server each report on their own channel, so
 	// that the stop below knows whether the loop has already returned
@@ -467,4 +463,29 @@ func startCPUProfile(file string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// printTokenFiles says where the admin and join tokens are: the files a
+// first start wrote, or those an earlier start left in the data
+// directory. A first start that fails after writing them (its port
+// taken, say) never got to say where they are, and the retry, no longer a
+// first start, said nothing either; so every start names them while they
+// are there.
+func printTokenFiles(w io.Writer, dataDir, adminWritten, joinWritten string) {
+	for _, f := range []struct{ written, name, first, later string }{
+		{adminWritten, "admin.token", "first start: admin API token in %s\n", "admin API token (of the first start) in %s\n"},
+		{joinWritten, "join.token", "first start: agents join with the token in %s\n", "agents join with the token in %s\n"},
+	} {
+		if f.written != "" {
+			fmt.Fprintf(w, f.first, f.written)
+			continue
+		}
+		if dataDir == "" {
+			continue
+		}
+		p := filepath.Join(dataDir, f.name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			fmt.Fprintf(w, f.later, p)
+		}
+	}
 }

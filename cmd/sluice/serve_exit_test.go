@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -134,5 +135,33 @@ func TestServeSIGTERMExitsZero(t *testing.T) {
 	err := stopServe(ctx, stop, hs, make(chan error), make(chan error), slog.New(slog.DiscardHandler), 10*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "did not stop") {
 		t.Errorf("a loop that does not stop: %v, want an error saying so", err)
+	}
+}
+
+// TestServeSaysWhereTokensAre: a first start that fails after writing
+// the admin and join tokens (its port is taken) leaves them in the data
+// directory, and the next start, which succeeds, says where they are.
+// Before, only a first start named them, so the retry said nothing and
+// the admin token's file went unmentioned.
+func TestServeSaysWhereTokensAre(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, code := runSluice(t, 30*time.Second, "serve", "--listen", taken.Addr().String(), "--data-dir", dir)
+	if code == 0 || !strings.Contains(out, "address already in use") {
+		t.Fatalf("serve on a taken port: exit %d\n%s", code, out)
+	}
+	admin, join := filepath.Join(dir, "admin.token"), filepath.Join(dir, "join.token")
+	for _, f := range []string{admin, join} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("the failed first start wrote no %s (%v): nothing to test", f, err)
+		}
+	}
+	p := startProc(t, "serve", "--listen", freeAddr(t), "--data-dir", dir)
+	if !p.waitOutput(20*time.Second, "admin API token (of the first start) in "+admin+"\n", "agents join with the token in "+join+"\n") {
+		t.Errorf("the retry does not say where the tokens are:\n%s", p.output())
 	}
 }

@@ -1366,7 +1366,7 @@ func TestServiceCLI(t *testing.T) {
 		t.Errorf("submit to an unknown endpoint: %v\n%s", err, out)
 	}
 	// A second user sees none of the admin's jobs.
-	out, err = run(t, "token", "create", "--user", "carol", "--vo", "lhcb")
+	out, err = run(t, "api-token", "create", "--user", "carol", "--vo", "lhcb")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1375,8 +1375,15 @@ func TestServiceCLI(t *testing.T) {
 	if out, err = run(t, "status", id); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("carol reads the admin's job: %v\n%s", err, out)
 	}
+	// login takes its flags from the environment as every command does
+	// (SLUICE_SERVER, SLUICE_TOKEN): with no server anywhere it fails.
+	t.Setenv("SLUICE_SERVER", "")
 	if out, err = run(t, "login"); err == nil {
-		t.Errorf("login without --server and --token succeeded:\n%s", out)
+		t.Errorf("login without --server and SLUICE_SERVER succeeded:\n%s", out)
+	}
+	t.Setenv("SLUICE_SERVER", "http://"+c.addr)
+	if out, err = run(t, "login"); err != nil || !strings.Contains(out, "carol") {
+		t.Errorf("login from SLUICE_SERVER and SLUICE_TOKEN: %v\n%s", err, out)
 	}
 	if out, err = run(t, "login", "--server", "http://"+c.addr, "--token", tok); err != nil || !strings.Contains(out, "carol") {
 		t.Errorf("login: %v\n%s", err, out)

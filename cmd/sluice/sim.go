@@ -45,6 +45,7 @@ func (f *simFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Float64Var(&f.startup, "startup", 0.5, "start-up cost of a (re)start in seconds")
 	cmd.Flags().BoolVar(&f.live, "live", false, "show the scheduler the world as the live service does (rates from the engine's meter read at ticks, tasks pending until their first sub-write, victims paused at once, the model fed by completions), told --startup as its start-up cost; default: the paper's idealised view")
 	cmd.Flags().BoolVar(&f.ownCC, "own-throughput-cc", false, "SEAL/STEAL: choose concurrency on the task's own predicted throughput (Listing 2 read literally) instead of on its endpoints' aggregate")
+	moreFlags(cmd, "docs/simulator.md", "pf", "beta", "max-cc", "cycle", "startup", "live", "own-throughput-cc")
 }
 
 // options turns the flags into the scheduler's and the world's options.
@@ -227,13 +228,8 @@ func newSimCompare() *cobra.Command {
 		Use:   "compare",
 		Short: "Compare schedulers on traces (the layout of SC'15 Figure 3)",
 		Long: `Runs every scheduler on every trace and prints, per trace, each scheduler's
-figures, the % change per size class against basecc1 and the first
-non-baseline scheduler against the best baseline.
-
-With --plot DIR it also writes DIR/compare-TRACE.svg and .png per trace: the
-Figure 3 chart of the % change in average turnaround and slowdown per size
-class of every scheduler against basecc1 (the printed table's baseline), or
-against the best baseline when basecc1 was not run.`,
+figures and the % change per size class against basecc1; --plot draws SC'15's
+Figure 3 of them. See docs/simulator.md.`,
 		Example: `  sluice sim compare --trace 25,45,60,45-4x --schedulers basecc1,basecc2,basecc4,basevary,seal
   sluice sim compare --trace 45 --schedulers basecc1,basecc2,seal --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -509,9 +505,7 @@ func newSimSweep() *cobra.Command {
 		Use:   "sweep",
 		Short: "Run schedulers over a grid of simulator settings, loads and seeds (medians over seeds)",
 		Long: `Runs every scheduler on every combination of the --param values, trace and seed,
-and prints per cell and load the median over seeds of each scheduler's average and
-worst slowdown and turnaround, and the change against the best baseline.
-
+and prints per cell and load the medians over seeds (docs/simulator.md).
 Parameters:
   per-stream=F,...   fraction of a path one connection reaches alone (1 = one stream
                      fills the path; the SGData fit is 0.25)

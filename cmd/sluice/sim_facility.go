@@ -35,33 +35,10 @@ func newSimFacility() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "facility",
 		Short: "Replay a generated facility day (thousands of endpoints, millions of transfers) and measure the run",
-		Long: `Generates a facility -- endpoints of the DTN classes 1, 10, 40 and 100 Gb/s
-(capacities scaled so that every endpoint is offered --load), each sending to
---partners others, and --transfers Poisson arrivals over --hours with the
-SC'15 generator's sizes -- and replays it under one scheduler with the
-simulator's streaming engine: arrivals are generated as they are due and
-finished transfers folded into statistics, so the simulator holds only what
-is in flight (the scheduler's estimator keeps its own history, which grows).
-See sim/facility.go for the model.
-
-It reports the replay's wall and CPU time and peak memory, the transfers'
-slowdown, and per scheduling cycle the queued and running tasks and the wall
-and CPU time of the scheduler's Schedule call, binned by queued tasks and by
-all tasks (--plot draws them).
-
---until H replays only the first H hours of the same day (same arrival rate,
-same transfers) and drains them: the queues and cycle times of the full load
-at a fraction of the replay time.
-
-Cycles run every --cycle seconds. A completion does not trigger a cycle unless
---completion-cycles is given: a facility finishes hundreds of transfers a
-second, and a cycle per completion would run the scheduler that often.
-
---resolution S rounds completion times up to multiples of S seconds, so that
-the completions of one step share one reallocation of rates (0, the default,
-keeps exact times). Each completion re-shares the capacity of a component of
-hundreds of flows; a step of a tenth of a cycle makes the replay about 1.8
-times faster and delays each transfer by less than one step.`,
+		Long: `Generates a facility of --endpoints DTNs (1 to 100 Gb/s) and a day of --transfers
+arrivals, and replays it under one scheduler with the simulator's streaming
+engine; it reports the replay's cost and, per cycle, the scheduler's time by
+queued tasks. --until H replays the first H hours. See docs/simulator.md.`,
 		Example: `  sluice sim facility --endpoints 50 --transfers 250000 --plot charts/
   sluice sim facility --until 2 --progress --out day-2h.json --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -160,6 +137,7 @@ times faster and delays each transfer by less than one step.`,
 	fl.StringVar(&plotDir, "plot", "", plotFlagHelp+": the cycle time against queued (and all) tasks")
 	fl.StringVar(&name, "name", "", "chart file name without extension (default facility-ENDPOINTSep-TRANSFERS[-UNTILh])")
 	fl.BoolVar(&progress, "progress", false, "print the run's state every 15 simulated minutes on stderr")
+	moreFlags(cmd, "docs/simulator.md", "sizes", "partners", "seed", "pf", "beta", "max-cc", "cycle", "startup", "resolution", "completion-cycles", "name")
 	return cmd
 }
 

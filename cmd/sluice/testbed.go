@@ -235,18 +235,8 @@ func newTestbedCompare() *cobra.Command {
 		Use:   "compare",
 		Short: "Replay one trace under several schedulers, back to back, on real bytes",
 		Long: `Replays one trace under several schedulers, back to back, on real bytes, and
-prints every run and per scheduler the medians over repetitions.
-
-With --plot DIR it also writes DIR/testbed-compare-TRACE.svg and .png: the
-Figure 3 chart of the measured % change in average turnaround and slowdown
-per size class (medians over repetitions) of every scheduler against the
-best baseline of the summary line (lowest median average turnaround), or
-against the first scheduler when none is a baseline, and one chart per
-scheduler of every endpoint's throughput over the run.
-
-With --from FILE.json (the --json output of an earlier comparison, several
-files for several repetitions) it replays nothing: it prints, and with
---plot draws, the saved runs.`,
+prints every run and per scheduler the medians over repetitions; --plot draws
+SC'15's Figure 3 of them, --from prints saved runs. See docs/testbed.md.`,
 		Example: `  sluice testbed compare --profile sc15-mini --trace smoke --schedulers basecc2,seal --json
   sluice testbed compare --trace 45 --schedulers basecc1,basecc2,basecc4,basevary,seal --reps 3 --predict
   sluice testbed compare --trace smoke --schedulers basecc1,basecc2,seal --plot charts/`,

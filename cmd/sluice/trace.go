@@ -23,6 +23,7 @@ func newTraceCmd() *cobra.Command {
 		format       string
 		seed         int64
 		batch        int
+		asJSON       bool
 	)
 	gen := &cobra.Command{
 		Use:   "gen",
@@ -76,6 +77,9 @@ func newTraceCmd() *cobra.Command {
 			}
 			st := tr.Stats()
 			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, traceStats(args[0], st, rep))
+			}
 			fmt.Fprintf(w, "%s: %d transfers, %.3f GB, arrivals over %.1f s\n", args[0], st.Count, float64(st.Bytes)/1e9, st.Duration)
 			for i, n := range st.ClassCount {
 				fmt.Fprintf(w, "  %-8s %7d  %10.3f GB\n", sim.ClassNames[i], n, float64(st.ClassBytes[i])/1e9)
@@ -99,6 +103,7 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	stats.Flags().StringVar(&format, "format", "", "csv, jsonl or gridftp (default: guess)")
+	stats.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.AddCommand(gen, stats)
 	return cmd
 }
@@ -128,4 +133,45 @@ func writeTrace(stdout io.Writer, tr *trace.Trace, out, format string) error {
 		return fmt.Errorf("writing trace %s: %w", out, err)
 	}
 	return nil
+}
+
+// traceStatsOut is what `sluice trace stats --json` prints.
+type traceStatsOut struct {
+	File           string                   `json:"file"`
+	Transfers      int                      `json:"transfers"`
+	Bytes          int64                    `json:"bytes"`
+	ArrivalSeconds float64                  `json:"arrival_seconds"`
+	Classes        map[string]traceClassOut `json:"classes"`
+	Read           *traceReadOut            `json:"read,omitempty"`
+}
+
+type traceClassOut struct {
+	Transfers int   `json:"transfers"`
+	Bytes     int64 `json:"bytes"`
+}
+
+// traceReadOut is what the loader did with the file (trace.LoadReport).
+type traceReadOut struct {
+	Format     string     `json:"format"`
+	Lines      int        `json:"lines"`
+	Transfers  int        `json:"transfers"`
+	Skipped    int        `json:"skipped"`
+	Renumbered bool       `json:"renumbered,omitempty"`
+	Origin     *time.Time `json:"origin,omitempty"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
+
+func traceStats(file string, st trace.Stats, rep *trace.LoadReport) traceStatsOut {
+	out := traceStatsOut{File: file, Transfers: st.Count, Bytes: st.Bytes, ArrivalSeconds: st.Duration, Classes: map[string]traceClassOut{}}
+	for i, n := range st.ClassCount {
+		out.Classes[sim.ClassNames[i]] = traceClassOut{Transfers: n, Bytes: st.ClassBytes[i]}
+	}
+	if rep != nil {
+		r := &traceReadOut{Format: rep.Format, Lines: rep.Lines, Transfers: rep.Parsed, Skipped: rep.Skipped(), Renumbered: rep.Renumbered, Warnings: rep.Warnings}
+		if !rep.Origin.IsZero() {
+			r.Origin = &rep.Origin
+		}
+		out.Read = r
+	}
+	return out
 }

@@ -150,9 +150,11 @@ def service(sluice_bin, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def login(service, tmp_path, monkeypatch) -> Path:
-    """Each test sees only the login file, as after `sluice login`."""
+    """Each test sees only the login file, as after `sluice login`: no
+    variable of the developer's shell, no configuration file of the host."""
     for k in ("SLUICE_SERVER", "SLUICE_TOKEN", "SLUICE_CA"):
         monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SLUICE_CONFIG_FILE", os.devnull)
     f = service.login_file(tmp_path / "client.json")
     monkeypatch.setenv("SLUICE_CONFIG", str(f))
     return f

@@ -35,6 +35,32 @@ def test_environment_and_token_file_come_before_the_login_file(service, tmp_path
         sluice.Client(token="not-the-token").whoami()
 
 
+def test_the_configuration_files_top_comes_after_the_environment_and_before_the_login(service, tmp_path,
+                                                                                    monkeypatch, login):
+    tok = tmp_path / "tok"
+    tok.write_text(service.token)
+    toml = tmp_path / "sluice.toml"
+    toml.write_text(f'server = "{service.url}"\ntoken = "@{tok}"\nca = "{service.ca}"\n'
+                    '[serve]\nlisten = ":8443"\n')  # the commands' sections are not the SDK's
+    monkeypatch.setenv("SLUICE_CONFIG_FILE", str(toml))
+    # The login file names another server and token: the file's top wins.
+    login.write_text('{"server": "https://127.0.0.1:1", "token": "stale"}')
+    with sluice.Client() as c:
+        assert c.login.server == service.url and c.whoami().admin
+    monkeypatch.setenv("SLUICE_TOKEN", "from-the-environment")
+    assert sluice.Client().login.token == "from-the-environment"
+    monkeypatch.delenv("SLUICE_TOKEN")
+    toml.write_text("server = 8080\n")
+    with pytest.raises(sluice.ConfigError, match="top level server: want a string"):
+        sluice.Client()
+    toml.write_text("server = [broken\n")
+    with pytest.raises(sluice.ConfigError, match="sluice.toml"):
+        sluice.Client()
+    monkeypatch.setenv("SLUICE_CONFIG_FILE", str(tmp_path / "absent.toml"))
+    with pytest.raises(sluice.ConfigError, match="absent.toml"):  # named, so it must exist
+        sluice.Client()
+
+
 def test_no_login_says_how_to_give_one(tmp_path, monkeypatch):
     monkeypatch.setenv("SLUICE_CONFIG", str(tmp_path / "none.json"))
     with pytest.raises(sluice.ConfigError, match="no server: .*sluice login"):

@@ -4,7 +4,11 @@ places, in the same order, as the ``sluice`` command line.
 1. what the caller gives (``Client(server, token, ca=...)``);
 2. the environment: ``SLUICE_SERVER``, ``SLUICE_TOKEN`` (a token, or
    ``@FILE`` to read it from a file), ``SLUICE_CA``;
-3. the file ``sluice login`` wrote: ``$SLUICE_CONFIG``, else
+3. the keys ``server``, ``token`` and ``ca`` at the top of the commands'
+   configuration file (TOML: ``$SLUICE_CONFIG_FILE``, else
+   ``/etc/sluice/sluice.toml`` when it exists), which apply to every
+   command (the SDK is no command: the file's sections are the commands');
+4. the file ``sluice login`` wrote: ``$SLUICE_CONFIG``, else
    ``client.json`` in the user's configuration directory
    (``~/.config/sluice/client.json`` on Linux), holding
    ``{"server", "token", "ca"}``.
@@ -22,7 +26,15 @@ from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
-__all__ = ["Login", "config_file", "resolve", "ssl_context"]
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Login", "config_file", "settings_file", "resolve", "ssl_context"]
+
+#: The commands' configuration file where the package installs it.
+DEFAULT_SETTINGS = "/etc/sluice/sluice.toml"
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,39 @@ def config_file() -> Path | None:
     return d / "sluice" / "client.json" if d else None
 
 
+def settings_file() -> tuple[Path | None, bool]:
+    """The commands' configuration file and whether it was named
+    ($SLUICE_CONFIG_FILE; a named file must exist, the default need not)."""
+    f = os.environ.get("SLUICE_CONFIG_FILE")
+    if f:
+        return Path(f), True
+    return Path(DEFAULT_SETTINGS), False
+
+
+def _settings() -> dict[str, str]:
+    """server, token and ca from the top of the configuration file."""
+    name, named = settings_file()
+    if name is None:
+        return {}
+    try:
+        doc = tomllib.loads(name.read_text())
+    except FileNotFoundError as e:
+        if named:
+            raise ConfigError(f"configuration file: {e}") from e
+        return {}
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"configuration file {name}: {e}") from e
+    out = {}
+    for key in ("server", "token", "ca"):
+        v = doc.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, str):
+            raise ConfigError(f"{name}: top level {key}: want a string, got {type(v).__name__}")
+        out[key] = v
+    return out
+
+
 def _secret(value: str, what: str) -> str:
     """A token, or @FILE's contents (stripped), as the CLI reads --token."""
     if not value.startswith("@"):
@@ -75,8 +120,8 @@ def _secret(value: str, what: str) -> str:
 
 def resolve(server: str | None = None, token: str | None = None, ca: str | None = None) -> Login:
     """The login for a client: what is given, then the environment, then
-    the file ``sluice login`` saved. Raises ConfigError naming what is
-    missing and how to give it."""
+    the configuration file's top level, then the file ``sluice login``
+    saved. Raises ConfigError naming what is missing and how to give it."""
     saved: dict = {}
     name = config_file()
     if name is not None and name.exists():
@@ -86,9 +131,10 @@ def resolve(server: str | None = None, token: str | None = None, ca: str | None 
             raise ConfigError(f"{name}: {e}") from e
         if not isinstance(saved, dict):
             raise ConfigError(f"{name}: want a JSON object with server, token and ca")
-    server = server or os.environ.get("SLUICE_SERVER") or saved.get("server") or ""
-    token = token or os.environ.get("SLUICE_TOKEN") or saved.get("token") or ""
-    ca = ca or os.environ.get("SLUICE_CA") or saved.get("ca") or ""
+    common = _settings()
+    server = server or os.environ.get("SLUICE_SERVER") or common.get("server") or saved.get("server") or ""
+    token = token or os.environ.get("SLUICE_TOKEN") or common.get("token") or saved.get("token") or ""
+    ca = ca or os.environ.get("SLUICE_CA") or common.get("ca") or saved.get("ca") or ""
     if not server:
         raise ConfigError("no server: give Client(server=...), set SLUICE_SERVER, or run `sluice login`")
     if not token:
