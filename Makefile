@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/sluice
 
-.PHONY: build run stop sim test smoke eval vet bench bench-wan dist clean
+.PHONY: build run stop sim test test-python smoke eval vet bench bench-wan dist clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
@@ -40,11 +40,28 @@ test: build
 	# The Policy Service's allocations under 1,000 concurrent clients, with
 	# the race detector.
 	$(GO) test -race -count=1 ./policy
+	$(MAKE) test-python
 	BIN=$(BIN) bash scripts/api-fuzz.sh
 	# The Debian package installed into an empty root, and its systemd
 	# units verified (a few seconds).
 	BIN=$(BIN) bash scripts/dist-check.sh
 	$(MAKE) smoke
+
+# The Python SDK (python/): its wheel, built and installed into the venv
+# scripts/python-sdk-deps.sh makes (.cache/py-venv), then its tests against
+# a real $(BIN) serve with two agents, the example notebook among them.
+# Skips, saying why, without the venv. SLUICE_UPDATE_NOTEBOOK=1 writes the
+# executed notebook back to python/examples/.
+PYVENV := .cache/py-venv
+test-python: build
+	@if ! $(PYVENV)/bin/python -c 'import httpx, httpx_sse, tqdm, fsspec, pytest, nbclient, ipykernel, build, hatchling' 2>/dev/null; then \
+		echo "test-python: SKIPPED: no Python venv with the SDK's test packages in $(PYVENV) (bash scripts/python-sdk-deps.sh makes it)" >&2; \
+		exit 0; \
+	fi; \
+	set -e; rm -rf .cache/py-dist; \
+	out=$$($(PYVENV)/bin/python -m build --wheel --no-isolation --outdir .cache/py-dist python 2>&1) || { echo "$$out" >&2; exit 1; }; \
+	$(PYVENV)/bin/python -m pip install -q --force-reinstall --no-deps .cache/py-dist/sluice-*.whl; \
+	cd python && SLUICE_BIN=$(CURDIR)/$(BIN) SLUICE_WHEEL=1 ../$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider tests
 
 # The emulated testbed's smoke run: a small trace under two schedulers on
 # real bytes (every file verified, or it fails).

@@ -344,9 +344,10 @@ func (h *handlers) cancelJob(ctx context.Context, in *jobIDIn) (*jobBody, error)
 }
 
 type listFilesIn struct {
-	ID    int64 `path:"id" minimum:"1"`
-	From  int   `query:"from" minimum:"0" doc:"First file index."`
-	Limit int   `query:"limit" minimum:"0" maximum:"100000" default:"1000" doc:"At most this many files (0: the default, 1000)."`
+	ID    int64  `path:"id" minimum:"1"`
+	From  int    `query:"from" minimum:"0" doc:"First file index."`
+	Limit int    `query:"limit" minimum:"0" maximum:"100000" default:"1000" doc:"At most this many files (0: the default, 1000)."`
+	State string `query:"state" enum:"resolving,queued,running,done,failed,canceled," doc:"Only files in this state (a job's failed files, say); the next page starts from the last file's index + 1."`
 }
 
 type listFilesOut struct {
@@ -358,7 +359,7 @@ func (h *handlers) listFiles(ctx context.Context, in *listFilesIn) (*listFilesOu
 	if err != nil {
 		return nil, err
 	}
-	ts, err := h.s.Files(ctx, c, in.ID, in.From, in.Limit)
+	ts, err := h.s.FilesInState(ctx, c, in.ID, in.State, in.From, in.Limit)
 	if err != nil {
 		return nil, problem(err)
 	}

@@ -127,6 +127,10 @@ fi
 # about 30 s). The check skips, saying why, when this fails.
 bash "$(dirname "$0")/nfpm.sh" >/dev/null || echo "ci-deps: could not build nfpm; the package check will skip" >&2
 
+# The Python SDK's tests (make test-python): a venv with httpx, pytest,
+# nbclient and the rest of python/requirements-ci.txt in .cache/py-venv.
+bash "$(dirname "$0")/python-sdk-deps.sh" >&2
+
 # The S3 server backend/s3's tests run against: the Versity S3 Gateway
 # (versitygw) with its posix backend, each object a file (the conformance
 # suite looks at them on disk). Not in Debian: built from the Go module

@@ -622,13 +622,25 @@ const FilesPage = 1000
 // Files lists a job's files, at most limit from index from (limit 0:
 // FilesPage).
 func (s *Server) Files(ctx context.Context, c Caller, id int64, from, limit int) ([]store.Task, error) {
+	return s.FilesInState(ctx, c, id, "", from, limit)
+}
+
+// FilesInState is Files of the files in state only ("": all), so that a
+// client finds a large job's few failed files without reading the rest.
+func (s *Server) FilesInState(ctx context.Context, c Caller, id int64, state string, from, limit int) ([]store.Task, error) {
 	if _, err := s.visible(ctx, c, id); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
 		limit = FilesPage
 	}
-	ts, err := s.st.Tasks(ctx, id, from, limit)
+	var ts []store.Task
+	var err error
+	if state == "" {
+		ts, err = s.st.Tasks(ctx, id, from, limit)
+	} else {
+		ts, err = s.st.TasksInState(ctx, id, state, from, limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

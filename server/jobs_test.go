@@ -54,6 +54,25 @@ func TestFilesPageBounded(t *testing.T) {
 			t.Errorf("Files(from %d, limit %d): %d files, want %d", c.from, c.limit, len(ts), c.want)
 		}
 	}
+	// Of one state: paged the same way (every file is queued, none failed).
+	for _, c := range []struct {
+		state       string
+		from, limit int
+		want        int
+	}{
+		{store.StateQueued, 0, 0, page},
+		{store.StateQueued, page, 0, 5},
+		{store.StateQueued, 0, 7, 7},
+		{store.StateFailed, 0, 0, 0},
+	} {
+		ts, err := s.FilesInState(ctx, Caller{User: u}, j.ID, c.state, c.from, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ts) != c.want {
+			t.Errorf("FilesInState(%s, from %d, limit %d): %d files, want %d", c.state, c.from, c.limit, len(ts), c.want)
+		}
+	}
 	// Another user's job is not found.
 	bob, err := st.EnsureUser(ctx, "bob", "vo", false)
 	if err != nil {
@@ -61,6 +80,9 @@ func TestFilesPageBounded(t *testing.T) {
 	}
 	if _, err := s.Files(ctx, Caller{User: bob}, j.ID, 0, 0); err == nil {
 		t.Error("bob listed alice's files")
+	}
+	if _, err := s.FilesInState(ctx, Caller{User: bob}, j.ID, store.StateQueued, 0, 0); err == nil {
+		t.Error("bob listed alice's queued files")
 	}
 
 	// The audit (some entries per file) is paged the same way, and the

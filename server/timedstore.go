@@ -127,6 +127,11 @@ func (ts timedStore) Tasks(ctx context.Context, jobID int64, from int, limit int
 	return ts.s.Tasks(ctx, jobID, from, limit)
 }
 
+func (ts timedStore) TasksInState(ctx context.Context, jobID int64, state string, from int, limit int) (_ []store.Task, err error) {
+	defer ts.done("TasksInState", time.Now(), &err)
+	return ts.s.TasksInState(ctx, jobID, state, from, limit)
+}
+
 func (ts timedStore) ActiveTasks(ctx context.Context) (_ []store.Task, err error) {
 	defer ts.done("ActiveTasks", time.Now(), &err)
 	return ts.s.ActiveTasks(ctx)

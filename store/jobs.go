@@ -560,13 +560,33 @@ func insertMetadata(ctx context.Context, tx *stx, j Job, tasks []Task) error {
 // (all if limit <= 0), with their metadata. A job without tasks, or no
 // job, gives none.
 func (s *sqlStore) Tasks(ctx context.Context, jobID int64, from, limit int) ([]Task, error) {
+	return s.tasksOf(ctx, jobID, "", from, limit)
+}
+
+// TasksInState lists the job's tasks in state with Index >= from, by
+// Index, at most limit (all if limit <= 0), with their metadata.
+func (s *sqlStore) TasksInState(ctx context.Context, jobID int64, state string, from, limit int) ([]Task, error) {
+	if state == "" {
+		return nil, fmt.Errorf("store: tasks of job %d in a state: no state given", jobID)
+	}
+	return s.tasksOf(ctx, jobID, state, from, limit)
+}
+
+// tasksOf is Tasks, of one state only unless state is "".
+func (s *sqlStore) tasksOf(ctx context.Context, jobID int64, state string, from, limit int) ([]Task, error) {
 	what := fmt.Sprintf("tasks of job %d", jobID)
-	q := `SELECT ` + taskCols + `, COALESCE((SELECT m.metadata FROM file_metadata m WHERE m.job_id = tasks.job_id AND m.idx = tasks.idx), '')
-		FROM tasks WHERE job_id = $1 AND idx >= $2 ORDER BY idx`
+	cond := ``
 	args := []any{jobID, from}
+	if state != "" {
+		what += " in state " + state
+		args = append(args, state)
+		cond = fmt.Sprintf(` AND state = $%d`, len(args))
+	}
+	q := `SELECT ` + taskCols + `, COALESCE((SELECT m.metadata FROM file_metadata m WHERE m.job_id = tasks.job_id AND m.idx = tasks.idx), '')
+		FROM tasks WHERE job_id = $1 AND idx >= $2` + cond + ` ORDER BY idx`
 	if limit > 0 {
-		q += ` LIMIT $3`
 		args = append(args, limit)
+		q += fmt.Sprintf(` LIMIT $%d`, len(args))
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {

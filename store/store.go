@@ -434,6 +434,9 @@ type Store interface {
 	// Tasks lists a job's tasks by index, from index >= from, at most
 	// limit (0: all).
 	Tasks(ctx context.Context, jobID int64, from, limit int) ([]Task, error)
+	// TasksInState is Tasks of the tasks in one state only (a job's
+	// failed files, without reading the others).
+	TasksInState(ctx context.Context, jobID int64, state string, from, limit int) ([]Task, error)
 	// ActiveTasks returns every task that is not terminal, by ID.
 	ActiveTasks(ctx context.Context) ([]Task, error)
 	// UpdateTasks writes the mutable fields of tasks (State, Size,

@@ -699,6 +699,61 @@ func TestTasksPaging(t *testing.T) {
 	})
 }
 
+// TestTasksInState: a job's files of one state, paged by index as Tasks
+// is, without the others (a large job's few failed files).
+func TestTasksInState(t *testing.T) {
+	eachStore(t, func(t *testing.T, s Store) {
+		alice := mustUser(t, s, "alice")
+		j := mustJob(t, s, alice, makeTasks(10))
+		other := mustJob(t, s, alice, makeTasks(3))
+		up, err := s.Tasks(ctx, j.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range []int{1, 4, 5, 9} {
+			up[i].State, up[i].Error = StateFailed, "no space"
+		}
+		up[2].State = StateDone
+		otherUp, err := s.Tasks(ctx, other.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherUp[0].State = StateFailed // another job's failed file is not listed
+		if err := s.UpdateTasks(ctx, append(up, otherUp...), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			state       string
+			from, limit int
+			want        []int
+		}{
+			{StateFailed, 0, 0, []int{1, 4, 5, 9}},
+			{StateFailed, 0, 2, []int{1, 4}},
+			{StateFailed, 5, 2, []int{5, 9}},
+			{StateFailed, 10, 0, nil},
+			{StateDone, 0, 0, []int{2}},
+			{StateQueued, 0, 3, []int{0, 3, 6}},
+			{StateCanceled, 0, 0, nil},
+		} {
+			got, err := s.TasksInState(ctx, j.ID, tc.state, tc.from, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var idx []int
+			for _, task := range got {
+				if task.JobID != j.ID || task.State != tc.state {
+					t.Fatalf("TasksInState(%s): task %d of job %d in state %s listed", tc.state, task.Index, task.JobID, task.State)
+				}
+				idx = append(idx, task.Index)
+			}
+			same(t, fmt.Sprintf("TasksInState(%s, from %d, limit %d)", tc.state, tc.from, tc.limit), idx, tc.want)
+		}
+		if _, err := s.TasksInState(ctx, j.ID, "", 0, 0); err == nil {
+			t.Error("TasksInState without a state listed every task")
+		}
+	})
+}
+
 func TestActiveTasks(t *testing.T) {
 	eachStore(t, func(t *testing.T, s Store) {
 		alice := mustUser(t, s, "alice")
