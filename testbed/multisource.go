@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -103,6 +104,13 @@ type MultiOptions struct {
 	// link with a timed transfer.
 	SameLinks bool
 	Settle    time.Duration
+	// Traces, if set, is a directory of measured bandwidth series (see
+	// LoadLinkTraces): each link plays its series, scaled to its Table 1
+	// mean, instead of the AR(1) process.
+	Traces string
+	// Drift changes the slow links' level (below SlowMbps) every
+	// Drift.Block seconds; with Traces only. Zero: none.
+	Drift Drift
 }
 
 // MultiRun is one transfer.
@@ -133,7 +141,27 @@ type MultiResult struct {
 	Links     []MultiLink           `json:"links"`
 	SameLinks bool                  `json:"same_links,omitempty"`
 	Measured  map[string][2]float64 `json:"measured_link_mbps"` // mean and SD of each link's monitor series, paper Mb/s
+	// Traces are the measured series the links played (empty: AR(1)),
+	// SeriesSeconds how long each link's lasts before it repeats, Drift
+	// the slow links' drift.
+	Traces        []LinkTrace `json:"traces,omitempty"`
+	SeriesSeconds []float64   `json:"series_seconds,omitempty"`
+	Drift         *Drift      `json:"drift,omitempty"`
+	// GroupClocks are, with SameLinks, every link's clock (seconds into
+	// its series) at each group's start: the stretch all the group's runs
+	// met.
+	GroupClocks [][]float64 `json:"group_clocks,omitempty"`
+	// Intervals are bootstrap intervals over the run groups and the
+	// acceptance criteria judged on them (see ComputeIntervals).
+	Intervals *MultiIntervals `json:"intervals,omitempty"`
 }
+
+// The bootstrap intervals of an evaluation: 90%, from 10000 resamples of
+// the run groups.
+const (
+	IntervalLevel     = 0.9
+	IntervalResamples = 10000
+)
 
 // paperFive are the policies of the paper's Tables 2-5.
 var paperFive = []string{"bos", "eas", "ms", "ntss", "tcs"}
@@ -190,6 +218,14 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		slowest = math.Min(slowest, l.MeanMbps*BWScale)
 	}
 	horizon := o.Warmup.Seconds() + float64(o.Runs*len(o.Policies))*(float64(size)/(3*slowest)+2) + 600
+	var traces []LinkTrace
+	if o.Traces != "" {
+		if traces, err = LoadLinkTraces(o.Traces, cfg); err != nil {
+			return nil, err
+		}
+	} else if o.Drift.SD > 0 {
+		return nil, errors.New("multisource: slow-link drift applies to measured series (Traces) only")
+	}
 	hc := &http.Client{Transport: sluice.NewTransport()}
 	backends := all.Registry()
 	var srcs []copyjob.Endpoint
@@ -211,7 +247,13 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		} else if err := os.Link(orig, filepath.Join(root, "data.bin")); err != nil {
 			return nil, fmt.Errorf("multisource: making replica %d: %w", i, err)
 		}
-		capacity, steps := linkSeries(l, horizon, rand.New(rand.NewPCG(o.Seed, uint64(100+i))))
+		var capacity float64
+		var steps []emul.Step
+		if traces != nil {
+			capacity, steps = traceSteps(traces[i].Mbps, horizon, l.MeanMbps < SlowMbps, o.Drift, i)
+		} else {
+			capacity, steps = linkSeries(l, horizon, rand.New(rand.NewPCG(o.Seed, uint64(100+i))))
+		}
 		em := emul.Config{CapacityBps: capacity, External: steps}
 		a, err := agent.New(agent.Config{Name: fmt.Sprintf("src%d", i), Root: root, Key: key, Emulation: &em})
 		if err != nil {
@@ -254,7 +296,14 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Second
 	}
-	res := &MultiResult{Config: cfg.Name, Bytes: size, Policies: o.Policies, Links: cfg.Links, SameLinks: o.SameLinks}
+	res := &MultiResult{Config: cfg.Name, Bytes: size, Policies: o.Policies, Links: cfg.Links, SameLinks: o.SameLinks, Traces: traces}
+	for _, t := range traces {
+		res.SeriesSeconds = append(res.SeriesSeconds, float64(len(t.Mbps))*StepSeconds)
+	}
+	if o.Drift.SD > 0 {
+		d := o.Drift
+		res.Drift = &d
+	}
 	for g := range o.Runs {
 		var snap *linkmon.Snapshot
 		var clocks, ends []float64
@@ -264,6 +313,7 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 				c := sh.Clock()
 				clocks, ends = append(clocks, c), append(ends, c)
 			}
+			res.GroupClocks = append(res.GroupClocks, append([]float64(nil), clocks...))
 		}
 		for _, p := range o.Policies {
 			os.Remove(filepath.Join(dstDir, "data.bin"))
@@ -302,6 +352,11 @@ func RunMultiSource(ctx context.Context, cfg MultiConfig, o MultiOptions) (*Mult
 		}
 	}
 	res.summarise(mon, len(cfg.Links))
+	if o.Runs >= 2 {
+		if err := res.ComputeIntervals(IntervalResamples, IntervalLevel, o.Seed); err != nil {
+			logf("%s: no intervals: %v", cfg.Name, err)
+		}
+	}
 	return res, nil
 }
 

@@ -150,6 +150,10 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"testbed", "compare", "--schedulers", ","}, "no scheduler"},
 		{[]string{"testbed", "multisource", "--config", ""}, "no configuration"},
 		{[]string{"testbed", "multisource", "--policies", ""}, "no policy"},
+		{[]string{"testbed", "multisource", "--slow-drift", "0.1"}, "give --traces"},
+		{[]string{"testbed", "multisource", "--traces", "x", "--slow-drift", "-1"}, "--slow-drift -1"},
+		{[]string{"testbed", "multisource", "--traces", "x", "--drift-block", "0"}, "--drift-block 0"},
+		{[]string{"testbed", "multisource", "--traces", "/nonexistent", "--runs", "2"}, "links.tsv"},
 		{[]string{"testbed", "policy-exp", "--exp", ""}, "no experiment"},
 		{[]string{"testbed", "policy-exp", "--files", "0"}, "--files 0"},
 	}

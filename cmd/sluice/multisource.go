@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/copyjob"
+	"github.com/sluice-dtn/sluice/multisrc"
 	"github.com/sluice-dtn/sluice/testbed"
 )
 
@@ -29,6 +30,9 @@ func newTestbedMultiSource() *cobra.Command {
 		verbose  bool
 		show     []string
 		same     bool
+		traces   string
+		drift    float64
+		block    float64
 	)
 	cmd := &cobra.Command{
 		Use:   "multisource",
@@ -51,6 +55,13 @@ alternated run by run; it prints the paper's Tables 2-5. See docs/testbed.md.`,
 					var r testbed.MultiResult
 					if err := json.Unmarshal(b, &r); err != nil {
 						return fmt.Errorf("%s: %w", name, err)
+					}
+					// Recomputed, so that saved runs are judged by
+					// the current criteria (and runs saved before
+					// intervals existed get them).
+					r.Intervals = nil
+					if err := r.ComputeIntervals(testbed.IntervalResamples, testbed.IntervalLevel, seed); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s: no intervals: %v\n", name, err)
 					}
 					printMulti(cmd.OutOrStdout(), &r)
 				}
@@ -80,7 +91,17 @@ alternated run by run; it prints the paper's Tables 2-5. See docs/testbed.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			o := testbed.MultiOptions{Runs: runs, Policies: policies, Seed: seed, SameLinks: same}
+			if drift < 0 || drift > 1 {
+				return fmt.Errorf("--slow-drift %v: want a relative SD in [0, 1]", drift)
+			}
+			if drift > 0 && traces == "" {
+				return fmt.Errorf("--slow-drift applies to measured series: give --traces")
+			}
+			if !(block > 0) {
+				return fmt.Errorf("--drift-block %v: want seconds > 0", block)
+			}
+			o := testbed.MultiOptions{Runs: runs, Policies: policies, Seed: seed, SameLinks: same, Traces: traces,
+				Drift: testbed.Drift{SD: drift, Block: block, Seed: seed}}
 			if verbose {
 				o.Log = cmd.ErrOrStderr()
 			}
@@ -128,6 +149,9 @@ alternated run by run; it prints the paper's Tables 2-5. See docs/testbed.md.`,
 	fl.Uint64Var(&seed, "seed", 1, "seed of the emulated bandwidth")
 	fl.StringVar(&out, "out", "", "write <config>.json and <config>.txt here")
 	fl.BoolVar(&same, "same-links", false, "run every policy of a group against the same stretch of the links, planned from the same history")
+	fl.StringVar(&traces, "traces", "", "drive the links with the measured series in this directory (its "+testbed.ManifestName+"; docs/results/multisource/traces) instead of AR(1)")
+	fl.Float64Var(&drift, "slow-drift", 0, "with --traces: the slow links' level (below 5 Mb/s) changes by this relative SD every --drift-block seconds")
+	fl.Float64Var(&block, "drift-block", 10, "seconds of a link's clock a drifted level lasts")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print every run")
 	fl.StringSliceVar(&show, "show", nil, "print the tables of saved runs (<config>.json files of --out) instead of running")
@@ -201,5 +225,57 @@ func printMulti(w io.Writer, r *testbed.MultiResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	printIntervals(w, r)
 	fmt.Fprintln(w)
+}
+
+// printIntervals prints the bootstrap intervals and the criteria judged on
+// them, if the result has them.
+func printIntervals(w io.Writer, r *testbed.MultiResult) {
+	iv := r.Intervals
+	if iv == nil {
+		return
+	}
+	if len(r.Traces) > 0 {
+		fmt.Fprint(w, "links driven by measured series")
+		if r.Drift != nil {
+			fmt.Fprintf(w, ", slow links drifting by %.1f%% every %.0f s", 100*r.Drift.SD, r.Drift.Block)
+		}
+		fmt.Fprintln(w)
+		for i, t := range r.Traces {
+			fmt.Fprintf(w, "  link %-20s %d series (CV", t.Link, len(t.Series))
+			for _, cv := range t.CV {
+				fmt.Fprintf(w, " %.3f", cv)
+			}
+			fmt.Fprintf(w, "), %.0f s before it repeats\n", r.SeriesSeconds[i])
+		}
+	}
+	pct := 100 * iv.Level
+	fmt.Fprintf(w, "%.0f%% bootstrap intervals over %d groups (%d resamples):\n", pct, iv.Groups, iv.Resamples)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "policy\tmean s\tSD s\tSD(tcs) - SD s\tmean(tcs)/mean - 1")
+	f := func(x multisrc.Interval, scale float64, unit string) string {
+		return fmt.Sprintf("%.3f%s [%.3f, %.3f]", scale*x.Est, unit, scale*x.Lo, scale*x.Hi)
+	}
+	for _, p := range r.Policies {
+		d, rel := "", ""
+		if x, ok := iv.SDDiff[p]; ok {
+			d = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", x.Est, x.Lo, x.Hi)
+		}
+		if x, ok := iv.MeanRel[p]; ok {
+			rel = fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%]", 100*x.Est, 100*x.Lo, 100*x.Hi)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, f(iv.Mean[p], 1, ""), f(iv.SD[p], 1, ""), d, rel)
+	}
+	tw.Flush()
+	for _, c := range iv.Criteria {
+		verdict := "MET"
+		switch {
+		case !c.Applies:
+			verdict = "does not apply (" + c.Why + ")"
+		case !c.Met:
+			verdict = "NOT MET"
+		}
+		fmt.Fprintf(w, "  %-30s %s: %+.3f [%+.3f, %+.3f] (%s)\n", c.Name, verdict, c.Interval.Est, c.Interval.Lo, c.Interval.Hi, c.Rule)
+	}
 }
