@@ -1,11 +1,13 @@
 package testbed
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestScaleSeries: scaling sets the mean and keeps the relative variation;
@@ -210,5 +212,41 @@ func TestTraceSteps(t *testing.T) {
 	_, st := traceSteps([]float64{0, 1}, 2*StepSeconds, false, Drift{}, 0)
 	if st[0].Fraction != 0.999 {
 		t.Errorf("outage fraction %v, want 0.999", st[0].Fraction)
+	}
+}
+
+// TestRunMultiSourceTraces: an evaluation on fig4's links playing the
+// committed measured series (the slow link drifting) moves every file,
+// records the series, each group's stretch and the intervals, and the
+// monitor sees the links near their Table 1 means. Drift without series
+// is refused before anything starts.
+func TestRunMultiSourceTraces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves real bytes through emulated replicas")
+	}
+	cfg := MultiConfigs["fig4"]
+	if _, err := RunMultiSource(context.Background(), cfg, MultiOptions{Runs: 2, Drift: Drift{SD: 0.1, Block: 10}}); err == nil || !strings.Contains(err.Error(), "measured series") {
+		t.Fatalf("drift without series: %v", err)
+	}
+	dir := filepath.Join("..", "docs", "results", "multisource", "traces")
+	r, err := RunMultiSource(context.Background(), cfg, MultiOptions{Runs: 2, Policies: []string{"ms", "tcs"}, Warmup: 2 * time.Second,
+		Seed: 2, SameLinks: true, Settle: 500 * time.Millisecond, Traces: dir, Drift: Drift{SD: 0.1, Block: 10, Seed: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 4 || len(r.Traces) != 3 || len(r.SeriesSeconds) != 3 || r.Drift == nil {
+		t.Fatalf("result %+v", r)
+	}
+	if len(r.GroupClocks) != 2 || len(r.GroupClocks[1]) != 3 || !(r.GroupClocks[1][0] > r.GroupClocks[0][0]) {
+		t.Errorf("group clocks %v", r.GroupClocks)
+	}
+	if r.Intervals == nil || r.Intervals.Groups != 2 {
+		t.Errorf("intervals %+v", r.Intervals)
+	}
+	for _, l := range r.Links {
+		m := r.Measured[l.Name]
+		if m[0] < l.MeanMbps/3 || m[0] > l.MeanMbps*3 {
+			t.Errorf("link %s monitored at %.2f Mb/s, Table 1 %.2f", l.Name, m[0], l.MeanMbps)
+		}
 	}
 }
