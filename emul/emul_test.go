@@ -527,3 +527,26 @@ func TestRewind(t *testing.T) {
 		t.Errorf("Rewind(-1) moved the clock to %.2f s", c)
 	}
 }
+
+// TestOutageEndsForWaiters: a stream that reserved its bytes during an
+// outage (outside traffic taking 99.9% of the capacity: 8 KiB then takes
+// 8 s) passes as soon as the outage's step ends at 0.3 s, though no other
+// stream opens, closes or reserves to apply the step for it.
+func TestOutageEndsForWaiters(t *testing.T) {
+	s := newShaper(t, Config{CapacityBps: mb, External: []Step{{At: 0, Fraction: 0.999}, {At: 0.3, Fraction: 0}}})
+	st := s.Stream()
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := st.Wait(ctx, 2*burst+8<<10); err != nil {
+		t.Fatal(err)
+	}
+	// At 1 MB/s after the outage the bytes past the burst take about
+	// 0.15 s; the outage's rate would have held them for seconds.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the stream took %v: it slept out the outage's rate after the outage ended", d)
+	} else {
+		t.Logf("passed in %v (outage 0.3 s)", d)
+	}
+}

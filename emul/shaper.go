@@ -240,7 +240,7 @@ func (st *Stream) waitChunk(ctx context.Context, want int) (int, error) {
 		tight = math.Min(tight, s.cfg.ConnBps)
 	}
 	k := min(want, chunkSize(tight))
-	lim0, changed := s.limit, s.changed
+	lim0, changed, next := s.limit, s.changed, s.nextStepLocked()
 	var agg *rate.Reservation
 	if s.agg != nil {
 		agg = s.agg.ReserveN(now, k)
@@ -267,6 +267,23 @@ func (st *Stream) waitChunk(ctx context.Context, want int) (int, error) {
 			timer.Stop()
 		}
 	}()
+	// retime applies what changed the aggregate rate since the
+	// reservation: an External step that has begun (steps are applied
+	// lazily, by update, so a waiter whose wait spans a step's start must
+	// apply it itself: a stream reserving at an outage's rate would
+	// otherwise sleep out the outage's rate long after the outage ended),
+	// or another stream's update.
+	retime := func() {
+		s.mu.Lock()
+		s.update(time.Now())
+		lim1 := s.limit
+		changed, next = s.changed, s.nextStepLocked()
+		s.mu.Unlock()
+		if rem := time.Until(aggAt); rem > 0 && lim1 != lim0 {
+			aggAt = time.Now().Add(time.Duration(float64(rem) * lim0 / lim1))
+		}
+		lim0 = lim1
+	}
 	for {
 		wake := aggAt
 		if connAt.After(wake) {
@@ -276,6 +293,10 @@ func (st *Stream) waitChunk(ctx context.Context, want int) (int, error) {
 		if d <= 0 {
 			return k, nil
 		}
+		atStep := agg != nil && !next.IsZero() && next.Before(wake)
+		if atStep {
+			d = time.Until(next)
+		}
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
@@ -283,6 +304,9 @@ func (st *Stream) waitChunk(ctx context.Context, want int) (int, error) {
 		}
 		select {
 		case <-timer.C:
+			if atStep {
+				retime()
+			}
 		case <-ctx.Done():
 			if agg != nil {
 				agg.Cancel()
@@ -292,14 +316,17 @@ func (st *Stream) waitChunk(ctx context.Context, want int) (int, error) {
 			}
 			return 0, fmt.Errorf("emul: %w", ctx.Err())
 		case <-changed:
-			s.mu.Lock()
-			lim1 := s.limit
-			changed = s.changed
-			s.mu.Unlock()
-			if rem := time.Until(aggAt); rem > 0 && lim1 != lim0 {
-				aggAt = time.Now().Add(time.Duration(float64(rem) * lim0 / lim1))
-			}
-			lim0 = lim1
+			retime()
 		}
 	}
+}
+
+// nextStepLocked is when the next External step begins (zero if none is
+// left). s.mu must be held. A microsecond late, so that update, which
+// compares seconds, is sure to find it begun.
+func (s *Shaper) nextStepLocked() time.Time {
+	if s.step >= len(s.cfg.External) {
+		return time.Time{}
+	}
+	return s.start.Add(time.Duration(s.cfg.External[s.step].At*float64(time.Second)) + time.Microsecond)
 }
