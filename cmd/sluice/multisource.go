@@ -269,6 +269,10 @@ func printIntervals(w io.Writer, r *testbed.MultiResult) {
 	}
 	tw.Flush()
 	for _, c := range iv.Criteria {
+		if c.Why == "not run" {
+			fmt.Fprintf(w, "  %-30s not run\n", c.Name)
+			continue
+		}
 		verdict := "MET"
 		switch {
 		case !c.Applies:
