@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sluice-dtn/sluice/multisrc"
@@ -22,6 +23,74 @@ type MultiIntervals struct {
 	SDDiff   map[string]multisrc.Interval `json:"sd_diff_tcs_minus"`
 	MeanRel  map[string]multisrc.Interval `json:"mean_rel_tcs_over"`
 	Criteria []Criterion                  `json:"criteria"`
+	// SamePlan measures how well a group's runs met the same conditions:
+	// over every pair of runs in a group that moved the very same split
+	// (static policies that planned alike), how far their times differ.
+	SamePlan SamePlan `json:"same_plan"`
+}
+
+// SamePlan is the spread of times between runs of a group with identical
+// plans: what the emulation and the machine add to a policy's time on
+// the same stretch of the links, the floor under any difference between
+// policies.
+type SamePlan struct {
+	Pairs int `json:"pairs"`
+	// MedianDev and MaxDev are the median and largest of the slower
+	// run's time over the faster's, minus 1;
+	// Over10 counts pairs more than 10% apart.
+	MedianDev float64 `json:"median_dev"`
+	MaxDev    float64 `json:"max_dev"`
+	Over10    int     `json:"over_10pct"`
+}
+
+// staticPolicies move exactly the split they planned (tcs-dynamic steals
+// work, so its plan is not what it moved).
+var staticPolicies = []string{"bos", "eas", "ms", "ntss", "tcs", "tcs-minus"}
+
+// samePlan computes SamePlan over the groups' runs.
+func samePlan(runs []MultiRun) SamePlan {
+	byGroup := map[int][]MultiRun{}
+	for _, x := range runs {
+		if slices.Contains(staticPolicies, x.Policy) && x.Seconds > 0 {
+			byGroup[x.Group] = append(byGroup[x.Group], x)
+		}
+	}
+	same := func(a, b MultiRun) bool {
+		if len(a.Links) != len(b.Links) {
+			return false
+		}
+		for i := range a.Links {
+			if a.Links[i].Planned != b.Links[i].Planned {
+				return false
+			}
+		}
+		return true
+	}
+	var devs []float64
+	for _, rs := range byGroup {
+		for i := range rs {
+			for j := i + 1; j < len(rs); j++ {
+				if same(rs[i], rs[j]) {
+					devs = append(devs, math.Max(rs[i].Seconds, rs[j].Seconds)/math.Min(rs[i].Seconds, rs[j].Seconds)-1)
+				}
+			}
+		}
+	}
+	r := SamePlan{Pairs: len(devs)}
+	if len(devs) == 0 {
+		return r
+	}
+	slices.Sort(devs)
+	r.MedianDev, r.MaxDev = devs[len(devs)/2], devs[len(devs)-1]
+	if len(devs)%2 == 0 {
+		r.MedianDev = (devs[len(devs)/2-1] + devs[len(devs)/2]) / 2
+	}
+	for _, d := range devs {
+		if d > 0.1 {
+			r.Over10++
+		}
+	}
+	return r
 }
 
 // Criterion is one acceptance criterion on one configuration.
@@ -106,6 +175,7 @@ func (r *MultiResult) ComputeIntervals(resamples int, level float64, seed uint64
 		}
 	}
 	iv.Criteria = judge(iv, r.Links)
+	iv.SamePlan = samePlan(r.Runs)
 	r.Intervals = iv
 	return nil
 }

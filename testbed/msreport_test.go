@@ -1,10 +1,13 @@
 package testbed
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluice-dtn/sluice/copyjob"
 )
 
 // synthetic makes a result of n groups: each policy's time in a group is
@@ -105,5 +108,35 @@ func TestComputeIntervalsGroups(t *testing.T) {
 	one := synthetic(MultiConfigs["fig4"].Links, 1, map[string][2]float64{"eas": {5, 0.02}, "tcs": {1, 0.1}})
 	if err := one.ComputeIntervals(500, 0.9, 1); err == nil || !strings.Contains(err.Error(), "at least 2") {
 		t.Errorf("one group: %v", err)
+	}
+}
+
+// TestSamePlan: only runs of one group that moved the very same split are
+// compared (tcs-dynamic's plan is not what it moved), and the spread of
+// their times is summarised.
+func TestSamePlan(t *testing.T) {
+	plan := func(bytes ...int64) []copyjob.LinkPlan {
+		var ls []copyjob.LinkPlan
+		for _, b := range bytes {
+			ls = append(ls, copyjob.LinkPlan{Planned: b})
+		}
+		return ls
+	}
+	runs := []MultiRun{
+		{Group: 0, Policy: "ntss", Seconds: 1.0, Links: plan(1, 9)},
+		{Group: 0, Policy: "tcs", Seconds: 1.5, Links: plan(1, 9)},       // same split: 50% apart
+		{Group: 0, Policy: "ms", Seconds: 3, Links: plan(2, 8)},          // another split
+		{Group: 0, Policy: "tcs-dynamic", Seconds: 9, Links: plan(1, 9)}, // steals: not compared
+		{Group: 1, Policy: "ntss", Seconds: 2.0, Links: plan(1, 9)},
+		{Group: 1, Policy: "tcs", Seconds: 2.02, Links: plan(1, 9)},       // 1% apart
+		{Group: 1, Policy: "tcs-minus", Seconds: 1.98, Links: plan(1, 9)}, // 1% and 2% apart
+		{Group: 2, Policy: "ms", Seconds: 5, Links: plan(1, 9)},           // alone in its group
+	}
+	got := samePlan(runs)
+	if got.Pairs != 4 || got.Over10 != 1 || math.Abs(got.MaxDev-0.5) > 1e-9 || math.Abs(got.MedianDev-(0.0101+0.0202)/2) > 1e-3 {
+		t.Errorf("same-plan pairs %+v", got)
+	}
+	if none := samePlan(runs[2:4]); none.Pairs != 0 || none.MaxDev != 0 {
+		t.Errorf("no identical pairs: %+v", none)
 	}
 }

@@ -268,6 +268,10 @@ func printIntervals(w io.Writer, r *testbed.MultiResult) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p, f(iv.Mean[p], 1, ""), f(iv.SD[p], 1, ""), d, rel)
 	}
 	tw.Flush()
+	if sp := iv.SamePlan; sp.Pairs > 0 {
+		fmt.Fprintf(w, "runs of a group with the very same split (%d pairs): slower over faster %+.1f%% median, %+.1f%% at most, %d pairs over 10%%\n",
+			sp.Pairs, 100*sp.MedianDev, 100*sp.MaxDev, sp.Over10)
+	}
 	for _, c := range iv.Criteria {
 		if c.Why == "not run" {
 			fmt.Fprintf(w, "  %-30s not run\n", c.Name)
