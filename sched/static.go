@@ -3,22 +3,25 @@ package sched
 import "sort"
 
 // Static is the family of baselines that start every task on arrival with a
-// concurrency fixed by its size (BaseCC1, BaseCC2, BaseCC4, BaseVary), and
-// the Globus default (at most two files at once per source-destination
-// pair). They queue only when a hard concurrency limit is reached, and then
-// serve the queue first come, first served.
+// concurrency fixed by its size (BaseCC1, BaseCC2, BaseCC4, BaseCC8,
+// BaseVary), and the Globus default (at most two files at once per
+// source-destination pair). They queue only when a hard concurrency limit
+// is reached, and then serve the queue first come, first served.
 type Static struct {
 	name    string
 	ccFor   func(size int64) int
 	perPair int // running tasks allowed per (src, dst); zero = no limit
+	// onCycle admits at the world's periodic cycles only (Options.CycleAdmission).
+	onCycle bool
 }
 
 // Name implements Scheduler.
 func (s *Static) Name() string { return s.name }
 
 // AdmitsOnArrival implements ArrivalAdmitter: the baselines start a task
-// when it is submitted, as the services they stand for do.
-func (s *Static) AdmitsOnArrival() bool { return true }
+// when it is submitted, as the services they stand for do, unless
+// Options.CycleAdmission puts them on the scheduling cycle SEAL waits for.
+func (s *Static) AdmitsOnArrival() bool { return !s.onCycle }
 
 // Schedule implements Scheduler.
 func (s *Static) Schedule(snap *Snapshot) []Decision {
