@@ -391,7 +391,11 @@ func writeCriterion(out *strings.Builder, c sim.Criterion) {
 	if v != "" {
 		v = strings.ToUpper(v[:1]) + v[1:]
 	}
-	fmt.Fprintf(out, "- **%s**: %s. %s.\n", v, c.Name, c.Detail)
+	d := c.Detail
+	if d != "" {
+		d = strings.ToUpper(d[:1]) + d[1:]
+	}
+	fmt.Fprintf(out, "- **%s**: %s. %s.\n", v, c.Name, d)
 }
 
 // seedRange writes seeds as "1-10" when they run on, else as a list.

@@ -438,7 +438,7 @@ SEAL1 and BaseVary with bootstrap intervals paired by seed (one λ).`,
 	traceFlag(cmd, &traces, "25,45,60,60-hv", "comma-separated traces")
 	cmd.Flags().StringVar(&lambdas, "lambda", "1,0.9,0.8", "comma-separated STEAL λ values")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": steal, Figure 6 with a point per scheme and trace")
-	cmd.Flags().StringVar(&seeds, "seeds", "", "run these seeds (a range 1..10, a list, or both) and print STEAL's change against SEAL1 and BaseVary with bootstrap intervals")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "run these seeds (a range 1..10, a list, or both) and print STEAL's change against SEAL1 and BaseVary with bootstrap intervals (one --lambda, default 1)")
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "with --seeds: print the intervals as Markdown, with the STEAL criterion")
 	return cmd
 }
@@ -453,6 +453,9 @@ func stealSeeds(cmd *cobra.Command, f *simFlags, traces []string, lambdas, seeds
 	}
 	if cmd.Flags().Changed("seed") {
 		return fmt.Errorf("--seed and --seeds: give one")
+	}
+	if !cmd.Flags().Changed("lambda") {
+		lambdas = "1" // the paper's headline comparison
 	}
 	ls := splitList(lambdas)
 	if len(ls) != 1 {
