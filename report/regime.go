@@ -19,6 +19,10 @@ import (
 // RegimeSize is the size of the regime map chart.
 var RegimeSize = vg.Point{X: 16 * vg.Inch, Y: 8.5 * vg.Inch}
 
+// The chart's panels are a quarter of its width: their titles and axis
+// labels must stay shorter than that, or gonum/plot shrinks the data area
+// to fit them.
+
 // regimeSubjects are the schedulers the map shows against the baselines.
 var regimeSubjects = []string{"seal", "seal+"}
 
@@ -34,8 +38,8 @@ func paired(s *sim.Sweep) []sim.SweepRow {
 }
 
 // RegimeMap draws the regime map of a sweep: a panel per decline and
-// admission for average slowdown (top row) and average turnaround (bottom
-// row), each the change of SEAL (solid) and seal+ (dashed) against the
+// baseline admission for average slowdown (top row) and average
+// turnaround (bottom row), each the change of SEAL (solid) and seal+ (dashed) against the
 // best baseline with its interval (y) against the per-connection share
 // (x, log scale), a colour per load. Rows that vary burstiness are drawn
 // at the first burstiness only. It writes dir/name.svg and dir/name.png.
@@ -68,15 +72,15 @@ func RegimeMap(dir, name string, s *sim.Sweep) error {
 	}
 	ticks := slices.Sorted(maps.Keys(shares))
 
-	f := newFigure(fmt.Sprintf("SEAL (solid) and seal+ (dashed) against the best baseline: means over %d seeds, %.0f%% bootstrap intervals (negative is better)",
+	f := newFigure(fmt.Sprintf("SEAL (solid), seal+ (dashed): %% change of the average vs the best baseline, mean of %d seeds, %.0f%% intervals (negative is better)",
 		len(s.Seeds), 100*bootLevel(s)), RegimeSize)
 	f.rows = 2
 	metrics := []struct {
 		title string
 		get   func(sim.PairedDelta) sim.Interval
 	}{
-		{"average slowdown", func(d sim.PairedDelta) sim.Interval { return d.Slowdown }},
-		{"average turnaround", func(d sim.PairedDelta) sim.Interval { return d.Turnaround }},
+		{"slowdown", func(d sim.PairedDelta) sim.Interval { return d.Slowdown }},
+		{"turnaround", func(d sim.PairedDelta) sim.Interval { return d.Turnaround }},
 	}
 	nSeries := len(subjects) * len(loads)
 	for mi, m := range metrics {
@@ -92,11 +96,15 @@ func RegimeMap(dir, name string, s *sim.Sweep) error {
 		pad := 0.05 * (yHi - yLo)
 		for _, dec := range declines {
 			for _, adm := range admissions {
-				title := m.title + ", decline " + dec
-				if adm != "" {
-					title += ", baselines admit on " + adm
+				d := dec + " decline"
+				if dec == "none" {
+					d = "no decline"
 				}
-				p := newPlot(title, "share of the path one connection reaches (log scale)", "% change vs best baseline")
+				title := m.title + ": " + d
+				if adm != "" {
+					title += ", " + adm + " admission"
+				}
+				p := newPlot(title, "per-connection share (log)", "% vs best baseline")
 				p.X.Scale = plot.LogScale{}
 				var tk []plot.Tick
 				for _, v := range ticks {

@@ -58,8 +58,8 @@ func TestRegimeMap(t *testing.T) {
 		have[s] = true
 	}
 	for _, want := range []string{
-		"share of the path one connection reaches (log scale)", "% change vs best baseline",
-		"average slowdown, decline none, baselines admit on arrival", "average turnaround, decline none, baselines admit on cycle",
+		"per-connection share (log)", "% vs best baseline",
+		"slowdown: no decline, arrival admission", "turnaround: no decline, cycle admission",
 		"seal, load 25%", "seal+, load 45%", "0.025", "0.25",
 	} {
 		if !have[want] {

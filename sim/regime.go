@@ -158,7 +158,7 @@ func assessSEAL(s *Sweep, hi []SweepRow, name string) Criterion {
 		c.Detail += ". Explained: " + strings.Join(explained, "; ")
 	}
 	if len(unexplained) > 0 {
-		c.Detail += ". Not explained by a single ablation: " + strings.Join(unexplained, "; ")
+		c.Detail += ". Not explained by any ablation run: " + strings.Join(unexplained, "; ")
 	}
 	return c
 }

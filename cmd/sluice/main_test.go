@@ -159,6 +159,8 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "steal", "--seeds", "1..2", "--seed", "3"}, "--seed and --seeds"},
 		{[]string{"sim", "steal", "--seeds", "1..2", "--plot", "x"}, "leave out --seeds"},
 		{[]string{"sim", "steal", "--markdown"}, "give --seeds"},
+		{[]string{"sim", "steal", "--seeds", "1..2", "--out", "/does/not/exist/x.json"}, "--out: /does/not/exist/x.json: directory"},
+		{[]string{"sim", "sweep", "--out", "/does/not/exist/x.json"}, "--out: /does/not/exist/x.json: directory"},
 		{[]string{"sim", "facility", "--endpoints", "4", "--partners", "8"}, "--partners 8"},
 		{[]string{"cp", "--bandwidth", "NaN", "/a", "/b"}, "--bandwidth NaN"},
 		// A server never reached is an error at once, not two silent

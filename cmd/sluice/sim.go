@@ -373,7 +373,7 @@ func printComparison(out io.Writer, res *sim.Comparison, names []string) {
 func newSimSteal() *cobra.Command {
 	var f simFlags
 	var traces []string
-	var lambdas, plotDir, seeds string
+	var lambdas, plotDir, seeds, outPath string
 	var markdown bool
 	cmd := &cobra.Command{
 		Use:   "steal",
@@ -386,10 +386,10 @@ SEAL1 and BaseVary with bootstrap intervals paired by seed (one λ).`,
   sluice sim steal --trace 25,45,60,60-hv --lambda 1 --seeds 1..10 --markdown`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if seeds != "" {
-				return stealSeeds(cmd, &f, traces, lambdas, seeds, plotDir, markdown)
+				return stealSeeds(cmd, &f, traces, lambdas, seeds, plotDir, outPath, markdown)
 			}
-			if markdown {
-				return fmt.Errorf("--markdown prints the intervals over seeds: give --seeds")
+			if markdown || outPath != "" {
+				return fmt.Errorf("--markdown and --out are for the intervals over seeds: give --seeds")
 			}
 			tb, err := sim.LoadTestbed(f.testbed)
 			if err != nil {
@@ -440,13 +440,19 @@ SEAL1 and BaseVary with bootstrap intervals paired by seed (one λ).`,
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": steal, Figure 6 with a point per scheme and trace")
 	cmd.Flags().StringVar(&seeds, "seeds", "", "run these seeds (a range 1..10, a list, or both) and print STEAL's change against SEAL1 and BaseVary with bootstrap intervals (one --lambda, default 1)")
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "with --seeds: print the intervals as Markdown, with the STEAL criterion")
+	cmd.Flags().StringVar(&outPath, "out", "", "with --seeds: also write the intervals as JSON to this file")
 	return cmd
 }
 
 // stealSeeds is `sim steal --seeds`.
-func stealSeeds(cmd *cobra.Command, f *simFlags, traces []string, lambdas, seeds, plotDir string, markdown bool) error {
+func stealSeeds(cmd *cobra.Command, f *simFlags, traces []string, lambdas, seeds, plotDir, outPath string, markdown bool) error {
 	if plotDir != "" {
 		return fmt.Errorf("--plot draws one seed's Figure 6: leave out --seeds (or --plot)")
+	}
+	if outPath != "" {
+		if err := checkOutFile(outPath); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	if markdown && f.jsonOut {
 		return fmt.Errorf("--markdown and --json: choose one")
@@ -490,6 +496,11 @@ func stealSeeds(cmd *cobra.Command, f *simFlags, traces []string, lambdas, seeds
 	res, err := sim.RunStealSeeds(tb, names, ss, l, so, opt, sim.Bootstrap{})
 	if err != nil {
 		return err
+	}
+	if outPath != "" {
+		if err := writeJSONFile(outPath, res); err != nil {
+			return err
+		}
 	}
 	switch {
 	case f.jsonOut:
@@ -583,7 +594,7 @@ func newSimFig2() *cobra.Command {
 
 func newSimSweep() *cobra.Command {
 	var f simFlags
-	var traces, seeds, schedulers, plotDir string
+	var traces, seeds, schedulers, plotDir, outPath string
 	var params, ablate []string
 	var markdown bool
 	var workers, resamples int
@@ -645,6 +656,11 @@ literally); join settings with + (cycle=0.1+pf=off).`,
 			if err := checkPlot(plotDir, nil); err != nil {
 				return err
 			}
+			if outPath != "" {
+				if err := checkOutFile(outPath); err != nil {
+					return fmt.Errorf("--out: %w", err)
+				}
+			}
 			so, opt, err := f.options(cmd)
 			if err != nil {
 				return err
@@ -664,6 +680,11 @@ literally); join settings with + (cycle=0.1+pf=off).`,
 			res, err := sim.RunSweep(tb, splitList(traces), ss, names, p, so, opt)
 			if err != nil {
 				return err
+			}
+			if outPath != "" {
+				if err := writeJSONFile(outPath, res); err != nil {
+					return err
+				}
 			}
 			switch {
 			case f.jsonOut:
@@ -693,6 +714,7 @@ literally); join settings with + (cycle=0.1+pf=off).`,
 	cmd.Flags().StringArrayVar(&ablate, "ablate", nil, "a variant of SEAL run where SEAL does not win, settings joined by + (repeatable): cycle=S, pf=F|off, cc=endpoints|literal")
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the regime map as Markdown: every row with intervals, the ablations, the SC'15 criteria")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": regime-map, the change against the best baseline over the per-stream share")
+	cmd.Flags().StringVar(&outPath, "out", "", "also write the sweep as JSON to this file")
 	cmd.Flags().IntVar(&workers, "workers", 0, "simulations run at once (0: GOMAXPROCS)")
 	cmd.Flags().IntVar(&resamples, "resamples", sim.DefaultBootstrap.Resamples, "bootstrap resamples of the seeds per interval")
 	cmd.Flags().Float64Var(&level, "level", sim.DefaultBootstrap.Level, "the intervals' confidence level")
