@@ -334,8 +334,10 @@ func (o Options) withDefaults() Options {
 func New(name string, o Options) (Scheduler, error) {
 	o = o.withDefaults()
 	// The static baselines; with CycleAdmission they wait for the cycle.
+	// No task gets more than MaxCC, the bound on every scheduler's tasks.
 	static := func(ccFor func(int64) int, perPair int) (Scheduler, error) {
-		return &Static{name: name, ccFor: ccFor, perPair: perPair, onCycle: o.CycleAdmission}, nil
+		bounded := func(size int64) int { return min(ccFor(size), o.MaxCC) }
+		return &Static{name: name, ccFor: bounded, perPair: perPair, onCycle: o.CycleAdmission}, nil
 	}
 	switch name {
 	case "basecc1":

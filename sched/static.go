@@ -51,7 +51,9 @@ func (s *Static) Schedule(snap *Snapshot) []Decision {
 		if s.perPair > 0 && pairs[p] >= s.perPair {
 			continue
 		}
-		cc := s.ccFor(t.Size)
+		// A concurrency above an endpoint's limit could never be granted:
+		// the task gets the limit instead of waiting for ever.
+		cc := min(s.ccFor(t.Size), lim.ceiling(t.Src, t.Dst))
 		if lim.room(t.Src, t.Dst) < cc {
 			continue
 		}
@@ -93,6 +95,22 @@ func (l *limits) room(src, dst string) int {
 		}
 	}
 	return max(r, 0)
+}
+
+// ceiling is the largest concurrency a task between src and dst could
+// ever get, with nothing else running: the endpoints' and the total
+// limits (at least 1).
+func (l *limits) ceiling(src, dst string) int {
+	c := unlimited
+	if l.max > 0 {
+		c = l.max
+	}
+	for _, e := range [2]string{src, dst} {
+		if ep := l.eps[e]; ep != nil && ep.MaxCC > 0 {
+			c = min(c, ep.MaxCC)
+		}
+	}
+	return max(c, 1)
 }
 
 func (l *limits) full() bool { return l.max > 0 && l.total >= l.max }

@@ -32,6 +32,53 @@ func TestStaticCC(t *testing.T) {
 	}
 }
 
+// TestStaticMaxCC: no baseline gives a task more than Options.MaxCC.
+func TestStaticMaxCC(t *testing.T) {
+	cases := []struct {
+		sched string
+		maxCC int
+		want  int
+	}{{"basecc8", 4, 4}, {"basecc8", 0, 8}, {"basecc4", 2, 2}, {"basevary", 3, 3}, {"basecc2", 16, 2}}
+	for _, c := range cases {
+		s := &sched.Snapshot{Endpoints: endpoints(nil), Estimator: lin, Waiting: []*sched.Task{waitingTask(1, "A", "B", 5e9, 0)}}
+		got := mustNew(t, c.sched, sched.Options{MaxCC: c.maxCC}).Schedule(s)
+		if w := []sched.Decision{start(1, c.want)}; !sameDecisions(got, w) {
+			t.Errorf("%s with MaxCC %d: %v, want %v", c.sched, c.maxCC, got, w)
+		}
+	}
+}
+
+// TestStaticEndpointLimitBelowCC: a baseline whose fixed concurrency is
+// above an endpoint's (or the total) limit runs its tasks at the limit,
+// once there is room, rather than never: a task of BaseCC8 to an endpoint
+// that allows 6 connections starts with 6; with 2 of them in use, it
+// waits.
+func TestStaticEndpointLimitBelowCC(t *testing.T) {
+	eps := func() map[string]*sched.Endpoint {
+		e := endpoints(nil)
+		e["B"].MaxCC = 6
+		return e
+	}
+	cases := []struct {
+		name    string
+		running []*sched.Task
+		total   int
+		want    []sched.Decision
+	}{
+		{"room: the limit", nil, 0, []sched.Decision{start(1, 6)}},
+		{"a total limit below", nil, 5, []sched.Decision{start(1, 5)}},
+		{"two connections in use: waits", []*sched.Task{runningTask(9, "C", "B", 5e9, 1e9, 2, 1e6, 1, 0)}, 0, nil},
+	}
+	for _, c := range cases {
+		s := &sched.Snapshot{Endpoints: eps(), Estimator: lin, TotalMaxCC: c.total, Running: c.running,
+			Waiting: []*sched.Task{waitingTask(1, "A", "B", 5e9, 0)}}
+		got := mustNew(t, "basecc8", sched.Options{}).Schedule(s)
+		if !sameDecisions(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestStaticAdmission: the baselines ask for a cycle at every arrival
 // (they stand for services that start a transfer when it is submitted)
 // unless CycleAdmission puts them on the periodic cycle; SEAL never asks
