@@ -154,6 +154,7 @@ func TestErrorsAreClear(t *testing.T) {
 		{[]string{"sim", "sweep", "--resamples", "10"}, "--resamples 10"},
 		{[]string{"sim", "sweep", "--markdown", "--seeds", "3"}, "at least 2 seeds"},
 		{[]string{"sim", "sweep", "--markdown", "--json"}, "choose one"},
+		{[]string{"sim", "sweep", "--plot", "x"}, "give --param per-stream"},
 		{[]string{"sim", "steal", "--seeds", "1..3", "--lambda", "1,0.9"}, "give one λ"},
 		{[]string{"sim", "steal", "--seeds", "4"}, "at least 2 seeds"},
 		{[]string{"sim", "steal", "--seeds", "1..2", "--seed", "3"}, "--seed and --seeds"},

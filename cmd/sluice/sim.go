@@ -602,26 +602,12 @@ func newSimSweep() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sweep",
 		Short: "Run schedulers over a grid of simulator settings, loads and seeds (medians and means with intervals)",
-		Long: `Runs every scheduler on every combination of the --param values, trace and seed,
-and prints per cell and load the medians over seeds, then the means with each
-non-baseline scheduler's change against the best baseline and its bootstrap
-interval, paired by seed (docs/simulator.md, docs/results/regime-map.md).
-Parameters:
-  per-stream=F,...   fraction of a path one connection reaches alone (1 = one stream
-                     fills the path; the SGData fit is 0.25)
-  decline=none|mild|strong,...   over-subscription past the endpoints' knees
-  burstiness=B,...   the trace generator's per-minute rate variation; the output shows
-                     the coefficient of variation of 1-minute concurrency it gives
-  admission=arrival|cycle,...    when the baselines admit a task: the moment it
-                     arrives (default) or at the scheduling cycle, as SEAL does
---ablate runs SEAL with settings changed, against the same baselines, in the rows
-where SEAL does not win (its intervals not below zero): cycle=S (its cycle, s),
-pf=F|off (preemption factor; off: none), cc=endpoints|literal (its concurrency
-rule: by what a connection adds at the endpoints, SEAL's, or Listing 2 read
-literally); join settings with + (cycle=0.1+pf=off).`,
-		Example: `  sluice sim sweep --trace 25,45,60 --seeds 1..10 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ \
-      --param per-stream=1,0.25,0.1 --param decline=none,mild,strong --param burstiness=0.3,1.2
-  sluice sim sweep --trace 25,45,60 --seeds 1..10 --param per-stream=0.025,0.25 --param admission=arrival,cycle \
+		Long: `Runs every scheduler on every combination of the --param values (per-stream, decline,
+burstiness, admission=arrival|cycle), trace and seed; prints per row the medians over
+seeds and, with 2 seeds or more, each scheduler's change against the best baseline with
+a bootstrap interval paired by seed. --ablate runs SEAL with cycle=S, pf=F|off or
+cc=endpoints|literal (joined by +) where it does not win. See docs/simulator.md.`,
+		Example: `  sluice sim sweep --trace 25,45,60 --seeds 1..10 --param per-stream=0.025,0.25 --param admission=arrival,cycle \
       --ablate cycle=0.1 --ablate pf=off --ablate cc=literal --markdown --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tb, err := sim.LoadTestbed(f.testbed)
@@ -652,6 +638,9 @@ literally); join settings with + (cycle=0.1+pf=off).`,
 			}
 			if (markdown || plotDir != "") && len(ss) < 2 {
 				return fmt.Errorf("--markdown and --plot show intervals over seeds: give at least 2 seeds")
+			}
+			if plotDir != "" && len(p.PerStream) == 0 {
+				return fmt.Errorf("--plot draws the change against the per-stream share: give --param per-stream=F,...")
 			}
 			if err := checkPlot(plotDir, nil); err != nil {
 				return err
@@ -718,7 +707,7 @@ literally); join settings with + (cycle=0.1+pf=off).`,
 	cmd.Flags().IntVar(&workers, "workers", 0, "simulations run at once (0: GOMAXPROCS)")
 	cmd.Flags().IntVar(&resamples, "resamples", sim.DefaultBootstrap.Resamples, "bootstrap resamples of the seeds per interval")
 	cmd.Flags().Float64Var(&level, "level", sim.DefaultBootstrap.Level, "the intervals' confidence level")
-	moreFlags(cmd, "docs/simulator.md", "workers", "resamples", "level")
+	moreFlags(cmd, "docs/simulator.md", "workers", "resamples", "level", "out")
 	return cmd
 }
 
