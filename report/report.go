@@ -113,10 +113,12 @@ func (shortTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// figure is a title over panels side by side with one legend on their right.
+// figure is a title over panels side by side (in rows, when rows > 1,
+// filled left to right) with one legend on their right.
 type figure struct {
 	title   string
 	panels  []*plot.Plot
+	rows    int
 	legend  plot.Legend
 	size    vg.Point
 	entries int
@@ -169,14 +171,22 @@ func (f *figure) draw(c draw.Canvas) {
 		f.legend.Draw(lc)
 		c.Max.X -= lw
 	}
-	n := vg.Length(len(f.panels))
-	w := (c.Max.X - c.Min.X) / n
+	rows := max(f.rows, 1)
+	cols := (len(f.panels) + rows - 1) / rows
+	w := (c.Max.X - c.Min.X) / vg.Length(cols)
+	h := (c.Max.Y - c.Min.Y) / vg.Length(rows)
 	for i, p := range f.panels {
+		col, row := i%cols, i/cols
 		pc := c
-		pc.Min.X = c.Min.X + vg.Length(i)*w
+		pc.Min.X = c.Min.X + vg.Length(col)*w
 		pc.Max.X = pc.Min.X + w
-		if i > 0 {
+		if col > 0 {
 			pc.Min.X += 12
+		}
+		pc.Max.Y = c.Max.Y - vg.Length(row)*h
+		pc.Min.Y = pc.Max.Y - h
+		if row > 0 {
+			pc.Max.Y -= 12
 		}
 		p.Draw(pc)
 	}

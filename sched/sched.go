@@ -206,7 +206,7 @@ type Scheduler interface {
 
 // Names lists the schedulers New knows, in a stable order.
 func Names() []string {
-	return []string{"basecc1", "basecc2", "basecc4", "basevary", "globus", "seal", "steal", "seal+"}
+	return []string{"basecc1", "basecc2", "basecc4", "basecc8", "basevary", "globus", "seal", "steal", "seal+"}
 }
 
 // PlusChanges names the changes of seal+, as used in "seal+:arrival,cost".
@@ -297,6 +297,12 @@ type Options struct {
 	// reading of Listing 2, instead of on what it adds at its endpoints
 	// (see chooseCC). Kept for comparison.
 	OwnThroughputCC bool
+	// CycleAdmission makes the static baselines (BaseCC*, BaseVary,
+	// Globus) admit tasks only at the world's scheduling cycles, as SEAL
+	// does, instead of the moment they arrive: a comparison in which
+	// neither side is spared the wait for the next cycle. It has no effect
+	// on SEAL, STEAL and seal+.
+	CycleAdmission bool
 }
 
 func (o Options) withDefaults() Options {
@@ -327,30 +333,35 @@ func (o Options) withDefaults() Options {
 // New returns the scheduler called name.
 func New(name string, o Options) (Scheduler, error) {
 	o = o.withDefaults()
+	// The static baselines; with CycleAdmission they wait for the cycle.
+	// No task gets more than MaxCC, the bound on every scheduler's tasks.
+	static := func(ccFor func(int64) int, perPair int) (Scheduler, error) {
+		bounded := func(size int64) int { return min(ccFor(size), o.MaxCC) }
+		return &Static{name: name, ccFor: bounded, perPair: perPair, onCycle: o.CycleAdmission}, nil
+	}
 	switch name {
 	case "basecc1":
-		return &Static{name: name, ccFor: func(int64) int { return 1 }}, nil
-	case "basecc2", "basecc4":
-		cc := 2
-		if name == "basecc4" {
-			cc = 4
-		}
+		return static(func(int64) int { return 1 }, 0)
+	case "basecc2", "basecc4", "basecc8":
+		// BaseCC8 is a static concurrency above 4, which SC'15 §6.3
+		// reports did worse than BaseCC2 and BaseCC4.
+		cc := int(name[len(name)-1] - '0')
 		split := o.SplitMin
-		return &Static{name: name, ccFor: func(size int64) int {
+		return static(func(size int64) int {
 			if size <= split {
 				return 1
 			}
 			return cc
-		}}, nil
+		}, 0)
 	case "basevary":
-		return &Static{name: name, ccFor: func(size int64) int {
+		return static(func(size int64) int {
 			if size <= 1e9 {
 				return 1
 			}
 			return 4
-		}}, nil
+		}, 0)
 	case "globus":
-		return &Static{name: name, ccFor: func(int64) int { return 1 }, perPair: 2}, nil
+		return static(func(int64) int { return 1 }, 2)
 	case "seal":
 		return &SEAL{opt: o}, nil
 	case "steal":

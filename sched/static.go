@@ -3,22 +3,25 @@ package sched
 import "sort"
 
 // Static is the family of baselines that start every task on arrival with a
-// concurrency fixed by its size (BaseCC1, BaseCC2, BaseCC4, BaseVary), and
-// the Globus default (at most two files at once per source-destination
-// pair). They queue only when a hard concurrency limit is reached, and then
-// serve the queue first come, first served.
+// concurrency fixed by its size (BaseCC1, BaseCC2, BaseCC4, BaseCC8,
+// BaseVary), and the Globus default (at most two files at once per
+// source-destination pair). They queue only when a hard concurrency limit
+// is reached, and then serve the queue first come, first served.
 type Static struct {
 	name    string
 	ccFor   func(size int64) int
 	perPair int // running tasks allowed per (src, dst); zero = no limit
+	// onCycle admits at the world's periodic cycles only (Options.CycleAdmission).
+	onCycle bool
 }
 
 // Name implements Scheduler.
 func (s *Static) Name() string { return s.name }
 
 // AdmitsOnArrival implements ArrivalAdmitter: the baselines start a task
-// when it is submitted, as the services they stand for do.
-func (s *Static) AdmitsOnArrival() bool { return true }
+// when it is submitted, as the services they stand for do, unless
+// Options.CycleAdmission puts them on the scheduling cycle SEAL waits for.
+func (s *Static) AdmitsOnArrival() bool { return !s.onCycle }
 
 // Schedule implements Scheduler.
 func (s *Static) Schedule(snap *Snapshot) []Decision {
@@ -48,7 +51,9 @@ func (s *Static) Schedule(snap *Snapshot) []Decision {
 		if s.perPair > 0 && pairs[p] >= s.perPair {
 			continue
 		}
-		cc := s.ccFor(t.Size)
+		// A concurrency above an endpoint's limit could never be granted:
+		// the task gets the limit instead of waiting for ever.
+		cc := min(s.ccFor(t.Size), lim.ceiling(t.Src, t.Dst))
 		if lim.room(t.Src, t.Dst) < cc {
 			continue
 		}
@@ -90,6 +95,22 @@ func (l *limits) room(src, dst string) int {
 		}
 	}
 	return max(r, 0)
+}
+
+// ceiling is the largest concurrency a task between src and dst could
+// ever get, with nothing else running: the endpoints' and the total
+// limits (at least 1).
+func (l *limits) ceiling(src, dst string) int {
+	c := unlimited
+	if l.max > 0 {
+		c = l.max
+	}
+	for _, e := range [2]string{src, dst} {
+		if ep := l.eps[e]; ep != nil && ep.MaxCC > 0 {
+			c = min(c, ep.MaxCC)
+		}
+	}
+	return max(c, 1)
 }
 
 func (l *limits) full() bool { return l.max > 0 && l.total >= l.max }

@@ -71,4 +71,6 @@ echo
 echo "The service is still running (server log: $LOG/server.log). Try:"
 echo "  export SLUICE_SERVER=$SERVER SLUICE_TOKEN=@$DEMO/server/admin.token"
 echo "  $BIN status; $BIN status $JOB --files; $BIN endpoints"
+echo "  $BIN cp sluice://dtn2/copy/data/small/s001 ./s001   # a copy at once, with the same login"
+echo "  the console: $SERVER/ (sign in with the token in $DEMO/server/admin.token)"
 echo "Stop it with: make stop"

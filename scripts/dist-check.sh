@@ -78,7 +78,8 @@ ok
 for f in usr/bin/sluice usr/lib/systemd/system/sluice-serve.service usr/lib/systemd/system/sluice-agent@.service \
 	usr/lib/sysusers.d/sluice.conf etc/sluice/sluice.toml usr/share/bash-completion/completions/sluice \
 	usr/share/zsh/vendor-completions/_sluice usr/share/fish/vendor_completions.d/sluice.fish \
-	usr/share/doc/sluice/operator-guide.md; do
+	usr/share/doc/sluice/operator-guide.md usr/share/doc/sluice/deploy.md \
+	usr/share/sluice/monitoring/alerts.yml usr/share/sluice/monitoring/dashboard.json; do
 	check "installed $f" test -s "$root/$f"
 done
 check "the binary is executable" test -x "$root/usr/bin/sluice"

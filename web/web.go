@@ -128,42 +128,21 @@ func serve(w http.ResponseWriter, r *http.Request, name string, a *asset, csp st
 
 // Handler serves the dashboard: GET / is the page, GET /ui/NAME its
 // assets. Mount it at "GET /{$}" and "GET /ui/".
-func Handler() http.Handler {
-	assets := load(Static())
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := "index.html"
-		if r.URL.Path != "/" {
-			rest, ok := strings.CutPrefix(r.URL.Path, "/ui/")
-			if !ok {
-				http.NotFound(w, r)
-				return
-			}
-			if rest != "" {
-				name = rest
-			}
-		}
-		a, ok := assets[name]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		csp := ""
-		if name == "index.html" {
-			csp = pageCSP
-		}
-		serve(w, r, name, a, csp)
-	})
-}
+func Handler() http.Handler { return pages(Static(), "/", "/ui/") }
 
 // Docs serves the API reference: GET /docs is the page (Swagger UI over
 // /openapi.json), GET /docs/NAME its assets. Mount it at "GET /docs" and
 // "GET /docs/".
-func Docs() http.Handler {
-	assets := load(DocsFiles())
+func Docs() http.Handler { return pages(DocsFiles(), "/docs", "/docs/") }
+
+// pages serves files: page (the path of index.html) and dir+NAME, with
+// the page's content security policy on index.html.
+func pages(files fs.FS, page, dir string) http.Handler {
+	assets := load(files)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := "index.html"
-		if r.URL.Path != "/docs" {
-			rest, ok := strings.CutPrefix(r.URL.Path, "/docs/")
+		if r.URL.Path != page {
+			rest, ok := strings.CutPrefix(r.URL.Path, dir)
 			if !ok {
 				http.NotFound(w, r)
 				return

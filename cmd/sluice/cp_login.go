@@ -147,9 +147,15 @@ func (g *grantTokens) Token() (string, error) {
 // system's roots and the site's authority, if one is given (--ca,
 // SLUICE_CA, or what `sluice login` saved).
 func (f *cpFlags) agentTransport() (*http.Transport, error) {
+	// A login file that cannot be read stops only the copies that need
+	// the login (service): a copy without one goes on, with the CA of
+	// --ca or SLUICE_CA.
 	cfg, err := f.svc.resolve()
 	if err != nil {
-		return nil, err
+		cfg = f.svc
+		if cfg.CA == "" {
+			cfg.CA = os.Getenv("SLUICE_CA")
+		}
 	}
 	tr := newCpTransport()
 	if cfg.CA == "" {

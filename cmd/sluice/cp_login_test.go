@@ -228,3 +228,25 @@ func TestCpTokenVariables(t *testing.T) {
 		}
 	}
 }
+
+// TestCpBrokenLogin: a login file that cannot be read stops a copy that
+// names the service's endpoints, saying which file, and no other copy.
+func TestCpBrokenLogin(t *testing.T) {
+	dir := t.TempDir()
+	login := filepath.Join(dir, "client.json")
+	if err := os.WriteFile(login, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SLUICE_CONFIG=" + login, "XDG_STATE_HOME=" + filepath.Join(dir, "state"), "SLUICE_SERVER=", "SLUICE_TOKEN=", "SLUICE_CA="}
+	if out, code := runSluiceEnv(t, time.Minute, env, "cp", src, filepath.Join(dir, "dst")); code != 0 {
+		t.Fatalf("a local copy with a broken login file: exit %d\n%s", code, out)
+	}
+	sameFile(t, src, filepath.Join(dir, "dst"))
+	if out, code := runSluiceEnv(t, time.Minute, env, "cp", "sluice://dtn1/x", filepath.Join(dir, "y")); code == 0 || !strings.Contains(out, login) {
+		t.Fatalf("a copy of an endpoint name with a broken login file: exit %d, want a failure naming %s:\n%s", code, login, out)
+	}
+}

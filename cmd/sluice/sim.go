@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-dtn/sluice/report"
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/sim"
 	"github.com/sluice-dtn/sluice/trace"
@@ -371,12 +373,24 @@ func printComparison(out io.Writer, res *sim.Comparison, names []string) {
 func newSimSteal() *cobra.Command {
 	var f simFlags
 	var traces []string
-	var lambdas, plotDir string
+	var lambdas, plotDir, seeds, outPath string
+	var markdown bool
 	cmd := &cobra.Command{
-		Use:     "steal",
-		Short:   "Batch and interactive tasks: the SC'15 Figure 6 points for STEAL, SEAL1, SEAL2 and BaseVary",
-		Example: `  sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8`,
+		Use:   "steal",
+		Short: "Batch and interactive tasks: the SC'15 Figure 6 points for STEAL, SEAL1, SEAL2 and BaseVary",
+		Long: `Replays each trace with 50 GB batch tasks under STEAL (per λ), SEAL1, SEAL2 and
+BaseVary, and prints the points of SC'15's Figure 6. With --seeds it runs every
+seed and prints, per trace, STEAL's change in average interactive slowdown against
+SEAL1 and BaseVary with bootstrap intervals paired by seed (one λ).`,
+		Example: `  sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8
+  sluice sim steal --trace 25,45,60,60-hv --lambda 1 --seeds 1..10 --markdown`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if seeds != "" {
+				return stealSeeds(cmd, &f, traces, lambdas, seeds, plotDir, outPath, markdown)
+			}
+			if markdown || outPath != "" {
+				return fmt.Errorf("--markdown and --out are for the intervals over seeds: give --seeds")
+			}
 			tb, err := sim.LoadTestbed(f.testbed)
 			if err != nil {
 				return err
@@ -424,7 +438,88 @@ func newSimSteal() *cobra.Command {
 	traceFlag(cmd, &traces, "25,45,60,60-hv", "comma-separated traces")
 	cmd.Flags().StringVar(&lambdas, "lambda", "1,0.9,0.8", "comma-separated STEAL λ values")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": steal, Figure 6 with a point per scheme and trace")
+	cmd.Flags().StringVar(&seeds, "seeds", "", "run these seeds (a range 1..10, a list, or both) and print STEAL's change against SEAL1 and BaseVary with bootstrap intervals (one --lambda, default 1)")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "with --seeds: print the intervals as Markdown, with the STEAL criterion")
+	cmd.Flags().StringVar(&outPath, "out", "", "with --seeds: also write the intervals as JSON to this file")
 	return cmd
+}
+
+// stealSeeds is `sim steal --seeds`.
+func stealSeeds(cmd *cobra.Command, f *simFlags, traces []string, lambdas, seeds, plotDir, outPath string, markdown bool) error {
+	if plotDir != "" {
+		return fmt.Errorf("--plot draws one seed's Figure 6: leave out --seeds (or --plot)")
+	}
+	if outPath != "" {
+		if err := checkOutFile(outPath); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if markdown && f.jsonOut {
+		return fmt.Errorf("--markdown and --json: choose one")
+	}
+	if cmd.Flags().Changed("seed") {
+		return fmt.Errorf("--seed and --seeds: give one")
+	}
+	if !cmd.Flags().Changed("lambda") {
+		lambdas = "1" // the paper's headline comparison
+	}
+	ls := splitList(lambdas)
+	if len(ls) != 1 {
+		return fmt.Errorf("--lambda %q: with --seeds, give one λ", lambdas)
+	}
+	l, err := strconv.ParseFloat(ls[0], 64)
+	if err != nil || !(l > 0 && l <= 1) {
+		return fmt.Errorf("--lambda: %q is not a fraction in (0, 1]", ls[0])
+	}
+	ss, err := sim.ParseSeeds(seeds)
+	if err != nil {
+		return err
+	}
+	if len(ss) < 2 {
+		return fmt.Errorf("--seeds %q: intervals need at least 2 seeds", seeds)
+	}
+	tb, err := sim.LoadTestbed(f.testbed)
+	if err != nil {
+		return err
+	}
+	so, opt, err := f.options(cmd)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, v := range traces {
+		names = append(names, splitList(v)...)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("--trace: no trace named")
+	}
+	res, err := sim.RunStealSeeds(tb, names, ss, l, so, opt, sim.Bootstrap{})
+	if err != nil {
+		return err
+	}
+	if outPath != "" {
+		if err := writeJSONFile(outPath, res); err != nil {
+			return err
+		}
+	}
+	switch {
+	case f.jsonOut:
+		return printJSON(cmd.OutOrStdout(), res)
+	case markdown:
+		return report.StealMarkdown(cmd.OutOrStdout(), res)
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "testbed %s, seeds %v, λ = %g; average interactive slowdown, means over seeds; STEAL's change, %.0f%% bootstrap intervals paired by seed\n",
+		res.Testbed, res.Seeds, res.Lambda, 100*res.Bootstrap.Level)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "trace\tSTEAL\tSEAL1\tBaseVary\tSTEAL vs SEAL1\tSTEAL vs BaseVary\t")
+	for _, t := range res.Traces {
+		fmt.Fprintf(w, "%s\t%.3f\t%.3f\t%.2f\t%s\t%s\t\n", t.Trace, t.Slowdown["steal"], t.Slowdown["seal1"], t.Slowdown["basevary"], t.VsSEAL1, t.VsBaseVary)
+	}
+	w.Flush()
+	c := sim.AssessSTEAL(res)
+	fmt.Fprintf(out, "%s: %s\n", c.Verdict, c.Detail)
+	return nil
 }
 
 func printSteal(out io.Writer, res *sim.StealResult) {
@@ -499,21 +594,21 @@ func newSimFig2() *cobra.Command {
 
 func newSimSweep() *cobra.Command {
 	var f simFlags
-	var traces, seeds, schedulers string
-	var params []string
+	var traces, seeds, schedulers, plotDir, outPath string
+	var params, ablate []string
+	var markdown bool
+	var workers, resamples int
+	var level float64
 	cmd := &cobra.Command{
 		Use:   "sweep",
-		Short: "Run schedulers over a grid of simulator settings, loads and seeds (medians over seeds)",
-		Long: `Runs every scheduler on every combination of the --param values, trace and seed,
-and prints per cell and load the medians over seeds (docs/simulator.md).
-Parameters:
-  per-stream=F,...   fraction of a path one connection reaches alone (1 = one stream
-                     fills the path; the SGData fit is 0.25)
-  decline=none|mild|strong,...   over-subscription past the endpoints' knees
-  burstiness=B,...   the trace generator's per-minute rate variation; the output shows
-                     the coefficient of variation of 1-minute concurrency it gives`,
-		Example: `  sluice sim sweep --trace 25,45,60 --seeds 1..10 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ \
-      --param per-stream=1,0.25,0.1 --param decline=none,mild,strong --param burstiness=0.3,1.2`,
+		Short: "Run schedulers over a grid of simulator settings, loads and seeds (medians and means with intervals)",
+		Long: `Runs every scheduler on every combination of the --param values (per-stream, decline,
+burstiness, admission=arrival|cycle), trace and seed; prints per row the medians over
+seeds and, with 2 seeds or more, each scheduler's change against the best baseline with
+a bootstrap interval paired by seed. --ablate runs SEAL with cycle=S, pf=F|off or
+cc=endpoints|literal (joined by +) where it does not win. See docs/simulator.md.`,
+		Example: `  sluice sim sweep --trace 25,45,60 --seeds 1..10 --param per-stream=0.025,0.25 --param admission=arrival,cycle \
+      --ablate cycle=0.1 --ablate pf=off --ablate cc=literal --markdown --plot charts/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tb, err := sim.LoadTestbed(f.testbed)
 			if err != nil {
@@ -523,31 +618,36 @@ Parameters:
 			if err != nil {
 				return err
 			}
-			var p sim.SweepParams
-			for _, kv := range params {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return fmt.Errorf("--param %q: want name=v1,v2", kv)
-				}
-				for _, x := range splitList(v) {
-					switch k {
-					case "per-stream":
-						f, err := strconv.ParseFloat(x, 64)
-						if err != nil || f <= 0 || f > 1 {
-							return fmt.Errorf("--param per-stream: %q is not a fraction in (0, 1]", x)
-						}
-						p.PerStream = append(p.PerStream, f)
-					case "decline":
-						p.Decline = append(p.Decline, x)
-					case "burstiness":
-						f, err := strconv.ParseFloat(x, 64)
-						if err != nil || f < 0 {
-							return fmt.Errorf("--param burstiness: %q is not a non-negative number", x)
-						}
-						p.Burstiness = append(p.Burstiness, f)
-					default:
-						return fmt.Errorf("--param %q: unknown parameter (per-stream, decline, burstiness)", k)
-					}
+			p, err := sweepParams(params, ablate)
+			if err != nil {
+				return err
+			}
+			if workers < 0 {
+				return fmt.Errorf("--workers %d: want 0 (as many as GOMAXPROCS) or more", workers)
+			}
+			if !(level > 0 && level < 1) {
+				return fmt.Errorf("--level %v: want a fraction between 0 and 1 (0.9 for 90%% intervals)", level)
+			}
+			if resamples < 100 || resamples > 10000000 {
+				return fmt.Errorf("--resamples %d: want 100 to 10,000,000", resamples)
+			}
+			p.Workers = workers
+			p.Bootstrap = sim.Bootstrap{Resamples: resamples, Level: level, Seed: sim.DefaultBootstrap.Seed}
+			if markdown && f.jsonOut {
+				return fmt.Errorf("--markdown and --json: choose one")
+			}
+			if (markdown || plotDir != "") && len(ss) < 2 {
+				return fmt.Errorf("--markdown and --plot show intervals over seeds: give at least 2 seeds")
+			}
+			if plotDir != "" && len(p.PerStream) == 0 {
+				return fmt.Errorf("--plot draws the change against the per-stream share: give --param per-stream=F,...")
+			}
+			if err := checkPlot(plotDir, nil); err != nil {
+				return err
+			}
+			if outPath != "" {
+				if err := checkOutFile(outPath); err != nil {
+					return fmt.Errorf("--out: %w", err)
 				}
 			}
 			so, opt, err := f.options(cmd)
@@ -570,10 +670,28 @@ Parameters:
 			if err != nil {
 				return err
 			}
-			if f.jsonOut {
-				return printJSON(cmd.OutOrStdout(), res)
+			if outPath != "" {
+				if err := writeJSONFile(outPath, res); err != nil {
+					return err
+				}
 			}
-			printSweep(cmd.OutOrStdout(), res)
+			switch {
+			case f.jsonOut:
+				err = printJSON(cmd.OutOrStdout(), res)
+			case markdown:
+				err = report.RegimeMarkdown(cmd.OutOrStdout(), res)
+			default:
+				printSweep(cmd.OutOrStdout(), res)
+			}
+			if err != nil {
+				return err
+			}
+			if plotDir != "" {
+				if err := report.RegimeMap(plotDir, "regime-map", res); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", filepath.Join(plotDir, "regime-map.svg"))
+			}
 			return nil
 		},
 	}
@@ -581,8 +699,72 @@ Parameters:
 	cmd.Flags().StringVar(&traces, "trace", "25,45,60", "comma-separated traces (loads)")
 	cmd.Flags().StringVar(&seeds, "seeds", "1..10", "seeds: a range 1..10, a list, or both")
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal,seal+", "comma-separated schedulers")
-	cmd.Flags().StringArrayVar(&params, "param", nil, "a grid axis, name=v1,v2 (repeatable)")
+	cmd.Flags().StringArrayVar(&params, "param", nil, "a grid axis, name=v1,v2 (repeatable): per-stream, decline, burstiness, admission")
+	cmd.Flags().StringArrayVar(&ablate, "ablate", nil, "a variant of SEAL run where SEAL does not win, settings joined by + (repeatable): cycle=S, pf=F|off, cc=endpoints|literal")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the regime map as Markdown: every row with intervals, the ablations, the SC'15 criteria")
+	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": regime-map, the change against the best baseline over the per-stream share")
+	cmd.Flags().StringVar(&outPath, "out", "", "also write the sweep as JSON to this file")
+	cmd.Flags().IntVar(&workers, "workers", 0, "simulations run at once (0: GOMAXPROCS)")
+	cmd.Flags().IntVar(&resamples, "resamples", sim.DefaultBootstrap.Resamples, "bootstrap resamples of the seeds per interval")
+	cmd.Flags().Float64Var(&level, "level", sim.DefaultBootstrap.Level, "the intervals' confidence level")
+	moreFlags(cmd, "docs/simulator.md", "workers", "resamples", "level", "out")
 	return cmd
+}
+
+// sweepParams reads the --param and --ablate values of `sim sweep`.
+func sweepParams(params, ablate []string) (sim.SweepParams, error) {
+	var p sim.SweepParams
+	for _, kv := range params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return p, fmt.Errorf("--param %q: want name=v1,v2", kv)
+		}
+		vals := splitList(v)
+		if len(vals) == 0 {
+			return p, fmt.Errorf("--param %s: no value given", k)
+		}
+		for _, x := range vals {
+			switch k {
+			case "per-stream":
+				f, err := strconv.ParseFloat(x, 64)
+				if err != nil || !(f > 0 && f <= 1) {
+					return p, fmt.Errorf("--param per-stream: %q is not a fraction in (0, 1]", x)
+				}
+				p.PerStream = append(p.PerStream, f)
+			case "decline":
+				if x != "none" && x != "mild" && x != "strong" {
+					return p, fmt.Errorf("--param decline: %q: want none, mild or strong", x)
+				}
+				p.Decline = append(p.Decline, x)
+			case "burstiness":
+				f, err := strconv.ParseFloat(x, 64)
+				if err != nil || !(f >= 0) || math.IsInf(f, 0) {
+					return p, fmt.Errorf("--param burstiness: %q is not a non-negative number", x)
+				}
+				p.Burstiness = append(p.Burstiness, f)
+			case "admission":
+				if x != sim.AdmitOnArrival && x != sim.AdmitOnCycle {
+					return p, fmt.Errorf("--param admission: %q: want arrival (the baselines start a task when it arrives) or cycle (at the scheduling cycle, as SEAL does)", x)
+				}
+				p.Admission = append(p.Admission, x)
+			default:
+				return p, fmt.Errorf("--param %q: unknown parameter (per-stream, decline, burstiness, admission)", k)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, a := range ablate {
+		ab, err := sim.ParseAblation(a)
+		if err != nil {
+			return p, fmt.Errorf("--ablate: %w", err)
+		}
+		if seen[ab.Name()] {
+			return p, fmt.Errorf("--ablate %q: given twice", a)
+		}
+		seen[ab.Name()] = true
+		p.Ablations = append(p.Ablations, ab)
+	}
+	return p, nil
 }
 
 func printSweep(out io.Writer, res *sim.Sweep) {
@@ -620,6 +802,38 @@ func printSweep(out io.Writer, res *sim.Sweep) {
 		}
 		fmt.Fprintf(out, "%s: worst change vs the best baseline %+.1f%%; %d of %d rows more than 2%% worse\n", n, worst, over, len(res.Rows))
 	}
+	if res.Bootstrap == nil {
+		return
+	}
+	fmt.Fprintf(out, "\nmeans over seeds; change vs the best baseline, %.0f%% bootstrap intervals paired by seed (slowdown; turnaround)\n", 100*res.Bootstrap.Level)
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "cell\ttrace\tbest baseline\tas in paper\t")
+	for _, n := range subjects {
+		fmt.Fprintf(w, "%s\t", n)
+	}
+	fmt.Fprintln(w)
+	for _, r := range res.Rows {
+		p := r.Paired
+		if p == nil {
+			continue
+		}
+		asIn := "-"
+		if p.AsInPaper != nil {
+			asIn = map[bool]string{true: "yes", false: "no"}[*p.AsInPaper]
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s %.3f\t%s\t", r.Cell, r.Trace, p.RankSlowdown[0], p.Mean[p.RankSlowdown[0]].AvgSlowdown, asIn)
+		for _, n := range subjects {
+			d := p.Vs[n]
+			fmt.Fprintf(w, "%s; %s\t", d.Slowdown, d.Turnaround)
+		}
+		fmt.Fprintln(w)
+		for _, a := range res.Ablations {
+			if d, ok := p.Ablations[a]; ok {
+				fmt.Fprintf(w, "\t\t%s\t\t%s; %s\t\n", a, d.Slowdown, d.Turnaround)
+			}
+		}
+	}
+	w.Flush()
 }
 
 // progressEvery is how often a long replay says how far it is.

@@ -15,4 +15,7 @@ done
 # The charts of seed 1 (SC'15 Figures 3 and 6).
 bin/sluice sim compare --trace 25,45,60,45-4x --seed 1 --schedulers basecc1,basecc2,basecc4,basevary,seal,seal+ --plot "$out/plots" > /dev/null
 bin/sluice sim steal --trace 25,45,60,60-hv --lambda 1,0.9,0.8 --seed 1 --plot "$out/plots" > /dev/null
+# The regime map: SEAL and seal+ over per-connection share, decline, the
+# baselines' admission and load, with intervals, and STEAL over seeds.
+bash "$out/regime-map.sh"
 echo "wrote $out"
