@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluice-dtn/sluice/multisrc"
+	"github.com/sluice-dtn/sluice/sim"
 )
 
 // MultiIntervals are bootstrap intervals of an evaluation's figures over
@@ -13,16 +14,16 @@ import (
 // resampled whole, so figures of two policies stay paired by the stretch
 // of the links their runs met (with SameLinks the same stretch).
 type MultiIntervals struct {
-	Level     float64                      `json:"level"`
-	Resamples int                          `json:"resamples"`
-	Groups    int                          `json:"groups"` // groups with a run of every policy, the ones used
-	Mean      map[string]multisrc.Interval `json:"mean_s"`
-	SD        map[string]multisrc.Interval `json:"sd_s"`
+	Level     float64                 `json:"level"`
+	Resamples int                     `json:"resamples"`
+	Groups    int                     `json:"groups"` // groups with a run of every policy, the ones used
+	Mean      map[string]sim.Interval `json:"mean_s"`
+	SD        map[string]sim.Interval `json:"sd_s"`
 	// SDDiff[p] is TCS's SD minus p's (s); MeanRel[p] is TCS's mean over
 	// p's, minus 1.
-	SDDiff   map[string]multisrc.Interval `json:"sd_diff_tcs_minus"`
-	MeanRel  map[string]multisrc.Interval `json:"mean_rel_tcs_over"`
-	Criteria []Criterion                  `json:"criteria"`
+	SDDiff   map[string]sim.Interval `json:"sd_diff_tcs_minus"`
+	MeanRel  map[string]sim.Interval `json:"mean_rel_tcs_over"`
+	Criteria []Criterion             `json:"criteria"`
 	// SamePlan measures how well a group's runs met the same conditions:
 	// over every pair of runs in a group that moved the very same split
 	// (static policies that planned alike), how far their times differ.
@@ -95,12 +96,12 @@ func samePlan(runs []MultiRun) SamePlan {
 
 // Criterion is one acceptance criterion on one configuration.
 type Criterion struct {
-	Name     string            `json:"name"`
-	Rule     string            `json:"rule"` // what the interval must do
-	Applies  bool              `json:"applies"`
-	Met      bool              `json:"met"`
-	Interval multisrc.Interval `json:"interval"`
-	Why      string            `json:"why,omitempty"` // why it does not apply
+	Name     string       `json:"name"`
+	Rule     string       `json:"rule"` // what the interval must do
+	Applies  bool         `json:"applies"`
+	Met      bool         `json:"met"`
+	Interval sim.Interval `json:"interval"`
+	Why      string       `json:"why,omitempty"` // why it does not apply
 }
 
 // WithinMeanRel is how much slower than MS and NTSS TCS may be.
@@ -144,17 +145,19 @@ func (r *MultiResult) ComputeIntervals(resamples int, level float64, seed uint64
 		}
 	}
 	iv := &MultiIntervals{Level: level, Resamples: resamples, Groups: len(groups),
-		Mean: map[string]multisrc.Interval{}, SD: map[string]multisrc.Interval{},
-		SDDiff: map[string]multisrc.Interval{}, MeanRel: map[string]multisrc.Interval{}}
+		Mean: map[string]sim.Interval{}, SD: map[string]sim.Interval{},
+		SDDiff: map[string]sim.Interval{}, MeanRel: map[string]sim.Interval{}}
 	meanOf := func(p string) func([]int) float64 {
-		return func(idx []int) float64 { m, _ := multisrc.MeanSD(multisrc.Pick(times[p], idx)); return m }
+		return func(idx []int) float64 { m, _ := multisrc.MeanSD(pick(times[p], idx)); return m }
 	}
 	sdOf := func(p string) func([]int) float64 {
-		return func(idx []int) float64 { _, s := multisrc.MeanSD(multisrc.Pick(times[p], idx)); return s }
+		return func(idx []int) float64 { _, s := multisrc.MeanSD(pick(times[p], idx)); return s }
 	}
-	// The same seed for every statistic: the same resamples of the groups.
-	boot := func(f func([]int) float64) (multisrc.Interval, error) {
-		return multisrc.BootstrapInterval(len(groups), resamples, level, seed, f)
+	// The simulator's percentile bootstrap, the same seed for every
+	// statistic: the same resamples of the groups.
+	b := sim.Bootstrap{Resamples: resamples, Level: level, Seed: seed}
+	boot := func(f func([]int) float64) (sim.Interval, error) {
+		return sim.PercentileInterval(len(groups), f, b)
 	}
 	for _, p := range r.Policies {
 		var err error
@@ -180,6 +183,18 @@ func (r *MultiResult) ComputeIntervals(resamples int, level float64, seed uint64
 	return nil
 }
 
+// pick returns xs at the indices idx (a resample of xs).
+func pick(xs []float64, idx []int) []float64 {
+	out := make([]float64, len(idx))
+	for i, j := range idx {
+		out[i] = xs[j]
+	}
+	return out
+}
+
+// above reports whether the whole interval lies above x.
+func above(iv sim.Interval, x float64) bool { return iv.Lo > x }
+
 // judge states the criteria on the intervals: TCS's SD significantly below
 // BOS's where a fast link is highly variable, and not significantly above
 // NTSS's or MS's; TCS's mean significantly below BOS's and EAS's, and at
@@ -187,7 +202,7 @@ func (r *MultiResult) ComputeIntervals(resamples int, level float64, seed uint64
 // criterion whose policies were not run does not apply.
 func judge(iv *MultiIntervals, links []MultiLink) []Criterion {
 	var out []Criterion
-	add := func(name, rule, against string, m map[string]multisrc.Interval, met func(multisrc.Interval) bool, why string) {
+	add := func(name, rule, against string, m map[string]sim.Interval, met func(sim.Interval) bool, why string) {
 		c := Criterion{Name: name, Rule: rule, Why: why}
 		x, ok := m[against]
 		switch {
@@ -204,9 +219,9 @@ func judge(iv *MultiIntervals, links []MultiLink) []Criterion {
 	if !fastVariable(links) {
 		fv = "no fast link (>= 10 Mb/s) with SD >= 0.3 of its mean in Table 1"
 	}
-	below := func(x multisrc.Interval) bool { return x.Below(0) }
-	notAbove := func(x multisrc.Interval) bool { return !x.Above(0) }
-	within := func(x multisrc.Interval) bool { return x.Hi <= WithinMeanRel }
+	below := func(x sim.Interval) bool { return x.Below(0) }
+	notAbove := func(x sim.Interval) bool { return !above(x, 0) }
+	within := func(x sim.Interval) bool { return x.Hi <= WithinMeanRel }
 	add("TCS SD below BOS's", "SD(tcs) - SD(bos): interval below 0", "bos", iv.SDDiff, below, fv)
 	add("TCS SD not above NTSS's", "SD(tcs) - SD(ntss): interval not above 0", "ntss", iv.SDDiff, notAbove, "")
 	add("TCS SD not above MS's", "SD(tcs) - SD(ms): interval not above 0", "ms", iv.SDDiff, notAbove, "")

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-dtn/sluice/copyjob"
-	"github.com/sluice-dtn/sluice/multisrc"
+	"github.com/sluice-dtn/sluice/sim"
 	"github.com/sluice-dtn/sluice/testbed"
 )
 
@@ -254,7 +254,7 @@ func printIntervals(w io.Writer, r *testbed.MultiResult) {
 	fmt.Fprintf(w, "%.0f%% bootstrap intervals over %d groups (%d resamples):\n", pct, iv.Groups, iv.Resamples)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "policy\tmean s\tSD s\tSD(tcs) - SD s\tmean(tcs)/mean - 1")
-	f := func(x multisrc.Interval, scale float64, unit string) string {
+	f := func(x sim.Interval, scale float64, unit string) string {
 		return fmt.Sprintf("%.3f%s [%.3f, %.3f]", scale*x.Est, unit, scale*x.Lo, scale*x.Hi)
 	}
 	for _, p := range r.Policies {
