@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -145,7 +146,7 @@ func RegimeMap(dir, name string, s *sim.Sweep) error {
 						if len(pts.XYs) == 0 {
 							continue
 						}
-						slices.SortFunc(pts.XYs, func(a, b plotter.XY) int { return cmpF(a.X, b.X) })
+						slices.SortFunc(pts.XYs, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 						line, sc, err := plotter.NewLinePoints(pts.XYs)
 						if err != nil {
 							return fmt.Errorf("report: %s: %w", name, err)
@@ -175,16 +176,6 @@ func RegimeMap(dir, name string, s *sim.Sweep) error {
 		}
 	}
 	return f.save(dir, name)
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func bootLevel(s *sim.Sweep) float64 {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
@@ -697,8 +698,8 @@ func fillRow(row *SweepRow, runs map[string][]*sweepJob, schedulers []string, nS
 	}
 	pr.RankTurnaround = slices.Clone(pr.RankSlowdown)
 	// Stable, so that ties keep the schedulers' order.
-	slices.SortStableFunc(pr.RankSlowdown, func(a, b string) int { return cmpFloat(pr.Mean[a].AvgSlowdown, pr.Mean[b].AvgSlowdown) })
-	slices.SortStableFunc(pr.RankTurnaround, func(a, b string) int { return cmpFloat(pr.Mean[a].AvgTurnaround, pr.Mean[b].AvgTurnaround) })
+	slices.SortStableFunc(pr.RankSlowdown, func(a, b string) int { return cmp.Compare(pr.Mean[a].AvgSlowdown, pr.Mean[b].AvgSlowdown) })
+	slices.SortStableFunc(pr.RankTurnaround, func(a, b string) int { return cmp.Compare(pr.Mean[a].AvgTurnaround, pr.Mean[b].AvgTurnaround) })
 	pr.AsInPaper, pr.AsInPaperBySlowdown, pr.RankNote = paperRanking(row.Trace, pr.Mean)
 	for _, name := range schedulers {
 		if isBaseline(name) {
@@ -715,16 +716,6 @@ func fillRow(row *SweepRow, runs map[string][]*sweepJob, schedulers []string, nS
 	}
 	row.Paired = pr
 	return nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // PaperBest is the baseline SC'15 §6.3 found best on one of its traces:
