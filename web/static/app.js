@@ -171,6 +171,9 @@
   // it: one request of every job a user ever ran would grow without
   // bound. jobsPage is a variable so that tests can page a handful of jobs.
   let jobsPage = 500;
+  // jobsGen counts the table's reloads: a job read while the table was
+  // reloaded (a filter applied, say) is put in only if it still belongs.
+  let jobsGen = 0;
   function jobsQuery(before) {
     const state = $("job-state").value;
     return `/v1/jobs?limit=${jobsPage}` + (before ? "&before=" + before : "") + (state ? "&state=" + state : "") + (withQ() ? "&" + withQ() : "");
@@ -180,7 +183,10 @@
     if (vo) st.vos.add(vo);
   }
   async function loadJobs() {
+    const gen = ++jobsGen;
     const js = await api(jobsQuery(0));
+    if (gen !== jobsGen) return; // a later reload (another filter) is under way: its answer counts
+    jobsGen++;
     st.jobs.clear();
     for (const j of js) { st.jobs.set(j.id, j); remember(j.owner, j.vo); }
     st.jobsOlder = js.length === jobsPage;
@@ -188,14 +194,30 @@
     schedule();
   }
   async function loadOlderJobs() {
+    const gen = jobsGen;
     const js = await api(jobsQuery(Math.min(...st.jobs.keys())));
+    if (gen !== jobsGen) return; // the table was reloaded meanwhile
     for (const j of js) st.jobs.set(j.id, j);
     st.jobsOlder = js.length === jobsPage;
     schedule();
   }
+  // belongs says whether a job the table has not loaded goes in it: a
+  // job newer than every loaded one (submitted since), or any when every
+  // job is loaded, and only with no filter the server applies. A job on
+  // an older page not yet asked for stays out: added, it would break the
+  // pages' order (the next older page starts below the oldest loaded).
+  function belongs(id) {
+    if (st.jobs.has(id)) return true;
+    if (withQ()) return false;
+    return !st.jobsOlder || !st.jobs.size || id > Math.max(...st.jobs.keys());
+  }
   async function loadJob(id) {
+    if (!belongs(id)) return;
+    const gen = jobsGen;
     try {
       const j = await api("/v1/jobs/" + id);
+      if (gen !== jobsGen && !st.jobs.has(j.id)) return;
+      if (!belongs(j.id)) return;
       st.jobs.set(j.id, j);
       if (st.detail && st.detail.job.id === j.id) st.detail.job = j;
       schedule();

@@ -139,11 +139,11 @@ try {
   // Filters: one user's jobs; a search of the labels.
   await page.getByLabel("User").fill(env.USER_NAME);
   await page.getByLabel("User").press("Enter");
-  await page.waitForFunction(() => document.querySelectorAll("#jobs a[data-job]").length === 1);
+  await page.waitForFunction((id) => document.querySelectorAll("#jobs a[data-job]").length === 1 && document.querySelector(`#jobs a[data-job="${id}"]`), env.USER_JOB);
   check(await page.locator(`#jobs a[data-job="${env.USER_JOB}"]`).count() === 1, `the user filter shows ${env.USER_NAME}'s job only`);
   await page.getByRole("button", { name: "Clear" }).click();
   await page.getByLabel("Search").fill("MIXED");
-  await page.waitForFunction(() => document.querySelectorAll("#jobs a[data-job]").length === 1);
+  await page.waitForFunction((id) => document.querySelectorAll("#jobs a[data-job]").length === 1 && document.querySelector(`#jobs a[data-job="${id}"]`), env.MIXED_JOB);
   check(await page.locator(`#jobs a[data-job="${env.MIXED_JOB}"]`).count() === 1, "the search box finds the mixed job by its label");
   await page.getByRole("button", { name: "Clear" }).click();
   await page.waitForFunction((n) => document.querySelectorAll("#jobs a[data-job]").length === n, ids.length);
