@@ -55,3 +55,37 @@ func TestDefaultCurveFromSGData(t *testing.T) {
 		}
 	}
 }
+
+// TestPerEndpointConnRate: an endpoint's own per-connection rate caps the
+// paths to it (the smaller of the two ends), the testbed's rate the rest;
+// a task gains with connections only up to the path's capacity.
+func TestPerEndpointConnRate(t *testing.T) {
+	tb := &Testbed{Name: "conn", Source: "s", ConnGbps: 0.1, Endpoints: []EndpointSpec{
+		{Name: "s", CapacityGbps: 1},
+		{Name: "near", CapacityGbps: 0.5, ConnGbps: 0.4},
+		{Name: "far", CapacityGbps: 0.5, ConnGbps: 0.05},
+		{Name: "plain", CapacityGbps: 0.5},
+	}}
+	if err := tb.init(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dst  string
+		cc   int
+		gbps float64
+	}{
+		{"near", 1, 0.4}, {"near", 2, 0.5}, // the NIC, not 2 × 0.4
+		{"far", 1, 0.05}, {"far", 4, 0.2},
+		{"plain", 1, 0.1}, {"plain", 8, 0.5},
+	} {
+		if got := tb.demand("s", c.dst, c.cc, 1e9) / Gbps(1); math.Abs(got-c.gbps) > 1e-9 {
+			t.Errorf("s -> %s with %d connections: %g Gbit/s, want %g", c.dst, c.cc, got, c.gbps)
+		}
+	}
+	bad := *tb
+	bad.Endpoints = append([]EndpointSpec(nil), tb.Endpoints...)
+	bad.Endpoints[1].ConnGbps = -1
+	if err := bad.init(); err == nil {
+		t.Error("a negative per-endpoint conn_gbps was accepted")
+	}
+}

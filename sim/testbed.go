@@ -39,6 +39,12 @@ type EndpointSpec struct {
 	// ExternalLoad is a step series of the fraction of capacity taken by
 	// traffic Sluice does not control.
 	ExternalLoad []LoadStep `json:"external_load,omitempty"`
+	// ConnGbps, if positive, is what one connection reaches on the paths
+	// to and from this endpoint (their round-trip time and loss decide
+	// it, so it differs by path on a real network); a path takes the
+	// smaller of its two endpoints' values. It overrides the testbed's
+	// ConnGbps on those paths, and like it replaces the curve there.
+	ConnGbps float64 `json:"conn_gbps,omitempty"`
 }
 
 // ReplaySpec scales traces for a testbed emulated on one machine: a trace
@@ -261,6 +267,11 @@ func (tb *Testbed) init() error {
 	if tb.ConnGbps < 0 || math.IsInf(tb.ConnGbps, 0) || math.IsNaN(tb.ConnGbps) {
 		return fmt.Errorf("conn_gbps must not be negative")
 	}
+	for _, e := range tb.Endpoints {
+		if e.ConnGbps < 0 || math.IsInf(e.ConnGbps, 0) || math.IsNaN(e.ConnGbps) {
+			return fmt.Errorf("endpoint %s: conn_gbps must not be negative", e.Name)
+		}
+	}
 	if r := tb.Replay; r != nil && (!(r.SizeScale > 0 && r.SizeScale <= 1) || !(r.TimeScale >= 1) || r.StartupSeconds < 0) {
 		return fmt.Errorf("replay: size_scale must be in (0, 1], time_scale at least 1, startup_seconds not negative")
 	}
@@ -312,6 +323,22 @@ func (tb *Testbed) pathCap(src, dst string) float64 {
 	return c
 }
 
+// connCap is one connection's rate on the path between src and dst,
+// bytes/s: the smaller of the endpoints' own values where they have one,
+// else the testbed's ConnGbps (zero: the curve models the path).
+func (tb *Testbed) connCap(src, dst string) float64 {
+	c := 0.0
+	for _, e := range [2]string{src, dst} {
+		if g := tb.Endpoint(e).ConnGbps; g > 0 && (c == 0 || Gbps(g) < c) {
+			c = Gbps(g)
+		}
+	}
+	if c == 0 && tb.ConnGbps > 0 {
+		c = Gbps(tb.ConnGbps)
+	}
+	return c
+}
+
 // demand is the most a task of size bytes with concurrency cc can move
 // between src and dst on otherwise idle endpoints. Splitting a file into
 // cc partial transfers has a cost when the pieces are small: each piece
@@ -329,8 +356,8 @@ func (tb *Testbed) demand(src, dst string, cc int, size int64) float64 {
 		return tb.SingleTaskFraction * p
 	}
 	d := tb.Curve.At(cc) * p
-	if tb.ConnGbps > 0 {
-		d = math.Min(float64(cc)*Gbps(tb.ConnGbps), p)
+	if c := tb.connCap(src, dst); c > 0 {
+		d = math.Min(float64(cc)*c, p)
 	}
 	if tb.ChunkOverhead > 0 && size > 0 {
 		chunk := float64(size) / float64(cc)
@@ -354,7 +381,7 @@ func (tb *Testbed) streams(cc int, size int64) int {
 // path's capacity. Zero means the path adds no limit of its own (the
 // idealised single-task-fraction model).
 func (tb *Testbed) pathCapacity(src, dst string, n int) float64 {
-	if tb.SingleTaskFraction > 0 || tb.ConnGbps > 0 {
+	if tb.SingleTaskFraction > 0 || tb.connCap(src, dst) > 0 {
 		if tb.LinkGbps > 0 {
 			return Gbps(tb.LinkGbps)
 		}

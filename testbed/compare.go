@@ -30,6 +30,8 @@ type ComparedRun struct {
 	Predicted   *sim.Result `json:"predicted,omitempty"`
 	// Endpoints is each endpoint's observed throughput over the run.
 	Endpoints []EndpointSeries `json:"endpoint_series,omitempty"`
+	// Network is what the emulated WAN carried (runs with --net).
+	Network *NetUse `json:"network,omitempty"`
 }
 
 // RelErr is the simulator's error relative to the measurement, in percent.

@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-dtn/sluice/policy"
 	"github.com/sluice-dtn/sluice/server"
 	"github.com/sluice-dtn/sluice/sim"
+	"github.com/sluice-dtn/sluice/wan"
 )
 
 // The Policy Service experiments of Chervenak et al., "Adaptation and
@@ -123,6 +124,9 @@ type PolicyExpOptions struct {
 	Dir string
 	// Log receives progress lines (nil: none).
 	Log io.Writer
+	// Net, if set, carries the data over an emulated wide-area network
+	// (see Up) instead of loopback with the profile's emulation.
+	Net *wan.Net
 	// Sample is the period of the throughput series (default 0.5 s).
 	Sample time.Duration
 }
@@ -212,7 +216,7 @@ func RunPolicyExp(ctx context.Context, tb *sim.Testbed, e PolicyExp, o PolicyExp
 	defer cleanup()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := Up(ctx, tb, dir, "seal", nil)
+	c, err := Up(ctx, tb, dir, "seal", nil, o.Net)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +329,12 @@ func (c *Cluster) policyDataset(ctx context.Context, src, dst string, k int, jou
 	// A transport per client: the paper's clients run on separate hosts.
 	tr := sluice.NewTransport()
 	tr.MaxIdleConnsPerHost = 1024
+	if c.net != nil {
+		// The clients sit beside the network, as the server does: their
+		// requests reach the agents inside their hosts, and the data
+		// crosses the network from agent to agent.
+		tr.DialContext = c.net.DialInto
+	}
 	hc := &http.Client{Transport: tr}
 	backends := all.Registry()
 	host := func(u string) string { return "sluice://" + strings.TrimPrefix(u, "http://") }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/sluice-dtn/sluice/agent"
 	"github.com/sluice-dtn/sluice/api"
+	"github.com/sluice-dtn/sluice/backend/sluice"
 	"github.com/sluice-dtn/sluice/client"
 	"github.com/sluice-dtn/sluice/emul"
 	"github.com/sluice-dtn/sluice/sched"
@@ -39,6 +40,7 @@ import (
 	"github.com/sluice-dtn/sluice/sim"
 	"github.com/sluice-dtn/sluice/store"
 	"github.com/sluice-dtn/sluice/trace"
+	"github.com/sluice-dtn/sluice/wan"
 	"github.com/sluice-dtn/sluice/wire"
 )
 
@@ -118,6 +120,9 @@ type Options struct {
 	Log io.Writer
 	// Timeout bounds the run after the last arrival (default 10 minutes).
 	Timeout time.Duration
+	// Net, if set, carries the data over an emulated wide-area network
+	// instead of loopback (see Up).
+	Net *wan.Net
 }
 
 // Run is what a replay measured.
@@ -132,6 +137,37 @@ type Run struct {
 	// Endpoints is each endpoint's aggregate throughput as the server
 	// observed it, sampled every second of the run.
 	Endpoints []EndpointSeries `json:"endpoint_series,omitempty"`
+	// Network is what the emulated WAN carried during the run (Options.Net).
+	Network *NetUse `json:"network,omitempty"`
+}
+
+// NetUse is what an emulated WAN's forwarder counted during a run.
+type NetUse struct {
+	Profile string `json:"profile"`
+	// Bytes crossed every link, both directions (data, acknowledgements
+	// and control), IP packets' bytes.
+	Bytes uint64 `json:"bytes"`
+	// Lost segments by cause: the paths' random loss, and full queues
+	// (a path's, a NIC's egress or ingress).
+	RandomDrops uint64 `json:"random_drops"`
+	QueueDrops  uint64 `json:"queue_drops"`
+	// ForwarderCPU is the forwarder's CPU time, s.
+	ForwarderCPU float64 `json:"forwarder_cpu_seconds"`
+}
+
+// netUse is the difference of two readings of a network's counters.
+func netUse(before, after *wan.Status) *NetUse {
+	u := &NetUse{Profile: after.Profile, ForwarderCPU: after.CPUSeconds - before.CPUSeconds}
+	add := func(s *wan.Status, sign int64) {
+		for _, l := range s.Links {
+			u.Bytes += uint64(sign * int64(l.Bytes))
+			u.RandomDrops += uint64(sign * int64(l.RandomDrops+l.BurstDrops))
+			u.QueueDrops += uint64(sign * int64(l.QueueDrops+l.EgressDrops+l.IngressDrops))
+		}
+	}
+	add(after, 1)
+	add(before, -1)
+	return u
 }
 
 // EndpointSeries is one endpoint's observed throughput over a run: T[i]
@@ -203,7 +239,7 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 	defer cleanup()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := Up(ctx, tb, dir, o.Scheduler, nil)
+	c, err := Up(ctx, tb, dir, o.Scheduler, nil, o.Net)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +255,12 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 	logf("replaying %d transfers (%.2f GB) under %s", len(tr.Transfers), float64(total)/1e9, o.Scheduler)
 	jobs := make(map[int64]trace.Transfer, len(tr.Transfers))
 	submitted := make(map[int64]time.Time, len(tr.Transfers))
+	var netBefore *wan.Status
+	if o.Net != nil {
+		if netBefore, err = o.Net.Status(ctx); err != nil {
+			return nil, fmt.Errorf("testbed: reading the network's counters: %w", err)
+		}
+	}
 	start := time.Now()
 	sctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
@@ -274,6 +316,18 @@ func Replay(ctx context.Context, tb *sim.Testbed, tr *trace.Trace, o Options) (*
 	}
 	stopSampling()
 	run := &Run{Files: len(jobs), Bytes: total, StartupCost: ServerStartupCost(tb).Seconds(), Endpoints: series()}
+	if o.Net != nil {
+		after, err := o.Net.Status(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("testbed: reading the network's counters: %w", err)
+		}
+		run.Network = netUse(netBefore, after)
+		// Every byte must have crossed the network: a transfer that
+		// found a shorter way (loopback) would measure nothing.
+		if run.Network.Bytes < uint64(total) {
+			return run, fmt.Errorf("testbed: the network carried %d bytes, fewer than the %d transferred: the data did not cross it", run.Network.Bytes, total)
+		}
+	}
 	var tasks []sim.TaskResult
 	startup := tb.Replay.StartupSeconds
 	ids := make([]int64, 0, len(jobs))
@@ -378,7 +432,8 @@ func ServerStartupCost(tb *sim.Testbed) time.Duration {
 }
 
 // Cluster is a running testbed: a server and its agents in this process,
-// talking over loopback HTTP as separate hosts would.
+// talking over HTTP as separate hosts would (over loopback, or between
+// the hosts of an emulated WAN).
 type Cluster struct {
 	URL        string            // the server's API
 	AdminToken string            // an admin API token
@@ -388,6 +443,7 @@ type Cluster struct {
 	Keys       map[string][]byte // each agent's data-token key
 	DataDir    string
 
+	net   *wan.Net // nil: loopback
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	st    store.Store
@@ -413,27 +469,50 @@ func (c *Cluster) Err() error {
 	}
 }
 
-// Up starts the server (SQLite in dir) and one emulated agent per
-// endpoint of tb. Logs go to logw (nil: discarded).
-func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Writer) (*Cluster, error) {
+// Up starts the server (SQLite in dir) and one agent per endpoint of tb.
+// Logs go to logw (nil: discarded).
+//
+// With n nil the agents listen on loopback and package emul shapes their
+// data path as the profile says. With n, each endpoint is the host of
+// the same name in the emulated WAN: its agent listens on the host's
+// address and pulls from the others across the network, from inside the
+// host, and nothing is emulated in the agent (kernel TCP over the
+// network's paths decides every rate). The server stays beside the
+// network and reaches each agent inside its host (wan.Net.DialInto), so
+// the control plane loads no path, as on loopback.
+func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Writer, n *wan.Net) (*Cluster, error) {
 	log := slog.New(slog.DiscardHandler)
 	if logw != nil {
 		log = slog.New(slog.NewTextHandler(logw, nil))
 	}
 	ctx, stop := context.WithCancel(ctx)
 	c := &Cluster{Roots: map[string]string{}, Agents: map[string]string{}, Keys: map[string][]byte{}, DataDir: filepath.Join(dir, "server"), stop: stop,
-		done: make(chan struct{})}
+		done: make(chan struct{}), net: n}
 	fail := func(err error) (*Cluster, error) {
 		c.Close()
 		return nil, err
+	}
+	if n != nil {
+		for _, e := range tb.Endpoints {
+			if !n.Addr(e.Name).IsValid() {
+				return fail(fmt.Errorf("testbed: endpoint %s of %s is no host of network %s", e.Name, tb.Name, n.Profile.Name))
+			}
+		}
 	}
 	st, err := store.Open(ctx, filepath.Join(c.DataDir, "sluice.db"))
 	if err != nil {
 		return fail(err)
 	}
 	c.st = st
+	var srvClient *http.Client // nil: the server's default
+	if n != nil {
+		t := sluice.NewTransport()
+		t.DialContext = n.DialInto
+		srvClient = &http.Client{Transport: t}
+	}
 	srv, err := server.New(ctx, server.Config{
-		Store: st, Scheduler: scheduler, DataDir: c.DataDir, Logger: log,
+		Client: srvClient,
+		Store:  st, Scheduler: scheduler, DataDir: c.DataDir, Logger: log,
 		TotalMaxCC: tb.TotalMaxCC,
 		// SC'15's 0.5 s cycle, compressed with the trace.
 		Cycle: cycle(tb),
@@ -487,8 +566,20 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return fail(err)
 		}
-		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		var aln net.Listener
+		var pullClient *http.Client // nil: the agent's default
+		var em *emul.Config
+		if n == nil {
+			aln, err = net.Listen("tcp", "127.0.0.1:0")
+			cfg := Emulation(tb, e.Name)
+			em = &cfg
+		} else if aln, err = n.Listen(e.Name, 0); err == nil {
+			pullClient, err = hostClient(n, e.Name)
+		}
 		if err != nil {
+			if aln != nil {
+				aln.Close()
+			}
 			return fail(err)
 		}
 		// The agent joins as `sluice agent` does: over the API, with
@@ -500,8 +591,7 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 			aln.Close()
 			return fail(err)
 		}
-		em := Emulation(tb, e.Name)
-		a, err := agent.New(agent.Config{Name: e.Name, Root: root, Key: joined.Key, Logger: log, Emulation: &em})
+		a, err := agent.New(agent.Config{Name: e.Name, Root: root, Key: joined.Key, Logger: log, Emulation: em, Client: pullClient})
 		if err != nil {
 			aln.Close()
 			return fail(err)
@@ -532,6 +622,27 @@ func Up(ctx context.Context, tb *sim.Testbed, dir, scheduler string, logw io.Wri
 	return fail(errors.New("testbed: the agents did not come up"))
 }
 
+// hostClient is an agent's client for pulls inside host: it dials from
+// the host's namespace. Its transport is wrapped so that the agent keeps
+// this dialling (an agent replaces an *http.Transport's dialler with its
+// own checks of pull sources).
+func hostClient(n *wan.Net, host string) (*http.Client, error) {
+	dial, err := n.DialFrom(host)
+	if err != nil {
+		return nil, err
+	}
+	t := sluice.NewTransport()
+	t.ReadBufferSize, t.WriteBufferSize = 64<<10, 64<<10
+	t.DialContext = dial
+	return &http.Client{Transport: hostTransport{t}}, nil
+}
+
+type hostTransport struct{ *http.Transport }
+
+func (h hostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return h.Transport.RoundTrip(r)
+}
+
 // Close stops the server and the agents.
 func (c *Cluster) Close() {
 	c.close.Do(func() {
@@ -551,6 +662,9 @@ func Emulation(tb *sim.Testbed, name string) emul.Config {
 	cfg := emul.Config{
 		CapacityBps: sim.Gbps(e.CapacityGbps), ConnBps: sim.Gbps(tb.ConnGbps),
 		Knee: e.Knee, Decline: e.Decline,
+	}
+	if e.ConnGbps > 0 {
+		cfg.ConnBps = sim.Gbps(e.ConnGbps)
 	}
 	if tb.Replay != nil {
 		cfg.StartupMs = tb.Replay.StartupSeconds * 1000

@@ -21,6 +21,7 @@ func newTestbedPolicyExp() *cobra.Command {
 	var (
 		exps             []string
 		profile, dir     string
+		netProfile       string
 		csvDir           string
 		files            int
 		minSize, maxSize int64
@@ -74,7 +75,12 @@ on real bytes, each client the adaptive client of ` + "`sluice cp --policy-serve
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			o := testbed.PolicyExpOptions{Files: files, MinSize: minSize, MaxSize: maxSize, Seed: seed, Dir: dir}
+			n, down, err := upNet(ctx, netProfile)
+			if err != nil {
+				return err
+			}
+			defer down()
+			o := testbed.PolicyExpOptions{Files: files, MinSize: minSize, MaxSize: maxSize, Seed: seed, Dir: dir, Net: n}
 			if verbose {
 				o.Log = cmd.ErrOrStderr()
 			}
@@ -120,8 +126,9 @@ on real bytes, each client the adaptive client of ` + "`sluice cp --policy-serve
 	fl.Int64Var(&maxSize, "max-size", 8<<20, "largest file, bytes (sizes are drawn log-uniformly)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the file sizes")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
+	fl.StringVar(&netProfile, "net", "", "carry the data over an emulated WAN of this network profile (sluice net; intercontinental matches policy-wan), its hosts named as the profile's endpoints, instead of loopback with the profile's emulation (needs root)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress")
-	moreFlags(cmd, "docs/testbed.md", "dir", "min-size", "max-size", "seed")
+	moreFlags(cmd, "docs/testbed.md", "dir", "min-size", "max-size", "seed", "net")
 	return cmd
 }
 

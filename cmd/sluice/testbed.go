@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/sluice-dtn/sluice/sched"
 	"github.com/sluice-dtn/sluice/sim"
 	"github.com/sluice-dtn/sluice/testbed"
+	"github.com/sluice-dtn/sluice/wan"
 )
 
 func newTestbedCmd() *cobra.Command {
@@ -38,7 +40,7 @@ calibrated to SGData.csv), or a JSON file (sim/testbeds/ shows the format).`,
 }
 
 func newTestbedUp() *cobra.Command {
-	var profile, dir, scheduler string
+	var profile, dir, scheduler, netProfile string
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the profile's server and emulated agents and keep them running",
@@ -58,7 +60,12 @@ func newTestbedUp() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			c, err := testbed.Up(ctx, tb, dir, scheduler, cmd.ErrOrStderr())
+			n, down, err := upNet(ctx, netProfile)
+			if err != nil {
+				return err
+			}
+			defer down()
+			c, err := testbed.Up(ctx, tb, dir, scheduler, cmd.ErrOrStderr(), n)
 			if err != nil {
 				return err
 			}
@@ -91,6 +98,7 @@ func newTestbedUp() *cobra.Command {
 	cmd.Flags().StringVar(&profile, "profile", "sc15-mini", "testbed profile")
 	cmd.Flags().StringVar(&dir, "dir", "", "directory for the server's store and the agents' roots, kept (default: a new temporary one, removed when the testbed stops)")
 	cmd.Flags().StringVar(&scheduler, "scheduler", "seal", "scheduler: "+strings.Join(sched.Names(), ", "))
+	cmd.Flags().StringVar(&netProfile, "net", "", netFlagHelp)
 	return cmd
 }
 
@@ -102,6 +110,8 @@ type testbedFlags struct {
 	predict        bool
 	jsonOut        bool
 	dir            string
+	net            string
+	wan            *wan.Net // the network --net brought up
 }
 
 func (f *testbedFlags) register(cmd *cobra.Command) {
@@ -113,6 +123,34 @@ func (f *testbedFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.predict, "predict", false, "also run the simulator on the same profile and trace, and print both with the relative error")
 	fl.BoolVar(&f.jsonOut, "json", false, "print JSON")
 	fl.StringVar(&f.dir, "dir", "", "work directory (default: temporary, removed afterwards)")
+	fl.StringVar(&f.net, "net", "", netFlagHelp)
+}
+
+const netFlagHelp = "carry the data over an emulated WAN of this network profile (sluice net; sc15 matches sc15-wan and sc15-mini), one host per endpoint, instead of loopback with the profile's emulation; brought up for the command and taken down after (needs root)"
+
+// upNet brings up the network --net names, if any, under its own prefix,
+// with the forwarder in its own process as `sluice net up` runs it. The
+// returned function takes it down.
+func upNet(ctx context.Context, profile string) (*wan.Net, func(), error) {
+	if profile == "" {
+		return nil, func() {}, nil
+	}
+	p, err := wan.LoadProfile(profile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--net: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("--net: %w", err)
+	}
+	o := wan.Options{Prefix: "slcb-", Forwarder: func(stateFile string) *exec.Cmd {
+		return exec.Command(self, "net", "forward", "--state", stateFile)
+	}}
+	n, err := wan.Up(ctx, p, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--net %s: %w", profile, err)
+	}
+	return n, func() { n.Close() }, nil
 }
 
 func (f *testbedFlags) load() (*sim.Testbed, error) {
@@ -139,11 +177,11 @@ func replayOne(ctx context.Context, f *testbedFlags, tb *sim.Testbed, scheduler 
 	if err != nil {
 		return nil, err
 	}
-	run, err := testbed.Replay(ctx, tb, tr, testbed.Options{Scheduler: scheduler, Dir: f.dir, Log: log})
+	run, err := testbed.Replay(ctx, tb, tr, testbed.Options{Scheduler: scheduler, Dir: f.dir, Log: log, Net: f.wan})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", scheduler, err)
 	}
-	out := &testbed.ComparedRun{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost, Endpoints: run.Endpoints}
+	out := &testbed.ComparedRun{Scheduler: scheduler, Rep: rep, Seed: f.seed + int64(rep), Measured: run.Result, Verified: run.Verified, Files: run.Files, Seconds: run.Seconds, StartupCost: run.StartupCost, Endpoints: run.Endpoints, Network: run.Network}
 	if f.predict {
 		if out.Predicted, err = testbed.Predict(tb, tr, scheduler); err != nil {
 			return nil, err
@@ -168,6 +206,12 @@ func newTestbedReplay() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			n, down, err := upNet(ctx, f.net)
+			if err != nil {
+				return err
+			}
+			defer down()
+			f.wan = n
 			r, err := replayOne(ctx, &f, tb, scheduler, 0, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -277,6 +321,12 @@ SC'15's Figure 3 of them, --from prints saved runs. See docs/testbed.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			n, down, err := upNet(ctx, f.net)
+			if err != nil {
+				return err
+			}
+			defer down()
+			f.wan = n
 			res := &testbed.Comparison{Profile: tb.Name, Trace: f.trace, Reps: reps, Date: time.Now().UTC().Format(time.RFC3339)}
 			for rep := 0; rep < reps; rep++ {
 				for _, n := range names {
