@@ -34,6 +34,29 @@ type ComparedRun struct {
 	Network *NetUse `json:"network,omitempty"`
 }
 
+// Repredict runs the simulator again for every run of c with tb's model:
+// each run's trace is generated again from c's trace name and the run's
+// seed, and must have as many transfers as the run replayed (a model
+// whose source capacity differs generates another trace, and is refused).
+func Repredict(tb *sim.Testbed, c *Comparison, names []string) error {
+	for _, r := range c.Runs {
+		tr, err := Trace(tb, c.Trace, r.Seed)
+		if err != nil {
+			return err
+		}
+		if len(tr.Transfers) != r.Files {
+			return fmt.Errorf("trace %s seed %d has %d transfers under %s, the run replayed %d: not the same trace (does the model change the source's capacity?)", c.Trace, r.Seed, len(tr.Transfers), tb.Name, r.Files)
+		}
+		if r.Predicted, err = Predict(tb, tr, r.Scheduler); err != nil {
+			return err
+		}
+	}
+	c.Median, c.Subject, c.Best, c.SameRanking = nil, "", "", nil
+	c.TurnaroundPct, c.SlowdownPct = 0, 0
+	c.Summarise(names)
+	return nil
+}
+
 // RelErr is the simulator's error relative to the measurement, in percent.
 func RelErr(predicted, measured float64) float64 {
 	if measured == 0 {

@@ -80,3 +80,37 @@ func loadTestbed(t *testing.T, js string) *sim.Testbed {
 	}
 	return tb
 }
+
+// TestRepredict: saved runs are predicted again from their trace and
+// seed with another model, and a run whose trace the model would not
+// generate again (another number of transfers) is refused.
+func TestRepredict(t *testing.T) {
+	tb, err := Load("sc15-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Trace(tb, "smoke", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &ComparedRun{Scheduler: "basecc2", Seed: 2, Files: len(tr.Transfers), Verified: len(tr.Transfers),
+		Measured: &sim.Result{Interactive: sim.Stats{N: len(tr.Transfers), AvgSlowdown: 2, AvgTurnaround: 1}}}
+	c := &Comparison{Profile: "elsewhere", Trace: "smoke", Runs: []*ComparedRun{run}}
+	if err := Repredict(tb, c, []string{"basecc2"}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Predict(tb, tr, "basecc2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Predicted == nil || run.Predicted.Interactive != want.Interactive {
+		t.Errorf("predicted %+v, want %+v", run.Predicted, want)
+	}
+	if len(c.Median) != 1 || c.Median[0].SimTurnaround == nil {
+		t.Errorf("the medians were not summarised again: %+v", c.Median)
+	}
+	run.Files++
+	if err := Repredict(tb, c, []string{"basecc2"}); err == nil {
+		t.Error("a run of another trace was predicted")
+	}
+}

@@ -294,6 +294,22 @@ SC'15's Figure 3 of them, --from prints saved runs. See docs/testbed.md.`,
 				if err := checkPlot(plotDir, names); err != nil {
 					return err
 				}
+				if f.predict {
+					// The simulator's predictions again, from the profile
+					// --profile names (a model fitted anew, say): each
+					// run's trace is generated again from its seed.
+					tb, err := f.load()
+					if err != nil {
+						return err
+					}
+					if err := testbed.Repredict(tb, res, names); err != nil {
+						return fmt.Errorf("--from --predict: %w", err)
+					}
+					res.Profile = tb.Name
+				}
+				if f.jsonOut {
+					return printJSON(cmd.OutOrStdout(), res)
+				}
 				res.Print(cmd.OutOrStdout())
 				if plotDir != "" {
 					return plotTestbedCompare(cmd.ErrOrStderr(), plotDir, res, names)
@@ -359,6 +375,6 @@ SC'15's Figure 3 of them, --from prints saved runs. See docs/testbed.md.`,
 	cmd.Flags().StringVar(&schedulers, "schedulers", "basecc1,basecc2,basecc4,basevary,seal", "comma-separated schedulers")
 	cmd.Flags().IntVar(&reps, "reps", 1, "repetitions (each with its own trace seed)")
 	cmd.Flags().StringVar(&plotDir, "plot", "", plotFlagHelp+": testbed-compare-TRACE, Figure 3 of the measured medians")
-	cmd.Flags().StringSliceVar(&from, "from", nil, "print (and --plot) saved comparisons (--json output) instead of replaying")
+	cmd.Flags().StringSliceVar(&from, "from", nil, "print (and --plot) saved comparisons (--json output) instead of replaying; with --predict, predict them again with --profile's model")
 	return cmd
 }
