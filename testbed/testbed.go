@@ -155,18 +155,19 @@ type NetUse struct {
 	ForwarderCPU float64 `json:"forwarder_cpu_seconds"`
 }
 
-// netUse is the difference of two readings of a network's counters.
+// netUse is the difference of two readings of a network's counters
+// (of one network, so its links come in the same order).
 func netUse(before, after *wan.Status) *NetUse {
 	u := &NetUse{Profile: after.Profile, ForwarderCPU: after.CPUSeconds - before.CPUSeconds}
-	add := func(s *wan.Status, sign int64) {
-		for _, l := range s.Links {
-			u.Bytes += uint64(sign * int64(l.Bytes))
-			u.RandomDrops += uint64(sign * int64(l.RandomDrops+l.BurstDrops))
-			u.QueueDrops += uint64(sign * int64(l.QueueDrops+l.EgressDrops+l.IngressDrops))
+	for i, l := range after.Links {
+		var b wan.LinkStatus
+		if i < len(before.Links) {
+			b = before.Links[i]
 		}
+		u.Bytes += l.Bytes - b.Bytes
+		u.RandomDrops += l.RandomDrops + l.BurstDrops - b.RandomDrops - b.BurstDrops
+		u.QueueDrops += l.QueueDrops + l.EgressDrops + l.IngressDrops - b.QueueDrops - b.EgressDrops - b.IngressDrops
 	}
-	add(after, 1)
-	add(before, -1)
 	return u
 }
 
