@@ -4,7 +4,7 @@
 # file verified, each run beside the simulator's prediction of it
 # (--predict, from the sc15-wan testbed that calibrate.sh fitted).
 #
-#   bash docs/results/sc15-wan/run.sh             # traces 45 and 60, then STEAL
+#   bash docs/results/sc15-wan/run.sh             # traces 25, 45 and 60, then STEAL
 #   TRACES="25 45 60" REPS=3 bash docs/results/sc15-wan/run.sh
 #
 # One run of one scheduler takes about 3.5 minutes (a 15-minute trace
@@ -12,7 +12,7 @@
 # the forwarder and the agents share its two cores. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-TRACES=${TRACES:-45 60} REPS=${REPS:-1}
+TRACES=${TRACES:-25 45 60} REPS=${REPS:-1}
 SCHEDULERS=${SCHEDULERS:-basecc1,basecc2,basecc4,basevary,seal,seal+}
 OUT=docs/results/sc15-wan
 go build -o bin/sluice ./cmd/sluice
