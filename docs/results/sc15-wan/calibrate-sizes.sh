@@ -11,14 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 REPS=${REPS:-3} SIZES=${SIZES:-256K 1M 4M 16M 64M}
-PREFIX=${PREFIX:-slcq-}
-go build -o bin/sluice ./cmd/sluice
-S=bin/sluice
-net() { "$S" net --prefix "$PREFIX" "$@"; }
-net up --profile sc15 >/dev/null
-trap 'net down >/dev/null 2>&1 || true' EXIT
-DST="yellowstone gordon blacklight mason darter"
-addr() { net status --json | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .addr'; }
+. docs/results/sc15-wan/net.sh
 port=5500
 for d in $DST; do net exec "$d" -- iperf3 -s -D -p $port >/dev/null; port=$((port + 1)); done
 sleep 0.5

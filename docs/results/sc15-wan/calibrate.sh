@@ -19,14 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 REPS=${REPS:-3} SECS=${SECS:-8} SIZE_SMALL=${SIZE_SMALL:-8M}
-PREFIX=${PREFIX:-slcq-}
-go build -o bin/sluice ./cmd/sluice
-S=bin/sluice
-net() { "$S" net --prefix "$PREFIX" "$@"; }
-net up --profile sc15 >/dev/null
-trap 'net down >/dev/null 2>&1 || true' EXIT
-DST="yellowstone gordon blacklight mason darter"
-addr() { net status --json | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .addr'; }
+. docs/results/sc15-wan/net.sh
 port=5400
 for d in $DST; do
 	for i in 0 1; do net exec "$d" -- iperf3 -s -D -p $((port + i)) >/dev/null; done

@@ -5,12 +5,7 @@
 # than the 588.8 Mbit/s NIC). Needs root, iperf3, ping (iputils-ping).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-PREFIX=${PREFIX:-slcq-}
-go build -o bin/sluice ./cmd/sluice
-net() { bin/sluice net --prefix "$PREFIX" "$@"; }
-net up --profile sc15 >/dev/null
-trap 'net down >/dev/null 2>&1 || true' EXIT
-addr() { net status --json | jq -r --arg h "$1" '.hosts[] | select(.name == $h) | .addr'; }
+. docs/results/sc15-wan/net.sh
 summary() { tail -1 | sed 's/.*= //'; }
 echo "idle:  rtt min/avg/max/mdev $(net exec stampede -- ping -q -i 0.1 -c 100 "$(addr mason)" | summary)"
 for h in yellowstone gordon; do net exec "$h" -- iperf3 -s -D -1 >/dev/null; done
