@@ -15,6 +15,9 @@
 // starts the forwarder, in-process or as a detached process (the CLI's
 // `sluice net up`). Net.Command runs a program inside a host, Net.Status
 // reads the counters and Net.Set changes a parameter while traffic flows.
+// A process that plays several hosts (the emulated testbed) opens their
+// sockets in place: Net.Listen and Net.DialFrom make a socket inside a
+// host's namespace, Net.DialInto reaches a host's address from outside.
 //
 // The forwarder reads each host's TUN with IFF_VNET_HDR and TSO enabled,
 // so one read returns a TCP super-packet of up to 64 KB with a

@@ -75,7 +75,7 @@ on real bytes, each client the adaptive client of ` + "`sluice cp --policy-serve
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, down, err := upNet(ctx, netProfile)
+			n, down, err := upNet(ctx, netProfile, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ on real bytes, each client the adaptive client of ` + "`sluice cp --policy-serve
 	fl.Int64Var(&maxSize, "max-size", 8<<20, "largest file, bytes (sizes are drawn log-uniformly)")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the file sizes")
 	fl.BoolVar(&jsonOut, "json", false, "print JSON")
-	fl.StringVar(&netProfile, "net", "", "carry the data over an emulated WAN of this network profile (sluice net; intercontinental matches policy-wan), its hosts named as the profile's endpoints, instead of loopback with the profile's emulation (needs root)")
+	fl.StringVar(&netProfile, "net", "", "carry the data over an emulated WAN of this network profile (sluice net; intercontinental matches policy-wan), its hosts named as the profile's endpoints, instead of loopback with the profile's emulation (needs root; one such command at a time)")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "print progress")
 	moreFlags(cmd, "docs/testbed.md", "dir", "min-size", "max-size", "seed", "net")
 	return cmd

@@ -60,7 +60,7 @@ func newTestbedUp() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, down, err := upNet(ctx, netProfile)
+			n, down, err := upNet(ctx, netProfile, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -126,12 +126,13 @@ func (f *testbedFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.net, "net", "", netFlagHelp)
 }
 
-const netFlagHelp = "carry the data over an emulated WAN of this network profile (sluice net; sc15 matches sc15-wan and sc15-mini), one host per endpoint, instead of loopback with the profile's emulation; brought up for the command and taken down after (needs root)"
+const netFlagHelp = "carry the data over an emulated WAN of this network profile (sluice net; sc15 matches sc15-wan and sc15-mini), one host per endpoint, instead of loopback with the profile's emulation; brought up for the command and taken down after (needs root; one such command at a time)"
 
-// upNet brings up the network --net names, if any, under its own prefix,
-// with the forwarder in its own process as `sluice net up` runs it. The
-// returned function takes it down.
-func upNet(ctx context.Context, profile string) (*wan.Net, func(), error) {
+// upNet brings up the network --net names, if any, under its own prefix
+// (which Up clears first: so one such command at a time), with the
+// forwarder in its own process as `sluice net up` runs it. The returned
+// function takes it down, reporting a failure to errw.
+func upNet(ctx context.Context, profile string, errw io.Writer) (*wan.Net, func(), error) {
 	if profile == "" {
 		return nil, func() {}, nil
 	}
@@ -150,7 +151,11 @@ func upNet(ctx context.Context, profile string) (*wan.Net, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--net %s: %w", profile, err)
 	}
-	return n, func() { n.Close() }, nil
+	return n, func() {
+		if err := n.Close(); err != nil {
+			fmt.Fprintf(errw, "sluice: taking the --net network down: %v\n", err)
+		}
+	}, nil
 }
 
 func (f *testbedFlags) load() (*sim.Testbed, error) {
@@ -206,7 +211,7 @@ func newTestbedReplay() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, down, err := upNet(ctx, f.net)
+			n, down, err := upNet(ctx, f.net, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -337,7 +342,7 @@ SC'15's Figure 3 of them, --from prints saved runs. See docs/testbed.md.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, down, err := upNet(ctx, f.net)
+			n, down, err := upNet(ctx, f.net, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
